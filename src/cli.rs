@@ -1,0 +1,124 @@
+//! The command line: clap structs only. Validation into a `Config` happens in `config.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::core::event_log::FsyncPolicy;
+use crate::protocol::{AgentStatus, Liveness};
+
+#[derive(Debug, Parser)]
+#[command(name = "cohost", version, about = "Host coding agents and follow every turn as one durable event stream")]
+pub struct Cli {
+    /// State directory (token, event log, snapshot). Default: $XDG_STATE_HOME/cohost, else ~/.local/state/cohost.
+    #[arg(long, global = true, env = "COHOST_HOME")]
+    pub home: Option<PathBuf>,
+
+    /// The daemon's address: where `serve` listens and where the other commands connect.
+    /// Default: 127.0.0.1:7391 (clients first look for the running daemon's address in $COHOST_HOME/daemon.json).
+    #[arg(long, global = true, env = "COHOST_LISTEN")]
+    pub listen: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground.
+    Serve(ServeArgs),
+    /// Show the tracker: tmux sessions and their agent instances.
+    State {
+        /// Print the raw JSON of GET /api/state.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print events from the log, one JSON object per line.
+    Events {
+        /// Start after this seq (default: 0, the oldest retained event).
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Keep streaming new events (Server-Sent Events), resuming after disconnects.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Report an agent's status (POST /api/agent-event), for hook scripts.
+    Event(EventArgs),
+    /// Mark a tmux session focused (its finished agents become seen).
+    Focus {
+        session: String,
+        /// Who saw it: `api` or `tmux`.
+        #[arg(long, default_value = "api")]
+        source: String,
+    },
+    /// Print the bearer token.
+    Token,
+    /// Re-read tmux sessions (the daemon's tmux hooks call this).
+    #[command(hide = true)]
+    TmuxRefresh,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// tmux server socket (passed as `tmux -S`). Default: the user's default server.
+    #[arg(long, env = "COHOST_TMUX_SOCKET")]
+    pub tmux_socket: Option<PathBuf>,
+    /// Allow listening on a non-loopback address (the bearer token is then the only guard).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// When to fdatasync the event log: after every batch (before acknowledging it) or never.
+    #[arg(long, value_enum, default_value = "always", env = "COHOST_FSYNC")]
+    pub fsync: FsyncPolicy,
+    /// Close a log segment (and snapshot the state) once it reaches this many MiB.
+    #[arg(long, default_value_t = 64, env = "COHOST_SEGMENT_MB")]
+    pub segment_mb: u64,
+    /// Delete the oldest closed segments while the log is larger than this many MiB.
+    #[arg(long, default_value_t = 1024, env = "COHOST_RETAIN_MB")]
+    pub retain_mb: u64,
+    /// Seconds without an update after which a running or waiting agent becomes `stale`.
+    #[arg(long, default_value_t = 600, env = "COHOST_STALE_AFTER")]
+    pub stale_after: u64,
+    /// Seconds after which a finished, seen agent is removed from the state.
+    #[arg(long, default_value_t = 1800, env = "COHOST_PRUNE_AFTER")]
+    pub prune_after: u64,
+    /// Metadata log entries kept per session.
+    #[arg(long, default_value_t = 100)]
+    pub max_logs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// Agent name, e.g. `claude-code`, `codex`, `my-script`.
+    pub agent: String,
+    /// idle, running, tool-running, done, error, waiting, interrupted or stale.
+    pub status: AgentStatus,
+    /// The tmux session.
+    #[arg(long, required_unless_present = "project_dir")]
+    pub session: Option<String>,
+    /// A project directory, resolved to the session whose directory matches.
+    #[arg(long)]
+    pub project_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub thread_id: Option<String>,
+    #[arg(long)]
+    pub thread_name: Option<String>,
+    /// The last prompt the user gave the agent.
+    #[arg(long)]
+    pub prompt: Option<String>,
+    #[arg(long)]
+    pub pane_id: Option<String>,
+    #[arg(long, value_parser = parse_liveness)]
+    pub liveness: Option<Liveness>,
+    /// Milliseconds since the epoch (default: now).
+    #[arg(long)]
+    pub ts: Option<u64>,
+}
+
+fn parse_liveness(s: &str) -> Result<Liveness, String> {
+    match s {
+        "alive" => Ok(Liveness::Alive),
+        "exited" => Ok(Liveness::Exited),
+        "unknown" => Ok(Liveness::Unknown),
+        _ => Err(format!("expected alive, exited or unknown, got `{s}`")),
+    }
+}

@@ -1,0 +1,240 @@
+//! The CLI's side of the HTTP API: finding the daemon, carrying the token, rendering answers.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::de::DeserializeOwned;
+
+use crate::config::{DEFAULT_LISTEN, resolve_home};
+use crate::daemon::{DAEMON_FILE, DaemonFile, TOKEN_FILE};
+use crate::protocol::{ErrorBody, StateView};
+
+pub struct Client {
+    base: String,
+    addr: String,
+    home: PathBuf,
+    agent: ureq::Agent,
+}
+
+/// A failed request: either the daemon answered with an error, or it could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cohost daemon is not running at {addr} (start it with `cohost serve`)")]
+    NotRunning { addr: String },
+    #[error("{status} {code}: {message}")]
+    Api { status: u16, code: String, message: String },
+    #[error("request to the daemon failed: {0}")]
+    Transport(String),
+}
+
+impl Client {
+    pub fn new(home: Option<PathBuf>, listen: Option<String>) -> anyhow::Result<Self> {
+        let home = resolve_home(home)?;
+        let addr = match listen {
+            Some(listen) => listen,
+            None => read_daemon_file(&home).map(|file| file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(3)))
+            .build()
+            .new_agent();
+        Ok(Client {
+            base: format!("http://{addr}"),
+            addr,
+            home,
+            agent,
+        })
+    }
+
+    pub fn token(&self) -> anyhow::Result<String> {
+        let path = self.home.join(TOKEN_FILE);
+        let token = std::fs::read_to_string(&path).with_context(|| {
+            format!("cannot read the token at {} (has `cohost serve` run with this COHOST_HOME?)", path.display())
+        })?;
+        Ok(token.trim().to_string())
+    }
+
+    fn map_transport(&self, error: ureq::Error) -> ClientError {
+        match error {
+            ureq::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
+                ClientError::NotRunning { addr: self.addr.clone() }
+            }
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                ClientError::NotRunning { addr: self.addr.clone() }
+            }
+            other => ClientError::Transport(other.to_string()),
+        }
+    }
+
+    fn finish(&self, response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<String, ClientError> {
+        let mut response = response.map_err(|e| self.map_transport(e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_to_string()
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        if status >= 400 {
+            return Err(match serde_json::from_str::<ErrorBody>(&body) {
+                Ok(error) => ClientError::Api {
+                    status,
+                    code: error.error.code,
+                    message: error.error.message,
+                },
+                Err(_) => ClientError::Api {
+                    status,
+                    code: "unknown".into(),
+                    message: body,
+                },
+            });
+        }
+        Ok(body)
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let token = self.token()?;
+        let response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .call();
+        let body = self.finish(response)?;
+        serde_json::from_str(&body).with_context(|| format!("unexpected answer from GET {path}"))
+    }
+
+    pub fn post<T: DeserializeOwned>(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<T> {
+        let token = self.token()?;
+        let response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .send(body.to_string());
+        let body = self.finish(response)?;
+        serde_json::from_str(&body).with_context(|| format!("unexpected answer from POST {path}"))
+    }
+
+    /// Prints every event after `after`; with `follow`, streams forever and reconnects with
+    /// `Last-Event-ID` after a dropped connection.
+    pub fn print_events(&self, after: u64, follow: bool, out: &mut impl Write) -> anyhow::Result<()> {
+        let mut cursor = after;
+        if !follow {
+            loop {
+                let page: serde_json::Value = self.get(&format!("/api/events?after={cursor}&limit=1000"))?;
+                let events = page["events"].as_array().cloned().unwrap_or_default();
+                for event in &events {
+                    writeln!(out, "{event}")?;
+                }
+                let next = page["next"].as_u64().unwrap_or(cursor);
+                let head = page["head"].as_u64().unwrap_or(cursor);
+                if events.is_empty() || next >= head {
+                    return Ok(());
+                }
+                cursor = next;
+            }
+        }
+        let token = self.token()?;
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            let response = self
+                .agent
+                .get(format!("{}/api/events/stream", self.base))
+                .header("Authorization", format!("Bearer {token}"))
+                .header("Last-Event-ID", cursor.to_string())
+                .config()
+                .timeout_global(None)
+                .build()
+                .call();
+            let mut response = match response {
+                Ok(response) if response.status().is_success() => response,
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    self.finish(Ok(response))?;
+                    bail!("the event stream answered {status}");
+                }
+                Err(error) => {
+                    let error = self.map_transport(error);
+                    eprintln!("cohost: {error}; retrying in {backoff:?}");
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(200);
+            let reader = BufReader::new(response.body_mut().as_reader());
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                if let Some(id) = line.strip_prefix("id: ").or_else(|| line.strip_prefix("id:")) {
+                    if let Ok(id) = id.trim().parse() {
+                        cursor = id;
+                    }
+                } else if let Some(data) = line.strip_prefix("data: ").or_else(|| line.strip_prefix("data:")) {
+                    writeln!(out, "{data}")?;
+                    out.flush()?;
+                }
+            }
+        }
+    }
+
+    pub fn state(&self) -> anyhow::Result<StateView> {
+        self.get("/api/state")
+    }
+}
+
+fn read_daemon_file(home: &Path) -> Option<DaemonFile> {
+    let bytes = std::fs::read(home.join(DAEMON_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Renders the tracker as a table.
+pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<()> {
+    if !state.tmux_running {
+        writeln!(out, "no tmux server is running on the configured socket")?;
+    }
+    if state.sessions.is_empty() {
+        return writeln!(out, "no tmux sessions");
+    }
+    writeln!(out, "{:<20} {:<13} {:<3} {:<24} {:<13} {}", "SESSION", "STATUS", "NEW", "AGENT", "AGENT STATUS", "DETAIL")?;
+    for session in &state.sessions {
+        let status = session.status.map(|s| s.as_str()).unwrap_or("-");
+        let unseen = if session.unseen { "*" } else { "" };
+        let focused = state.focused_session.as_deref() == Some(session.name.as_str());
+        let name = if focused { format!("{} (focused)", session.name) } else { session.name.clone() };
+        if session.agents.is_empty() {
+            writeln!(out, "{name:<20} {status:<13} {unseen:<3}")?;
+        }
+        for (i, agent) in session.agents.iter().enumerate() {
+            let first = if i == 0 { name.as_str() } else { "" };
+            let (session_status, session_unseen) = if i == 0 { (status, unseen) } else { ("", "") };
+            let detail = agent
+                .thread_name
+                .as_deref()
+                .or(agent.last_user_prompt.as_deref())
+                .unwrap_or("");
+            let detail: String = detail.chars().take(60).collect();
+            let mark = if agent.unseen { "*" } else { "" };
+            writeln!(
+                out,
+                "{first:<20} {session_status:<13} {session_unseen:<3} {:<24} {:<13} {detail}",
+                agent.key,
+                format!("{}{mark}", agent.status)
+            )?;
+        }
+        if let Some(meta) = &session.metadata.status {
+            writeln!(out, "{:<20} status: {}", "", meta.text)?;
+        }
+        if let Some(progress) = &session.metadata.progress {
+            let label = progress.label.as_deref().unwrap_or("progress");
+            match (progress.current, progress.total, progress.percent) {
+                (Some(c), Some(t), _) => writeln!(out, "{:<20} {label}: {c}/{t}", "")?,
+                (_, _, Some(p)) => writeln!(out, "{:<20} {label}: {p}%", "")?,
+                _ => writeln!(out, "{:<20} {label}", "")?,
+            }
+        }
+    }
+    Ok(())
+}

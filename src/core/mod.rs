@@ -1,0 +1,550 @@
+//! The core: the single writer that orders, stores and publishes every event.
+//!
+//! All producers send [`CoreInput`]s into one bounded channel. One dedicated thread drains it in
+//! batches and, for each batch: assigns the global `seq` and per-session `session_seq` (the only
+//! place either is assigned), appends the serialized lines to the [`event_log`] in one write
+//! (synced per the fsync policy), applies them to the [`tracker`], pushes them into the in-memory
+//! ring, broadcasts them, and only then acknowledges them. A subscriber can therefore always find
+//! a broadcast event in the ring or the log.
+//!
+//! Readers never talk to the thread: they read the tracker through a shared lock and events
+//! through [`Store`], which serves recent events from the ring and older ones from disk.
+
+pub mod event_log;
+mod snapshot;
+pub mod tracker;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::protocol::{DaemonInfo, Event, EventKind, SCHEMA_VERSION};
+use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError};
+pub use snapshot::Snapshot;
+use tracker::{Tracker, TrackerConfig};
+
+/// Inputs queued for the core thread. Bounded so that a flood of reports turns into a visible
+/// `overloaded` error instead of unbounded memory; 8192 is ~100 ms of the target ingest rate.
+pub const INPUT_CAPACITY: usize = 8192;
+/// Events kept in memory for cursors and lagging subscribers; older ones are read from disk.
+pub const RING_CAPACITY: usize = 65_536;
+/// Live events buffered per subscriber before it lags and falls back to the store.
+pub const BROADCAST_CAPACITY: usize = 4096;
+/// The most inputs handled in one batch (one write, one fsync).
+const MAX_BATCH: usize = 1024;
+
+/// How often the tracker is asked for due aging (stale, prune) events.
+pub const TICK_INTERVAL: Duration = Duration::from_secs(1);
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// One stored event as readers and subscribers get it: its routing fields and its exact line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub session: Option<String>,
+    pub session_seq: Option<u64>,
+    pub json: Arc<str>,
+}
+
+impl From<LogLine> for StoredEvent {
+    fn from(line: LogLine) -> Self {
+        StoredEvent {
+            seq: line.seq,
+            session: line.session,
+            session_seq: line.session_seq,
+            json: line.json.into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    /// The input queue is full; the caller should retry shortly.
+    #[error("the daemon is overloaded, retry shortly")]
+    Overloaded,
+    /// The daemon is stopping and takes no new events.
+    #[error("the daemon is shutting down")]
+    ShuttingDown,
+    /// The session already holds the most instances allowed.
+    #[error("session `{session}` already tracks {max} agent instances")]
+    TooManyInstances { session: String, max: usize },
+    /// Writing the log failed; nothing of the batch was applied.
+    #[error("the event log could not be written: {0}")]
+    Storage(String),
+}
+
+pub enum CoreInput {
+    /// Sequence, store, apply and publish one event.
+    Append {
+        session: Option<String>,
+        kind: EventKind,
+        reply: oneshot::Sender<Result<u64, CoreError>>,
+    },
+    /// Ask the tracker for due aging events and log them.
+    Tick,
+    /// Write `daemon.stopped`, sync the log, snapshot, and stop the thread.
+    Shutdown { reply: oneshot::Sender<()> },
+}
+
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    pub home: PathBuf,
+    pub log: LogConfig,
+    pub tracker: TrackerConfig,
+}
+
+/// Recent events in memory and the rest on disk.
+pub struct Store {
+    ring: RwLock<VecDeque<Arc<StoredEvent>>>,
+    reader: LogReader,
+    head: AtomicU64,
+}
+
+/// What a read from the store can answer.
+#[derive(Debug)]
+pub struct ReadPage {
+    pub events: Vec<Arc<StoredEvent>>,
+    pub head: u64,
+}
+
+impl Store {
+    /// The newest seq stored and published.
+    pub fn head(&self) -> u64 {
+        self.head.load(Ordering::Acquire)
+    }
+
+    /// Up to `limit` events with `seq > after`, from the ring when it reaches back far enough,
+    /// else from disk. Blocking when it goes to disk: call through [`Store::read_after_async`].
+    pub fn read_after(&self, after: u64, limit: usize) -> Result<ReadPage, ReadError> {
+        let head = self.head();
+        if after >= head || limit == 0 {
+            return Ok(ReadPage {
+                events: Vec::new(),
+                head,
+            });
+        }
+        {
+            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(front) = ring.front()
+                && front.seq <= after + 1
+            {
+                // Seqs in the ring are contiguous, so the index is arithmetic.
+                let start = (after + 1 - front.seq) as usize;
+                let events = ring.iter().skip(start).take(limit).cloned().collect();
+                return Ok(ReadPage { events, head });
+            }
+        }
+        let ring_front = self
+            .ring
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .front()
+            .map(|event| event.seq);
+        let lines = self.reader.read_after(after, limit, ring_front)?;
+        let mut events: Vec<Arc<StoredEvent>> =
+            lines.into_iter().map(|line| Arc::new(line.into())).collect();
+        if events.len() < limit
+            && let Some(last) = events.last().map(|event| event.seq).or(Some(after))
+        {
+            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(front) = ring.front()
+                && front.seq <= last + 1
+            {
+                let start = (last + 1 - front.seq) as usize;
+                events.extend(ring.iter().skip(start).take(limit - events.len()).cloned());
+            }
+        }
+        Ok(ReadPage { events, head })
+    }
+
+    pub async fn read_after_async(
+        self: &Arc<Self>,
+        after: u64,
+        limit: usize,
+    ) -> Result<ReadPage, ReadError> {
+        let store = Arc::clone(self);
+        match tokio::task::spawn_blocking(move || store.read_after(after, limit)).await {
+            Ok(result) => result,
+            Err(join) => Err(ReadError::Io {
+                path: PathBuf::from("<reader task>"),
+                source: std::io::Error::other(join.to_string()),
+            }),
+        }
+    }
+
+    fn push(&self, events: &[Arc<StoredEvent>]) {
+        let Some(last) = events.last() else { return };
+        {
+            let mut ring = self.ring.write().unwrap_or_else(|e| e.into_inner());
+            for event in events {
+                if ring.len() == RING_CAPACITY {
+                    ring.pop_front();
+                }
+                ring.push_back(Arc::clone(event));
+            }
+        }
+        self.head.store(last.seq, Ordering::Release);
+    }
+}
+
+/// The cheap, clonable handle every surface uses.
+#[derive(Clone)]
+pub struct CoreHandle {
+    tx: mpsc::Sender<CoreInput>,
+    pub store: Arc<Store>,
+    pub tracker: Arc<RwLock<Tracker>>,
+    bus: broadcast::Sender<Arc<StoredEvent>>,
+}
+
+impl CoreHandle {
+    /// Queues an event and waits until it is durable and published. Returns its seq.
+    pub async fn append(&self, session: Option<String>, kind: EventKind) -> Result<u64, CoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .try_send(CoreInput::Append {
+                session,
+                kind,
+                reply,
+            })
+            .map_err(|error| match error {
+                mpsc::error::TrySendError::Full(_) => CoreError::Overloaded,
+                mpsc::error::TrySendError::Closed(_) => CoreError::ShuttingDown,
+            })?;
+        rx.await.map_err(|_| CoreError::ShuttingDown)?
+    }
+
+    /// Live events from now on. Pair with [`Store::read_after`] to resume from a cursor.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+        self.bus.subscribe()
+    }
+
+    pub(crate) fn tick(&self) {
+        // A full queue already has work; the next tick will catch up.
+        let _ = self.tx.try_send(CoreInput::Tick);
+    }
+
+    /// Asks the core thread to write `daemon.stopped`, sync and snapshot, and waits for it.
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(CoreInput::Shutdown { reply }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// What start-up found, for logging and tests.
+#[derive(Debug, Clone, Copy)]
+pub struct StartInfo {
+    pub head: u64,
+    pub snapshot_seq: u64,
+    pub replayed: usize,
+    pub truncated_bytes: u64,
+}
+
+struct Core {
+    config: CoreConfig,
+    log: EventLog,
+    store: Arc<Store>,
+    tracker: Arc<RwLock<Tracker>>,
+    bus: broadcast::Sender<Arc<StoredEvent>>,
+    seq: u64,
+    session_seqs: HashMap<String, u64>,
+}
+
+/// Opens the log, rebuilds state from the snapshot and the log after it, writes
+/// `daemon.started`, and starts the core thread.
+pub fn start(config: CoreConfig) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
+    use anyhow::Context as _;
+    let snapshot = Snapshot::load(&config.home).unwrap_or_default();
+    let snapshot_seq = snapshot.seq;
+    let (log, recovery) = EventLog::open(config.log.clone(), snapshot_seq)
+        .with_context(|| format!("failed to open the event log in {}", config.log.dir.display()))?;
+
+    let mut tracker = snapshot.tracker;
+    tracker.set_config(config.tracker);
+    let mut session_seqs = snapshot.session_seqs;
+    let mut ring = VecDeque::new();
+    let replayed = recovery.lines.len();
+    for line in recovery.lines {
+        match serde_json::from_str::<Event>(&line.json) {
+            Ok(event) => tracker.apply(&event),
+            // Kinds from a newer version are kept in the log and the ring but not applied.
+            Err(error) => tracing::warn!(seq = line.seq, %error, "an event in the log has an unknown shape"),
+        }
+        if let (Some(session), Some(session_seq)) = (&line.session, line.session_seq) {
+            session_seqs.insert(session.clone(), session_seq);
+        }
+        if ring.len() == RING_CAPACITY {
+            ring.pop_front();
+        }
+        ring.push_back(Arc::new(StoredEvent::from(line)));
+    }
+    let seq = recovery.last_seq.max(snapshot_seq);
+    let store = Arc::new(Store {
+        ring: RwLock::new(ring),
+        reader: log.reader(),
+        head: AtomicU64::new(seq),
+    });
+    let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
+    let (bus, _) = broadcast::channel(BROADCAST_CAPACITY);
+    let tracker = Arc::new(RwLock::new(tracker));
+    let info = StartInfo {
+        head: seq,
+        snapshot_seq,
+        replayed,
+        truncated_bytes: recovery.truncated_bytes,
+    };
+    let mut core = Core {
+        config,
+        log,
+        store: Arc::clone(&store),
+        tracker: Arc::clone(&tracker),
+        bus: bus.clone(),
+        seq,
+        session_seqs,
+    };
+    let started = core.write_batch(vec![(None, EventKind::DaemonStarted(daemon_info()), None)]);
+    if let Err(error) = started {
+        anyhow::bail!("failed to write to the event log: {error}");
+    }
+    let thread = std::thread::Builder::new()
+        .name("cohost-core".into())
+        .spawn(move || core.run(rx))
+        .context("failed to start the core thread")?;
+    Ok((
+        CoreHandle {
+            tx,
+            store,
+            tracker,
+            bus,
+        },
+        thread,
+        info,
+    ))
+}
+
+pub fn daemon_info() -> DaemonInfo {
+    DaemonInfo {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+type Reply = oneshot::Sender<Result<u64, CoreError>>;
+
+impl Core {
+    fn run(mut self, mut rx: mpsc::Receiver<CoreInput>) {
+        let mut shutdown_reply = None;
+        'outer: while let Some(first) = rx.blocking_recv() {
+            let mut batch = Vec::new();
+            let mut tick = false;
+            let mut next = Some(first);
+            while let Some(input) = next {
+                match input {
+                    CoreInput::Append {
+                        session,
+                        kind,
+                        reply,
+                    } => batch.push((session, kind, Some(reply))),
+                    CoreInput::Tick => tick = true,
+                    CoreInput::Shutdown { reply } => {
+                        shutdown_reply = Some(reply);
+                        break;
+                    }
+                }
+                next = if batch.len() < MAX_BATCH {
+                    rx.try_recv().ok()
+                } else {
+                    None
+                };
+            }
+            if tick {
+                let due = self
+                    .tracker
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .due(now_ms());
+                batch.extend(due.into_iter().map(|(session, kind)| (Some(session), kind, None)));
+            }
+            if !batch.is_empty() {
+                self.handle_batch(batch);
+            }
+            if shutdown_reply.is_some() {
+                break 'outer;
+            }
+        }
+        // Inputs that raced the shutdown are refused rather than dropped silently.
+        rx.close();
+        while let Ok(input) = rx.try_recv() {
+            if let CoreInput::Append { reply, .. } = input {
+                let _ = reply.send(Err(CoreError::ShuttingDown));
+            }
+        }
+        if let Err(error) =
+            self.write_batch(vec![(None, EventKind::DaemonStopped(daemon_info()), None)])
+        {
+            tracing::error!(%error, "failed to write daemon.stopped");
+        }
+        if let Err(error) = self.log.sync() {
+            tracing::error!(%error, "failed to sync the event log on shutdown");
+        }
+        self.save_snapshot();
+        tracing::debug!("core thread exited: shutdown");
+        if let Some(reply) = shutdown_reply {
+            let _ = reply.send(());
+        }
+    }
+
+    fn handle_batch(&mut self, batch: Vec<(Option<String>, EventKind, Option<Reply>)>) {
+        // Refuse reports for new instances beyond the per-session cap before anything is written.
+        let mut accepted = Vec::with_capacity(batch.len());
+        {
+            let tracker = self.tracker.read().unwrap_or_else(|e| e.into_inner());
+            for (session, kind, reply) in batch {
+                if let (Some(session), EventKind::AgentUpdated(update)) = (&session, &kind)
+                    && !tracker.admits(session, &update.key())
+                {
+                    if let Some(reply) = reply {
+                        let _ = reply.send(Err(CoreError::TooManyInstances {
+                            session: session.clone(),
+                            max: tracker.config().max_instances,
+                        }));
+                    }
+                    continue;
+                }
+                accepted.push((session, kind, reply));
+            }
+        }
+        if accepted.is_empty() {
+            return;
+        }
+        if let Err(error) = self.write_batch(accepted) {
+            tracing::error!(%error, "failed to append to the event log");
+        }
+    }
+
+    /// Sequences, writes, applies, publishes and acknowledges a batch. On a write error every
+    /// reply gets the error and the counters are rolled back, so seqs stay contiguous.
+    fn write_batch(
+        &mut self,
+        batch: Vec<(Option<String>, EventKind, Option<Reply>)>,
+    ) -> Result<(), String> {
+        let now = now_ms();
+        let saved_seq = self.seq;
+        let mut saved_session_seqs: Vec<(String, Option<u64>)> = Vec::new();
+        let mut buf = Vec::with_capacity(batch.len() * 256);
+        let mut events = Vec::with_capacity(batch.len());
+        let mut replies = Vec::with_capacity(batch.len());
+        for (session, kind, reply) in batch {
+            self.seq += 1;
+            let session_seq = session.as_ref().map(|session| {
+                let counter = self.session_seqs.entry(session.clone()).or_insert(0);
+                saved_session_seqs.push((session.clone(), Some(*counter).filter(|n| *n > 0)));
+                *counter += 1;
+                *counter
+            });
+            let event = Event {
+                seq: self.seq,
+                ts: now,
+                session,
+                session_seq,
+                kind,
+            };
+            // Serializing our own types into a Vec cannot fail.
+            let json = serde_json::to_string(&event).unwrap_or_default();
+            buf.extend_from_slice(json.as_bytes());
+            buf.push(b'\n');
+            events.push((event, json));
+            replies.push(reply);
+        }
+        if let Err(error) = self.log.append(&buf) {
+            self.seq = saved_seq;
+            for (session, previous) in saved_session_seqs.into_iter().rev() {
+                match previous {
+                    Some(n) => {
+                        self.session_seqs.insert(session, n);
+                    }
+                    None => {
+                        self.session_seqs.remove(&session);
+                    }
+                }
+            }
+            let message = error.to_string();
+            for reply in replies.into_iter().flatten() {
+                let _ = reply.send(Err(CoreError::Storage(message.clone())));
+            }
+            return Err(message);
+        }
+        let stored: Vec<Arc<StoredEvent>> = {
+            let mut tracker = self.tracker.write().unwrap_or_else(|e| e.into_inner());
+            events
+                .into_iter()
+                .map(|(event, json)| {
+                    tracker.apply(&event);
+                    Arc::new(StoredEvent {
+                        seq: event.seq,
+                        session: event.session,
+                        session_seq: event.session_seq,
+                        json: json.into(),
+                    })
+                })
+                .collect()
+        };
+        self.store.push(&stored);
+        for event in &stored {
+            // No subscriber is not an error.
+            let _ = self.bus.send(Arc::clone(event));
+        }
+        for (reply, event) in replies.into_iter().zip(&stored) {
+            if let Some(reply) = reply {
+                let _ = reply.send(Ok(event.seq));
+            }
+        }
+        if self.log.wants_roll() {
+            self.roll();
+        }
+        Ok(())
+    }
+
+    fn roll(&mut self) {
+        if let Err(error) = self.log.roll(self.seq + 1) {
+            tracing::error!(%error, "failed to start a new log segment");
+            return;
+        }
+        if self.save_snapshot()
+            && let Err(error) = self.log.apply_retention(self.seq)
+        {
+            tracing::error!(%error, "failed to apply log retention");
+        }
+    }
+
+    fn save_snapshot(&self) -> bool {
+        let snapshot = Snapshot {
+            schema: SCHEMA_VERSION,
+            seq: self.seq,
+            session_seqs: self.session_seqs.clone(),
+            tracker: self
+                .tracker
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        };
+        match snapshot.save(&self.config.home) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(%error, "failed to write the state snapshot");
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! The agent tracker: a pure state machine over logged [`Event`]s.
+//!
+//! It owns every agent instance per tmux session, their unseen flags, the focused session and the
+//! opensessions-style metadata (status, progress, logs).
+//! It does no I/O, reads no clock and cannot fail: time comes in through the events (`Event::ts`)
+//! and through the `now` argument of [`Tracker::due`], so replaying the log rebuilds exactly the
+//! state the daemon had. It is serializable only for the snapshot file; the API shape is built by
+//! [`Tracker::session_view`].
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{
+    AgentStatus, AgentUpdate, Event, EventKind, InstanceRef, InstanceView, Liveness, LogView,
+    MetadataView, ProgressView, StatusView,
+};
+
+/// Thresholds that shape the tracker's aging. They are not part of the log: changing them between
+/// runs changes only what `due` proposes from then on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackerConfig {
+    /// A running, tool-running or waiting instance with no update for this long becomes `stale`
+    /// (unless it reported `liveness: alive`).
+    pub stale_after_ms: u64,
+    /// A finished (`done`, `error`, `interrupted`) or `stale` instance that is seen is removed after
+    /// this long without an update.
+    pub prune_after_ms: u64,
+    /// Metadata log entries kept per session; older ones are dropped first.
+    pub max_logs: usize,
+    /// Instances kept per session; a report for a new instance beyond it is refused.
+    pub max_instances: usize,
+}
+
+impl Default for TrackerConfig {
+    fn default() -> Self {
+        TrackerConfig {
+            stale_after_ms: 10 * 60 * 1000,
+            prune_after_ms: 30 * 60 * 1000,
+            max_logs: 100,
+            max_instances: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Instance {
+    update: AgentUpdate,
+    unseen: bool,
+    updated_at: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    status: Option<StatusView>,
+    progress: Option<ProgressView>,
+    logs: VecDeque<LogView>,
+}
+
+impl Metadata {
+    fn is_empty(&self) -> bool {
+        self.status.is_none() && self.progress.is_none() && self.logs.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionEntry {
+    instances: BTreeMap<String, Instance>,
+    metadata: Metadata,
+}
+
+/// The whole tracker state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tracker {
+    sessions: BTreeMap<String, SessionEntry>,
+    focused: Option<String>,
+    #[serde(skip)]
+    config: TrackerConfig,
+}
+
+/// The derived, per-session summary used by `GET /api/state`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSummary {
+    pub status: Option<AgentStatus>,
+    pub unseen: bool,
+    pub agents: Vec<InstanceView>,
+    pub metadata: MetadataView,
+}
+
+impl Tracker {
+    pub fn new(config: TrackerConfig) -> Self {
+        Tracker {
+            config,
+            ..Tracker::default()
+        }
+    }
+
+    pub fn set_config(&mut self, config: TrackerConfig) {
+        self.config = config;
+    }
+
+    pub fn config(&self) -> TrackerConfig {
+        self.config
+    }
+
+    /// Whether a report for `key` in `session` fits under `max_instances`.
+    pub fn admits(&self, session: &str, key: &str) -> bool {
+        match self.sessions.get(session) {
+            Some(entry) => {
+                entry.instances.contains_key(key)
+                    || entry.instances.len() < self.config.max_instances
+            }
+            None => true,
+        }
+    }
+
+    /// Applies one logged event. Events without a session, or of kinds the tracker does not
+    /// follow, change nothing.
+    pub fn apply(&mut self, event: &Event) {
+        let Some(session) = event.session.as_deref() else {
+            return;
+        };
+        let now = event.ts;
+        match &event.kind {
+            EventKind::AgentUpdated(update) => {
+                let entry = self.sessions.entry(session.to_string()).or_default();
+                // A terminal status is news for whoever looks next; anything else means the agent
+                // is busy or idle again, so an older "finished" notice no longer applies.
+                let unseen = update.status.is_terminal();
+                entry.instances.insert(
+                    update.key(),
+                    Instance {
+                        update: update.clone(),
+                        unseen,
+                        updated_at: now,
+                    },
+                );
+            }
+            EventKind::AgentStale(InstanceRef { key }) => {
+                if let Some(instance) = self.instance_mut(session, key) {
+                    instance.update.status = AgentStatus::Stale;
+                }
+            }
+            EventKind::AgentPruned(InstanceRef { key }) => {
+                if let Some(entry) = self.sessions.get_mut(session) {
+                    entry.instances.remove(key);
+                }
+                self.drop_if_empty(session);
+            }
+            EventKind::SessionFocused(_) => {
+                self.focused = Some(session.to_string());
+                if let Some(entry) = self.sessions.get_mut(session) {
+                    for instance in entry.instances.values_mut() {
+                        if instance.update.status.is_terminal() {
+                            instance.unseen = false;
+                        }
+                    }
+                }
+            }
+            EventKind::MetaStatus(status) => {
+                let entry = self.sessions.entry(session.to_string()).or_default();
+                entry.metadata.status = status.text.as_ref().map(|text| StatusView {
+                    text: text.clone(),
+                    tone: status.tone,
+                    ts: now,
+                });
+                self.drop_if_empty(session);
+            }
+            EventKind::MetaProgress(progress) => {
+                let entry = self.sessions.entry(session.to_string()).or_default();
+                entry.metadata.progress = (!progress.clear).then(|| ProgressView {
+                    current: progress.current,
+                    total: progress.total,
+                    percent: progress.percent,
+                    label: progress.label.clone(),
+                    ts: now,
+                });
+                self.drop_if_empty(session);
+            }
+            EventKind::MetaLog(log) => {
+                let max_logs = self.config.max_logs;
+                let entry = self.sessions.entry(session.to_string()).or_default();
+                entry.metadata.logs.push_back(LogView {
+                    message: log.message.clone(),
+                    tone: log.tone,
+                    source: log.source.clone(),
+                    notify: log.notify,
+                    ts: now,
+                });
+                while entry.metadata.logs.len() > max_logs {
+                    entry.metadata.logs.pop_front();
+                }
+                self.drop_if_empty(session);
+            }
+            EventKind::MetaLogCleared(_) => {
+                if let Some(entry) = self.sessions.get_mut(session) {
+                    entry.metadata.logs.clear();
+                }
+                self.drop_if_empty(session);
+            }
+            EventKind::DaemonStarted(_) | EventKind::DaemonStopped(_) => {}
+        }
+    }
+
+    /// The aging events due at `now`: `agent.stale` for quiet busy instances and `agent.pruned`
+    /// for finished, seen ones. The caller logs them and applies them like any other event.
+    pub fn due(&self, now: u64) -> Vec<(String, EventKind)> {
+        let mut due = Vec::new();
+        for (session, entry) in &self.sessions {
+            for (key, instance) in &entry.instances {
+                let quiet_for = now.saturating_sub(instance.updated_at);
+                let status = instance.update.status;
+                let alive = instance.update.liveness == Some(Liveness::Alive);
+                if status.can_go_stale() && !alive && quiet_for >= self.config.stale_after_ms {
+                    due.push((
+                        session.clone(),
+                        EventKind::AgentStale(InstanceRef { key: key.clone() }),
+                    ));
+                } else if (status.is_terminal() || status == AgentStatus::Stale)
+                    && !instance.unseen
+                    && quiet_for >= self.config.prune_after_ms
+                {
+                    due.push((
+                        session.clone(),
+                        EventKind::AgentPruned(InstanceRef { key: key.clone() }),
+                    ));
+                }
+            }
+        }
+        due
+    }
+
+    pub fn focused(&self) -> Option<&str> {
+        self.focused.as_deref()
+    }
+
+    /// Names of the sessions the tracker holds anything for.
+    pub fn session_names(&self) -> impl Iterator<Item = &str> {
+        self.sessions.keys().map(String::as_str)
+    }
+
+    /// The session's instances (newest update first), derived status and unseen, and metadata.
+    pub fn session_view(&self, session: &str) -> SessionSummary {
+        let Some(entry) = self.sessions.get(session) else {
+            return SessionSummary {
+                status: None,
+                unseen: false,
+                agents: Vec::new(),
+                metadata: MetadataView::default(),
+            };
+        };
+        let mut agents: Vec<InstanceView> = entry
+            .instances
+            .iter()
+            .map(|(key, instance)| InstanceView {
+                key: key.clone(),
+                agent: instance.update.agent.clone(),
+                status: instance.update.status,
+                unseen: instance.unseen,
+                ts: instance.update.ts,
+                updated_at: instance.updated_at,
+                thread_id: instance.update.thread_id.clone(),
+                thread_name: instance.update.thread_name.clone(),
+                last_user_prompt: instance.update.last_user_prompt.clone(),
+                pane_id: instance.update.pane_id.clone(),
+                liveness: instance.update.liveness,
+            })
+            .collect();
+        agents.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
+        let status = agents
+            .iter()
+            .map(|agent| agent.status)
+            .max_by_key(|status| status.priority());
+        let unseen = agents.iter().any(|agent| agent.unseen);
+        SessionSummary {
+            status,
+            unseen,
+            agents,
+            metadata: MetadataView {
+                status: entry.metadata.status.clone(),
+                progress: entry.metadata.progress.clone(),
+                logs: entry.metadata.logs.iter().cloned().collect(),
+            },
+        }
+    }
+
+    fn instance_mut(&mut self, session: &str, key: &str) -> Option<&mut Instance> {
+        self.sessions.get_mut(session)?.instances.get_mut(key)
+    }
+
+    fn drop_if_empty(&mut self, session: &str) {
+        if self
+            .sessions
+            .get(session)
+            .is_some_and(|entry| entry.instances.is_empty() && entry.metadata.is_empty())
+        {
+            self.sessions.remove(session);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Focus, MetaLog, MetaProgress, MetaStatus, Tone};
+
+    const MIN: u64 = 60 * 1000;
+
+    struct Fixture {
+        tracker: Tracker,
+        seq: u64,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Fixture {
+                tracker: Tracker::new(TrackerConfig {
+                    stale_after_ms: 10 * MIN,
+                    prune_after_ms: 30 * MIN,
+                    max_logs: 3,
+                    max_instances: 2,
+                }),
+                seq: 0,
+            }
+        }
+
+        fn apply(&mut self, session: &str, ts: u64, kind: EventKind) {
+            self.seq += 1;
+            self.tracker.apply(&Event {
+                seq: self.seq,
+                ts,
+                session: Some(session.into()),
+                session_seq: None,
+                kind,
+            });
+        }
+
+        fn report(&mut self, session: &str, ts: u64, agent: &str, thread: Option<&str>, status: AgentStatus) {
+            self.apply(session, ts, EventKind::AgentUpdated(update(agent, thread, status)));
+        }
+
+        fn tick(&mut self, now: u64) -> Vec<(String, EventKind)> {
+            let due = self.tracker.due(now);
+            for (session, kind) in due.clone() {
+                self.apply(&session, now, kind);
+            }
+            due
+        }
+
+        fn view(&self, session: &str) -> SessionSummary {
+            self.tracker.session_view(session)
+        }
+    }
+
+    fn update(agent: &str, thread: Option<&str>, status: AgentStatus) -> AgentUpdate {
+        AgentUpdate {
+            agent: agent.into(),
+            status,
+            ts: 1,
+            thread_id: thread.map(Into::into),
+            thread_name: None,
+            last_user_prompt: None,
+            pane_id: None,
+            liveness: None,
+        }
+    }
+
+    fn focus() -> EventKind {
+        EventKind::SessionFocused(Focus {
+            source: "api".into(),
+        })
+    }
+
+    #[test]
+    fn instances_are_keyed_by_agent_and_thread() {
+        let mut fx = Fixture::new();
+        fx.report("work", 0, "codex", Some("t1"), AgentStatus::Running);
+        fx.report("work", 1, "codex", Some("t1"), AgentStatus::ToolRunning);
+        fx.report("work", 2, "amp", None, AgentStatus::Idle);
+        let view = fx.view("work");
+        let keys: Vec<_> = view.agents.iter().map(|a| a.key.as_str()).collect();
+        assert_eq!(keys, ["amp", "codex:t1"]);
+        assert_eq!(view.agents[1].status, AgentStatus::ToolRunning);
+        assert_eq!(view.status, Some(AgentStatus::ToolRunning));
+    }
+
+    #[test]
+    fn every_status_is_stored_and_only_terminal_ones_are_unseen() {
+        for status in AgentStatus::ALL {
+            let mut fx = Fixture::new();
+            fx.report("s", 0, "a", None, status);
+            let view = fx.view("s");
+            assert_eq!(view.agents[0].status, status);
+            assert_eq!(view.unseen, status.is_terminal(), "{status}");
+        }
+    }
+
+    #[test]
+    fn non_terminal_update_clears_unseen() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", None, AgentStatus::Done);
+        assert!(fx.view("s").unseen);
+        fx.report("s", 1, "a", None, AgentStatus::Running);
+        assert!(!fx.view("s").unseen);
+    }
+
+    #[test]
+    fn focus_marks_terminal_instances_seen_only_in_that_session() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", None, AgentStatus::Done);
+        fx.report("s", 0, "b", None, AgentStatus::Error);
+        fx.report("other", 0, "a", None, AgentStatus::Interrupted);
+        fx.apply("s", 1, focus());
+        assert!(!fx.view("s").unseen);
+        assert!(fx.view("other").unseen);
+        assert_eq!(fx.tracker.focused(), Some("s"));
+    }
+
+    #[test]
+    fn session_unseen_is_derived_from_any_instance() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", None, AgentStatus::Running);
+        fx.report("s", 0, "b", None, AgentStatus::Done);
+        let view = fx.view("s");
+        assert!(view.unseen);
+        assert_eq!(view.status, Some(AgentStatus::Running));
+    }
+
+    #[test]
+    fn busy_instances_go_stale_unless_alive() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "run", None, AgentStatus::Running);
+        fx.report("s", 0, "wait", None, AgentStatus::Waiting);
+        fx.apply(
+            "s",
+            0,
+            EventKind::AgentUpdated(AgentUpdate {
+                liveness: Some(Liveness::Alive),
+                ..update("alive", None, AgentStatus::Running)
+            }),
+        );
+        fx.report("s", 0, "idle", None, AgentStatus::Idle);
+        assert!(fx.tick(10 * MIN - 1).is_empty());
+        let due = fx.tick(10 * MIN);
+        assert_eq!(due.len(), 2, "{due:?}");
+        let view = fx.view("s");
+        let status_of = |key: &str| view.agents.iter().find(|a| a.key == key).unwrap().status;
+        assert_eq!(status_of("run"), AgentStatus::Stale);
+        assert_eq!(status_of("wait"), AgentStatus::Stale);
+        assert_eq!(status_of("alive"), AgentStatus::Running);
+        assert_eq!(status_of("idle"), AgentStatus::Idle);
+        // Aging again proposes nothing new until the prune delay.
+        assert!(fx.tick(10 * MIN + 1).is_empty());
+    }
+
+    #[test]
+    fn finished_seen_instances_are_pruned_and_unseen_ones_kept() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "seen", None, AgentStatus::Done);
+        fx.apply("s", 0, focus());
+        fx.report("s", 0, "unseen", None, AgentStatus::Error);
+        fx.report("s", 0, "idle", None, AgentStatus::Idle);
+        assert!(fx.tick(30 * MIN - 1).is_empty());
+        let due = fx.tick(30 * MIN);
+        assert_eq!(
+            due,
+            vec![(
+                "s".to_string(),
+                EventKind::AgentPruned(InstanceRef { key: "seen".into() })
+            )]
+        );
+        let keys: Vec<_> = fx.view("s").agents.into_iter().map(|a| a.key).collect();
+        assert_eq!(keys, ["idle", "unseen"]);
+    }
+
+    #[test]
+    fn pruning_the_last_instance_forgets_the_session() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", None, AgentStatus::Done);
+        fx.apply("s", 0, focus());
+        fx.tick(30 * MIN);
+        assert!(fx.tracker.session_names().next().is_none());
+    }
+
+    #[test]
+    fn instance_cap_admits_existing_keys_only() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", None, AgentStatus::Idle);
+        fx.report("s", 0, "b", None, AgentStatus::Idle);
+        assert!(fx.tracker.admits("s", "a"));
+        assert!(!fx.tracker.admits("s", "c"));
+        assert!(fx.tracker.admits("other", "c"));
+    }
+
+    #[test]
+    fn metadata_status_progress_and_capped_logs() {
+        let mut fx = Fixture::new();
+        fx.apply(
+            "s",
+            5,
+            EventKind::MetaStatus(MetaStatus {
+                text: Some("Deploying".into()),
+                tone: Some(Tone::Warn),
+            }),
+        );
+        fx.apply(
+            "s",
+            6,
+            EventKind::MetaProgress(MetaProgress {
+                clear: false,
+                current: Some(3),
+                total: Some(10),
+                percent: None,
+                label: Some("services".into()),
+            }),
+        );
+        for i in 0..5 {
+            fx.apply(
+                "s",
+                7 + i,
+                EventKind::MetaLog(MetaLog {
+                    message: format!("m{i}"),
+                    tone: None,
+                    source: None,
+                    notify: false,
+                }),
+            );
+        }
+        let meta = fx.view("s").metadata;
+        assert_eq!(meta.status.unwrap().text, "Deploying");
+        assert_eq!(meta.progress.unwrap().current, Some(3));
+        let messages: Vec<_> = meta.logs.iter().map(|l| l.message.as_str()).collect();
+        assert_eq!(messages, ["m2", "m3", "m4"]);
+
+        fx.apply("s", 20, EventKind::MetaStatus(MetaStatus { text: None, tone: None }));
+        fx.apply(
+            "s",
+            21,
+            EventKind::MetaProgress(MetaProgress {
+                clear: true,
+                current: None,
+                total: None,
+                percent: None,
+                label: None,
+            }),
+        );
+        fx.apply("s", 22, EventKind::MetaLogCleared(Default::default()));
+        assert_eq!(fx.view("s").metadata, MetadataView::default());
+        assert!(fx.tracker.session_names().next().is_none());
+    }
+
+    #[test]
+    fn snapshot_round_trip_preserves_state() {
+        let mut fx = Fixture::new();
+        fx.report("s", 0, "a", Some("t"), AgentStatus::Done);
+        fx.apply("s", 1, focus());
+        let json = serde_json::to_string(&fx.tracker).unwrap();
+        let mut back: Tracker = serde_json::from_str(&json).unwrap();
+        back.set_config(fx.tracker.config());
+        assert_eq!(back, fx.tracker);
+    }
+}

@@ -1,0 +1,281 @@
+//! Wiring for `cohost serve`: state directory, token, core, tmux cache and hooks, HTTP server,
+//! background ticks, and the shutdown order.
+//!
+//! Shutdown order: the HTTP server stops accepting and open streams end (cancellation token),
+//! then cohost's tmux hooks are removed, then the core writes `daemon.stopped`, syncs the log and
+//! snapshots the state. The caller's `shutdown` future decides when; a second signal is handled
+//! in `main` and forces exit.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServeConfig;
+use crate::core::{self, CoreConfig, TICK_INTERVAL};
+use crate::http::{self, AppState};
+use crate::tmux::{SessionCache, Tmux, shell_quote};
+
+/// How often the tmux session list is re-read even without a hook: a safety net for a server
+/// that was restarted (hooks gone) or hooks that failed to run. Lookups that miss refresh at once.
+const TMUX_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// How long open connections get to finish once shutdown starts.
+const HTTP_DRAIN: Duration = Duration::from_secs(5);
+
+/// Written to `$COHOST_HOME/daemon.json` while the daemon runs, so clients find it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonFile {
+    pub pid: u32,
+    pub listen: String,
+    pub version: String,
+}
+
+pub const DAEMON_FILE: &str = "daemon.json";
+pub const TOKEN_FILE: &str = "token";
+
+/// Runs the daemon until `shutdown` completes. `on_listening` gets the bound address.
+pub async fn run(
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    on_listening: impl FnOnce(SocketAddr),
+) -> anyhow::Result<()> {
+    prepare_home(&config.home)?;
+    let _lock = lock_home(&config.home)?;
+    let token = load_or_create_token(&config.home)?;
+
+    let (core, core_thread, info) = core::start(CoreConfig {
+        home: config.home.clone(),
+        log: config.log(),
+        tracker: config.tracker,
+    })?;
+    tracing::info!(
+        head = info.head,
+        snapshot = info.snapshot_seq,
+        replayed = info.replayed,
+        truncated_bytes = info.truncated_bytes,
+        "state restored from the event log"
+    );
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("failed to listen on {}", config.listen))?;
+    let local_addr = listener.local_addr()?;
+
+    let tmux = Tmux::new(config.tmux_socket.clone());
+    let sessions = Arc::new(SessionCache::new(tmux.clone()));
+    let hooks = HookInstaller::new(&config.home, local_addr)?;
+    let initial = sessions.refresh().await;
+    if initial.running {
+        hooks.install(&tmux).await;
+    }
+
+    let cancel = CancellationToken::new();
+    let tasks = tokio_util::task::TaskTracker::new();
+    let state = AppState {
+        core: core.clone(),
+        sessions: Arc::clone(&sessions),
+        token: token.into(),
+        local_addr,
+        allow_remote: config.allow_remote,
+        shutdown: cancel.clone(),
+    };
+
+    tasks.spawn(tick_loop(core.clone(), cancel.clone()));
+    tasks.spawn(tmux_poll_loop(Arc::clone(&sessions), hooks.clone(), cancel.clone()));
+
+    write_daemon_file(&config.home, local_addr)?;
+    tracing::info!(%local_addr, home = %config.home.display(), "cohost listening");
+    on_listening(local_addr);
+
+    let server_cancel = cancel.clone();
+    let server = axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+        shutdown.await;
+        server_cancel.cancel();
+    });
+    let server_result = {
+        let serve = server.into_future();
+        tokio::pin!(serve);
+        tokio::select! {
+            result = &mut serve => result,
+            _ = async { cancel.cancelled().await; tokio::time::sleep(HTTP_DRAIN).await } => {
+                tracing::warn!("connections still open after {HTTP_DRAIN:?}; closing them");
+                Ok(())
+            }
+        }
+    };
+    cancel.cancel();
+    tasks.close();
+    if tokio::time::timeout(Duration::from_secs(2), tasks.wait()).await.is_err() {
+        tracing::warn!("background tasks did not stop in time");
+    }
+
+    if let Err(error) = tmux.remove_hooks(hooks.index).await {
+        tracing::warn!(%error, "failed to remove cohost's tmux hooks");
+    }
+    core.shutdown().await;
+    let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
+    let _ = fs::remove_file(config.home.join(DAEMON_FILE));
+    tracing::info!("cohost stopped");
+    server_result.context("the HTTP server failed")
+}
+
+async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {
+    let mut interval = tokio::time::interval(TICK_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = interval.tick() => core.tick(),
+        }
+    }
+    tracing::debug!("tick loop exited: shutdown");
+}
+
+async fn tmux_poll_loop(sessions: Arc<SessionCache>, hooks: HookInstaller, cancel: CancellationToken) {
+    let mut hooked_pid = sessions.get().server_pid.filter(|_| sessions.get().running);
+    let mut interval = tokio::time::interval(TMUX_POLL_INTERVAL);
+    interval.tick().await;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = interval.tick() => {}
+        }
+        let list = sessions.refresh().await;
+        // A server that (re)started since we last hooked it needs the hooks again.
+        if list.running && list.server_pid != hooked_pid {
+            hooks.install(sessions.tmux()).await;
+            hooked_pid = list.server_pid;
+        }
+    }
+    tracing::debug!("tmux poll loop exited: shutdown");
+}
+
+/// Installs the tmux hooks that report focus and session changes back to this daemon.
+#[derive(Clone)]
+struct HookInstaller {
+    index: u32,
+    focus_command: String,
+    changed_command: String,
+}
+
+impl HookInstaller {
+    fn new(home: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("cannot find the cohost executable for tmux hooks")?;
+        let prefix = format!(
+            "COHOST_HOME={} COHOST_LISTEN={} {}",
+            shell_quote(&home.to_string_lossy()),
+            shell_quote(&addr.to_string()),
+            shell_quote(&exe.to_string_lossy()),
+        );
+        Ok(HookInstaller {
+            index: hook_index(home),
+            focus_command: format!("{prefix} focus --source tmux"),
+            changed_command: format!("{prefix} tmux-refresh"),
+        })
+    }
+
+    async fn install(&self, tmux: &Tmux) {
+        match tmux
+            .install_hooks(self.index, &self.focus_command, &self.changed_command)
+            .await
+        {
+            Ok(()) => tracing::info!(index = self.index, "installed tmux hooks"),
+            Err(error) => tracing::warn!(%error, "failed to install tmux hooks"),
+        }
+    }
+}
+
+/// A hook array index derived from the state directory, so two daemons with different homes on
+/// one tmux server do not overwrite each other's hooks.
+fn hook_index(home: &Path) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in home.as_os_str().as_encoded_bytes() {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    1000 + hash % 9000
+}
+
+fn prepare_home(home: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(home).with_context(|| format!("failed to create {}", home.display()))?;
+    fs::set_permissions(home, fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("failed to restrict {}", home.display()))?;
+    Ok(())
+}
+
+/// Holds an exclusive lock on `$COHOST_HOME/lock` for the daemon's life: two daemons writing one
+/// log would corrupt it.
+fn lock_home(home: &Path) -> anyhow::Result<File> {
+    let path = home.join("lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("failed to open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            bail!("another cohost daemon is already running with COHOST_HOME={}", home.display())
+        }
+        Err(std::fs::TryLockError::Error(error)) => {
+            Err(error).with_context(|| format!("failed to lock {}", path.display()))
+        }
+    }
+}
+
+/// Reads the token, or creates a random one with mode 0600 on first start.
+pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
+    let path = home.join(TOKEN_FILE);
+    match File::open(&path) {
+        Ok(mut file) => {
+            let mode = file.metadata()?.permissions().mode();
+            if mode & 0o077 != 0 {
+                tracing::warn!(path = %path.display(), "the token file was readable by others; restricting it to 0600");
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+            }
+            let mut token = String::new();
+            file.read_to_string(&mut token)?;
+            let token = token.trim().to_string();
+            if token.len() < 32 {
+                bail!("the token in {} is too short; delete it to have a new one made", path.display());
+            }
+            Ok(token)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
+            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("failed to create {}", path.display()))?;
+            file.write_all(token.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+            Ok(token)
+        }
+        Err(error) => Err(error).with_context(|| format!("failed to read {}", path.display())),
+    }
+}
+
+fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
+    let file = DaemonFile {
+        pid: std::process::id(),
+        listen: addr.to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let tmp: PathBuf = home.join(format!("{DAEMON_FILE}.tmp"));
+    fs::write(&tmp, serde_json::to_vec(&file)?)?;
+    fs::rename(&tmp, home.join(DAEMON_FILE))?;
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! `ApiJson<T>`: a JSON body extractor whose every failure is an [`ApiError`] naming the field.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(req.headers()) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "the body must be JSON with `Content-Type: application/json`",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
+                )
+            } else {
+                ApiError::bad_request("invalid_body", rejection.body_text())
+            }
+        })?;
+        parse(&bytes).map(ApiJson)
+    }
+}
+
+pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Parses a body, naming the offending field on failure.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // serde would accept a JSON array as a struct's fields by position; bodies are objects only.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(ApiError::bad_request("invalid_body", "the body must be a JSON object"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {inner}"))
+            }
+            _ => field_error(&path, &inner.to_string()),
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| ApiError::bad_request("invalid_json", format!("trailing data after the JSON body: {error}")))?;
+    Ok(value)
+}
+
+fn field_error(path: &str, message: &str) -> ApiError {
+    // serde reports a missing field at the parent's path, with the name in the message.
+    if let Some(rest) = message.strip_prefix("missing field `")
+        && let Some(name) = rest.split('`').next()
+    {
+        let field = if path == "." {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        };
+        return ApiError::field("missing_field", field.clone(), format!("`{field}` is required"));
+    }
+    // Strip serde_json's " at line 1 column 20" suffix: the field name says more.
+    let message = message
+        .rsplit_once(" at line ")
+        .map(|(head, _)| head)
+        .unwrap_or(message);
+    if path == "." {
+        return ApiError::bad_request("invalid_body", format!("the body must be a JSON object: {message}"));
+    }
+    ApiError::field("invalid_field", path, format!("`{path}`: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::AgentEventParams;
+
+    fn err(body: &str) -> ApiError {
+        match parse::<AgentEventParams>(body.as_bytes()) {
+            Ok(_) => panic!("{body} parsed"),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn names_the_field_at_fault() {
+        let e = err(r#"{"status":"running","tmuxSession":"s"}"#);
+        assert_eq!((e.code, e.field.as_deref()), ("missing_field", Some("agent")));
+        let e = err(r#"{"agent":"a","status":"sleeping","tmuxSession":"s"}"#);
+        assert_eq!((e.code, e.field.as_deref()), ("invalid_field", Some("status")));
+        assert!(e.message.contains("sleeping"), "{}", e.message);
+        let e = err(r#"{"agent":5,"status":"idle","tmuxSession":"s"}"#);
+        assert_eq!((e.code, e.field.as_deref()), ("invalid_field", Some("agent")));
+        let e = err(r#"{"agent":"a","status":"idle","tmuxSession":"s","ts":"soon"}"#);
+        assert_eq!(e.field.as_deref(), Some("ts"));
+        let e = err(r#"{"agent":"a""#);
+        assert_eq!(e.code, "invalid_json");
+        let e = err(r#"[1]"#);
+        assert_eq!(e.code, "invalid_body");
+        let e = err(r#"{"agent":"a","status":"idle","tmuxSession":"s"} {}"#);
+        assert_eq!(e.code, "invalid_json");
+    }
+}

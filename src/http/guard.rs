@@ -1,0 +1,140 @@
+//! The request guard: DNS-rebinding, cross-origin and token checks for every route.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{ApiError, AppState};
+
+/// Routes that opensessions' hook scripts call without a token.
+const COMPAT_POSTS: [&str; 6] = [
+    "/api/agent-event",
+    "/set-status",
+    "/set-progress",
+    "/log",
+    "/clear-log",
+    "/notify",
+];
+
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    match check(&state, request.method(), request.uri().path(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
+}
+
+fn check(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    // A page on another site that resolves its own name to 127.0.0.1 still sends its own Host.
+    if !state.allow_remote {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        if !is_loopback_host(host) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_host",
+                format!("Host `{host}` is not a loopback name or address"),
+            ));
+        }
+    }
+    let origin = headers.get(header::ORIGIN);
+    if let Some(origin) = origin {
+        let origin = origin.to_str().unwrap_or("");
+        if !is_own_origin(origin, state.local_addr.port()) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_origin",
+                format!("Origin `{origin}` is not this server"),
+            ));
+        }
+    }
+    if path == "/api/health" {
+        return Ok(());
+    }
+    let authorization = headers.get(header::AUTHORIZATION);
+    if authorization.is_none()
+        && origin.is_none()
+        && method == Method::POST
+        && COMPAT_POSTS.contains(&path)
+        && super::extract::is_json(headers)
+    {
+        return Ok(());
+    }
+    let presented = authorization
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    match presented {
+        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the bearer token is wrong (see `cohost token`)",
+        )),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this route needs `Authorization: Bearer <token>` (see `cohost token`)",
+        )),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inner, after)) if after.is_empty() || after.starts_with(':') => inner,
+            _ => return false,
+        }
+    } else {
+        host.rsplit_once(':').map(|(name, _)| name).unwrap_or(host)
+    };
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    name.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `http://<loopback>:<our port>`.
+fn is_own_origin(origin: &str, port: u16) -> bool {
+    let Some(authority) = origin.strip_prefix("http://") else {
+        return false;
+    };
+    let Some((_, origin_port)) = authority.rsplit_once(':') else {
+        return false;
+    };
+    origin_port == port.to_string() && is_loopback_host(authority)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for host in ["localhost", "localhost:7391", "127.0.0.1:1", "127.9.9.9", "[::1]:80", "[::1]", "LOCALHOST"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in ["", "example.com", "10.0.0.1:7391", "localhost.evil.com", "[::2]:1", "127.0.0.1.nip.io"] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn own_origin() {
+        assert!(is_own_origin("http://127.0.0.1:7391", 7391));
+        assert!(is_own_origin("http://localhost:7391", 7391));
+        assert!(is_own_origin("http://[::1]:7391", 7391));
+        assert!(!is_own_origin("http://127.0.0.1:8080", 7391));
+        assert!(!is_own_origin("https://127.0.0.1:7391", 7391));
+        assert!(!is_own_origin("http://evil.com:7391", 7391));
+        assert!(!is_own_origin("null", 7391));
+    }
+}

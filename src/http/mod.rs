@@ -1,0 +1,61 @@
+//! The HTTP surface: REST routes, long-poll and SSE event streams, and the request guard.
+//!
+//! **Boundary.** Handlers only validate, resolve and call [`CoreHandle`] or [`SessionCache`];
+//! they never write the log or touch tracker internals. Every error leaves through [`ApiError`].
+//! The guard ([`guard`]) runs before any handler: loopback `Host`, same-origin `Origin`, bearer
+//! token (with the opensessions-compatible exception), in that order.
+
+mod error;
+mod extract;
+mod guard;
+mod routes;
+mod stream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio_util::sync::CancellationToken;
+
+use crate::core::CoreHandle;
+use crate::tmux::SessionCache;
+pub use error::ApiError;
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub core: CoreHandle,
+    pub sessions: Arc<SessionCache>,
+    pub token: Arc<str>,
+    /// The address actually bound, used to recognise our own `Origin`.
+    pub local_addr: SocketAddr,
+    /// When set, any `Host` is accepted (the bearer token is then the only guard).
+    pub allow_remote: bool,
+    /// Cancelled on shutdown so that open streams end and graceful shutdown can finish.
+    pub shutdown: CancellationToken,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/health", get(routes::health))
+        .route("/api/state", get(routes::state))
+        .route("/api/agent-event", post(routes::agent_event))
+        .route("/api/focus", post(routes::focus))
+        .route("/api/tmux/refresh", post(routes::tmux_refresh))
+        .route("/api/events", get(stream::events))
+        .route("/api/events/stream", get(stream::events_stream))
+        .route("/set-status", post(routes::set_status))
+        .route("/set-progress", post(routes::set_progress))
+        .route("/log", post(routes::log))
+        .route("/notify", post(routes::notify))
+        .route("/clear-log", post(routes::clear_log))
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}

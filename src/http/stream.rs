@@ -1,0 +1,235 @@
+//! Event delivery: `GET /api/events` (page, optional long-poll) and `GET /api/events/stream` (SSE).
+//!
+//! Both resume from a cursor with no gap and no duplicate: they subscribe to the live broadcast
+//! *before* reading the store, read the store until they reach its head, and then take live events
+//! only while they arrive in order. A lagged subscriber, or any gap, goes back to the store.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde::Deserialize;
+use tokio::sync::broadcast;
+
+use super::{ApiError, AppState};
+use crate::core::StoredEvent;
+
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+/// The longest `wait` a long-poll may ask for.
+const MAX_WAIT_SECS: f64 = 300.0;
+/// Events read from the store per catch-up step of a stream.
+const STREAM_PAGE: usize = 512;
+
+#[derive(Deserialize)]
+pub struct EventsQuery {
+    after: Option<String>,
+    limit: Option<String>,
+    wait: Option<String>,
+}
+
+fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
+    value.parse().map_err(|_| {
+        ApiError::field(
+            "invalid_field",
+            name,
+            format!("`{name}` must be a non-negative integer, got `{value}`"),
+        )
+    })
+}
+
+fn check_cursor(state: &AppState, after: u64) -> Result<(), ApiError> {
+    let head = state.core.store.head();
+    if after > head {
+        return Err(ApiError::field(
+            "invalid_field",
+            "after",
+            format!("cursor {after} is ahead of the newest event {head}"),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let after = query.after.as_deref().map(|v| parse_u64("after", v)).transpose()?.unwrap_or(0);
+    let limit = match query.limit.as_deref() {
+        Some(value) => {
+            let limit = parse_u64("limit", value)? as usize;
+            if limit == 0 || limit > MAX_LIMIT {
+                return Err(ApiError::field(
+                    "invalid_field",
+                    "limit",
+                    format!("`limit` must be between 1 and {MAX_LIMIT}"),
+                ));
+            }
+            limit
+        }
+        None => DEFAULT_LIMIT,
+    };
+    let wait = match query.wait.as_deref() {
+        Some(value) => {
+            let wait: f64 = value.parse().map_err(|_| {
+                ApiError::field("invalid_field", "wait", format!("`wait` must be a number of seconds, got `{value}`"))
+            })?;
+            if !(0.0..=MAX_WAIT_SECS).contains(&wait) {
+                return Err(ApiError::field(
+                    "invalid_field",
+                    "wait",
+                    format!("`wait` must be between 0 and {MAX_WAIT_SECS} seconds"),
+                ));
+            }
+            Duration::from_secs_f64(wait)
+        }
+        None => Duration::ZERO,
+    };
+    check_cursor(&state, after)?;
+
+    // Subscribe first: an event published after the read below is then in the channel.
+    let mut live = state.core.subscribe();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let page = state.core.store.read_after_async(after, limit).await?;
+        if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+            return Ok(page_response(&page.events, after, page.head));
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = state.shutdown.cancelled() => {}
+            received = live.recv() => {
+                if let Err(broadcast::error::RecvError::Closed) = received {
+                    return Err(ApiError::from(crate::core::CoreError::ShuttingDown));
+                }
+            }
+        }
+    }
+}
+
+/// Builds `{"events":[…],"next":N,"head":H}` from the stored lines without re-serializing them.
+fn page_response(events: &[Arc<StoredEvent>], after: u64, head: u64) -> Response {
+    let mut body = String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
+    body.push_str("{\"events\":[");
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&event.json);
+    }
+    let next = events.last().map(|event| event.seq).unwrap_or(after);
+    body.push_str(&format!("],\"next\":{next},\"head\":{head}}}"));
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+pub struct StreamQuery {
+    after: Option<String>,
+}
+
+pub async fn events_stream(
+    State(state): State<AppState>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    // A reconnecting EventSource sends Last-Event-ID; it wins over the URL's original `after`.
+    let last_event_id = headers
+        .get("last-event-id")
+        .map(|value| value.to_str().unwrap_or("x").trim().to_string());
+    let after = match (last_event_id, query.after) {
+        (Some(id), _) => parse_u64("Last-Event-ID", &id)?,
+        (None, Some(after)) => parse_u64("after", &after)?,
+        // Without a cursor the stream starts at the present.
+        (None, None) => state.core.store.head(),
+    };
+    check_cursor(&state, after)?;
+    let live = state.core.subscribe();
+    // Refuse an expired cursor up front, while a status code can still say so.
+    state.core.store.read_after_async(after, 1).await?;
+    let stream = event_stream(state, live, after);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    *response.status_mut() = StatusCode::OK;
+    Ok(response)
+}
+
+struct Cursor {
+    state: AppState,
+    live: broadcast::Receiver<Arc<StoredEvent>>,
+    last: u64,
+    pending: VecDeque<Arc<StoredEvent>>,
+    done: bool,
+}
+
+fn sse_event(event: &StoredEvent) -> SseEvent {
+    SseEvent::default().id(event.seq.to_string()).data(&*event.json)
+}
+
+fn event_stream(
+    state: AppState,
+    live: broadcast::Receiver<Arc<StoredEvent>>,
+    after: u64,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    let cursor = Cursor {
+        state,
+        live,
+        last: after,
+        pending: VecDeque::new(),
+        done: false,
+    };
+    futures_util::stream::unfold(cursor, |mut cursor| async move {
+        if cursor.done {
+            return None;
+        }
+        loop {
+            if let Some(event) = cursor.pending.pop_front() {
+                cursor.last = event.seq;
+                return Some((Ok(sse_event(&event)), cursor));
+            }
+            if cursor.state.core.store.head() > cursor.last {
+                match cursor.state.core.store.read_after_async(cursor.last, STREAM_PAGE).await {
+                    Ok(page) if !page.events.is_empty() => {
+                        cursor.pending.extend(page.events);
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        // Retention overtook a slow reader: say so, then end the stream.
+                        cursor.done = true;
+                        let message = ApiError::from(error).message;
+                        let body = serde_json::json!({"error": {"code": "cursor_expired", "message": message}});
+                        return Some((Ok(SseEvent::default().event("error").data(body.to_string())), cursor));
+                    }
+                }
+            }
+            let received = tokio::select! {
+                _ = cursor.state.shutdown.cancelled() => return None,
+                received = cursor.live.recv() => received,
+            };
+            match received {
+                Ok(event) if event.seq == cursor.last + 1 => {
+                    cursor.last = event.seq;
+                    return Some((Ok(sse_event(&event)), cursor));
+                }
+                // Older than the cursor: already sent. Newer with a gap: the store has the gap.
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    })
+}

@@ -1,0 +1,334 @@
+//! Request and response bodies of the HTTP API (see `docs/api.md`).
+
+use serde::{Deserialize, Serialize};
+
+use super::event::{AgentStatus, Liveness, Tone};
+
+/// Upper bounds on string fields, in bytes. Documented in `docs/api.md`.
+pub mod bounds {
+    pub const AGENT: usize = 128;
+    pub const SESSION: usize = 256;
+    pub const PROJECT_DIR: usize = 4096;
+    pub const THREAD_ID: usize = 256;
+    pub const THREAD_NAME: usize = 1024;
+    pub const LAST_USER_PROMPT: usize = 16 * 1024;
+    pub const PANE_ID: usize = 64;
+    pub const STATUS_TEXT: usize = 1024;
+    pub const LABEL: usize = 1024;
+    pub const LOG_MESSAGE: usize = 4096;
+    pub const LOG_SOURCE: usize = 128;
+}
+
+/// A field that failed validation after it parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn check_len(field: &'static str, value: Option<&str>, max: usize) -> Result<(), FieldError> {
+    match value {
+        Some(value) if value.len() > max => Err(FieldError {
+            field,
+            message: format!("{field} is {} bytes, at most {max} allowed", value.len()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn check_non_empty(field: &'static str, value: Option<&str>) -> Result<(), FieldError> {
+    match value {
+        Some(value) if value.trim().is_empty() => Err(FieldError {
+            field,
+            message: format!("{field} must not be empty"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `POST /api/agent-event`, opensessions-compatible. Unknown fields are ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEventParams {
+    pub agent: String,
+    pub status: AgentStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_user_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<Liveness>,
+}
+
+impl AgentEventParams {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        check_non_empty("agent", Some(&self.agent))?;
+        check_len("agent", Some(&self.agent), bounds::AGENT)?;
+        check_len("tmuxSession", self.tmux_session.as_deref(), bounds::SESSION)?;
+        check_len("projectDir", self.project_dir.as_deref(), bounds::PROJECT_DIR)?;
+        check_len("threadId", self.thread_id.as_deref(), bounds::THREAD_ID)?;
+        check_len("threadName", self.thread_name.as_deref(), bounds::THREAD_NAME)?;
+        check_len(
+            "lastUserPrompt",
+            self.last_user_prompt.as_deref(),
+            bounds::LAST_USER_PROMPT,
+        )?;
+        check_len("paneId", self.pane_id.as_deref(), bounds::PANE_ID)?;
+        if self.tmux_session.is_none() && self.project_dir.is_none() {
+            return Err(FieldError {
+                field: "tmuxSession",
+                message: "one of tmuxSession or projectDir is required".into(),
+            });
+        }
+        if let Some(dir) = &self.project_dir
+            && !dir.starts_with('/')
+        {
+            return Err(FieldError {
+                field: "projectDir",
+                message: format!("projectDir must be an absolute path, got `{dir}`"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `POST /set-status`: `text: null` (or absent) clears the status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetStatusParams {
+    pub session: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+}
+
+impl SetStatusParams {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        check_session(&self.session)?;
+        check_len("text", self.text.as_deref(), bounds::STATUS_TEXT)
+    }
+}
+
+/// `POST /set-progress`: `clear: true` clears the progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetProgressParams {
+    pub session: String,
+    #[serde(default)]
+    pub clear: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+impl SetProgressParams {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        check_session(&self.session)?;
+        check_len("label", self.label.as_deref(), bounds::LABEL)?;
+        if let Some(percent) = self.percent
+            && !(0.0..=100.0).contains(&percent)
+        {
+            return Err(FieldError {
+                field: "percent",
+                message: format!("percent must be between 0 and 100, got {percent}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `POST /log` and `POST /notify`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogParams {
+    pub session: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl LogParams {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        check_session(&self.session)?;
+        check_len("message", Some(&self.message), bounds::LOG_MESSAGE)?;
+        check_len("source", self.source.as_deref(), bounds::LOG_SOURCE)
+    }
+}
+
+/// `POST /clear-log` and `POST /api/focus`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams {
+    pub session: String,
+}
+
+impl SessionParams {
+    pub fn validate(&self) -> Result<(), FieldError> {
+        check_session(&self.session)
+    }
+}
+
+fn check_session(session: &str) -> Result<(), FieldError> {
+    check_non_empty("session", Some(session))?;
+    check_len("session", Some(session), bounds::SESSION)
+}
+
+/// The answer to every accepted POST that records an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Accepted {
+    pub ok: bool,
+    pub seq: u64,
+    pub session: String,
+}
+
+/// One agent instance as `GET /api/state` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceView {
+    pub key: String,
+    pub agent: String,
+    pub status: AgentStatus,
+    pub unseen: bool,
+    /// The reporter's timestamp of the last update (ms).
+    pub ts: u64,
+    /// When the daemon received the last update (ms); staleness and pruning count from here.
+    pub updated_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_user_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<Liveness>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusView {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+    pub ts: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressView {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub ts: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogView {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify: bool,
+    pub ts: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetadataView {
+    pub status: Option<StatusView>,
+    pub progress: Option<ProgressView>,
+    pub logs: Vec<LogView>,
+}
+
+/// One tmux session in `GET /api/state`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub name: String,
+    /// tmux's session id (`$3`).
+    pub id: String,
+    pub dir: String,
+    pub windows: u32,
+    pub attached: bool,
+    /// The most urgent status among the session's instances, or `None` without instances.
+    pub status: Option<AgentStatus>,
+    pub unseen: bool,
+    pub agents: Vec<InstanceView>,
+    pub metadata: MetadataView,
+}
+
+/// `GET /api/state`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateView {
+    /// The last event applied to this state.
+    pub seq: u64,
+    pub focused_session: Option<String>,
+    /// Whether the tmux server on the configured socket answered.
+    pub tmux_running: bool,
+    pub sessions: Vec<SessionView>,
+}
+
+/// `GET /api/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsPage {
+    pub events: Vec<super::Event>,
+    /// The cursor to pass as `after` next time: the last returned seq, or `after` when empty.
+    pub next: u64,
+    /// The newest seq in the log when the page was read.
+    pub head: u64,
+}
+
+/// Every error response: `{"error":{"code":"snake_case","message":"…"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    /// The request field at fault, for `invalid_field` and `missing_field`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// `GET /api/health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub ok: bool,
+    pub version: String,
+    pub pid: u32,
+    pub seq: u64,
+}

@@ -1,0 +1,340 @@
+//! The event model: one [`Event`] per line in the log and per SSE message.
+
+use serde::{Deserialize, Serialize};
+
+/// One durable event.
+///
+/// `seq` is global and strictly increasing; `session_seq` counts the events of one session
+/// (for tracker events, the tmux session name) and is absent for daemon-wide events.
+/// The serialized form always starts with `{"seq":` — the log reader relies on it to find
+/// a line's seq without parsing the whole line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch, taken by the daemon when the event was sequenced.
+    pub ts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_seq: Option<u64>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened. Serialized adjacently: `"type": "agent.updated", "data": {..}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum EventKind {
+    /// The daemon started; `pid` and `version` identify the process.
+    #[serde(rename = "daemon.started")]
+    DaemonStarted(DaemonInfo),
+    /// The daemon shut down cleanly; absent after a crash.
+    #[serde(rename = "daemon.stopped")]
+    DaemonStopped(DaemonInfo),
+    /// An agent reported its status (HTTP `POST /api/agent-event`, the CLI, or a watcher).
+    #[serde(rename = "agent.updated")]
+    AgentUpdated(AgentUpdate),
+    /// A running or waiting instance went quiet for longer than the stale threshold.
+    #[serde(rename = "agent.stale")]
+    AgentStale(InstanceRef),
+    /// A finished, seen instance was removed after the prune delay.
+    #[serde(rename = "agent.pruned")]
+    AgentPruned(InstanceRef),
+    /// A tmux session was focused by a client: its finished instances are now seen.
+    #[serde(rename = "session.focused")]
+    SessionFocused(Focus),
+    /// `POST /set-status`: the session's status text (or `null` text to clear it).
+    #[serde(rename = "meta.status")]
+    MetaStatus(MetaStatus),
+    /// `POST /set-progress`.
+    #[serde(rename = "meta.progress")]
+    MetaProgress(MetaProgress),
+    /// `POST /log` and `POST /notify` (`notify: true`).
+    #[serde(rename = "meta.log")]
+    MetaLog(MetaLog),
+    /// `POST /clear-log`.
+    #[serde(rename = "meta.log_cleared")]
+    MetaLogCleared(Empty),
+}
+
+impl EventKind {
+    /// The `type` string this kind serializes as.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::DaemonStarted(_) => "daemon.started",
+            EventKind::DaemonStopped(_) => "daemon.stopped",
+            EventKind::AgentUpdated(_) => "agent.updated",
+            EventKind::AgentStale(_) => "agent.stale",
+            EventKind::AgentPruned(_) => "agent.pruned",
+            EventKind::SessionFocused(_) => "session.focused",
+            EventKind::MetaStatus(_) => "meta.status",
+            EventKind::MetaProgress(_) => "meta.progress",
+            EventKind::MetaLog(_) => "meta.log",
+            EventKind::MetaLogCleared(_) => "meta.log_cleared",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonInfo {
+    pub pid: u32,
+    pub version: String,
+}
+
+/// Agent status, with opensessions' spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentStatus {
+    Idle,
+    Running,
+    ToolRunning,
+    Done,
+    Error,
+    Waiting,
+    Interrupted,
+    Stale,
+}
+
+impl AgentStatus {
+    pub const ALL: [AgentStatus; 8] = [
+        AgentStatus::Idle,
+        AgentStatus::Running,
+        AgentStatus::ToolRunning,
+        AgentStatus::Done,
+        AgentStatus::Error,
+        AgentStatus::Waiting,
+        AgentStatus::Interrupted,
+        AgentStatus::Stale,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::Running => "running",
+            AgentStatus::ToolRunning => "tool-running",
+            AgentStatus::Done => "done",
+            AgentStatus::Error => "error",
+            AgentStatus::Waiting => "waiting",
+            AgentStatus::Interrupted => "interrupted",
+            AgentStatus::Stale => "stale",
+        }
+    }
+
+    /// `done`, `error` and `interrupted` end a turn; they are the statuses that set unseen.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            AgentStatus::Done | AgentStatus::Error | AgentStatus::Interrupted
+        )
+    }
+
+    /// Statuses that age to `stale` when no update arrives.
+    pub fn can_go_stale(self) -> bool {
+        matches!(
+            self,
+            AgentStatus::Running | AgentStatus::ToolRunning | AgentStatus::Waiting
+        )
+    }
+
+    /// Ordering used to derive one session-level status from several instances:
+    /// the status that most needs a human wins.
+    pub fn priority(self) -> u8 {
+        match self {
+            AgentStatus::Waiting => 7,
+            AgentStatus::Error => 6,
+            AgentStatus::ToolRunning => 5,
+            AgentStatus::Running => 4,
+            AgentStatus::Interrupted => 3,
+            AgentStatus::Done => 2,
+            AgentStatus::Stale => 1,
+            AgentStatus::Idle => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for AgentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for AgentStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        AgentStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown status `{s}`, expected one of: {}",
+                    AgentStatus::ALL.map(AgentStatus::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// Whether the process behind an instance is known to be alive.
+/// `alive` instances never age to `stale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Liveness {
+    Alive,
+    Exited,
+    Unknown,
+}
+
+/// A resolved agent report, as stored in the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUpdate {
+    pub agent: String,
+    pub status: AgentStatus,
+    /// The reporter's own timestamp (ms), or the daemon's when it sent none.
+    pub ts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_user_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<Liveness>,
+}
+
+impl AgentUpdate {
+    /// The instance key: `agent:threadId`, or `agent` alone.
+    pub fn key(&self) -> String {
+        instance_key(&self.agent, self.thread_id.as_deref())
+    }
+}
+
+pub fn instance_key(agent: &str, thread_id: Option<&str>) -> String {
+    match thread_id {
+        Some(thread_id) => format!("{agent}:{thread_id}"),
+        None => agent.to_string(),
+    }
+}
+
+/// Names one instance of one session (the session is the event's `session`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceRef {
+    pub key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Focus {
+    /// Where the focus came from: `tmux` (the client-session-changed hook) or `api`.
+    pub source: String,
+}
+
+/// The tone opensessions uses for metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tone {
+    Neutral,
+    Info,
+    Success,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaStatus {
+    /// `None` clears the status.
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaProgress {
+    /// `true` clears the progress; the other fields are then absent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaLog {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tone: Option<Tone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Set when the entry came from `POST /notify` rather than `POST /log`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub notify: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_serializes_seq_first_and_round_trips() {
+        let event = Event {
+            seq: 42,
+            ts: 1_700_000_000_000,
+            session: Some("work".into()),
+            session_seq: Some(3),
+            kind: EventKind::AgentStale(InstanceRef {
+                key: "codex:t1".into(),
+            }),
+        };
+        let json = serde_json::to_string(&event).unwrap();
+        assert!(json.starts_with("{\"seq\":42,"), "{json}");
+        assert_eq!(
+            json,
+            r#"{"seq":42,"ts":1700000000000,"session":"work","sessionSeq":3,"type":"agent.stale","data":{"key":"codex:t1"}}"#
+        );
+        let back: Event = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn type_name_matches_serialized_tag() {
+        let kinds = [
+            EventKind::MetaLogCleared(Empty {}),
+            EventKind::SessionFocused(Focus {
+                source: "api".into(),
+            }),
+            EventKind::DaemonStarted(DaemonInfo {
+                pid: 1,
+                version: "x".into(),
+            }),
+        ];
+        for kind in kinds {
+            let value = serde_json::to_value(&kind).unwrap();
+            assert_eq!(value["type"], kind.type_name());
+        }
+    }
+
+    #[test]
+    fn status_parses_every_spelling() {
+        for status in AgentStatus::ALL {
+            assert_eq!(status.as_str().parse::<AgentStatus>().unwrap(), status);
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+        assert!("finished".parse::<AgentStatus>().is_err());
+    }
+}
