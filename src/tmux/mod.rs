@@ -145,10 +145,10 @@ impl Tmux {
     }
 }
 
-/// The hooks cohost installs: the first two report focus, the rest report a changed session list.
-const HOOKS: [&str; 5] = [
+/// The hooks cohost installs: the first reports focus (it also fires when a client attaches),
+/// the rest report a changed session list.
+const HOOKS: [&str; 4] = [
     "client-session-changed",
-    "client-attached",
     "session-created",
     "session-closed",
     "session-renamed",
@@ -159,7 +159,7 @@ fn hook_commands(focus_command: &str, changed_command: &str) -> Vec<(&'static st
         .iter()
         .enumerate()
         .map(|(i, hook)| {
-            let shell = if i < 2 {
+            let shell = if i == 0 {
                 // `#{q:…}` makes tmux shell-escape the name when run-shell expands it.
                 format!("{focus_command} #{{q:session_name}}")
             } else {
