@@ -8,7 +8,11 @@ use crate::core::event_log::FsyncPolicy;
 use crate::protocol::{AgentStatus, Liveness};
 
 #[derive(Debug, Parser)]
-#[command(name = "cohost", version, about = "Host coding agents and follow every turn as one durable event stream")]
+#[command(
+    name = "cohost",
+    version,
+    about = "Host coding agents and follow every turn as one durable event stream"
+)]
 pub struct Cli {
     /// State directory (token, event log, snapshot). Default: $XDG_STATE_HOME/cohost, else ~/.local/state/cohost.
     #[arg(long, global = true, env = "COHOST_HOME")]

@@ -24,7 +24,11 @@ pub enum ClientError {
     #[error("cohost daemon is not running at {addr} (start it with `cohost serve`)")]
     NotRunning { addr: String },
     #[error("{status} {code}: {message}")]
-    Api { status: u16, code: String, message: String },
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
     #[error("request to the daemon failed: {0}")]
     Transport(String),
 }
@@ -34,7 +38,9 @@ impl Client {
         let home = resolve_home(home)?;
         let addr = match listen {
             Some(listen) => listen,
-            None => read_daemon_file(&home).map(|file| file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
+            None => read_daemon_file(&home)
+                .map(|file| file.listen)
+                .unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
         };
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -52,24 +58,37 @@ impl Client {
     pub fn token(&self) -> anyhow::Result<String> {
         let path = self.home.join(TOKEN_FILE);
         let token = std::fs::read_to_string(&path).with_context(|| {
-            format!("cannot read the token at {} (has `cohost serve` run with this COHOST_HOME?)", path.display())
+            format!(
+                "cannot read the token at {} (has `cohost serve` run with this COHOST_HOME?)",
+                path.display()
+            )
         })?;
         Ok(token.trim().to_string())
     }
 
     fn map_transport(&self, error: ureq::Error) -> ClientError {
         match error {
-            ureq::Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
-                ClientError::NotRunning { addr: self.addr.clone() }
+            ureq::Error::Io(io)
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+                ) =>
+            {
+                ClientError::NotRunning {
+                    addr: self.addr.clone(),
+                }
             }
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
-                ClientError::NotRunning { addr: self.addr.clone() }
-            }
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => ClientError::NotRunning {
+                addr: self.addr.clone(),
+            },
             other => ClientError::Transport(other.to_string()),
         }
     }
 
-    fn finish(&self, response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<String, ClientError> {
+    fn finish(
+        &self,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<String, ClientError> {
         let mut response = response.map_err(|e| self.map_transport(e))?;
         let status = response.status().as_u16();
         let body = response
@@ -106,7 +125,11 @@ impl Client {
         serde_json::from_str(&body).with_context(|| format!("unexpected answer from GET {path}"))
     }
 
-    pub fn post<T: DeserializeOwned>(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<T> {
+    pub fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<T> {
         let token = self.token()?;
         let response = self
             .agent
@@ -120,11 +143,17 @@ impl Client {
 
     /// Prints every event after `after`; with `follow`, streams forever and reconnects with
     /// `Last-Event-ID` after a dropped connection.
-    pub fn print_events(&self, after: u64, follow: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    pub fn print_events(
+        &self,
+        after: u64,
+        follow: bool,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
         let mut cursor = after;
         if !follow {
             loop {
-                let page: serde_json::Value = self.get(&format!("/api/events?after={cursor}&limit=1000"))?;
+                let page: serde_json::Value =
+                    self.get(&format!("/api/events?after={cursor}&limit=1000"))?;
                 let events = page["events"].as_array().cloned().unwrap_or_default();
                 for event in &events {
                     writeln!(out, "{event}")?;
@@ -168,11 +197,17 @@ impl Client {
             let reader = BufReader::new(response.body_mut().as_reader());
             for line in reader.lines() {
                 let Ok(line) = line else { break };
-                if let Some(id) = line.strip_prefix("id: ").or_else(|| line.strip_prefix("id:")) {
+                if let Some(id) = line
+                    .strip_prefix("id: ")
+                    .or_else(|| line.strip_prefix("id:"))
+                {
                     if let Ok(id) = id.trim().parse() {
                         cursor = id;
                     }
-                } else if let Some(data) = line.strip_prefix("data: ").or_else(|| line.strip_prefix("data:")) {
+                } else if let Some(data) = line
+                    .strip_prefix("data: ")
+                    .or_else(|| line.strip_prefix("data:"))
+                {
                     writeln!(out, "{data}")?;
                     out.flush()?;
                 }
@@ -198,12 +233,20 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
     if state.sessions.is_empty() {
         return writeln!(out, "no tmux sessions");
     }
-    writeln!(out, "{:<20} {:<13} {:<3} {:<24} {:<13} {}", "SESSION", "STATUS", "NEW", "AGENT", "AGENT STATUS", "DETAIL")?;
+    writeln!(
+        out,
+        "{:<20} {:<13} {:<3} {:<24} {:<13} DETAIL",
+        "SESSION", "STATUS", "NEW", "AGENT", "AGENT STATUS"
+    )?;
     for session in &state.sessions {
         let status = session.status.map(|s| s.as_str()).unwrap_or("-");
         let unseen = if session.unseen { "*" } else { "" };
         let focused = state.focused_session.as_deref() == Some(session.name.as_str());
-        let name = if focused { format!("{} (focused)", session.name) } else { session.name.clone() };
+        let name = if focused {
+            format!("{} (focused)", session.name)
+        } else {
+            session.name.clone()
+        };
         if session.agents.is_empty() {
             writeln!(out, "{name:<20} {status:<13} {unseen:<3}")?;
         }

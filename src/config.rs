@@ -34,7 +34,11 @@ impl ServeConfig {
         }
     }
 
-    pub fn from_args(home: Option<PathBuf>, listen: Option<String>, args: &ServeArgs) -> anyhow::Result<Self> {
+    pub fn from_args(
+        home: Option<PathBuf>,
+        listen: Option<String>,
+        args: &ServeArgs,
+    ) -> anyhow::Result<Self> {
         let home = resolve_home(home)?;
         let listen_text = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());
         let listen: SocketAddr = listen_text
@@ -49,7 +53,11 @@ impl ServeConfig {
             bail!("--segment-mb must be at least 1");
         }
         if args.retain_mb < args.segment_mb {
-            bail!("--retain-mb ({}) must be at least --segment-mb ({})", args.retain_mb, args.segment_mb);
+            bail!(
+                "--retain-mb ({}) must be at least --segment-mb ({})",
+                args.retain_mb,
+                args.segment_mb
+            );
         }
         if args.stale_after == 0 || args.prune_after == 0 {
             bail!("--stale-after and --prune-after must be at least 1 second");

@@ -88,7 +88,11 @@ pub async fn run(
     };
 
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
-    tasks.spawn(tmux_poll_loop(Arc::clone(&sessions), hooks.clone(), cancel.clone()));
+    tasks.spawn(tmux_poll_loop(
+        Arc::clone(&sessions),
+        hooks.clone(),
+        cancel.clone(),
+    ));
 
     write_daemon_file(&config.home, local_addr)?;
     tracing::info!(%local_addr, home = %config.home.display(), "cohost listening");
@@ -112,7 +116,10 @@ pub async fn run(
     };
     cancel.cancel();
     tasks.close();
-    if tokio::time::timeout(Duration::from_secs(2), tasks.wait()).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(2), tasks.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("background tasks did not stop in time");
     }
 
@@ -138,7 +145,11 @@ async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {
     tracing::debug!("tick loop exited: shutdown");
 }
 
-async fn tmux_poll_loop(sessions: Arc<SessionCache>, hooks: HookInstaller, cancel: CancellationToken) {
+async fn tmux_poll_loop(
+    sessions: Arc<SessionCache>,
+    hooks: HookInstaller,
+    cancel: CancellationToken,
+) {
     let mut hooked_pid = sessions.get().server_pid.filter(|_| sessions.get().running);
     let mut interval = tokio::time::interval(TMUX_POLL_INTERVAL);
     interval.tick().await;
@@ -167,7 +178,8 @@ struct HookInstaller {
 
 impl HookInstaller {
     fn new(home: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
-        let exe = std::env::current_exe().context("cannot find the cohost executable for tmux hooks")?;
+        let exe =
+            std::env::current_exe().context("cannot find the cohost executable for tmux hooks")?;
         let prefix = format!(
             "COHOST_HOME={} COHOST_LISTEN={} {}",
             shell_quote(&home.to_string_lossy()),
@@ -223,7 +235,10 @@ fn lock_home(home: &Path) -> anyhow::Result<File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            bail!("another cohost daemon is already running with COHOST_HOME={}", home.display())
+            bail!(
+                "another cohost daemon is already running with COHOST_HOME={}",
+                home.display()
+            )
         }
         Err(std::fs::TryLockError::Error(error)) => {
             Err(error).with_context(|| format!("failed to lock {}", path.display()))
@@ -245,13 +260,17 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             file.read_to_string(&mut token)?;
             let token = token.trim().to_string();
             if token.len() < 32 {
-                bail!("the token in {} is too short; delete it to have a new one made", path.display());
+                bail!(
+                    "the token in {} is too short; delete it to have a new one made",
+                    path.display()
+                );
             }
             Ok(token)
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let mut bytes = [0u8; 32];
-            getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
+            getrandom::fill(&mut bytes)
+                .map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
             let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
             let mut file = OpenOptions::new()
                 .write(true)

@@ -50,9 +50,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Event(args) => {
             let client = Client::new(cli.home, cli.listen)?;
-            let project_dir = args
-                .project_dir
-                .map(|dir| std::path::absolute(&dir).unwrap_or(dir).to_string_lossy().into_owned());
+            let project_dir = args.project_dir.map(|dir| {
+                std::path::absolute(&dir)
+                    .unwrap_or(dir)
+                    .to_string_lossy()
+                    .into_owned()
+            });
             let mut body = json!({ "agent": args.agent, "status": args.status });
             let fields = [
                 ("tmuxSession", args.session.map(serde_json::Value::from)),
@@ -61,7 +64,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ("threadName", args.thread_name.map(serde_json::Value::from)),
                 ("lastUserPrompt", args.prompt.map(serde_json::Value::from)),
                 ("paneId", args.pane_id.map(serde_json::Value::from)),
-                ("liveness", args.liveness.map(|l| serde_json::to_value(l).unwrap_or_default())),
+                (
+                    "liveness",
+                    args.liveness
+                        .map(|l| serde_json::to_value(l).unwrap_or_default()),
+                ),
                 ("ts", args.ts.map(serde_json::Value::from)),
             ];
             for (key, value) in fields {
@@ -75,7 +82,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Focus { session, source } => {
             let client = Client::new(cli.home, cli.listen)?;
-            let _: serde_json::Value = client.post("/api/focus", &json!({ "session": session, "source": source }))?;
+            let _: serde_json::Value = client.post(
+                "/api/focus",
+                &json!({ "session": session, "source": source }),
+            )?;
             Ok(())
         }
         Command::Token => {
@@ -123,7 +133,10 @@ fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one forces exit.
 async fn signals(first: tokio::sync::oneshot::Sender<()>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
         tracing::error!("cannot install signal handlers");
         return;
     };

@@ -218,10 +218,7 @@ impl EventLog {
             None => {
                 let first_seq = recovery.last_seq.max(after) + 1;
                 let path = segment_path(&config.dir, first_seq);
-                let file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?;
+                let file = OpenOptions::new().create(true).append(true).open(&path)?;
                 sync_dir(&config.dir)?;
                 segments.push(Segment {
                     first_seq,
@@ -251,10 +248,13 @@ impl EventLog {
     /// On failure the segment is cut back to its previous length so no partial batch remains.
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         let before = self.active.metadata()?.len();
-        let result = self.active.write_all(bytes).and_then(|()| match self.config.fsync {
-            FsyncPolicy::Always => self.active.sync_data(),
-            FsyncPolicy::Never => Ok(()),
-        });
+        let result = self
+            .active
+            .write_all(bytes)
+            .and_then(|()| match self.config.fsync {
+                FsyncPolicy::Always => self.active.sync_data(),
+                FsyncPolicy::Never => Ok(()),
+            });
         if let Err(error) = result {
             let _ = self.active.set_len(before);
             return Err(error);
@@ -438,10 +438,12 @@ impl LogReader {
             let mut line = String::new();
             loop {
                 line.clear();
-                let n = reader.read_line(&mut line).map_err(|source| ReadError::Io {
-                    path: segment.path.clone(),
-                    source,
-                })?;
+                let n = reader
+                    .read_line(&mut line)
+                    .map_err(|source| ReadError::Io {
+                        path: segment.path.clone(),
+                        source,
+                    })?;
                 // A line without its newline is still being written.
                 if n == 0 || !line.ends_with('\n') {
                     break;
@@ -557,7 +559,8 @@ mod tests {
     fn retention_deletes_only_covered_segments_and_expires_old_cursors() {
         let dir = tempfile::tempdir().unwrap();
         let per_line = line(1).len() as u64;
-        let (mut log, _) = EventLog::open(config(dir.path(), per_line * 3, per_line * 4), 0).unwrap();
+        let (mut log, _) =
+            EventLog::open(config(dir.path(), per_line * 3, per_line * 4), 0).unwrap();
         write_seqs(&mut log, 1..=9);
         // Segments: 1-3, 4-6, 7-9, 10-(empty).
         assert_eq!(log.apply_retention(3).unwrap(), 1);
@@ -571,7 +574,8 @@ mod tests {
         assert_eq!(reader.read_after(6, 10, None).unwrap().len(), 3);
         // A reopened log continues after the retained tail.
         drop(log);
-        let (_, recovery) = EventLog::open(config(dir.path(), per_line * 3, per_line * 4), 9).unwrap();
+        let (_, recovery) =
+            EventLog::open(config(dir.path(), per_line * 3, per_line * 4), 9).unwrap();
         assert_eq!(recovery.last_seq, 9);
         assert!(recovery.lines.is_empty());
     }

@@ -151,8 +151,10 @@ impl Store {
             .front()
             .map(|event| event.seq);
         let lines = self.reader.read_after(after, limit, ring_front)?;
-        let mut events: Vec<Arc<StoredEvent>> =
-            lines.into_iter().map(|line| Arc::new(line.into())).collect();
+        let mut events: Vec<Arc<StoredEvent>> = lines
+            .into_iter()
+            .map(|line| Arc::new(line.into()))
+            .collect();
         if events.len() < limit
             && let Some(last) = events.last().map(|event| event.seq).or(Some(after))
         {
@@ -263,12 +265,18 @@ struct Core {
 
 /// Opens the log, rebuilds state from the snapshot and the log after it, writes
 /// `daemon.started`, and starts the core thread.
-pub fn start(config: CoreConfig) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
+pub fn start(
+    config: CoreConfig,
+) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
     use anyhow::Context as _;
     let snapshot = Snapshot::load(&config.home).unwrap_or_default();
     let snapshot_seq = snapshot.seq;
-    let (log, recovery) = EventLog::open(config.log.clone(), snapshot_seq)
-        .with_context(|| format!("failed to open the event log in {}", config.log.dir.display()))?;
+    let (log, recovery) = EventLog::open(config.log.clone(), snapshot_seq).with_context(|| {
+        format!(
+            "failed to open the event log in {}",
+            config.log.dir.display()
+        )
+    })?;
 
     let mut tracker = snapshot.tracker;
     tracker.set_config(config.tracker);
@@ -279,7 +287,9 @@ pub fn start(config: CoreConfig) -> anyhow::Result<(CoreHandle, std::thread::Joi
         match serde_json::from_str::<Event>(&line.json) {
             Ok(event) => tracker.apply(&event),
             // Kinds from a newer version are kept in the log and the ring but not applied.
-            Err(error) => tracing::warn!(seq = line.seq, %error, "an event in the log has an unknown shape"),
+            Err(error) => {
+                tracing::warn!(seq = line.seq, %error, "an event in the log has an unknown shape")
+            }
         }
         if let (Some(session), Some(session_seq)) = (&line.session, line.session_seq) {
             session_seqs.insert(session.clone(), session_seq);
@@ -374,7 +384,10 @@ impl Core {
                     .read()
                     .unwrap_or_else(|e| e.into_inner())
                     .due(now_ms());
-                batch.extend(due.into_iter().map(|(session, kind)| (Some(session), kind, None)));
+                batch.extend(
+                    due.into_iter()
+                        .map(|(session, kind)| (Some(session), kind, None)),
+                );
             }
             if !batch.is_empty() {
                 self.handle_batch(batch);

@@ -40,7 +40,10 @@ impl Snapshot {
         match serde_json::from_slice::<Snapshot>(&bytes) {
             Ok(snapshot) if snapshot.schema == crate::protocol::SCHEMA_VERSION => Some(snapshot),
             Ok(snapshot) => {
-                tracing::warn!(schema = snapshot.schema, "snapshot has another schema; replaying the whole log");
+                tracing::warn!(
+                    schema = snapshot.schema,
+                    "snapshot has another schema; replaying the whole log"
+                );
                 None
             }
             Err(error) => {

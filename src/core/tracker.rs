@@ -339,8 +339,19 @@ mod tests {
             });
         }
 
-        fn report(&mut self, session: &str, ts: u64, agent: &str, thread: Option<&str>, status: AgentStatus) {
-            self.apply(session, ts, EventKind::AgentUpdated(update(agent, thread, status)));
+        fn report(
+            &mut self,
+            session: &str,
+            ts: u64,
+            agent: &str,
+            thread: Option<&str>,
+            status: AgentStatus,
+        ) {
+            self.apply(
+                session,
+                ts,
+                EventKind::AgentUpdated(update(agent, thread, status)),
+            );
         }
 
         fn tick(&mut self, now: u64) -> Vec<(String, EventKind)> {
@@ -536,7 +547,14 @@ mod tests {
         let messages: Vec<_> = meta.logs.iter().map(|l| l.message.as_str()).collect();
         assert_eq!(messages, ["m2", "m3", "m4"]);
 
-        fx.apply("s", 20, EventKind::MetaStatus(MetaStatus { text: None, tone: None }));
+        fx.apply(
+            "s",
+            20,
+            EventKind::MetaStatus(MetaStatus {
+                text: None,
+                tone: None,
+            }),
+        );
         fx.apply(
             "s",
             21,

@@ -62,7 +62,11 @@ impl From<CoreError> for ApiError {
         };
         if let CoreError::Storage(detail) = &error {
             tracing::error!(detail, "event log write failed");
-            return ApiError::new(status, code, "the event log could not be written; nothing was recorded");
+            return ApiError::new(
+                status,
+                code,
+                "the event log could not be written; nothing was recorded",
+            );
         }
         ApiError::new(status, code, error.to_string())
     }

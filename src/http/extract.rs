@@ -52,7 +52,10 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // serde would accept a JSON array as a struct's fields by position; bodies are objects only.
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{') {
-        return Err(ApiError::bad_request("invalid_body", "the body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "invalid_body",
+            "the body must be a JSON object",
+        ));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -60,14 +63,20 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let inner = error.into_inner();
         match inner.classify() {
             serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {inner}"))
+                ApiError::bad_request(
+                    "invalid_json",
+                    format!("the body is not valid JSON: {inner}"),
+                )
             }
             _ => field_error(&path, &inner.to_string()),
         }
     })?;
-    deserializer
-        .end()
-        .map_err(|error| ApiError::bad_request("invalid_json", format!("trailing data after the JSON body: {error}")))?;
+    deserializer.end().map_err(|error| {
+        ApiError::bad_request(
+            "invalid_json",
+            format!("trailing data after the JSON body: {error}"),
+        )
+    })?;
     Ok(value)
 }
 
@@ -81,7 +90,11 @@ fn field_error(path: &str, message: &str) -> ApiError {
         } else {
             format!("{path}.{name}")
         };
-        return ApiError::field("missing_field", field.clone(), format!("`{field}` is required"));
+        return ApiError::field(
+            "missing_field",
+            field.clone(),
+            format!("`{field}` is required"),
+        );
     }
     // Strip serde_json's " at line 1 column 20" suffix: the field name says more.
     let message = message
@@ -89,7 +102,10 @@ fn field_error(path: &str, message: &str) -> ApiError {
         .map(|(head, _)| head)
         .unwrap_or(message);
     if path == "." {
-        return ApiError::bad_request("invalid_body", format!("the body must be a JSON object: {message}"));
+        return ApiError::bad_request(
+            "invalid_body",
+            format!("the body must be a JSON object: {message}"),
+        );
     }
     ApiError::field("invalid_field", path, format!("`{path}`: {message}"))
 }
@@ -109,12 +125,21 @@ mod tests {
     #[test]
     fn names_the_field_at_fault() {
         let e = err(r#"{"status":"running","tmuxSession":"s"}"#);
-        assert_eq!((e.code, e.field.as_deref()), ("missing_field", Some("agent")));
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("missing_field", Some("agent"))
+        );
         let e = err(r#"{"agent":"a","status":"sleeping","tmuxSession":"s"}"#);
-        assert_eq!((e.code, e.field.as_deref()), ("invalid_field", Some("status")));
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("invalid_field", Some("status"))
+        );
         assert!(e.message.contains("sleeping"), "{}", e.message);
         let e = err(r#"{"agent":5,"status":"idle","tmuxSession":"s"}"#);
-        assert_eq!((e.code, e.field.as_deref()), ("invalid_field", Some("agent")));
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("invalid_field", Some("agent"))
+        );
         let e = err(r#"{"agent":"a","status":"idle","tmuxSession":"s","ts":"soon"}"#);
         assert_eq!(e.field.as_deref(), Some("ts"));
         let e = err(r#"{"agent":"a""#);

@@ -18,13 +18,23 @@ const COMPAT_POSTS: [&str; 6] = [
 ];
 
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match check(&state, request.method(), request.uri().path(), request.headers()) {
+    match check(
+        &state,
+        request.method(),
+        request.uri().path(),
+        request.headers(),
+    ) {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),
     }
 }
 
-fn check(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+fn check(
+    state: &AppState,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
     // A page on another site that resolves its own name to 127.0.0.1 still sends its own Host.
     if !state.allow_remote {
         let host = headers
@@ -119,10 +129,25 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for host in ["localhost", "localhost:7391", "127.0.0.1:1", "127.9.9.9", "[::1]:80", "[::1]", "LOCALHOST"] {
+        for host in [
+            "localhost",
+            "localhost:7391",
+            "127.0.0.1:1",
+            "127.9.9.9",
+            "[::1]:80",
+            "[::1]",
+            "LOCALHOST",
+        ] {
             assert!(is_loopback_host(host), "{host}");
         }
-        for host in ["", "example.com", "10.0.0.1:7391", "localhost.evil.com", "[::2]:1", "127.0.0.1.nip.io"] {
+        for host in [
+            "",
+            "example.com",
+            "10.0.0.1:7391",
+            "localhost.evil.com",
+            "[::2]:1",
+            "127.0.0.1.nip.io",
+        ] {
             assert!(!is_loopback_host(host), "{host}");
         }
     }

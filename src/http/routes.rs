@@ -42,7 +42,10 @@ pub async fn agent_event(
     params.validate()?;
     let session = state
         .sessions
-        .resolve(params.tmux_session.as_deref(), params.project_dir.as_deref())
+        .resolve(
+            params.tmux_session.as_deref(),
+            params.project_dir.as_deref(),
+        )
         .await
         .map_err(|error| ApiError::not_found("session_not_found", error.message))?;
     let update = AgentUpdate {
@@ -69,7 +72,11 @@ async fn live_session(state: &AppState, session: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn record(state: &AppState, session: String, kind: EventKind) -> Result<Json<Accepted>, ApiError> {
+async fn record(
+    state: &AppState,
+    session: String,
+    kind: EventKind,
+) -> Result<Json<Accepted>, ApiError> {
     let seq = state.core.append(Some(session.clone()), kind).await?;
     Ok(Json(Accepted {
         ok: true,
@@ -117,7 +124,11 @@ pub async fn set_progress(
     record(&state, params.session, kind).await
 }
 
-async fn append_log(state: AppState, params: LogParams, notify: bool) -> Result<Json<Accepted>, ApiError> {
+async fn append_log(
+    state: AppState,
+    params: LogParams,
+    notify: bool,
+) -> Result<Json<Accepted>, ApiError> {
     params.validate()?;
     live_session(&state, &params.session).await?;
     let kind = EventKind::MetaLog(MetaLog {
@@ -149,7 +160,12 @@ pub async fn clear_log(
 ) -> Result<Json<Accepted>, ApiError> {
     params.validate()?;
     live_session(&state, &params.session).await?;
-    record(&state, params.session, EventKind::MetaLogCleared(Default::default())).await
+    record(
+        &state,
+        params.session,
+        EventKind::MetaLogCleared(Default::default()),
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -177,7 +193,12 @@ pub async fn focus(
         ));
     }
     live_session(&state, &params.session).await?;
-    record(&state, params.session, EventKind::SessionFocused(Focus { source })).await
+    record(
+        &state,
+        params.session,
+        EventKind::SessionFocused(Focus { source }),
+    )
+    .await
 }
 
 #[derive(serde::Serialize)]

@@ -60,7 +60,12 @@ pub async fn events(
     State(state): State<AppState>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Response, ApiError> {
-    let after = query.after.as_deref().map(|v| parse_u64("after", v)).transpose()?.unwrap_or(0);
+    let after = query
+        .after
+        .as_deref()
+        .map(|v| parse_u64("after", v))
+        .transpose()?
+        .unwrap_or(0);
     let limit = match query.limit.as_deref() {
         Some(value) => {
             let limit = parse_u64("limit", value)? as usize;
@@ -78,7 +83,11 @@ pub async fn events(
     let wait = match query.wait.as_deref() {
         Some(value) => {
             let wait: f64 = value.parse().map_err(|_| {
-                ApiError::field("invalid_field", "wait", format!("`wait` must be a number of seconds, got `{value}`"))
+                ApiError::field(
+                    "invalid_field",
+                    "wait",
+                    format!("`wait` must be a number of seconds, got `{value}`"),
+                )
             })?;
             if !(0.0..=MAX_WAIT_SECS).contains(&wait) {
                 return Err(ApiError::field(
@@ -115,7 +124,8 @@ pub async fn events(
 
 /// Builds `{"events":[…],"next":N,"head":H}` from the stored lines without re-serializing them.
 fn page_response(events: &[Arc<StoredEvent>], after: u64, head: u64) -> Response {
-    let mut body = String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
+    let mut body =
+        String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
     body.push_str("{\"events\":[");
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
@@ -126,7 +136,10 @@ fn page_response(events: &[Arc<StoredEvent>], after: u64, head: u64) -> Response
     let next = events.last().map(|event| event.seq).unwrap_or(after);
     body.push_str(&format!("],\"next\":{next},\"head\":{head}}}"));
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body,
     )
         .into_response()
@@ -176,7 +189,9 @@ struct Cursor {
 }
 
 fn sse_event(event: &StoredEvent) -> SseEvent {
-    SseEvent::default().id(event.seq.to_string()).data(&*event.json)
+    SseEvent::default()
+        .id(event.seq.to_string())
+        .data(&*event.json)
 }
 
 fn event_stream(
@@ -201,7 +216,13 @@ fn event_stream(
                 return Some((Ok(sse_event(&event)), cursor));
             }
             if cursor.state.core.store.head() > cursor.last {
-                match cursor.state.core.store.read_after_async(cursor.last, STREAM_PAGE).await {
+                match cursor
+                    .state
+                    .core
+                    .store
+                    .read_after_async(cursor.last, STREAM_PAGE)
+                    .await
+                {
                     Ok(page) if !page.events.is_empty() => {
                         cursor.pending.extend(page.events);
                         continue;
@@ -212,7 +233,10 @@ fn event_stream(
                         cursor.done = true;
                         let message = ApiError::from(error).message;
                         let body = serde_json::json!({"error": {"code": "cursor_expired", "message": message}});
-                        return Some((Ok(SseEvent::default().event("error").data(body.to_string())), cursor));
+                        return Some((
+                            Ok(SseEvent::default().event("error").data(body.to_string())),
+                            cursor,
+                        ));
                     }
                 }
             }

@@ -75,9 +75,17 @@ impl AgentEventParams {
         check_non_empty("agent", Some(&self.agent))?;
         check_len("agent", Some(&self.agent), bounds::AGENT)?;
         check_len("tmuxSession", self.tmux_session.as_deref(), bounds::SESSION)?;
-        check_len("projectDir", self.project_dir.as_deref(), bounds::PROJECT_DIR)?;
+        check_len(
+            "projectDir",
+            self.project_dir.as_deref(),
+            bounds::PROJECT_DIR,
+        )?;
         check_len("threadId", self.thread_id.as_deref(), bounds::THREAD_ID)?;
-        check_len("threadName", self.thread_name.as_deref(), bounds::THREAD_NAME)?;
+        check_len(
+            "threadName",
+            self.thread_name.as_deref(),
+            bounds::THREAD_NAME,
+        )?;
         check_len(
             "lastUserPrompt",
             self.last_user_prompt.as_deref(),

@@ -59,8 +59,7 @@ pub struct Tmux {
 const SEP: char = '\t';
 
 /// The fields of `list-sessions`, name last so a tab in a name cannot shift the others.
-const LIST_FORMAT: &str =
-    "#{pid}\t#{session_id}\t#{session_attached}\t#{session_windows}\t#{session_path}\t#{session_name}";
+const LIST_FORMAT: &str = "#{pid}\t#{session_id}\t#{session_attached}\t#{session_windows}\t#{session_path}\t#{session_name}";
 
 impl Tmux {
     pub fn new(socket: Option<PathBuf>) -> Self {
@@ -188,8 +187,7 @@ fn tmux_quote(s: &str) -> String {
 /// Quotes a string as one POSIX shell word.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
     {
         return s.to_string();
@@ -277,7 +275,9 @@ pub fn resolve(
         tried.push(format!("tmuxSession `{name}`"));
     }
     if let Some(dir) = project_dir {
-        tried.push(format!("projectDir `{dir}` (exact, parent and child directories)"));
+        tried.push(format!(
+            "projectDir `{dir}` (exact, parent and child directories)"
+        ));
     }
     let known = if list.running {
         format!("{} live tmux session(s)", list.sessions.len())
@@ -285,7 +285,10 @@ pub fn resolve(
         "no tmux server running on the configured socket".to_string()
     };
     Err(ResolveError {
-        message: format!("no tmux session matches {} among {known}", tried.join(" or ")),
+        message: format!(
+            "no tmux session matches {} among {known}",
+            tried.join(" or ")
+        ),
     })
 }
 
@@ -421,7 +424,10 @@ mod tests {
             resolve(&sessions, Some("missing"), Some("/home/me/proj")).unwrap(),
             "proj"
         );
-        assert_eq!(resolve(&sessions, None, Some("/srv/other")).unwrap(), "other");
+        assert_eq!(
+            resolve(&sessions, None, Some("/srv/other")).unwrap(),
+            "other"
+        );
         // Child of a session dir: the deepest parent wins.
         assert_eq!(
             resolve(&sessions, None, Some("/home/me/proj/src/lib")).unwrap(),
@@ -430,7 +436,10 @@ mod tests {
         // Parent of a session dir.
         assert_eq!(resolve(&sessions, None, Some("/srv")).unwrap(), "other");
         // A sibling that merely shares a string prefix with `proj` falls back to its parent.
-        assert_eq!(resolve(&sessions, None, Some("/home/me/projx")).unwrap(), "root");
+        assert_eq!(
+            resolve(&sessions, None, Some("/home/me/projx")).unwrap(),
+            "root"
+        );
         assert!(resolve(&sessions, None, Some("/home/m")).is_err());
     }
 
@@ -438,11 +447,23 @@ mod tests {
     fn unresolvable_names_what_was_tried() {
         let sessions = list(&[("a", "/x")]);
         let err = resolve(&sessions, Some("nope"), Some("/y/z")).unwrap_err();
-        assert!(err.message.contains("tmuxSession `nope`"), "{}", err.message);
+        assert!(
+            err.message.contains("tmuxSession `nope`"),
+            "{}",
+            err.message
+        );
         assert!(err.message.contains("projectDir `/y/z`"), "{}", err.message);
-        assert!(err.message.contains("1 live tmux session"), "{}", err.message);
+        assert!(
+            err.message.contains("1 live tmux session"),
+            "{}",
+            err.message
+        );
         let err = resolve(&SessionList::default(), Some("a"), None).unwrap_err();
-        assert!(err.message.contains("no tmux server running"), "{}", err.message);
+        assert!(
+            err.message.contains("no tmux server running"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
