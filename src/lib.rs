@@ -17,3 +17,27 @@ pub mod daemon;
 pub mod http;
 pub mod protocol;
 pub mod tmux;
+
+#[cfg(test)]
+mod tidy {
+    /// Every source file starts with a `//!` paragraph saying what it owns.
+    #[test]
+    fn every_module_has_a_doc_paragraph() {
+        fn visit(dir: &std::path::Path, missing: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    visit(&path, missing);
+                } else if path.extension().is_some_and(|ext| ext == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    if !text.starts_with("//!") {
+                        missing.push(path.display().to_string());
+                    }
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        visit(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut missing);
+        assert!(missing.is_empty(), "files without a //! header: {missing:?}");
+    }
+}
