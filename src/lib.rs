@@ -37,7 +37,13 @@ mod tidy {
             }
         }
         let mut missing = Vec::new();
-        visit(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut missing);
-        assert!(missing.is_empty(), "files without a //! header: {missing:?}");
+        visit(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut missing,
+        );
+        assert!(
+            missing.is_empty(),
+            "files without a //! header: {missing:?}"
+        );
     }
 }

@@ -11,6 +11,7 @@
 //! through [`Store`], which serves recent events from the ring and older ones from disk.
 
 pub mod event_log;
+pub mod sessions;
 mod snapshot;
 pub mod tracker;
 
@@ -24,6 +25,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::protocol::{DaemonInfo, Event, EventKind, SCHEMA_VERSION};
 use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError};
+use sessions::Sessions;
 pub use snapshot::Snapshot;
 use tracker::{Tracker, TrackerConfig};
 
@@ -47,13 +49,32 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// One stored event as readers and subscribers get it: its routing fields and its exact line.
+/// Everything rebuilt from the log: the tmux tracker and the hosted sessions.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    pub tracker: Tracker,
+    pub sessions: Sessions,
+}
+
+impl State {
+    fn apply(&mut self, event: &Event) {
+        self.tracker.apply(event);
+        self.sessions.apply(event);
+    }
+}
+
+/// One event as readers and subscribers get it: its routing fields and its exact line.
+///
+/// A live-only event (`ephemeral`, e.g. `item.delta`) is never stored; its `seq` is the seq of
+/// the stored event it follows, and its line has no `seq` field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
     pub seq: u64,
     pub session: Option<String>,
     pub session_seq: Option<u64>,
     pub json: Arc<str>,
+    pub ephemeral: bool,
 }
 
 impl From<LogLine> for StoredEvent {
@@ -63,6 +84,7 @@ impl From<LogLine> for StoredEvent {
             session: line.session,
             session_seq: line.session_seq,
             json: line.json.into(),
+            ephemeral: false,
         }
     }
 }
@@ -81,6 +103,9 @@ pub enum CoreError {
     /// Writing the log failed; nothing of the batch was applied.
     #[error("the event log could not be written: {0}")]
     Storage(String),
+    /// The event repeats a turn, item or approval already stored; it was not logged again.
+    #[error("the event was already recorded")]
+    Duplicate,
 }
 
 pub enum CoreInput {
@@ -89,6 +114,11 @@ pub enum CoreInput {
         session: Option<String>,
         kind: EventKind,
         reply: oneshot::Sender<Result<u64, CoreError>>,
+    },
+    /// Broadcast a live-only event (not stored, no seq) in order with the stored ones.
+    Publish {
+        session: Option<String>,
+        kind: EventKind,
     },
     /// Ask the tracker for due aging events and log them.
     Tick,
@@ -204,11 +234,22 @@ impl Store {
 pub struct CoreHandle {
     tx: mpsc::Sender<CoreInput>,
     pub store: Arc<Store>,
-    pub tracker: Arc<RwLock<Tracker>>,
+    pub state: Arc<RwLock<State>>,
     bus: broadcast::Sender<Arc<StoredEvent>>,
 }
 
 impl CoreHandle {
+    /// Reads the state under its lock. Keep the closure short: the core thread waits for it.
+    pub fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.state.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Broadcasts a live-only event. Dropped (not queued) when the core is overloaded: deltas
+    /// are a convenience, the completed item carries the whole text.
+    pub fn publish(&self, session: Option<String>, kind: EventKind) {
+        let _ = self.tx.try_send(CoreInput::Publish { session, kind });
+    }
+
     /// Queues an event and waits until it is durable and published. Returns its seq.
     pub async fn append(&self, session: Option<String>, kind: EventKind) -> Result<u64, CoreError> {
         let (reply, rx) = oneshot::channel();
@@ -257,7 +298,7 @@ struct Core {
     config: CoreConfig,
     log: EventLog,
     store: Arc<Store>,
-    tracker: Arc<RwLock<Tracker>>,
+    state: Arc<RwLock<State>>,
     bus: broadcast::Sender<Arc<StoredEvent>>,
     seq: u64,
     session_seqs: HashMap<String, u64>,
@@ -278,14 +319,14 @@ pub fn start(
         )
     })?;
 
-    let mut tracker = snapshot.tracker;
-    tracker.set_config(config.tracker);
+    let mut state = snapshot.state;
+    state.tracker.set_config(config.tracker);
     let mut session_seqs = snapshot.session_seqs;
     let mut ring = VecDeque::new();
     let replayed = recovery.lines.len();
     for line in recovery.lines {
         match serde_json::from_str::<Event>(&line.json) {
-            Ok(event) => tracker.apply(&event),
+            Ok(event) => state.apply(&event),
             // Kinds from a newer version are kept in the log and the ring but not applied.
             Err(error) => {
                 tracing::warn!(seq = line.seq, %error, "an event in the log has an unknown shape")
@@ -307,7 +348,7 @@ pub fn start(
     });
     let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
     let (bus, _) = broadcast::channel(BROADCAST_CAPACITY);
-    let tracker = Arc::new(RwLock::new(tracker));
+    let state = Arc::new(RwLock::new(state));
     let info = StartInfo {
         head: seq,
         snapshot_seq,
@@ -318,12 +359,16 @@ pub fn start(
         config,
         log,
         store: Arc::clone(&store),
-        tracker: Arc::clone(&tracker),
+        state: Arc::clone(&state),
         bus: bus.clone(),
         seq,
         session_seqs,
     };
-    let started = core.write_batch(vec![(None, EventKind::DaemonStarted(daemon_info()), None)]);
+    let started = core.write_batch(vec![Entry::stored(
+        None,
+        EventKind::DaemonStarted(daemon_info()),
+        None,
+    )]);
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
     }
@@ -335,7 +380,7 @@ pub fn start(
         CoreHandle {
             tx,
             store,
-            tracker,
+            state,
             bus,
         },
         thread,
@@ -352,6 +397,25 @@ pub fn daemon_info() -> DaemonInfo {
 
 type Reply = oneshot::Sender<Result<u64, CoreError>>;
 
+/// One entry of a batch: an event to store (with its caller's reply) or a live-only one.
+struct Entry {
+    session: Option<String>,
+    kind: EventKind,
+    reply: Option<Reply>,
+    ephemeral: bool,
+}
+
+impl Entry {
+    fn stored(session: Option<String>, kind: EventKind, reply: Option<Reply>) -> Self {
+        Entry {
+            session,
+            kind,
+            reply,
+            ephemeral: false,
+        }
+    }
+}
+
 impl Core {
     fn run(mut self, mut rx: mpsc::Receiver<CoreInput>) {
         let mut shutdown_reply = None;
@@ -365,7 +429,13 @@ impl Core {
                         session,
                         kind,
                         reply,
-                    } => batch.push((session, kind, Some(reply))),
+                    } => batch.push(Entry::stored(session, kind, Some(reply))),
+                    CoreInput::Publish { session, kind } => batch.push(Entry {
+                        session,
+                        kind,
+                        reply: None,
+                        ephemeral: true,
+                    }),
                     CoreInput::Tick => tick = true,
                     CoreInput::Shutdown { reply } => {
                         shutdown_reply = Some(reply);
@@ -380,13 +450,14 @@ impl Core {
             }
             if tick {
                 let due = self
-                    .tracker
+                    .state
                     .read()
                     .unwrap_or_else(|e| e.into_inner())
+                    .tracker
                     .due(now_ms());
                 batch.extend(
                     due.into_iter()
-                        .map(|(session, kind)| (Some(session), kind, None)),
+                        .map(|(session, kind)| Entry::stored(Some(session), kind, None)),
                 );
             }
             if !batch.is_empty() {
@@ -403,9 +474,11 @@ impl Core {
                 let _ = reply.send(Err(CoreError::ShuttingDown));
             }
         }
-        if let Err(error) =
-            self.write_batch(vec![(None, EventKind::DaemonStopped(daemon_info()), None)])
-        {
+        if let Err(error) = self.write_batch(vec![Entry::stored(
+            None,
+            EventKind::DaemonStopped(daemon_info()),
+            None,
+        )]) {
             tracing::error!(%error, "failed to write daemon.stopped");
         }
         if let Err(error) = self.log.sync() {
@@ -418,24 +491,43 @@ impl Core {
         }
     }
 
-    fn handle_batch(&mut self, batch: Vec<(Option<String>, EventKind, Option<Reply>)>) {
-        // Refuse reports for new instances beyond the per-session cap before anything is written.
+    /// Refuses, before anything is written, reports for new instances beyond the per-session
+    /// cap and events that repeat a stored turn, item or approval (a backfill, a replay).
+    fn handle_batch(&mut self, batch: Vec<Entry>) {
         let mut accepted = Vec::with_capacity(batch.len());
         {
-            let tracker = self.tracker.read().unwrap_or_else(|e| e.into_inner());
-            for (session, kind, reply) in batch {
-                if let (Some(session), EventKind::AgentUpdated(update)) = (&session, &kind)
-                    && !tracker.admits(session, &update.key())
-                {
-                    if let Some(reply) = reply {
-                        let _ = reply.send(Err(CoreError::TooManyInstances {
+            let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            // Keys admitted earlier in this same batch are duplicates too.
+            let mut batch_keys = std::collections::HashSet::new();
+            for entry in batch {
+                let refusal = match (&entry.session, &entry.kind) {
+                    (Some(session), EventKind::AgentUpdated(update))
+                        if !state.tracker.admits(session, &update.key()) =>
+                    {
+                        Some(CoreError::TooManyInstances {
                             session: session.clone(),
-                            max: tracker.config().max_instances,
-                        }));
+                            max: state.tracker.config().max_instances,
+                        })
                     }
-                    continue;
+                    (Some(session), kind)
+                        if !entry.ephemeral
+                            && (state.sessions.is_duplicate(session, kind)
+                                || sessions::dedupe_key(kind).is_some_and(|key| {
+                                    !batch_keys.insert(format!("{session}\0{key}"))
+                                })) =>
+                    {
+                        Some(CoreError::Duplicate)
+                    }
+                    _ => None,
+                };
+                match refusal {
+                    Some(error) => {
+                        if let Some(reply) = entry.reply {
+                            let _ = reply.send(Err(error));
+                        }
+                    }
+                    None => accepted.push(entry),
                 }
-                accepted.push((session, kind, reply));
             }
         }
         if accepted.is_empty() {
@@ -448,19 +540,37 @@ impl Core {
 
     /// Sequences, writes, applies, publishes and acknowledges a batch. On a write error every
     /// reply gets the error and the counters are rolled back, so seqs stay contiguous.
-    fn write_batch(
-        &mut self,
-        batch: Vec<(Option<String>, EventKind, Option<Reply>)>,
-    ) -> Result<(), String> {
+    fn write_batch(&mut self, batch: Vec<Entry>) -> Result<(), String> {
         let now = now_ms();
         let saved_seq = self.seq;
         let mut saved_session_seqs: Vec<(String, Option<u64>)> = Vec::new();
         let mut buf = Vec::with_capacity(batch.len() * 256);
+        // (event, its line, whether it is stored) in batch order.
         let mut events = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
-        for (session, kind, reply) in batch {
+        for entry in batch {
+            if entry.ephemeral {
+                let line = serde_json::json!({
+                    "ts": now,
+                    "session": entry.session,
+                    "type": entry.kind.type_name(),
+                    "data": serde_json::to_value(&entry.kind)
+                        .ok()
+                        .and_then(|v| v.get("data").cloned()),
+                })
+                .to_string();
+                let event = Event {
+                    seq: self.seq,
+                    ts: now,
+                    session: entry.session,
+                    session_seq: None,
+                    kind: entry.kind,
+                };
+                events.push((event, line, false));
+                continue;
+            }
             self.seq += 1;
-            let session_seq = session.as_ref().map(|session| {
+            let session_seq = entry.session.as_ref().map(|session| {
                 let counter = self.session_seqs.entry(session.clone()).or_insert(0);
                 saved_session_seqs.push((session.clone(), Some(*counter).filter(|n| *n > 0)));
                 *counter += 1;
@@ -469,18 +579,20 @@ impl Core {
             let event = Event {
                 seq: self.seq,
                 ts: now,
-                session,
+                session: entry.session,
                 session_seq,
-                kind,
+                kind: entry.kind,
             };
             // Serializing our own types into a Vec cannot fail.
             let json = serde_json::to_string(&event).unwrap_or_default();
             buf.extend_from_slice(json.as_bytes());
             buf.push(b'\n');
-            events.push((event, json));
-            replies.push(reply);
+            events.push((event, json, true));
+            replies.push(entry.reply);
         }
-        if let Err(error) = self.log.append(&buf) {
+        if !buf.is_empty()
+            && let Err(error) = self.log.append(&buf)
+        {
             self.seq = saved_seq;
             for (session, previous) in saved_session_seqs.into_iter().rev() {
                 match previous {
@@ -498,23 +610,31 @@ impl Core {
             }
             return Err(message);
         }
-        let stored: Vec<Arc<StoredEvent>> = {
-            let mut tracker = self.tracker.write().unwrap_or_else(|e| e.into_inner());
+        let published: Vec<Arc<StoredEvent>> = {
+            let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
             events
                 .into_iter()
-                .map(|(event, json)| {
-                    tracker.apply(&event);
+                .map(|(event, json, stored)| {
+                    if stored {
+                        state.apply(&event);
+                    }
                     Arc::new(StoredEvent {
                         seq: event.seq,
                         session: event.session,
                         session_seq: event.session_seq,
                         json: json.into(),
+                        ephemeral: !stored,
                     })
                 })
                 .collect()
         };
+        let stored: Vec<Arc<StoredEvent>> = published
+            .iter()
+            .filter(|event| !event.ephemeral)
+            .cloned()
+            .collect();
         self.store.push(&stored);
-        for event in &stored {
+        for event in &published {
             // No subscriber is not an error.
             let _ = self.bus.send(Arc::clone(event));
         }
@@ -546,11 +666,7 @@ impl Core {
             schema: SCHEMA_VERSION,
             seq: self.seq,
             session_seqs: self.session_seqs.clone(),
-            tracker: self
-                .tracker
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            state: self.state.read().unwrap_or_else(|e| e.into_inner()).clone(),
         };
         match snapshot.save(&self.config.home) {
             Ok(()) => true,

@@ -12,8 +12,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::tracker::Tracker;
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
@@ -21,7 +19,7 @@ pub struct Snapshot {
     /// Every event up to and including this seq is reflected below.
     pub seq: u64,
     pub session_seqs: HashMap<String, u64>,
-    pub tracker: Tracker,
+    pub state: super::State,
 }
 
 const FILE: &str = "snapshot.json";

@@ -202,7 +202,8 @@ impl Tracker {
                 }
                 self.drop_if_empty(session);
             }
-            EventKind::DaemonStarted(_) | EventKind::DaemonStopped(_) => {}
+            // Daemon and hosted-session events are not the tracker's business.
+            _ => {}
         }
     }
 

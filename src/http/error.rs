@@ -53,12 +53,14 @@ impl From<CoreError> for ApiError {
             CoreError::Overloaded | CoreError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             CoreError::TooManyInstances { .. } => StatusCode::TOO_MANY_REQUESTS,
             CoreError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            CoreError::Duplicate => StatusCode::CONFLICT,
         };
         let code = match &error {
             CoreError::Overloaded => "overloaded",
             CoreError::ShuttingDown => "shutting_down",
             CoreError::TooManyInstances { .. } => "too_many_instances",
             CoreError::Storage(_) => "storage_error",
+            CoreError::Duplicate => "duplicate",
         };
         if let CoreError::Storage(detail) = &error {
             tracing::error!(detail, "event log write failed");

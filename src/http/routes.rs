@@ -219,7 +219,8 @@ pub async fn tmux_refresh(State(state): State<AppState>) -> Json<RefreshAnswer> 
 
 pub async fn state(State(state): State<AppState>) -> Json<StateView> {
     let list = state.sessions.get();
-    let tracker = state.core.tracker.read().unwrap_or_else(|e| e.into_inner());
+    let core_state = state.core.state.read().unwrap_or_else(|e| e.into_inner());
+    let tracker = &core_state.tracker;
     let sessions = list
         .sessions
         .iter()

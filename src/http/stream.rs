@@ -188,6 +188,11 @@ struct Cursor {
     done: bool,
 }
 
+/// Live-only events carry no `id:`, so a reconnect resumes from the last stored event.
+fn ephemeral_sse_event(event: &StoredEvent) -> SseEvent {
+    SseEvent::default().data(&*event.json)
+}
+
 fn sse_event(event: &StoredEvent) -> SseEvent {
     SseEvent::default()
         .id(event.seq.to_string())
@@ -245,6 +250,13 @@ fn event_stream(
                 received = cursor.live.recv() => received,
             };
             match received {
+                // A live-only event belongs right after the stored event it follows.
+                Ok(event) if event.ephemeral => {
+                    if event.seq == cursor.last {
+                        return Some((Ok(ephemeral_sse_event(&event)), cursor));
+                    }
+                    continue;
+                }
                 Ok(event) if event.seq == cursor.last + 1 => {
                     cursor.last = event.seq;
                     return Some((Ok(sse_event(&event)), cursor));

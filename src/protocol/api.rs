@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::event::{AgentStatus, Liveness, Tone};
+use super::session::{ForkOrigin, Runtime, TurnStatus};
 
 /// Upper bounds on string fields, in bytes. Documented in `docs/api.md`.
 pub mod bounds {
@@ -339,4 +340,39 @@ pub struct Health {
     pub version: String,
     pub pid: u32,
     pub seq: u64,
+}
+
+/// One hosted session as `GET /api/sessions` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostedSessionView {
+    pub id: String,
+    pub runtime: Runtime,
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// `starting`, `live`, `restarting`, `lost` or `closed`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_turn_id: Option<String>,
+    pub turns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn_status: Option<TurnStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_agent_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<serde_json::Value>,
+    pub pending_approvals: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
+    pub created_at: u64,
+    pub updated_at: u64,
 }

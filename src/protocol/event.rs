@@ -2,6 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::session::{
+    ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
+    MessageSent, SessionBound, SessionClosed, SessionCreated, SessionStatus, TurnCompleted,
+    TurnStarted, Usage,
+};
+
 /// One durable event.
 ///
 /// `seq` is global and strictly increasing; `session_seq` counts the events of one session
@@ -56,6 +62,39 @@ pub enum EventKind {
     /// `POST /clear-log`.
     #[serde(rename = "meta.log_cleared")]
     MetaLogCleared(Empty),
+    #[serde(rename = "session.created")]
+    SessionCreated(SessionCreated),
+    #[serde(rename = "session.bound")]
+    SessionBound(SessionBound),
+    #[serde(rename = "session.status")]
+    SessionStatus(SessionStatus),
+    #[serde(rename = "session.closed")]
+    SessionClosed(SessionClosed),
+    #[serde(rename = "turn.started")]
+    TurnStarted(TurnStarted),
+    #[serde(rename = "turn.completed")]
+    TurnCompleted(TurnCompleted),
+    #[serde(rename = "item.started")]
+    ItemStarted(ItemEvent),
+    #[serde(rename = "item.completed")]
+    ItemCompleted(ItemEvent),
+    /// Live only: broadcast to subscribers that are caught up, never stored, no seq.
+    #[serde(rename = "item.delta")]
+    ItemDelta(ItemDelta),
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequested),
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved(ApprovalResolved),
+    #[serde(rename = "usage")]
+    Usage(Usage),
+    #[serde(rename = "error")]
+    Error(ErrorEvent),
+    #[serde(rename = "goal.updated")]
+    GoalUpdated(GoalUpdated),
+    #[serde(rename = "goal.cleared")]
+    GoalCleared(Empty),
+    #[serde(rename = "message.sent")]
+    MessageSent(MessageSent),
 }
 
 impl EventKind {
@@ -72,6 +111,22 @@ impl EventKind {
             EventKind::MetaProgress(_) => "meta.progress",
             EventKind::MetaLog(_) => "meta.log",
             EventKind::MetaLogCleared(_) => "meta.log_cleared",
+            EventKind::SessionCreated(_) => "session.created",
+            EventKind::SessionBound(_) => "session.bound",
+            EventKind::SessionStatus(_) => "session.status",
+            EventKind::SessionClosed(_) => "session.closed",
+            EventKind::TurnStarted(_) => "turn.started",
+            EventKind::TurnCompleted(_) => "turn.completed",
+            EventKind::ItemStarted(_) => "item.started",
+            EventKind::ItemCompleted(_) => "item.completed",
+            EventKind::ItemDelta(_) => "item.delta",
+            EventKind::ApprovalRequested(_) => "approval.requested",
+            EventKind::ApprovalResolved(_) => "approval.resolved",
+            EventKind::Usage(_) => "usage",
+            EventKind::Error(_) => "error",
+            EventKind::GoalUpdated(_) => "goal.updated",
+            EventKind::GoalCleared(_) => "goal.cleared",
+            EventKind::MessageSent(_) => "message.sent",
         }
     }
 }

@@ -6,9 +6,11 @@
 
 mod api;
 mod event;
+mod session;
 
 pub use api::*;
 pub use event::*;
+pub use session::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;

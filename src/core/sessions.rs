@@ -1,0 +1,346 @@
+//! The registry of hosted sessions: a pure state machine over logged events, like the tracker.
+//!
+//! It knows each session's settings, its runtime thread, the turn in progress, pending and
+//! resolved approvals, the goal, the outcomes of idempotent injects, and which turns and items
+//! were already stored — so the core can refuse a duplicate (a backfill after a resume, a
+//! notification replayed to a reconnecting client) before it is logged.
+//! It does no I/O and cannot fail.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{
+    ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, MessageSent,
+    SessionCreated, TurnCompleted,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRecord {
+    pub request: ApprovalRequested,
+    pub requested_at: u64,
+    pub resolved: Option<ApprovalResolved>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    pub created: SessionCreated,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub thread_id: Option<String>,
+    pub backend: Option<String>,
+    /// `starting`, `live`, `restarting`, `lost` or `closed`.
+    pub state: String,
+    pub state_message: Option<String>,
+    pub active_turn: Option<String>,
+    pub turns: u64,
+    pub last_turn: Option<TurnCompleted>,
+    pub last_agent_message: Option<String>,
+    pub goal: Option<serde_json::Value>,
+    pub approvals: BTreeMap<String, ApprovalRecord>,
+    /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).
+    seen: HashSet<String>,
+    /// Inject outcomes by idempotency key.
+    sent: HashMap<String, MessageSent>,
+}
+
+impl SessionRecord {
+    pub fn is_closed(&self) -> bool {
+        self.state == "closed"
+    }
+
+    pub fn sent(&self, key: &str) -> Option<&MessageSent> {
+        self.sent.get(key)
+    }
+
+    pub fn pending_approvals(&self) -> impl Iterator<Item = &ApprovalRecord> {
+        self.approvals.values().filter(|a| a.resolved.is_none())
+    }
+
+    pub fn view(&self) -> HostedSessionView {
+        HostedSessionView {
+            id: self.id.clone(),
+            runtime: self.created.runtime,
+            cwd: self.created.cwd.clone(),
+            model: self.created.model.clone(),
+            approval_policy: self.created.approval_policy.clone(),
+            sandbox: self.created.sandbox.clone(),
+            thread_id: self.thread_id.clone(),
+            state: self.state.clone(),
+            state_message: self.state_message.clone(),
+            active_turn_id: self.active_turn.clone(),
+            turns: self.turns,
+            last_turn_status: self.last_turn.as_ref().map(|t| t.status),
+            last_agent_message: self.last_agent_message.clone(),
+            goal: self.goal.clone(),
+            pending_approvals: self.pending_approvals().count(),
+            forked_from: self.created.forked_from.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sessions {
+    map: BTreeMap<String, SessionRecord>,
+    /// Session ids by the idempotency key of the request that created them.
+    created_keys: HashMap<String, String>,
+}
+
+/// The key under which an event is deduplicated, if it is one that must appear once.
+pub(crate) fn dedupe_key(kind: &EventKind) -> Option<String> {
+    match kind {
+        EventKind::TurnStarted(t) => Some(format!("turn.started:{}", t.turn_id)),
+        EventKind::TurnCompleted(t) => Some(format!("turn.completed:{}", t.turn_id)),
+        EventKind::ItemStarted(i) => Some(format!("item.started:{}", i.id())),
+        EventKind::ItemCompleted(i) => Some(format!("item.completed:{}", i.id())),
+        EventKind::ApprovalRequested(a) => Some(format!("approval.requested:{}", a.approval_id)),
+        EventKind::ApprovalResolved(a) => Some(format!("approval.resolved:{}", a.approval_id)),
+        _ => None,
+    }
+}
+
+impl Sessions {
+    pub fn get(&self, id: &str) -> Option<&SessionRecord> {
+        self.map.get(id)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &SessionRecord> {
+        self.map.values()
+    }
+
+    pub fn by_creation_key(&self, key: &str) -> Option<&SessionRecord> {
+        self.created_keys.get(key).and_then(|id| self.map.get(id))
+    }
+
+    pub fn by_thread(&self, thread_id: &str) -> Option<&SessionRecord> {
+        self.map
+            .values()
+            .find(|s| s.thread_id.as_deref() == Some(thread_id) && !s.is_closed())
+    }
+
+    /// Whether logging `kind` for `session` would repeat something already stored.
+    pub fn is_duplicate(&self, session: &str, kind: &EventKind) -> bool {
+        let Some(record) = self.map.get(session) else {
+            return false;
+        };
+        match dedupe_key(kind) {
+            Some(key) => record.seen.contains(&key),
+            None => false,
+        }
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        let Some(session) = event.session.as_deref() else {
+            return;
+        };
+        if let EventKind::SessionCreated(created) = &event.kind {
+            if let Some(key) = &created.idempotency_key {
+                self.created_keys.insert(key.clone(), session.to_string());
+            }
+            self.map.insert(
+                session.to_string(),
+                SessionRecord {
+                    id: session.to_string(),
+                    created: created.clone(),
+                    created_at: event.ts,
+                    updated_at: event.ts,
+                    thread_id: None,
+                    backend: None,
+                    state: "starting".into(),
+                    state_message: None,
+                    active_turn: None,
+                    turns: 0,
+                    last_turn: None,
+                    last_agent_message: None,
+                    goal: None,
+                    approvals: BTreeMap::new(),
+                    seen: HashSet::new(),
+                    sent: HashMap::new(),
+                },
+            );
+            return;
+        }
+        let Some(record) = self.map.get_mut(session) else {
+            return;
+        };
+        if let Some(key) = dedupe_key(&event.kind) {
+            record.seen.insert(key);
+        }
+        record.updated_at = event.ts;
+        match &event.kind {
+            EventKind::SessionBound(bound) => {
+                record.thread_id = Some(bound.thread_id.clone());
+                record.backend = Some(bound.backend.clone());
+                record.state = "live".into();
+                record.state_message = None;
+            }
+            EventKind::SessionStatus(status) => {
+                record.state = status.state.clone();
+                record.state_message = status.message.clone();
+            }
+            EventKind::SessionClosed(closed) => {
+                record.state = "closed".into();
+                record.state_message = Some(closed.reason.clone());
+                record.active_turn = None;
+            }
+            EventKind::TurnStarted(turn) => {
+                record.active_turn = Some(turn.turn_id.clone());
+                record.turns += 1;
+            }
+            EventKind::TurnCompleted(turn) => {
+                if record.active_turn.as_deref() == Some(turn.turn_id.as_str()) {
+                    record.active_turn = None;
+                }
+                record.last_turn = Some(turn.clone());
+                // A turn that ended leaves nothing to approve.
+                for approval in record.approvals.values_mut() {
+                    if approval.resolved.is_none() && approval.request.turn_id == turn.turn_id {
+                        approval.resolved = Some(ApprovalResolved {
+                            approval_id: approval.request.approval_id.clone(),
+                            decision: None,
+                            by: "runtime".into(),
+                        });
+                    }
+                }
+            }
+            EventKind::ItemCompleted(item) => {
+                if let crate::protocol::Item::AgentMessage { text, .. } = &item.item {
+                    record.last_agent_message = Some(text.clone());
+                }
+            }
+            EventKind::ApprovalRequested(request) => {
+                record.approvals.insert(
+                    request.approval_id.clone(),
+                    ApprovalRecord {
+                        request: request.clone(),
+                        requested_at: event.ts,
+                        resolved: None,
+                    },
+                );
+            }
+            EventKind::ApprovalResolved(resolved) => {
+                if let Some(approval) = record.approvals.get_mut(&resolved.approval_id)
+                    && approval.resolved.is_none()
+                {
+                    approval.resolved = Some(resolved.clone());
+                }
+            }
+            EventKind::GoalUpdated(goal) => record.goal = Some(goal.goal.clone()),
+            EventKind::GoalCleared(_) => record.goal = None,
+            EventKind::MessageSent(sent) => {
+                if let Some(key) = &sent.idempotency_key {
+                    record.sent.insert(key.clone(), sent.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{
+        Item, ItemEvent, Runtime, SessionBound, TurnSource, TurnStarted, TurnStatus,
+    };
+
+    fn event(seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts: seq,
+            session: Some("s1".into()),
+            session_seq: Some(seq),
+            kind,
+        }
+    }
+
+    fn created(key: Option<&str>) -> EventKind {
+        EventKind::SessionCreated(SessionCreated {
+            runtime: Runtime::Codex,
+            cwd: "/w".into(),
+            model: None,
+            approval_policy: None,
+            sandbox: None,
+            budget: None,
+            forked_from: None,
+            idempotency_key: key.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn lifecycle_and_dedupe() {
+        let mut sessions = Sessions::default();
+        sessions.apply(&event(1, created(Some("k1"))));
+        assert_eq!(sessions.by_creation_key("k1").unwrap().id, "s1");
+        sessions.apply(&event(
+            2,
+            EventKind::SessionBound(SessionBound {
+                thread_id: "t".into(),
+                backend: "codex".into(),
+            }),
+        ));
+        assert_eq!(sessions.get("s1").unwrap().state, "live");
+        let started = EventKind::TurnStarted(TurnStarted {
+            turn_id: "u1".into(),
+            source: TurnSource::Api,
+        });
+        assert!(!sessions.is_duplicate("s1", &started));
+        sessions.apply(&event(3, started.clone()));
+        assert!(sessions.is_duplicate("s1", &started));
+        assert_eq!(
+            sessions.get("s1").unwrap().active_turn.as_deref(),
+            Some("u1")
+        );
+
+        let item = EventKind::ItemCompleted(ItemEvent {
+            turn_id: "u1".into(),
+            item: Item::AgentMessage {
+                id: "u1:m1".into(),
+                text: "hi".into(),
+            },
+        });
+        sessions.apply(&event(4, item.clone()));
+        assert!(sessions.is_duplicate("s1", &item));
+        assert_eq!(
+            sessions.get("s1").unwrap().last_agent_message.as_deref(),
+            Some("hi")
+        );
+
+        sessions.apply(&event(
+            5,
+            EventKind::ApprovalRequested(ApprovalRequested {
+                approval_id: "a1".into(),
+                kind: "command".into(),
+                turn_id: "u1".into(),
+                item_id: None,
+                command: None,
+                cwd: None,
+                reason: None,
+                decisions: vec![],
+            }),
+        ));
+        assert_eq!(sessions.get("s1").unwrap().pending_approvals().count(), 1);
+        sessions.apply(&event(
+            6,
+            EventKind::TurnCompleted(TurnCompleted {
+                turn_id: "u1".into(),
+                status: TurnStatus::Interrupted,
+                error: None,
+                duration_ms: None,
+            }),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.active_turn, None);
+        assert_eq!(record.pending_approvals().count(), 0);
+        assert_eq!(
+            record.view().last_turn_status,
+            Some(TurnStatus::Interrupted)
+        );
+    }
+}

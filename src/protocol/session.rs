@@ -1,0 +1,316 @@
+//! Payloads of the hosted-session events: one normalized vocabulary for every runtime
+//! (codex now, claude later), so a client renders a codex turn and a claude turn the same way.
+
+use serde::{Deserialize, Serialize};
+
+/// Which agent runtime a hosted session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    Codex,
+    Claude,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Codex => "codex",
+            Runtime::Claude => "claude",
+        }
+    }
+}
+
+/// `session.created`: a hosted session exists. Its settings travel with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCreated {
+    pub runtime: Runtime,
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Retry budget of the backend that serves it; `None` = the base backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
+    /// Set when the session was forked from another one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
+    /// The idempotency key the creating request carried, so a retry finds this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// The execution budget of a backend: retry settings passed to the model provider.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    pub request_max_retries: u32,
+    pub stream_max_retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkOrigin {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_turn_id: Option<String>,
+}
+
+/// `session.bound`: the session is tied to a runtime thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionBound {
+    pub thread_id: String,
+    /// The backend serving the thread (for codex: its key).
+    pub backend: String,
+}
+
+/// `session.closed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionClosed {
+    pub reason: String,
+}
+
+/// `session.status`: whether the session's runtime is reachable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+    /// `live`, `restarting` or `lost`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Who started a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnSource {
+    /// An inject through cohost (HTTP, CLI, MCP).
+    Api,
+    /// Codex working toward an active goal.
+    Goal,
+    /// A human in a co-driving terminal.
+    Terminal,
+    /// Another client, or unknown (for example a backfill after a restart).
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStarted {
+    pub turn_id: String,
+    pub source: TurnSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnStatus {
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnCompleted {
+    pub turn_id: String,
+    pub status: TurnStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// `item.started` / `item.completed`: one unit of a turn.
+/// `item.id` is deterministic (derived from the runtime's own turn and item ids), so a backfill
+/// after a resume converges with the live stream instead of duplicating it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemEvent {
+    pub turn_id: String,
+    pub item: Item,
+}
+
+impl ItemEvent {
+    pub fn id(&self) -> &str {
+        self.item.id()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Item {
+    UserMessage {
+        id: String,
+        text: String,
+    },
+    AgentMessage {
+        id: String,
+        text: String,
+    },
+    Reasoning {
+        id: String,
+        summary: Vec<String>,
+    },
+    Command {
+        id: String,
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+        /// `inProgress`, `completed`, `failed`, `declined`.
+        status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    FileChange {
+        id: String,
+        changes: Vec<FileChange>,
+        status: String,
+    },
+    /// A tool call that is not a shell command (MCP, web search, claude tools…).
+    Tool {
+        id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        status: String,
+    },
+    /// Anything else the runtime reports, kept by kind.
+    Other {
+        id: String,
+        kind: String,
+    },
+}
+
+impl Item {
+    pub fn id(&self) -> &str {
+        match self {
+            Item::UserMessage { id, .. }
+            | Item::AgentMessage { id, .. }
+            | Item::Reasoning { id, .. }
+            | Item::Command { id, .. }
+            | Item::FileChange { id, .. }
+            | Item::Tool { id, .. }
+            | Item::Other { id, .. } => id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    pub path: String,
+    /// `add`, `delete`, `update`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// `item.delta` (live only, never stored): a piece of streamed text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemDelta {
+    pub turn_id: String,
+    pub item_id: String,
+    /// `agentMessage`, `reasoning` or `commandOutput`.
+    pub kind: String,
+    pub delta: String,
+}
+
+/// `approval.requested`: the runtime asks a human before acting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequested {
+    /// Unique within the daemon and deterministic (derived from the turn and item).
+    pub approval_id: String,
+    /// `command`, `fileChange`, `userInput`, `permissions` or `other`.
+    pub kind: String,
+    pub turn_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The decisions cohost relays: `accept`, `acceptForSession`, `decline`, `cancel`.
+    pub decisions: Vec<String>,
+}
+
+/// `approval.resolved`: answered, by cohost or by another client (a TUI), or made moot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalResolved {
+    pub approval_id: String,
+    /// The decision cohost sent, when it was cohost that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// `api` when answered through cohost, `runtime` when the runtime reported it resolved
+    /// (another client answered, or the turn ended).
+    pub by: String,
+}
+
+/// `usage`: token usage after a model response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub turn_id: String,
+    pub total: TokenCounts,
+    pub last: TokenCounts,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenCounts {
+    pub input: u64,
+    pub cached_input: u64,
+    pub output: u64,
+    pub reasoning_output: u64,
+    pub total: u64,
+}
+
+/// `error`: the runtime reported a failure (a model error, a lost backend).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorEvent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// `goal.updated`: the thread goal as the runtime reports it (codex's shape, kept whole).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GoalUpdated {
+    pub goal: serde_json::Value,
+}
+
+/// `message.sent`: the outcome of an inject, recorded so an idempotent retry returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSent {
+    /// `started` or `steered`.
+    pub outcome: String,
+    pub turn_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
