@@ -1,0 +1,713 @@
+//! The request guard (Host, Origin, token), body limits, and every kind of bad input: each gets
+//! its status code and JSON error, and nothing stored changes.
+
+use crate::support::*;
+
+/// A started daemon with one session `s1` holding one instance, so "nothing changed" is meaningful.
+fn daemon_with_state() -> (TmuxServer, TestDaemon) {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &[]);
+    daemon.report_status("s1", "claude", "done");
+    daemon
+        .post("/set-status", &json!({"session": "s1", "text": "hello"}))
+        .assert_ok();
+    (tmux, daemon)
+}
+
+struct Case {
+    what: &'static str,
+    path: &'static str,
+    body: String,
+    status: u16,
+    codes: &'static [&'static str],
+    field: Option<&'static str>,
+}
+
+fn case(
+    what: &'static str,
+    path: &'static str,
+    body: impl Into<String>,
+    status: u16,
+    code: &'static [&'static str],
+    field: Option<&'static str>,
+) -> Case {
+    Case {
+        what,
+        path,
+        body: body.into(),
+        status,
+        codes: code,
+        field,
+    }
+}
+
+fn check_cases(daemon: &TestDaemon, cases: &[Case]) {
+    let before = daemon.stored_fingerprint();
+    let mut failures = Vec::new();
+    for case in cases {
+        let resp = daemon.post_text(case.path, &case.body);
+        let ok = resp.status == case.status
+            && resp
+                .content_type
+                .as_deref()
+                .is_some_and(|ct| ct.starts_with("application/json"))
+            && serde_json::from_str::<Value>(&resp.body)
+                .ok()
+                .is_some_and(|body| {
+                    let error = &body["error"];
+                    case.codes.iter().any(|code| error["code"] == *code)
+                        && error["message"].as_str().is_some_and(|m| !m.is_empty())
+                        && match case.field {
+                            Some(field) => error["field"] == field,
+                            None => error.get("field").is_none(),
+                        }
+                });
+        if !ok {
+            failures.push(format!(
+                "{}: POST {} {:.120} => expected {} {:?} field {:?}, got {} {}",
+                case.what,
+                case.path,
+                case.body,
+                case.status,
+                case.codes,
+                case.field,
+                resp.status,
+                http::short(&resp.body)
+            ));
+        }
+    }
+    let after = daemon.stored_fingerprint();
+    assert!(
+        failures.is_empty(),
+        "{} bad inputs were not answered as expected:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(after, before, "rejected requests changed what is stored");
+}
+
+#[test]
+fn bad_agent_event_bodies_are_rejected_with_the_field_at_fault() {
+    let (_tmux, daemon) = daemon_with_state();
+    let long = |n: usize| "x".repeat(n);
+    let cases = vec![
+        case("missing agent", "/api/agent-event", r#"{"status":"running","tmuxSession":"s1"}"#, 400, &["missing_field"], Some("agent")),
+        case("missing status", "/api/agent-event", r#"{"agent":"a","tmuxSession":"s1"}"#, 400, &["missing_field"], Some("status")),
+        case("unknown status", "/api/agent-event", r#"{"agent":"a","status":"sleeping","tmuxSession":"s1"}"#, 400, &["invalid_field"], Some("status")),
+        case("agent is a number", "/api/agent-event", r#"{"agent":5,"status":"idle","tmuxSession":"s1"}"#, 400, &["invalid_field"], Some("agent")),
+        case("agent is null", "/api/agent-event", r#"{"agent":null,"status":"idle","tmuxSession":"s1"}"#, 400, &["invalid_field"], Some("agent")),
+        case("tmuxSession is a number", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":5}"#, 400, &["invalid_field"], Some("tmuxSession")),
+        case("projectDir is an array", "/api/agent-event", r#"{"agent":"a","status":"idle","projectDir":["/x"]}"#, 400, &["invalid_field"], Some("projectDir")),
+        case("ts is a string", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"s1","ts":"soon"}"#, 400, &["invalid_field"], Some("ts")),
+        case("ts is negative", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"s1","ts":-1}"#, 400, &["invalid_field"], Some("ts")),
+        case("threadId is an object", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"s1","threadId":{}}"#, 400, &["invalid_field"], Some("threadId")),
+        case("unknown liveness", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"s1","liveness":"zombie"}"#, 400, &["invalid_field"], Some("liveness")),
+        case("neither session nor dir", "/api/agent-event", r#"{"agent":"a","status":"idle"}"#, 400, &["invalid_field", "missing_field"], Some("tmuxSession")),
+        case("empty agent", "/api/agent-event", r#"{"agent":"","status":"idle","tmuxSession":"s1"}"#, 400, &["invalid_field"], Some("agent")),
+        case("blank agent", "/api/agent-event", r#"{"agent":"   ","status":"idle","tmuxSession":"s1"}"#, 400, &["invalid_field"], Some("agent")),
+        case("agent too long", "/api/agent-event", json!({"agent": long(129), "status": "idle", "tmuxSession": "s1"}).to_string(), 400, &["invalid_field"], Some("agent")),
+        case("tmuxSession too long", "/api/agent-event", json!({"agent": "a", "status": "idle", "tmuxSession": long(257)}).to_string(), 400, &["invalid_field"], Some("tmuxSession")),
+        case("prompt too long", "/api/agent-event", json!({"agent": "a", "status": "idle", "tmuxSession": "s1", "lastUserPrompt": long(16 * 1024 + 1)}).to_string(), 400, &["invalid_field"], Some("lastUserPrompt")),
+        case("relative projectDir", "/api/agent-event", r#"{"agent":"a","status":"idle","projectDir":"relative/dir"}"#, 400, &["invalid_field"], Some("projectDir")),
+        case("truncated JSON", "/api/agent-event", r#"{"agent":"a","status":"#, 400, &["invalid_json"], None),
+        case("not JSON at all", "/api/agent-event", "hello there", 400, &["invalid_json", "invalid_body"], None),
+        case("empty body", "/api/agent-event", "", 400, &["invalid_json", "invalid_body"], None),
+        case("trailing data", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"s1"} {}"#, 400, &["invalid_json"], None),
+        case("an array", "/api/agent-event", r#"["a","idle","s1"]"#, 400, &["invalid_body"], None),
+        case("a string", "/api/agent-event", r#""a""#, 400, &["invalid_body"], None),
+        case("a number", "/api/agent-event", "42", 400, &["invalid_body"], None),
+        case("null", "/api/agent-event", "null", 400, &["invalid_body"], None),
+        case("unresolvable session", "/api/agent-event", r#"{"agent":"a","status":"idle","tmuxSession":"ghost"}"#, 404, &["session_not_found"], None),
+    ];
+    check_cases(&daemon, &cases);
+}
+
+/// A value of the wrong JSON type for an enum field (`status`, `liveness`, `tone`) is valid JSON
+/// and must be reported like any other wrong type: `invalid_field` naming the field.
+#[test]
+fn wrong_json_type_for_an_enum_field_names_the_field() {
+    let (_tmux, daemon) = daemon_with_state();
+    let cases = vec![
+        case(
+            "status is a number",
+            "/api/agent-event",
+            r#"{"agent":"a","status":3,"tmuxSession":"s1"}"#,
+            400,
+            &["invalid_field"],
+            Some("status"),
+        ),
+        case(
+            "status is null",
+            "/api/agent-event",
+            r#"{"agent":"a","status":null,"tmuxSession":"s1"}"#,
+            400,
+            &["invalid_field"],
+            Some("status"),
+        ),
+        case(
+            "status is an array",
+            "/api/agent-event",
+            r#"{"agent":"a","status":["done"],"tmuxSession":"s1"}"#,
+            400,
+            &["invalid_field"],
+            Some("status"),
+        ),
+        case(
+            "liveness is a bool",
+            "/api/agent-event",
+            r#"{"agent":"a","status":"idle","tmuxSession":"s1","liveness":true}"#,
+            400,
+            &["invalid_field"],
+            Some("liveness"),
+        ),
+        case(
+            "tone is a number",
+            "/log",
+            r#"{"session":"s1","message":"m","tone":1}"#,
+            400,
+            &["invalid_field"],
+            Some("tone"),
+        ),
+    ];
+    check_cases(&daemon, &cases);
+}
+
+#[test]
+fn bad_metadata_and_focus_bodies_are_rejected() {
+    let (_tmux, daemon) = daemon_with_state();
+    let cases = vec![
+        case(
+            "set-status without session",
+            "/set-status",
+            r#"{"text":"x"}"#,
+            400,
+            &["missing_field"],
+            Some("session"),
+        ),
+        case(
+            "set-status bad tone",
+            "/set-status",
+            r#"{"session":"s1","text":"x","tone":"loud"}"#,
+            400,
+            &["invalid_field"],
+            Some("tone"),
+        ),
+        case(
+            "set-status text too long",
+            "/set-status",
+            json!({"session": "s1", "text": "x".repeat(1025)}).to_string(),
+            400,
+            &["invalid_field"],
+            Some("text"),
+        ),
+        case(
+            "set-status unknown session",
+            "/set-status",
+            r#"{"session":"ghost","text":"x"}"#,
+            404,
+            &["session_not_found"],
+            None,
+        ),
+        case(
+            "set-progress percent > 100",
+            "/set-progress",
+            r#"{"session":"s1","percent":150}"#,
+            400,
+            &["invalid_field"],
+            Some("percent"),
+        ),
+        case(
+            "set-progress negative current",
+            "/set-progress",
+            r#"{"session":"s1","current":-1}"#,
+            400,
+            &["invalid_field"],
+            Some("current"),
+        ),
+        case(
+            "set-progress clear not bool",
+            "/set-progress",
+            r#"{"session":"s1","clear":"yes"}"#,
+            400,
+            &["invalid_field"],
+            Some("clear"),
+        ),
+        case(
+            "log without message",
+            "/log",
+            r#"{"session":"s1"}"#,
+            400,
+            &["missing_field"],
+            Some("message"),
+        ),
+        case(
+            "log message too long",
+            "/log",
+            json!({"session": "s1", "message": "m".repeat(4097)}).to_string(),
+            400,
+            &["invalid_field"],
+            Some("message"),
+        ),
+        case(
+            "log unknown session",
+            "/log",
+            r#"{"session":"ghost","message":"m"}"#,
+            404,
+            &["session_not_found"],
+            None,
+        ),
+        case(
+            "notify empty session",
+            "/notify",
+            r#"{"session":"","message":"m"}"#,
+            400,
+            &["invalid_field"],
+            Some("session"),
+        ),
+        case(
+            "clear-log unknown session",
+            "/clear-log",
+            r#"{"session":"ghost"}"#,
+            404,
+            &["session_not_found"],
+            None,
+        ),
+        case(
+            "clear-log an array",
+            "/clear-log",
+            r#"["s1"]"#,
+            400,
+            &["invalid_body"],
+            None,
+        ),
+        case(
+            "focus without session",
+            "/api/focus",
+            "{}",
+            400,
+            &["missing_field"],
+            Some("session"),
+        ),
+        case(
+            "focus unknown source",
+            "/api/focus",
+            r#"{"session":"s1","source":"mouse"}"#,
+            400,
+            &["invalid_field"],
+            Some("source"),
+        ),
+        case(
+            "focus unknown session",
+            "/api/focus",
+            r#"{"session":"ghost"}"#,
+            404,
+            &["session_not_found"],
+            None,
+        ),
+    ];
+    check_cases(&daemon, &cases);
+}
+
+#[test]
+fn wrong_content_type_is_415() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let bearer = format!("Bearer {}", daemon.token());
+    let body = report("s1", "a", "running").to_string();
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let mut headers = vec![("Authorization", bearer.as_str())];
+        if let Some(ct) = content_type {
+            headers.push(("Content-Type", ct));
+        }
+        daemon
+            .request("POST", "/api/agent-event", &headers, Some(&body))
+            .assert_error(415, "unsupported_media_type", None);
+    }
+    // A charset parameter is fine.
+    let resp = daemon.request(
+        "POST",
+        "/api/agent-event",
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json; charset=utf-8"),
+        ],
+        Some(&body),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let after = daemon.stored_fingerprint();
+    assert_eq!(
+        after.1,
+        before.1 + 1,
+        "only the well-formed request was stored"
+    );
+}
+
+#[test]
+fn bodies_over_64_kib_are_413() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let big = json!({"agent": "a", "status": "idle", "tmuxSession": "s1", "padding": "x".repeat(70 * 1024)}).to_string();
+    daemon
+        .post_text("/api/agent-event", &big)
+        .assert_error(413, "payload_too_large", None);
+    // Token-less compat posts are limited the same way.
+    let resp = daemon.request(
+        "POST",
+        "/log",
+        &[("Content-Type", "application/json")],
+        Some(&big),
+    );
+    resp.assert_error(413, "payload_too_large", None);
+    // Over a raw socket with an honest Content-Length.
+    let head = format!(
+        "POST /api/agent-event HTTP/1.1\nHost: 127.0.0.1:{}\nAuthorization: Bearer {}\nContent-Type: application/json",
+        daemon.port(),
+        daemon.token()
+    );
+    daemon
+        .raw(&head, big.as_bytes())
+        .assert_error(413, "payload_too_large", None);
+    // Just under the limit is parsed (and then judged on its fields).
+    let fits = json!({"agent": "a", "status": "idle", "tmuxSession": "s1", "padding": "x".repeat(60 * 1024)}).to_string();
+    assert!(fits.len() < 64 * 1024);
+    assert_eq!(daemon.post_text("/api/agent-event", &fits).status, 200);
+    let after = daemon.stored_fingerprint();
+    assert_eq!(
+        after.1,
+        before.1 + 1,
+        "only the body under the limit was stored"
+    );
+}
+
+#[test]
+fn token_is_required_and_checked() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let token = daemon.token();
+    // Health is open.
+    let health = daemon.get_no_token("/api/health").assert_ok();
+    assert_eq!(health["ok"], true);
+    assert!(
+        health["seq"].as_u64().is_some()
+            && health["pid"].as_u64().is_some()
+            && health["version"].is_string(),
+        "{health}"
+    );
+
+    daemon
+        .get_no_token("/api/state")
+        .assert_error(401, "unauthorized", None);
+    let wrong = format!("Bearer {}", "0".repeat(token.len()));
+    let close = format!("Bearer {}x", &token[..token.len() - 1]);
+    let basic = format!("Basic {token}");
+    let bare = token.clone();
+    for auth in [
+        wrong.as_str(),
+        close.as_str(),
+        basic.as_str(),
+        bare.as_str(),
+        "Bearer ",
+        "Bearer",
+    ] {
+        daemon
+            .request("GET", "/api/state", &[("Authorization", auth)], None)
+            .assert_error(401, "unauthorized", None);
+    }
+    for path in ["/api/events", "/api/events?after=0", "/api/events/stream"] {
+        daemon
+            .get_no_token(path)
+            .assert_error(401, "unauthorized", None);
+    }
+    // Routes that are not opensessions-compatible need the token even with a JSON body.
+    for path in ["/api/focus", "/api/tmux/refresh"] {
+        daemon
+            .post_no_token(path, &json!({"session": "s1"}))
+            .assert_error(401, "unauthorized", None);
+    }
+    // A wrong token on a compat route is still refused: presenting one means checking it.
+    let resp = daemon.request(
+        "POST",
+        "/api/agent-event",
+        &[
+            ("Authorization", &wrong),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&report("s1", "a", "running").to_string()),
+    );
+    resp.assert_error(401, "unauthorized", None);
+    assert_eq!(daemon.stored_fingerprint(), before);
+    // The right token works.
+    assert_eq!(daemon.get("/api/state").status, 200);
+}
+
+#[test]
+fn tokenless_compat_posts_need_json_and_no_origin() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let own = format!("http://127.0.0.1:{}", daemon.port());
+    let body = report("s1", "a", "running").to_string();
+    for path in [
+        "/api/agent-event",
+        "/set-status",
+        "/set-progress",
+        "/log",
+        "/clear-log",
+        "/notify",
+    ] {
+        // Same-origin browser request without a token: 401 (a page must present the token).
+        daemon
+            .request(
+                "POST",
+                path,
+                &[("Content-Type", "application/json"), ("Origin", &own)],
+                Some(&body),
+            )
+            .assert_error(401, "unauthorized", None);
+        // Cross-origin: 403 whatever the token.
+        daemon
+            .request(
+                "POST",
+                path,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Origin", "http://evil.example"),
+                ],
+                Some(&body),
+            )
+            .assert_error(403, "forbidden_origin", None);
+        // A form post or a text body (what a cross-site form could send) is not a compat call.
+        daemon
+            .request("POST", path, &[("Content-Type", "text/plain")], Some(&body))
+            .assert_error(401, "unauthorized", None);
+        daemon
+            .request("POST", path, &[], Some(&body))
+            .assert_error(401, "unauthorized", None);
+    }
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+#[test]
+fn foreign_origins_are_403_even_with_the_token() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let bearer = format!("Bearer {}", daemon.token());
+    let port = daemon.port();
+    let other_port = format!("http://127.0.0.1:{}", if port == 1 { 2 } else { port - 1 });
+    let https = format!("https://127.0.0.1:{port}");
+    let evil_port = format!("http://evil.example:{port}");
+    for origin in [
+        "http://evil.example",
+        "null",
+        other_port.as_str(),
+        https.as_str(),
+        evil_port.as_str(),
+    ] {
+        daemon
+            .request(
+                "GET",
+                "/api/state",
+                &[("Authorization", &bearer), ("Origin", origin)],
+                None,
+            )
+            .assert_error(403, "forbidden_origin", None);
+        daemon
+            .request(
+                "POST",
+                "/api/agent-event",
+                &[
+                    ("Authorization", &bearer),
+                    ("Origin", origin),
+                    ("Content-Type", "application/json"),
+                ],
+                Some(&report("s1", "a", "running").to_string()),
+            )
+            .assert_error(403, "forbidden_origin", None);
+    }
+    // Even health refuses a foreign origin.
+    daemon
+        .request(
+            "GET",
+            "/api/health",
+            &[("Origin", "http://evil.example")],
+            None,
+        )
+        .assert_error(403, "forbidden_origin", None);
+    assert_eq!(daemon.stored_fingerprint(), before);
+    // Our own origin with the token is fine.
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let resp = daemon.request(
+            "GET",
+            "/api/state",
+            &[("Authorization", &bearer), ("Origin", &origin)],
+            None,
+        );
+        assert_eq!(resp.status, 200, "{origin}: {}", resp.body);
+    }
+}
+
+#[test]
+fn non_loopback_host_is_403() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let token = daemon.token();
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        "127.0.0.1.nip.io",
+        "localhost.evil.example",
+        "10.0.0.1",
+        "192.168.1.1:7391",
+    ] {
+        let head = format!("GET /api/state HTTP/1.1\nHost: {host}\nAuthorization: Bearer {token}");
+        daemon
+            .raw(&head, b"")
+            .assert_error(403, "forbidden_host", None);
+        let head = format!("GET /api/health HTTP/1.1\nHost: {host}");
+        daemon
+            .raw(&head, b"")
+            .assert_error(403, "forbidden_host", None);
+        // The token-less compat route is guarded the same way.
+        let head =
+            format!("POST /api/agent-event HTTP/1.1\nHost: {host}\nContent-Type: application/json");
+        daemon
+            .raw(&head, report("s1", "a", "running").to_string().as_bytes())
+            .assert_error(403, "forbidden_host", None);
+    }
+    assert_eq!(daemon.stored_fingerprint(), before);
+    // Loopback names and addresses are accepted.
+    let port = daemon.port();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost".into(),
+        format!("[::1]:{port}"),
+        "127.0.0.2".into(),
+    ] {
+        let head = format!("GET /api/state HTTP/1.1\nHost: {host}\nAuthorization: Bearer {token}");
+        let resp = daemon.raw(&head, b"");
+        assert_eq!(resp.status, 200, "Host {host}: {}", resp.body);
+    }
+}
+
+#[test]
+fn unknown_routes_and_methods_get_json_errors() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    for path in ["/nope", "/api/nope", "/api/state/extra", "/"] {
+        daemon.get(path).assert_error(404, "not_found", None);
+        daemon
+            .post(path, &json!({}))
+            .assert_error(404, "not_found", None);
+    }
+    daemon
+        .get("/api/agent-event")
+        .assert_error(405, "method_not_allowed", None);
+    daemon
+        .post("/api/state", &json!({}))
+        .assert_error(405, "method_not_allowed", None);
+    // Without a token an unknown route is refused before it is looked up.
+    daemon
+        .get_no_token("/nope")
+        .assert_error(401, "unauthorized", None);
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+#[test]
+fn bad_cursor_parameters_are_400() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let head = daemon.head();
+    let ahead = format!("/api/events?after={}", head + 1000);
+    let cases: Vec<(&str, &str)> = vec![
+        ("/api/events?after=abc", "after"),
+        ("/api/events?after=-1", "after"),
+        ("/api/events?after=1.5", "after"),
+        ("/api/events?after=", "after"),
+        (ahead.as_str(), "after"),
+        ("/api/events?limit=0", "limit"),
+        ("/api/events?limit=1001", "limit"),
+        ("/api/events?limit=x", "limit"),
+        ("/api/events?limit=-5", "limit"),
+        ("/api/events?wait=x", "wait"),
+        ("/api/events?wait=-1", "wait"),
+        ("/api/events?wait=301", "wait"),
+        ("/api/events?wait=NaN", "wait"),
+        ("/api/events?wait=inf", "wait"),
+    ];
+    let mut failures = Vec::new();
+    for (path, field) in &cases {
+        let resp = daemon.get(path);
+        let ok = resp.status == 400
+            && serde_json::from_str::<Value>(&resp.body)
+                .ok()
+                .is_some_and(|b| {
+                    b["error"]["code"] == "invalid_field" && b["error"]["field"] == *field
+                });
+        if !ok {
+            failures.push(format!("GET {path} => {} {}", resp.status, resp.body));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "bad cursor parameters not refused as 400 invalid_field:\n{}",
+        failures.join("\n")
+    );
+
+    // The stream checks its cursor before it starts.
+    let err = daemon.sse("", Some(0)).map(|_| ()).err();
+    assert!(err.is_none(), "Last-Event-ID 0 is a valid cursor: {err:?}");
+    for (query, last_event_id, field) in [
+        ("?after=abc", None, "after"),
+        (ahead.trim_start_matches("/api/events"), None, "after"),
+    ] {
+        match daemon.sse(query, last_event_id) {
+            Ok(_) => panic!("stream{query} was accepted"),
+            Err(resp) => {
+                resp.assert_error(400, "invalid_field", Some(field));
+            }
+        }
+    }
+    let bearer = format!("Bearer {}", daemon.token());
+    for bad in ["abc", "-1", "1e3"] {
+        let resp = match SseClient::connect(
+            daemon.port(),
+            "/api/events/stream",
+            &[
+                ("Authorization", bearer.clone()),
+                ("Last-Event-ID", bad.to_string()),
+            ],
+        ) {
+            Ok(_) => panic!("Last-Event-ID {bad} was accepted"),
+            Err(resp) => resp,
+        };
+        resp.assert_error(400, "invalid_field", Some("Last-Event-ID"));
+    }
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+#[test]
+fn a_session_holds_at_most_256_instances() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--fsync", "never"]);
+    for i in 0..256 {
+        daemon.report(&json!({"agent": "bot", "threadId": format!("t{i}"), "status": "idle", "tmuxSession": "s1"}));
+    }
+    let before = daemon.stored_fingerprint();
+    let resp = daemon.post(
+        "/api/agent-event",
+        &json!({"agent": "bot", "threadId": "one-too-many", "status": "idle", "tmuxSession": "s1"}),
+    );
+    resp.assert_error(429, "too_many_instances", None);
+    assert_eq!(daemon.stored_fingerprint(), before);
+    // Existing instances still take updates.
+    daemon.report(
+        &json!({"agent": "bot", "threadId": "t0", "status": "running", "tmuxSession": "s1"}),
+    );
+}
