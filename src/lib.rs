@@ -5,12 +5,14 @@
 //! - [`protocol`] — our wire contract: events, API bodies. Imports nothing else from the crate.
 //! - [`core`] — the single writer: seq assignment, the event log, the tracker, fan-out.
 //! - [`tmux`] — the only module that speaks tmux.
+//! - [`codex`] — the only module that speaks codex's `app-server` JSON-RPC and runs its children.
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
 pub mod cli;
 pub mod client;
+pub mod codex;
 pub mod config;
 pub mod core;
 pub mod daemon;

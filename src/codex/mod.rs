@@ -1,0 +1,11 @@
+//! The codex adapter: the only module that knows codex's `app-server` JSON-RPC protocol and how
+//! to run it.
+//!
+//! [`rpc`] speaks the wire (framing, ids, server→client requests) over stdio or WebSocket;
+//! [`process`] finds the codex binary and runs `codex app-server` children; [`home`] prepares
+//! the private CODEX_HOME each backend runs in. Nothing codex-specific leaves this module except
+//! as `protocol` events.
+
+pub mod home;
+pub mod process;
+pub mod rpc;
