@@ -37,14 +37,72 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print events from the log, one JSON object per line.
+    /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {
+        /// A hosted session id: only its events, rendered as a transcript.
+        id: Option<String>,
         /// Start after this seq (default: 0, the oldest retained event).
         #[arg(long, default_value_t = 0)]
         after: u64,
         /// Keep streaming new events (Server-Sent Events), resuming after disconnects.
         #[arg(long)]
         follow: bool,
+        /// Raw JSON lines even for a session.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a hosted agent session.
+    Start(StartArgs),
+    /// List hosted sessions.
+    Sessions {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a prompt to a session (starts a turn, or steers the running one).
+    Send {
+        id: String,
+        text: String,
+        /// A retried send with the same key is not sent twice.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Interrupt a session's running turn.
+    Interrupt { id: String },
+    /// Answer a pending approval: accept, acceptForSession, decline or cancel.
+    Approve {
+        id: String,
+        approval: String,
+        decision: String,
+    },
+    /// Show, set or clear a session's goal.
+    Goal {
+        id: String,
+        /// The objective to set.
+        text: Option<String>,
+        #[arg(long, conflicts_with = "text")]
+        clear: bool,
+        /// active, paused, budgetLimited or complete.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        token_budget: Option<u64>,
+    },
+    /// Fork a session into a new one.
+    Fork {
+        id: String,
+        /// Keep history only up to and including this turn.
+        #[arg(long)]
+        after_turn: Option<String>,
+    },
+    /// List the models codex offers.
+    Models {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check that codex is installed and usable.
+    Doctor {
+        #[arg(long)]
+        json: bool,
     },
     /// Report an agent's status (POST /api/agent-event), for hook scripts.
     Event(EventArgs),
@@ -88,6 +146,27 @@ pub struct ServeArgs {
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The runtime: codex.
+    pub runtime: String,
+    /// The first prompt.
+    pub prompt: Option<String>,
+    /// Working directory (default: the current one).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// untrusted, on-request, on-failure or never.
+    #[arg(long)]
+    pub approval_policy: Option<String>,
+    /// read-only, workspace-write or danger-full-access.
+    #[arg(long)]
+    pub sandbox: Option<String>,
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -125,6 +125,33 @@ impl Client {
         serde_json::from_str(&body).with_context(|| format!("unexpected answer from GET {path}"))
     }
 
+    pub fn put<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<T> {
+        let token = self.token()?;
+        let response = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Content-Type", "application/json")
+            .send(body.to_string());
+        let body = self.finish(response)?;
+        serde_json::from_str(&body).with_context(|| format!("unexpected answer from PUT {path}"))
+    }
+
+    pub fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let token = self.token()?;
+        let response = self
+            .agent
+            .delete(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"))
+            .call();
+        let body = self.finish(response)?;
+        serde_json::from_str(&body).with_context(|| format!("unexpected answer from DELETE {path}"))
+    }
+
     pub fn post<T: DeserializeOwned>(
         &self,
         path: &str,
@@ -149,18 +176,33 @@ impl Client {
         follow: bool,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
+        self.for_each_event("/api/events", after, follow, |line| {
+            writeln!(out, "{line}")?;
+            out.flush()
+        })
+    }
+
+    /// Calls `f` with each event's JSON line from `base` (`/api/events` or a session's), after
+    /// `after`; with `follow`, streams and reconnects with `Last-Event-ID` forever.
+    pub fn for_each_event(
+        &self,
+        base: &str,
+        after: u64,
+        follow: bool,
+        mut f: impl FnMut(&str) -> std::io::Result<()>,
+    ) -> anyhow::Result<()> {
         let mut cursor = after;
         if !follow {
             loop {
                 let page: serde_json::Value =
-                    self.get(&format!("/api/events?after={cursor}&limit=1000"))?;
+                    self.get(&format!("{base}?after={cursor}&limit=1000"))?;
                 let events = page["events"].as_array().cloned().unwrap_or_default();
                 for event in &events {
-                    writeln!(out, "{event}")?;
+                    f(&event.to_string())?;
                 }
                 let next = page["next"].as_u64().unwrap_or(cursor);
                 let head = page["head"].as_u64().unwrap_or(cursor);
-                if events.is_empty() || next >= head {
+                if next >= head || next == cursor {
                     return Ok(());
                 }
                 cursor = next;
@@ -171,7 +213,7 @@ impl Client {
         loop {
             let response = self
                 .agent
-                .get(format!("{}/api/events/stream", self.base))
+                .get(format!("{}{base}/stream", self.base))
                 .header("Authorization", format!("Bearer {token}"))
                 .header("Last-Event-ID", cursor.to_string())
                 .config()
@@ -208,8 +250,7 @@ impl Client {
                     .strip_prefix("data: ")
                     .or_else(|| line.strip_prefix("data:"))
                 {
-                    writeln!(out, "{data}")?;
-                    out.flush()?;
+                    f(data)?;
                 }
             }
         }
@@ -280,4 +321,116 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
         }
     }
     Ok(())
+}
+
+/// Renders one session event as transcript lines; `None` for events a reader does not need.
+pub fn render_event(line: &str) -> Option<String> {
+    let event: serde_json::Value = serde_json::from_str(line).ok()?;
+    let data = &event["data"];
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let short = |v: &serde_json::Value| {
+        let id = v.as_str().unwrap_or("");
+        let skip = id.chars().count().saturating_sub(8);
+        id.chars().skip(skip).collect::<String>()
+    };
+    Some(match event["type"].as_str()? {
+        "session.created" => format!(
+            "== session created ({} in {})",
+            text(&data["runtime"]),
+            text(&data["cwd"])
+        ),
+        "session.bound" => format!("== thread {}", text(&data["threadId"])),
+        "session.status" => format!("== {}: {}", text(&data["state"]), text(&data["message"])),
+        "session.closed" => format!("== session closed: {}", text(&data["reason"])),
+        "turn.started" => format!(
+            "-- turn …{} started ({})",
+            short(&data["turnId"]),
+            text(&data["source"])
+        ),
+        "turn.completed" => {
+            let error = data["error"]
+                .as_str()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            format!(
+                "-- turn …{} {}{error}",
+                short(&data["turnId"]),
+                text(&data["status"])
+            )
+        }
+        "item.started" => {
+            let item = &data["item"];
+            match item["type"].as_str()? {
+                "command" => format!("$ {} …", text(&item["command"])),
+                _ => return None,
+            }
+        }
+        "item.completed" => {
+            let item = &data["item"];
+            match item["type"].as_str()? {
+                "userMessage" => format!("> {}", text(&item["text"])),
+                "agentMessage" => text(&item["text"]),
+                "reasoning" => format!(
+                    "(thinking) {}",
+                    item["summary"]
+                        .as_array()
+                        .map(|parts| parts.iter().map(text).collect::<Vec<_>>().join(" "))
+                        .unwrap_or_default()
+                ),
+                "command" => {
+                    let mut out = format!("$ {}", text(&item["command"]));
+                    if let Some(output) = item["output"].as_str().filter(|o| !o.is_empty()) {
+                        out.push('\n');
+                        out.push_str(output.trim_end());
+                    }
+                    match item["exitCode"].as_i64() {
+                        Some(code) => {
+                            out.push_str(&format!("\n[exit {code}, {}]", text(&item["status"])))
+                        }
+                        None => out.push_str(&format!("\n[{}]", text(&item["status"]))),
+                    }
+                    out
+                }
+                "fileChange" => item["changes"]
+                    .as_array()
+                    .map(|changes| {
+                        changes
+                            .iter()
+                            .map(|c| format!("~ {} ({})", text(&c["path"]), text(&c["kind"])))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default(),
+                "tool" => format!("[tool {}: {}]", text(&item["name"]), text(&item["status"])),
+                other => format!("[{other}]"),
+            }
+        }
+        "approval.requested" => format!(
+            "? approval {} ({}{}) — answer with `cohost approve {} {} accept|decline`",
+            text(&data["approvalId"]),
+            text(&data["kind"]),
+            data["command"]
+                .as_str()
+                .map(|c| format!(": {c}"))
+                .unwrap_or_default(),
+            event["session"].as_str().unwrap_or(""),
+            text(&data["approvalId"]),
+        ),
+        "approval.resolved" => format!(
+            "! approval {} resolved{}",
+            text(&data["approvalId"]),
+            data["decision"]
+                .as_str()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        ),
+        "error" => format!("! error: {}", text(&data["message"])),
+        "goal.updated" => format!(
+            "== goal: {} ({})",
+            text(&data["goal"]["objective"]),
+            text(&data["goal"]["status"])
+        ),
+        "goal.cleared" => "== goal cleared".to_string(),
+        _ => return None,
+    })
 }

@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
@@ -26,6 +27,8 @@ use crate::tmux::{SessionCache, Tmux, shell_quote};
 /// How often the tmux session list is re-read even without a hook: a safety net for a server
 /// that was restarted (hooks gone) or hooks that failed to run. Lookups that miss refresh at once.
 const TMUX_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// How often idle per-budget codex backends are looked for.
+const REAP_INTERVAL: Duration = Duration::from_secs(30);
 /// How long open connections get to finish once shutdown starts.
 const HTTP_DRAIN: Duration = Duration::from_secs(5);
 
@@ -76,11 +79,24 @@ pub async fn run(
         hooks.install(&tmux).await;
     }
 
+    let codex = CodexHost::new(
+        core.clone(),
+        Arc::clone(&sessions),
+        HostConfig {
+            cohost_home: config.home.clone(),
+            user_codex_home: user_codex_home(),
+            backend_idle_ttl: BACKEND_IDLE_TTL,
+            park_timeout: PARK_TIMEOUT,
+        },
+    );
+    codex.restore();
+
     let cancel = CancellationToken::new();
     let tasks = tokio_util::task::TaskTracker::new();
     let state = AppState {
         core: core.clone(),
         sessions: Arc::clone(&sessions),
+        codex: codex.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
@@ -88,6 +104,7 @@ pub async fn run(
     };
 
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
+    tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
     tasks.spawn(tmux_poll_loop(
         Arc::clone(&sessions),
         hooks.clone(),
@@ -123,6 +140,7 @@ pub async fn run(
         tracing::warn!("background tasks did not stop in time");
     }
 
+    codex.shutdown().await;
     if let Err(error) = tmux.remove_hooks(hooks.index).await {
         tracing::warn!(%error, "failed to remove cohost's tmux hooks");
     }
@@ -143,6 +161,28 @@ async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {
         }
     }
     tracing::debug!("tick loop exited: shutdown");
+}
+
+async fn reap_loop(codex: CodexHost, cancel: CancellationToken) {
+    let mut interval = tokio::time::interval(REAP_INTERVAL);
+    interval.tick().await;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = interval.tick() => codex.reap_idle().await,
+        }
+    }
+    tracing::debug!("backend reaper exited: shutdown");
+}
+
+/// `$CODEX_HOME`, else `~/.codex`: the user's codex home that backend homes are prepared from.
+fn user_codex_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".codex"))
 }
 
 async fn tmux_poll_loop(

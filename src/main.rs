@@ -7,7 +7,7 @@ use clap::Parser;
 use serde_json::json;
 
 use cohost::cli::{Cli, Command};
-use cohost::client::{Client, render_state};
+use cohost::client::{Client, render_event, render_state};
 use cohost::config::ServeConfig;
 
 fn main() -> ExitCode {
@@ -44,9 +44,204 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Events { after, follow } => {
+        Command::Events {
+            id,
+            after,
+            follow,
+            json,
+        } => {
             let client = Client::new(cli.home, cli.listen)?;
-            client.print_events(after, follow, &mut std::io::stdout().lock())
+            let Some(id) = id else {
+                return client.print_events(after, follow, &mut std::io::stdout().lock());
+            };
+            let mut out = std::io::stdout().lock();
+            client.for_each_event(
+                &format!("/api/sessions/{id}/events"),
+                after,
+                follow,
+                |line| {
+                    if json {
+                        writeln!(out, "{line}")?;
+                    } else if let Some(text) = render_event(line) {
+                        writeln!(out, "{text}")?;
+                    }
+                    out.flush()
+                },
+            )
+        }
+        Command::Start(args) => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let cwd = match args.cwd {
+                Some(cwd) => std::path::absolute(&cwd).unwrap_or(cwd),
+                None => std::env::current_dir()?,
+            };
+            let mut body = json!({ "runtime": args.runtime, "cwd": cwd });
+            let fields = [
+                ("model", args.model),
+                ("approvalPolicy", args.approval_policy),
+                ("sandbox", args.sandbox),
+                ("prompt", args.prompt),
+                ("idempotencyKey", args.idempotency_key),
+            ];
+            for (key, value) in fields {
+                if let Some(value) = value {
+                    body[key] = json!(value);
+                }
+            }
+            let answer: serde_json::Value = client.post("/api/sessions", &body)?;
+            println!("{}", answer["session"]["id"].as_str().unwrap_or(""));
+            if let Some(error) = answer.get("injectError") {
+                eprintln!("cohost: the prompt was not sent: {error}");
+            }
+            Ok(())
+        }
+        Command::Sessions { json } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.get("/api/sessions")?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+                return Ok(());
+            }
+            let sessions = answer["sessions"].as_array().cloned().unwrap_or_default();
+            if sessions.is_empty() {
+                println!("no sessions");
+            }
+            for s in sessions {
+                let turn = if s["activeTurnId"].is_string() {
+                    "running"
+                } else {
+                    "idle"
+                };
+                println!(
+                    "{:<20} {:<7} {:<10} {:<8} {:>3} turns  {}",
+                    s["id"].as_str().unwrap_or(""),
+                    s["runtime"].as_str().unwrap_or(""),
+                    s["state"].as_str().unwrap_or(""),
+                    turn,
+                    s["turns"],
+                    s["cwd"].as_str().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        Command::Send {
+            id,
+            text,
+            idempotency_key,
+        } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let mut body = json!({ "text": text });
+            if let Some(key) = idempotency_key {
+                body["idempotencyKey"] = json!(key);
+            }
+            let answer: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/messages"), &body)?;
+            println!(
+                "{} {}",
+                answer["outcome"].as_str().unwrap_or(""),
+                answer["turnId"].as_str().unwrap_or("")
+            );
+            Ok(())
+        }
+        Command::Interrupt { id } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/interrupt"), &json!({}))?;
+            if answer["interrupted"].as_bool() == Some(true) {
+                println!("interrupted");
+            } else {
+                println!("no turn was running");
+            }
+            Ok(())
+        }
+        Command::Approve {
+            id,
+            approval,
+            decision,
+        } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let _: serde_json::Value = client.post(
+                &format!("/api/sessions/{id}/approvals/{approval}"),
+                &json!({ "decision": decision }),
+            )?;
+            println!("{decision}");
+            Ok(())
+        }
+        Command::Goal {
+            id,
+            text,
+            clear,
+            status,
+            token_budget,
+        } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let path = format!("/api/sessions/{id}/goal");
+            let answer: serde_json::Value = if clear {
+                client.delete(&path)?
+            } else if text.is_some() || status.is_some() || token_budget.is_some() {
+                let mut body = json!({});
+                if let Some(text) = text {
+                    body["objective"] = json!(text);
+                }
+                if let Some(status) = status {
+                    body["status"] = json!(status);
+                }
+                if let Some(budget) = token_budget {
+                    body["tokenBudget"] = json!(budget);
+                }
+                client.put(&path, &body)?
+            } else {
+                client.get(&path)?
+            };
+            print_capability(&answer)
+        }
+        Command::Fork { id, after_turn } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let mut body = json!({});
+            if let Some(turn) = after_turn {
+                body["afterTurnId"] = json!(turn);
+            }
+            let answer: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/fork"), &body)?;
+            if answer["ok"].as_bool() == Some(true) {
+                println!("{}", answer["data"]["session"]["id"].as_str().unwrap_or(""));
+                Ok(())
+            } else {
+                print_capability(&answer)
+            }
+        }
+        Command::Models { json } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.get("/api/models?runtime=codex")?;
+            if json || answer["ok"].as_bool() != Some(true) {
+                return print_capability(&answer);
+            }
+            for model in answer["data"]["data"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+            {
+                println!(
+                    "{:<28} {}",
+                    model["id"].as_str().unwrap_or(""),
+                    model["displayName"].as_str().unwrap_or("")
+                );
+            }
+            Ok(())
+        }
+        Command::Doctor { json } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.get("/api/doctor")?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&answer)?);
+            } else {
+                print_doctor(&answer);
+            }
+            if answer["ok"].as_bool() == Some(true) {
+                Ok(())
+            } else {
+                anyhow::bail!("doctor found issues")
+            }
         }
         Command::Event(args) => {
             let client = Client::new(cli.home, cli.listen)?;
@@ -152,4 +347,43 @@ async fn signals(first: tokio::sync::oneshot::Sender<()>) {
     }
     tracing::warn!("second signal: exiting now");
     std::process::exit(130);
+}
+
+/// Prints a capability answer: its data, or why it failed (and fails the command).
+fn print_capability(answer: &serde_json::Value) -> anyhow::Result<()> {
+    if answer["ok"].as_bool() == Some(true) {
+        println!("{}", serde_json::to_string_pretty(&answer["data"])?);
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{}: {}",
+            answer["reason"].as_str().unwrap_or("error"),
+            answer["message"].as_str().unwrap_or("")
+        )
+    }
+}
+
+fn print_doctor(answer: &serde_json::Value) {
+    let yes = |v: &serde_json::Value| match v.as_bool() {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "unknown",
+    };
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    println!(
+        "codex found:    {} {}",
+        yes(&answer["codexFound"]),
+        text(&answer["codexPath"])
+    );
+    println!("codex version:  {}", text(&answer["codexVersion"]));
+    println!(
+        "logged in:      {} {}",
+        yes(&answer["loggedIn"]),
+        text(&answer["authMode"])
+    );
+    println!("session store:  {}", yes(&answer["sessionStoreWritable"]));
+    println!("codex sessions: {}", yes(&answer["codexSessionsReadable"]));
+    for issue in answer["issues"].as_array().cloned().unwrap_or_default() {
+        println!("issue: {}", text(&issue));
+    }
 }

@@ -7,5 +7,7 @@
 //! as `protocol` events.
 
 pub mod home;
+pub mod host;
+pub mod normalize;
 pub mod process;
 pub mod rpc;

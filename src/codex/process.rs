@@ -947,10 +947,17 @@ async fn wait_until_ready(
     let port = if port != 0 {
         port
     } else {
-        let found = tokio::select! {
-            found = stderr_tail.wait_for_line(deadline, banner_port) => found,
+        // The watch guard must not live across an await (it is not Send): copy the state out
+        // inside the select, wait for stderr after it.
+        let waited = tokio::select! {
+            found = stderr_tail.wait_for_line(deadline, banner_port) => Ok(found),
             exited = state.wait_for(|state| matches!(state, ChildState::Exited(_))) => {
-                let state = exited.map(|state| *state).unwrap_or(ChildState::Exited(None));
+                Err(exited.map(|state| *state).unwrap_or(ChildState::Exited(None)))
+            }
+        };
+        let found = match waited {
+            Ok(found) => found,
+            Err(state) => {
                 // Let the last stderr lines arrive before quoting them.
                 stderr_tail.wait_finished(Duration::from_millis(500)).await;
                 return Err(exited_early(state, stderr_tail));

@@ -156,6 +156,13 @@ impl Store {
     /// Up to `limit` events with `seq > after`, from the ring when it reaches back far enough,
     /// else from disk. Blocking when it goes to disk: call through [`Store::read_after_async`].
     pub fn read_after(&self, after: u64, limit: usize) -> Result<ReadPage, ReadError> {
+        // Retention decides what is readable: an event deleted from disk is gone, even if the
+        // ring still holds a copy (a restart would not have it).
+        if let Some(oldest) = self.reader.oldest_seq()
+            && after + 1 < oldest
+        {
+            return Err(ReadError::CursorExpired { after, oldest });
+        }
         let head = self.head();
         if after >= head || limit == 0 {
             return Ok(ReadPage {

@@ -49,35 +49,25 @@ pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
 
 /// Parses a body, naming the offending field on failure.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Syntax first, so that every later error is about a field (serde_json would report a
+    // wrong-typed enum field, `"status": 3`, as a syntax error otherwise).
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| {
+        ApiError::bad_request(
+            "invalid_json",
+            format!("the body is not valid JSON: {error}"),
+        )
+    })?;
     // serde would accept a JSON array as a struct's fields by position; bodies are objects only.
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_some_and(|b| *b != b'{') {
+    if !value.is_object() {
         return Err(ApiError::bad_request(
             "invalid_body",
             "the body must be a JSON object",
         ));
     }
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+    serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
-        let inner = error.into_inner();
-        match inner.classify() {
-            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                ApiError::bad_request(
-                    "invalid_json",
-                    format!("the body is not valid JSON: {inner}"),
-                )
-            }
-            _ => field_error(&path, &inner.to_string()),
-        }
-    })?;
-    deserializer.end().map_err(|error| {
-        ApiError::bad_request(
-            "invalid_json",
-            format!("trailing data after the JSON body: {error}"),
-        )
-    })?;
-    Ok(value)
+        field_error(&path, &error.into_inner().to_string())
+    })
 }
 
 fn field_error(path: &str, message: &str) -> ApiError {

@@ -9,6 +9,7 @@ mod error;
 mod extract;
 mod guard;
 mod routes;
+mod sessions;
 mod stream;
 
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use crate::codex::host::CodexHost;
 use crate::core::CoreHandle;
 use crate::tmux::SessionCache;
 pub use error::ApiError;
@@ -30,6 +32,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct AppState {
     pub core: CoreHandle,
     pub sessions: Arc<SessionCache>,
+    pub codex: CodexHost,
     pub token: Arc<str>,
     /// The address actually bound, used to recognise our own `Origin`.
     pub local_addr: SocketAddr,
@@ -48,6 +51,33 @@ pub fn router(state: AppState) -> Router {
         .route("/api/tmux/refresh", post(routes::tmux_refresh))
         .route("/api/events", get(stream::events))
         .route("/api/events/stream", get(stream::events_stream))
+        .route("/api/sessions", post(sessions::create).get(sessions::list))
+        .route(
+            "/api/sessions/{id}",
+            get(sessions::get).delete(sessions::delete),
+        )
+        .route("/api/sessions/{id}/messages", post(sessions::message))
+        .route("/api/sessions/{id}/interrupt", post(sessions::interrupt))
+        .route("/api/sessions/{id}/events", get(stream::session_events))
+        .route(
+            "/api/sessions/{id}/events/stream",
+            get(stream::session_events_stream),
+        )
+        .route("/api/sessions/{id}/approvals", get(sessions::approvals))
+        .route(
+            "/api/sessions/{id}/approvals/{approval_id}",
+            post(sessions::resolve_approval),
+        )
+        .route(
+            "/api/sessions/{id}/goal",
+            get(sessions::goal_get)
+                .put(sessions::goal_put)
+                .delete(sessions::goal_delete),
+        )
+        .route("/api/sessions/{id}/fork", post(sessions::fork))
+        .route("/api/sessions/{id}/command", post(sessions::command))
+        .route("/api/models", get(sessions::models))
+        .route("/api/doctor", get(sessions::doctor))
         .route("/set-status", post(routes::set_status))
         .route("/set-progress", post(routes::set_progress))
         .route("/log", post(routes::log))

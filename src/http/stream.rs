@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -26,6 +26,8 @@ const MAX_LIMIT: usize = 1000;
 const MAX_WAIT_SECS: f64 = 300.0;
 /// Events read from the store per catch-up step of a stream.
 const STREAM_PAGE: usize = 512;
+/// The most events a filtered (per-session) read scans in one call.
+const MAX_SCAN: usize = 20_000;
 
 #[derive(Deserialize)]
 pub struct EventsQuery {
@@ -59,6 +61,77 @@ fn check_cursor(state: &AppState, after: u64) -> Result<(), ApiError> {
 pub async fn events(
     State(state): State<AppState>,
     Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
+    events_for(state, query, None).await
+}
+
+/// `GET /api/sessions/{id}/events`: the same cursor (a global seq), only that session's events.
+pub async fn session_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
+    known_session(&state, &id)?;
+    events_for(state, query, Some(id)).await
+}
+
+fn known_session(state: &AppState, id: &str) -> Result<(), ApiError> {
+    if state.core.read(|s| s.sessions.get(id).is_some()) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(
+            "session_not_found",
+            format!("no session `{id}`"),
+        ))
+    }
+}
+
+/// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at most
+/// `MAX_SCAN` events per call so a filtered read of a busy log answers promptly; `next` then
+/// tells the caller where the scan stopped.
+async fn read_filtered(
+    state: &AppState,
+    after: u64,
+    limit: usize,
+    session: Option<&str>,
+) -> Result<(Vec<Arc<StoredEvent>>, u64, u64), ApiError> {
+    let Some(session) = session else {
+        let page = state.core.store.read_after_async(after, limit).await?;
+        let next = page.events.last().map(|e| e.seq).unwrap_or(after);
+        return Ok((page.events, next, page.head));
+    };
+    let mut cursor = after;
+    let mut out = Vec::new();
+    let mut scanned = 0;
+    loop {
+        let page = state
+            .core
+            .store
+            .read_after_async(cursor, STREAM_PAGE)
+            .await?;
+        let Some(last) = page.events.last().map(|e| e.seq) else {
+            return Ok((out, cursor, page.head));
+        };
+        for event in page.events {
+            scanned += 1;
+            if event.session.as_deref() == Some(session) {
+                out.push(event.clone());
+                if out.len() == limit {
+                    return Ok((out, event.seq, page.head));
+                }
+            }
+        }
+        cursor = last;
+        if scanned >= MAX_SCAN {
+            return Ok((out, cursor, page.head));
+        }
+    }
+}
+
+async fn events_for(
+    state: AppState,
+    query: EventsQuery,
+    session: Option<String>,
 ) -> Result<Response, ApiError> {
     let after = query
         .after
@@ -105,11 +178,14 @@ pub async fn events(
     // Subscribe first: an event published after the read below is then in the channel.
     let mut live = state.core.subscribe();
     let deadline = tokio::time::Instant::now() + wait;
+    let mut cursor = after;
     loop {
-        let page = state.core.store.read_after_async(after, limit).await?;
-        if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
-            return Ok(page_response(&page.events, after, page.head));
+        let (events, next, head) = read_filtered(&state, cursor, limit, session.as_deref()).await?;
+        if !events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+            return Ok(page_response(&events, next, head));
         }
+        // Nothing for this filter yet: wait from where the scan stopped.
+        cursor = next;
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => {}
             _ = state.shutdown.cancelled() => {}
@@ -123,7 +199,7 @@ pub async fn events(
 }
 
 /// Builds `{"events":[…],"next":N,"head":H}` from the stored lines without re-serializing them.
-fn page_response(events: &[Arc<StoredEvent>], after: u64, head: u64) -> Response {
+fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64) -> Response {
     let mut body =
         String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
     body.push_str("{\"events\":[");
@@ -133,7 +209,6 @@ fn page_response(events: &[Arc<StoredEvent>], after: u64, head: u64) -> Response
         }
         body.push_str(&event.json);
     }
-    let next = events.last().map(|event| event.seq).unwrap_or(after);
     body.push_str(&format!("],\"next\":{next},\"head\":{head}}}"));
     (
         [(
@@ -155,6 +230,27 @@ pub async fn events_stream(
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    stream_for(state, query, headers, None).await
+}
+
+/// `GET /api/sessions/{id}/events/stream`: SSE of one session, resumable like the global stream
+/// (`id:` is the global seq).
+pub async fn session_events_stream(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    known_session(&state, &id)?;
+    stream_for(state, query, headers, Some(id)).await
+}
+
+async fn stream_for(
+    state: AppState,
+    query: StreamQuery,
+    headers: HeaderMap,
+    session: Option<String>,
+) -> Result<Response, ApiError> {
     // A reconnecting EventSource sends Last-Event-ID; it wins over the URL's original `after`.
     let last_event_id = headers
         .get("last-event-id")
@@ -169,7 +265,7 @@ pub async fn events_stream(
     let live = state.core.subscribe();
     // Refuse an expired cursor up front, while a status code can still say so.
     state.core.store.read_after_async(after, 1).await?;
-    let stream = event_stream(state, live, after);
+    let stream = event_stream(state, live, after, session);
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response();
@@ -186,6 +282,14 @@ struct Cursor {
     last: u64,
     pending: VecDeque<Arc<StoredEvent>>,
     done: bool,
+    /// Only this session's events are sent; the cursor still advances over the others.
+    session: Option<String>,
+}
+
+impl Cursor {
+    fn wants(&self, event: &StoredEvent) -> bool {
+        self.session.is_none() || event.session == self.session
+    }
 }
 
 /// Live-only events carry no `id:`, so a reconnect resumes from the last stored event.
@@ -203,6 +307,7 @@ fn event_stream(
     state: AppState,
     live: broadcast::Receiver<Arc<StoredEvent>>,
     after: u64,
+    session: Option<String>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let cursor = Cursor {
         state,
@@ -210,6 +315,7 @@ fn event_stream(
         last: after,
         pending: VecDeque::new(),
         done: false,
+        session,
     };
     futures_util::stream::unfold(cursor, |mut cursor| async move {
         if cursor.done {
@@ -218,6 +324,9 @@ fn event_stream(
         loop {
             if let Some(event) = cursor.pending.pop_front() {
                 cursor.last = event.seq;
+                if !cursor.wants(&event) {
+                    continue;
+                }
                 return Some((Ok(sse_event(&event)), cursor));
             }
             if cursor.state.core.store.head() > cursor.last {
@@ -252,13 +361,16 @@ fn event_stream(
             match received {
                 // A live-only event belongs right after the stored event it follows.
                 Ok(event) if event.ephemeral => {
-                    if event.seq == cursor.last {
+                    if event.seq == cursor.last && cursor.wants(&event) {
                         return Some((Ok(ephemeral_sse_event(&event)), cursor));
                     }
                     continue;
                 }
                 Ok(event) if event.seq == cursor.last + 1 => {
                     cursor.last = event.seq;
+                    if !cursor.wants(&event) {
+                        continue;
+                    }
                     return Some((Ok(sse_event(&event)), cursor));
                 }
                 // Older than the cursor: already sent. Newer with a gap: the store has the gap.
