@@ -1,6 +1,7 @@
 //! The integration tests, one module per area of cohost.
 
 mod cli;
+mod codex_host;
 mod codex_smoke;
 mod durability;
 mod events_sse;

@@ -47,6 +47,8 @@ pub struct TestDaemon {
     stdout_lines: Arc<Mutex<Vec<String>>>,
     agent: ureq::Agent,
     runs: u32,
+    /// Extra environment for the daemon (e.g. CODEX_HOME for codex sessions).
+    env: Vec<(String, String)>,
 }
 
 impl TestDaemon {
@@ -57,6 +59,15 @@ impl TestDaemon {
 
     /// Like [`TestDaemon::start`], with any tmux socket (or none).
     pub fn start_with(tmux_socket: Option<&Path>, args: &[&str]) -> TestDaemon {
+        TestDaemon::start_with_env(tmux_socket, args, &[])
+    }
+
+    /// Like [`TestDaemon::start_with`], with extra environment variables for the daemon.
+    pub fn start_with_env(
+        tmux_socket: Option<&Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> TestDaemon {
         let home_dir = temp_dir("cohost-home-");
         let home = home_dir.path().join("home");
         let agent = ureq::Agent::config_builder()
@@ -75,6 +86,10 @@ impl TestDaemon {
             stdout_lines: Arc::new(Mutex::new(Vec::new())),
             agent,
             runs: 0,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         daemon.spawn();
         daemon
@@ -98,6 +113,9 @@ impl TestDaemon {
                 std::env::var("COHOST_TEST_LOG").unwrap_or_else(|_| "info".into()),
             )
             .env("NO_COLOR", "1");
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
         command
     }
 

@@ -163,3 +163,4 @@ pub fn assert_contiguous(seqs: &[u64], first: u64, last: u64) {
 }
 pub mod codex_home;
 pub mod mock_responses;
+pub mod codex_host;
