@@ -223,6 +223,13 @@ fn backend_key(budget: Option<&Budget>) -> String {
     }
 }
 
+/// The running turn named in codex's "expected active turn id `X` but found `Y`".
+fn running_turn_in(message: &str) -> Option<String> {
+    let after = message.split("but found").nth(1)?;
+    let id = after.trim().trim_matches('`').split('`').next()?.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
 fn text_input(text: &str) -> Value {
     json!([{ "type": "text", "text": text, "text_elements": [] }])
 }
@@ -361,9 +368,12 @@ impl CodexHost {
             });
         }
         let binding = self.inner.wait_bound(&live).await?;
-        let current = lock(&live.turn).current.clone();
+        let mut current = lock(&live.turn).current.clone();
         let mut outcome = None;
-        if let Some(turn_id) = current {
+        // At most two steers: the second with the turn codex says is running, when our view
+        // was behind (another client started a turn we had not processed yet).
+        for _ in 0..2 {
+            let Some(turn_id) = current.take() else { break };
             match binding
                 .backend
                 .rpc
@@ -383,7 +393,16 @@ impl CodexHost {
                 }
                 // The turn ended while we decided: start a new one instead.
                 Err(RpcError::Server { message, .. }) if message.contains("no active turn") => {
-                    lock(&live.turn).current = None;
+                    let mut turn = lock(&live.turn);
+                    if turn.current.as_deref() == Some(turn_id.as_str()) {
+                        turn.current = None;
+                    }
+                }
+                Err(RpcError::Server { message, .. }) if message.contains("but found") => {
+                    current = running_turn_in(&message);
+                    if current.is_none() {
+                        return Err(HostError::Codex(message));
+                    }
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -1473,4 +1492,17 @@ fn probe_writable(dir: &Path) -> bool {
     let ok = std::fs::write(&probe, b"ok").is_ok();
     let _ = std::fs::remove_file(&probe);
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn running_turn_is_read_from_the_steer_error() {
+        let message = "expected active turn id `bogus-turn` but found `01a2276c-3b0c`";
+        assert_eq!(
+            super::running_turn_in(message).as_deref(),
+            Some("01a2276c-3b0c")
+        );
+        assert_eq!(super::running_turn_in("no active turn to steer"), None);
+    }
 }
