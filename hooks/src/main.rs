@@ -1,0 +1,3 @@
+//! cohost-hook: the Claude Code hook command (being built).
+
+fn main() {}

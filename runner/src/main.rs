@@ -1,0 +1,3 @@
+//! cohost-runner: the in-pane launcher (being built).
+
+fn main() {}
