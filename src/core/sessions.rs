@@ -41,6 +41,9 @@ pub struct SessionRecord {
     pub last_agent_message: Option<String>,
     pub goal: Option<serde_json::Value>,
     pub approvals: BTreeMap<String, ApprovalRecord>,
+    /// The tmux pane of the session's terminal, when it has one.
+    #[serde(default)]
+    pub pane: Option<crate::protocol::SessionPane>,
     /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).
     seen: HashSet<String>,
     /// Inject outcomes by idempotency key.
@@ -78,6 +81,8 @@ impl SessionRecord {
             goal: self.goal.clone(),
             pending_approvals: self.pending_approvals().count(),
             forked_from: self.created.forked_from.clone(),
+            pane_id: self.pane.as_ref().map(|p| p.pane_id.clone()),
+            tmux_session: self.pane.as_ref().map(|p| p.tmux_session.clone()),
             created_at: self.created_at,
             updated_at: self.updated_at,
         }
@@ -160,6 +165,7 @@ impl Sessions {
                     last_agent_message: None,
                     goal: None,
                     approvals: BTreeMap::new(),
+                    pane: None,
                     seen: HashSet::new(),
                     sent: HashMap::new(),
                 },
@@ -184,6 +190,7 @@ impl Sessions {
                 record.state = status.state.clone();
                 record.state_message = status.message.clone();
             }
+            EventKind::SessionPane(pane) => record.pane = Some(pane.clone()),
             EventKind::SessionClosed(closed) => {
                 record.state = "closed".into();
                 record.state_message = Some(closed.reason.clone());

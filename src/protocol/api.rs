@@ -373,6 +373,11 @@ pub struct HostedSessionView {
     pub pending_approvals: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
+    /// The tmux pane of the session's terminal (claude sessions, co-driven codex sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pane_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_session: Option<String>,
     pub created_at: u64,
     pub updated_at: u64,
 }

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
-    MessageSent, SessionBound, SessionClosed, SessionCreated, SessionStatus, TurnCompleted,
-    TurnStarted, Usage,
+    MessageSent, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
+    TurnCompleted, TurnStarted, Usage,
 };
 
 /// One durable event.
@@ -70,6 +70,8 @@ pub enum EventKind {
     SessionStatus(SessionStatus),
     #[serde(rename = "session.closed")]
     SessionClosed(SessionClosed),
+    #[serde(rename = "session.pane")]
+    SessionPane(SessionPane),
     #[serde(rename = "turn.started")]
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
@@ -115,6 +117,7 @@ impl EventKind {
             EventKind::SessionBound(_) => "session.bound",
             EventKind::SessionStatus(_) => "session.status",
             EventKind::SessionClosed(_) => "session.closed",
+            EventKind::SessionPane(_) => "session.pane",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",
             EventKind::ItemStarted(_) => "item.started",

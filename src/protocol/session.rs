@@ -68,6 +68,16 @@ pub struct SessionBound {
     pub backend: String,
 }
 
+/// `session.pane`: the tmux pane a session's terminal runs in, and the process cohost started
+/// there. cohost only ever types into a pane whose id and process match this record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPane {
+    pub pane_id: String,
+    pub tmux_session: String,
+    pub runner_pid: u32,
+}
+
 /// `session.closed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

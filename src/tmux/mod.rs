@@ -41,6 +41,20 @@ pub struct TmuxSession {
     pub windows: u32,
 }
 
+/// A pane cohost opened: its id (`%N`) and the pid of the process it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneRef {
+    pub pane_id: String,
+    pub pid: u32,
+}
+
+fn parse_pane_ref(out: &str) -> Option<PaneRef> {
+    let mut fields = out.split_whitespace();
+    let pane_id = fields.next()?.to_string();
+    let pid = fields.next()?.parse().ok()?;
+    pane_id.starts_with('%').then_some(PaneRef { pane_id, pid })
+}
+
 /// The sessions of one tmux server at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionList {
@@ -112,6 +126,135 @@ impl Tmux {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// Runs `tmux ARGS` with `input` on its stdin (for `load-buffer -`).
+    pub async fn run_with_input(&self, args: &[&str], input: &[u8]) -> Result<String, TmuxError> {
+        use tokio::io::AsyncWriteExt;
+        let mut command = self.command();
+        command.args(args).stdin(Stdio::piped());
+        let mut child = command.spawn().map_err(TmuxError::Spawn)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input).await.map_err(TmuxError::Spawn)?;
+            drop(stdin);
+        }
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| TmuxError::Timeout {
+                args: args.join(" "),
+            })?
+            .map_err(TmuxError::Spawn)?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(TmuxError::Failed {
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            })
+        }
+    }
+
+    /// Opens a pane running `argv` (exec'd directly, no shell) in a new window of `session`,
+    /// creating the session when it does not exist. Returns the pane's id and process id.
+    pub async fn open_pane(
+        &self,
+        session: &str,
+        window_name: &str,
+        cwd: &Path,
+        env: &[(String, String)],
+        argv: &[String],
+    ) -> Result<PaneRef, TmuxError> {
+        let exists = self
+            .run(&["has-session", "-t", &format!("={session}")])
+            .await
+            .is_ok();
+        let cwd = cwd.to_string_lossy().into_owned();
+        let mut args: Vec<String> = if exists {
+            vec![
+                "new-window".into(),
+                "-d".into(),
+                "-t".into(),
+                format!("={session}:"),
+            ]
+        } else {
+            vec![
+                "new-session".into(),
+                "-d".into(),
+                "-s".into(),
+                session.into(),
+                "-x".into(),
+                "200".into(),
+                "-y".into(),
+                "50".into(),
+            ]
+        };
+        args.extend([
+            "-P".into(),
+            "-F".into(),
+            "#{pane_id} #{pane_pid}".into(),
+            "-n".into(),
+            window_name.into(),
+            "-c".into(),
+            cwd,
+        ]);
+        for (key, value) in env {
+            args.push("-e".into());
+            args.push(format!("{key}={value}"));
+        }
+        args.push("--".into());
+        args.extend(argv.iter().cloned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.run(&refs).await?;
+        // A detached session has no client to size it from; `default-size` keeps panes usable
+        // (`window-size manual` crashes tmux 3.3a without a client). Focus events keep the
+        // TUI's footer free of tmux hints.
+        let _ = self.run(&["set-option", "-s", "focus-events", "on"]).await;
+        parse_pane_ref(&out).ok_or_else(|| TmuxError::Failed {
+            args: "new-window -P".into(),
+            stderr: format!("unexpected answer `{}`", out.trim()),
+        })
+    }
+
+    /// The pid of the process a pane runs, or `None` when the pane is gone.
+    pub async fn pane_pid(&self, pane_id: &str) -> Option<u32> {
+        self.run(&["display-message", "-p", "-t", pane_id, "#{pane_pid}"])
+            .await
+            .ok()
+            .and_then(|out| out.trim().parse().ok())
+    }
+
+    /// The pane's visible text.
+    pub async fn capture(&self, pane_id: &str) -> Result<String, TmuxError> {
+        self.run(&["capture-pane", "-p", "-t", pane_id]).await
+    }
+
+    /// Pastes `text` into the pane as one bracketed paste (newlines do not submit).
+    pub async fn paste(&self, pane_id: &str, text: &str) -> Result<(), TmuxError> {
+        let buffer = format!("cohost-{}", pane_id.trim_start_matches('%'));
+        self.run_with_input(&["load-buffer", "-b", &buffer, "-"], text.as_bytes())
+            .await?;
+        self.run(&["paste-buffer", "-p", "-d", "-b", &buffer, "-t", pane_id])
+            .await?;
+        Ok(())
+    }
+
+    /// Sends tmux key names (`Enter`, `Escape`) to the pane, in one `send-keys`.
+    pub async fn send_keys(&self, pane_id: &str, keys: &[&str]) -> Result<(), TmuxError> {
+        let mut args = vec!["send-keys", "-t", pane_id];
+        args.extend_from_slice(keys);
+        self.run(&args).await.map(|_| ())
+    }
+
+    pub async fn kill_pane(&self, pane_id: &str) -> Result<(), TmuxError> {
+        self.run(&["kill-pane", "-t", pane_id]).await.map(|_| ())
+    }
+
+    /// The tmux session a pane belongs to.
+    pub async fn pane_session(&self, pane_id: &str) -> Option<String> {
+        self.run(&["display-message", "-p", "-t", pane_id, "#{session_name}"])
+            .await
+            .ok()
+            .map(|out| out.trim_end_matches('\n').to_string())
     }
 
     /// Installs cohost's hooks on the server under `index`, so they sit beside the user's own
