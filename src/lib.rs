@@ -10,6 +10,7 @@
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
+pub mod claude;
 pub mod cli;
 pub mod client;
 pub mod codex;
