@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::claude::host::{ClaudeConfig, ClaudeHost};
 use crate::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
@@ -90,6 +91,16 @@ pub async fn run(
         },
     );
     codex.restore();
+    let claude = ClaudeHost::new(
+        core.clone(),
+        Arc::clone(&sessions),
+        ClaudeConfig {
+            cohost_home: config.home.clone(),
+            url: format!("http://{local_addr}"),
+            token_file: config.home.join(TOKEN_FILE),
+        },
+    );
+    claude.restore();
 
     let cancel = CancellationToken::new();
     let tasks = tokio_util::task::TaskTracker::new();
@@ -97,6 +108,7 @@ pub async fn run(
         core: core.clone(),
         sessions: Arc::clone(&sessions),
         codex: codex.clone(),
+        claude: claude.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
@@ -141,6 +153,7 @@ pub async fn run(
     }
 
     codex.shutdown().await;
+    claude.shutdown();
     if let Err(error) = tmux.remove_hooks(hooks.index).await {
         tracing::warn!(%error, "failed to remove cohost's tmux hooks");
     }

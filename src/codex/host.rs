@@ -68,8 +68,15 @@ pub enum HostError {
     Closed(String),
     #[error("session `{0}` has no live thread yet; retry shortly")]
     NotReady(String),
+    /// A human has a half-typed draft in the session's input box; cohost does not type into it.
+    #[error("someone is typing in session `{0}`'s input box; not typing over their draft")]
+    HumanTyping(String),
     #[error("codex is not available: {0}")]
     CodexUnavailable(String),
+    #[error("claude is not available: {0}")]
+    ClaudeUnavailable(String),
+    #[error("claude failed: {0}")]
+    Claude(String),
     #[error("codex failed: {0}")]
     Codex(String),
     #[error("no approval `{0}` in this session")]

@@ -20,6 +20,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use crate::claude::host::ClaudeHost;
 use crate::codex::host::CodexHost;
 use crate::core::CoreHandle;
 use crate::tmux::SessionCache;
@@ -33,6 +34,7 @@ pub struct AppState {
     pub core: CoreHandle,
     pub sessions: Arc<SessionCache>,
     pub codex: CodexHost,
+    pub claude: ClaudeHost,
     pub token: Arc<str>,
     /// The address actually bound, used to recognise our own `Origin`.
     pub local_addr: SocketAddr,
@@ -76,6 +78,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/command", post(sessions::command))
+        .route("/api/sessions/{id}/relaunch", post(sessions::relaunch))
+        .route("/api/claude/permission", post(sessions::claude_permission))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
         .route("/set-status", post(routes::set_status))

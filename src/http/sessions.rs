@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
+use crate::claude::host::{CreateClaude, PERMISSION_MODES};
 use crate::codex::host::{APPROVAL_POLICIES, Capability, CreateParams, HostError, SANDBOXES};
-use crate::protocol::{Budget, HostedSessionView};
+use crate::protocol::{Budget, HostedSessionView, Runtime};
 
 impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
@@ -29,6 +30,15 @@ impl From<HostError> for ApiError {
                 message,
             ),
             HostError::Codex(_) => ApiError::new(StatusCode::BAD_GATEWAY, "codex_error", message),
+            HostError::ClaudeUnavailable(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "claude_unavailable",
+                message,
+            ),
+            HostError::Claude(_) => ApiError::new(StatusCode::BAD_GATEWAY, "claude_error", message),
+            HostError::HumanTyping(_) => {
+                ApiError::new(StatusCode::CONFLICT, "human_typing", message)
+            }
             HostError::UnknownApproval(_) => ApiError::not_found("approval_not_found", message),
             HostError::ApprovalResolved(_) => {
                 ApiError::new(StatusCode::CONFLICT, "approval_resolved", message)
@@ -100,20 +110,74 @@ pub struct CreateBody {
     idempotency_key: Option<String>,
     #[serde(default)]
     budget: Option<Budget>,
+    /// claude only: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
+    #[serde(default)]
+    permission_mode: Option<String>,
+    /// claude only: the tmux session to open the pane in (default `cohost`).
+    #[serde(default)]
+    tmux_session: Option<String>,
+}
+
+/// The runtime of an existing session.
+fn runtime_of(state: &AppState, id: &str) -> Result<Runtime, ApiError> {
+    state
+        .core
+        .read(|s| s.sessions.get(id).map(|r| r.created.runtime))
+        .ok_or_else(|| ApiError::not_found("session_not_found", format!("no session `{id}`")))
+}
+
+fn unsupported(what: &str, runtime: Runtime) -> Capability {
+    Capability::fail(
+        "unsupported",
+        format!("{what} is not supported for {} sessions", runtime.as_str()),
+    )
 }
 
 pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateBody>,
 ) -> Result<Response, ApiError> {
-    if body.runtime != "codex" {
+    let runtime = match body.runtime.as_str() {
+        "codex" => Runtime::Codex,
+        "claude" => Runtime::Claude,
+        other => {
+            return Err(ApiError::field(
+                "invalid_field",
+                "runtime",
+                format!("runtime `{other}` is not supported (supported: codex, claude)"),
+            ));
+        }
+    };
+    let only = |field: &'static str, present: bool, runtime_name: &str| {
+        if present {
+            Err(ApiError::field(
+                "invalid_field",
+                field,
+                format!("`{field}` applies to {runtime_name} sessions only"),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match runtime {
+        Runtime::Codex => {
+            only("permissionMode", body.permission_mode.is_some(), "claude")?;
+            only("tmuxSession", body.tmux_session.is_some(), "claude")?;
+        }
+        Runtime::Claude => {
+            only("approvalPolicy", body.approval_policy.is_some(), "codex")?;
+            only("sandbox", body.sandbox.is_some(), "codex")?;
+            only("budget", body.budget.is_some(), "codex")?;
+        }
+    }
+    check_choice("permissionMode", &body.permission_mode, &PERMISSION_MODES)?;
+    if let Some(name) = &body.tmux_session
+        && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
+    {
         return Err(ApiError::field(
             "invalid_field",
-            "runtime",
-            format!(
-                "runtime `{}` is not supported (supported: codex)",
-                body.runtime
-            ),
+            "tmuxSession",
+            "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
         ));
     }
     let cwd = std::path::PathBuf::from(&body.cwd);
@@ -143,23 +207,44 @@ pub async fn create(
             "`model` must be 1 to 256 bytes",
         ));
     }
-    let view = state
-        .codex
-        .create(CreateParams {
-            cwd,
-            model: body.model,
-            approval_policy: body.approval_policy,
-            sandbox: body.sandbox,
-            budget: body.budget,
-            idempotency_key: body.idempotency_key.clone(),
-        })
-        .await?;
+    let view = match runtime {
+        Runtime::Codex => {
+            state
+                .codex
+                .create(CreateParams {
+                    cwd,
+                    model: body.model,
+                    approval_policy: body.approval_policy,
+                    sandbox: body.sandbox,
+                    budget: body.budget,
+                    idempotency_key: body.idempotency_key.clone(),
+                })
+                .await?
+        }
+        Runtime::Claude => {
+            state
+                .claude
+                .create(CreateClaude {
+                    cwd,
+                    model: body.model,
+                    permission_mode: body.permission_mode,
+                    tmux_session: body.tmux_session,
+                    idempotency_key: body.idempotency_key.clone(),
+                    fork_of: None,
+                })
+                .await?
+        }
+    };
     let mut answer = json!({ "session": view });
     if let Some(prompt) = body.prompt.filter(|p| !p.trim().is_empty()) {
         // The prompt's idempotency derives from the creation key, so a retried create
         // does not send the prompt twice.
         let key = body.idempotency_key.map(|k| format!("create:{k}"));
-        match state.codex.inject(&view.id, &prompt, key).await {
+        let injected = match runtime {
+            Runtime::Codex => state.codex.inject(&view.id, &prompt, key).await,
+            Runtime::Claude => state.claude.inject(&view.id, &prompt, key).await,
+        };
+        match injected {
             Ok(outcome) => answer["inject"] = json!(outcome),
             Err(error) => {
                 answer["injectError"] = json!({ "code": inject_error(error).code, "message": "the prompt was not sent" })
@@ -184,7 +269,10 @@ pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    state.codex.close(&id).await?;
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => state.codex.close(&id).await?,
+        Runtime::Claude => state.claude.close(&id).await?,
+    }
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -209,11 +297,23 @@ pub async fn message(
             "`text` must not be empty",
         ));
     }
-    let outcome = state
-        .codex
-        .inject(&id, &body.text, body.idempotency_key)
-        .await
-        .map_err(inject_error)?;
+    let outcome = match runtime_of(&state, &id)
+        .map_err(|_| ApiError::not_found("not_live", format!("no session `{id}`")))?
+    {
+        Runtime::Codex => {
+            state
+                .codex
+                .inject(&id, &body.text, body.idempotency_key)
+                .await
+        }
+        Runtime::Claude => {
+            state
+                .claude
+                .inject(&id, &body.text, body.idempotency_key)
+                .await
+        }
+    }
+    .map_err(inject_error)?;
     Ok(Json(json!(outcome)))
 }
 
@@ -221,7 +321,10 @@ pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let interrupted = state.codex.interrupt(&id).await?;
+    let interrupted = match runtime_of(&state, &id)? {
+        Runtime::Codex => state.codex.interrupt(&id).await?,
+        Runtime::Claude => state.claude.interrupt(&id).await?,
+    };
     Ok(Json(json!({ "interrupted": interrupted })))
 }
 
@@ -265,14 +368,24 @@ pub async fn resolve_approval(
     Path((id, approval_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionBody>,
 ) -> Result<Json<Value>, ApiError> {
-    state
-        .codex
-        .resolve_approval(&id, &approval_id, &body.decision)
-        .await
-        .map_err(|error| match error {
-            HostError::Invalid(message) => ApiError::field("invalid_field", "decision", message),
-            other => ApiError::from(other),
-        })?;
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => {
+            state
+                .codex
+                .resolve_approval(&id, &approval_id, &body.decision)
+                .await
+        }
+        Runtime::Claude => {
+            state
+                .claude
+                .resolve_approval(&id, &approval_id, &body.decision)
+                .await
+        }
+    }
+    .map_err(|error| match error {
+        HostError::Invalid(message) => ApiError::field("invalid_field", "decision", message),
+        other => ApiError::from(other),
+    })?;
     Ok(Json(
         json!({ "ok": true, "approvalId": approval_id, "decision": body.decision }),
     ))
@@ -282,7 +395,10 @@ pub async fn goal_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.codex.goal_get(&id).await?))
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => Ok(Json(state.codex.goal_get(&id).await?)),
+        runtime => Ok(Json(unsupported("goals", runtime))),
+    }
 }
 
 #[derive(Deserialize)]
@@ -310,19 +426,25 @@ pub async fn goal_put(
             "give at least one of objective, status, tokenBudget",
         ));
     }
-    Ok(Json(
-        state
-            .codex
-            .goal_set(&id, body.objective, body.status, body.token_budget)
-            .await?,
-    ))
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => Ok(Json(
+            state
+                .codex
+                .goal_set(&id, body.objective, body.status, body.token_budget)
+                .await?,
+        )),
+        runtime => Ok(Json(unsupported("goals", runtime))),
+    }
 }
 
 pub async fn goal_delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.codex.goal_clear(&id).await?))
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => Ok(Json(state.codex.goal_clear(&id).await?)),
+        runtime => Ok(Json(unsupported("goals", runtime))),
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -350,6 +472,21 @@ pub async fn fork(
             "the body must be JSON with `Content-Type: application/json`",
         ));
     };
+    if runtime_of(&state, &id)? == Runtime::Claude {
+        if body.after_turn_id.is_some() {
+            return Err(ApiError::field(
+                "invalid_field",
+                "afterTurnId",
+                "claude forks the whole conversation; `afterTurnId` is codex only",
+            ));
+        }
+        let view = state.claude.fork(&id).await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(json!(Capability::ok(json!({ "session": view })))),
+        )
+            .into_response());
+    }
     Ok(match state.codex.fork(&id, body.after_turn_id).await? {
         Ok(view) => (
             StatusCode::CREATED,
@@ -393,7 +530,15 @@ pub async fn command(
     let text = body.text.trim();
     let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
     let rest = rest.trim();
+    let runtime = runtime_of(&state, &id)?;
     let capability = match name {
+        "/goal" | "/models" if runtime == Runtime::Claude => unsupported(name, runtime),
+        "/fork" if runtime == Runtime::Claude => {
+            Capability::ok(json!({ "session": state.claude.fork(&id).await? }))
+        }
+        "/interrupt" if runtime == Runtime::Claude => {
+            Capability::ok(json!({ "interrupted": state.claude.interrupt(&id).await? }))
+        }
         "/goal" if rest.is_empty() => state.codex.goal_get(&id).await?,
         "/goal" if rest == "clear" => state.codex.goal_clear(&id).await?,
         "/goal" => {
@@ -423,4 +568,52 @@ pub async fn command(
 
 pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
     Json(json!(state.codex.doctor().await))
+}
+
+/// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.
+pub async fn relaunch(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    match runtime_of(&state, &id)? {
+        Runtime::Claude => {
+            state.claude.relaunch(&id).await?;
+            Ok(Json(json!({ "ok": true })))
+        }
+        runtime => Err(ApiError::bad_request(
+            "unsupported",
+            format!(
+                "relaunch is for sessions with a terminal; {} has none",
+                runtime.as_str()
+            ),
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionBody {
+    session_id: String,
+    request_id: String,
+    payload: Value,
+}
+
+/// `POST /api/claude/permission`: the `cohost-hook` of a `PermissionRequest` asks for a decision
+/// and waits for it (up to the permission timeout; then it answers `ask`).
+pub async fn claude_permission(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<PermissionBody>,
+) -> Result<Json<Value>, ApiError> {
+    if body.request_id.is_empty() || body.request_id.len() > 128 {
+        return Err(ApiError::field(
+            "invalid_field",
+            "requestId",
+            "`requestId` must be 1 to 128 bytes",
+        ));
+    }
+    let answer = state
+        .claude
+        .permission_request(&body.session_id, &body.request_id, body.payload)
+        .await?;
+    Ok(Json(answer))
 }

@@ -1,0 +1,1211 @@
+//! The claude host: the real `claude` TUI in a tmux pane cohost owns, observed through hooks, its
+//! transcript and its session file, and driven by typing.
+//!
+//! Each session has a directory under `$COHOST_HOME/claude/<id>/` with `launch.json` (what
+//! `cohost-runner` starts), `settings.json` (the hooks), `hooks.jsonl` (appended by
+//! `cohost-hook`), `runner.jsonl` (the runner's lifecycle) and `checkpoints/` (tail offsets).
+//! One task per session tails the three files, feeds them to the [`Normalizer`] and is the only
+//! producer of the session's events. Injects are serialized per session, only go into the pane
+//! this session launched (pane id and runner pid must match), never into a human's draft, and are
+//! reported `started` only once Claude confirms the prompt (`UserPromptSubmit`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::normalize::{self, Normalizer, Output};
+use super::screen;
+use super::tail::{self, Checkpoint, TailItem};
+use crate::codex::host::{HostError, InjectOutcome};
+use crate::core::{CoreError, CoreHandle, now_ms};
+use crate::protocol::{
+    AgentStatus, AgentUpdate, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness,
+    MessageSent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
+};
+use crate::tmux::{SessionCache, Tmux};
+
+/// How long a permission request waits for a decision before Claude shows its own prompt.
+pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long an inject waits for the TUI to be ready (a new session starts in about a second).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long Claude gets to confirm a pasted prompt before Enter is sent once more.
+const SUBMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the TUI's session file and pending turn ends are checked.
+const TICK: Duration = Duration::from_millis(200);
+/// Lines queued between a tailer and the session task.
+const TAIL_CHANNEL: usize = 1024;
+/// The tmux session cohost opens claude panes in, unless the request names one.
+pub const DEFAULT_TMUX_SESSION: &str = "cohost";
+
+/// Variables passed from the daemon's environment to claude (in the pane, tmux's own
+/// environment would apply otherwise).
+const FORWARDED_ENV: [&str; 8] = [
+    "HOME", "PATH", "LANG", "LC_ALL", "USER", "SHELL", "TMPDIR", "LOGNAME",
+];
+const FORWARDED_PREFIXES: [&str; 5] = [
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "DISABLE_",
+    "IS_SANDBOX",
+    "NO_PROXY",
+];
+
+/// The hook events cohost registers (MessageDisplay is left out: it is synchronous and slows
+/// streaming). Matchers follow the reference: `*` for tool events.
+const HOOK_EVENTS: [(&str, &str); 16] = [
+    ("SessionStart", ""),
+    ("SessionEnd", ""),
+    ("UserPromptSubmit", ""),
+    ("PreToolUse", "*"),
+    ("PostToolUse", "*"),
+    ("PostToolUseFailure", "*"),
+    ("PostToolBatch", ""),
+    ("PermissionRequest", "*"),
+    ("Notification", ""),
+    ("Stop", ""),
+    ("StopFailure", ""),
+    ("SubagentStart", ""),
+    ("SubagentStop", ""),
+    ("PreCompact", ""),
+    ("PostCompact", ""),
+    ("CwdChanged", ""),
+];
+
+#[derive(Debug, Clone)]
+pub struct ClaudeConfig {
+    pub cohost_home: PathBuf,
+    /// The daemon's own URL, for the permission hook.
+    pub url: String,
+    pub token_file: PathBuf,
+}
+
+/// `POST /api/sessions` for `runtime: "claude"`, validated.
+#[derive(Debug, Clone, Default)]
+pub struct CreateClaude {
+    pub cwd: PathBuf,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub tmux_session: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// `--resume <claude session id>` with `--fork-session`: start as a fork of that conversation.
+    pub fork_of: Option<(String, String)>,
+}
+
+pub const PERMISSION_MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
+
+#[derive(Clone)]
+pub struct ClaudeHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    core: CoreHandle,
+    tmux: Arc<SessionCache>,
+    config: ClaudeConfig,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    /// Permission requests waiting for a decision, by approval id.
+    permissions: Mutex<HashMap<String, (String, oneshot::Sender<String>)>>,
+    create_lock: tokio::sync::Mutex<()>,
+    cancel: CancellationToken,
+}
+
+struct Live {
+    session_id: String,
+    dir: PathBuf,
+    home: Option<PathBuf>,
+    inject: tokio::sync::Mutex<()>,
+    /// `(turn id, text)` of each prompt Claude confirmed.
+    submitted: broadcast::Sender<(String, String)>,
+    /// The TUI's session-file status: `idle`, `busy`, `waiting`, …
+    status: watch::Sender<String>,
+    /// Whether the SessionStart hook has been seen since the last launch.
+    started: watch::Sender<bool>,
+    claude_pid: Mutex<Option<u32>>,
+    commands: mpsc::Sender<Command>,
+    cancel: CancellationToken,
+}
+
+enum Command {
+    ExpectInjected(String),
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    format!(
+        "cs_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// Finds a helper binary next to the daemon's own executable, else on PATH.
+fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(env_override).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let candidate = dir.join(name);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        // Integration tests run from target/debug/deps.
+        if let Some(parent) = dir.parent() {
+            let candidate = parent.join(name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    which(name).ok_or_else(|| {
+        format!("{name} was not found next to cohost or on PATH (build the workspace, or set {env_override})")
+    })
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `COHOST_CLAUDE_BIN`, else `claude` on PATH.
+pub fn find_claude() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("COHOST_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "COHOST_CLAUDE_BIN={} does not exist",
+                path.display()
+            ))
+        };
+    }
+    which("claude").ok_or_else(|| {
+        "claude not found: set COHOST_CLAUDE_BIN or put `claude` on PATH".to_string()
+    })
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The `--settings` JSON registering `cohost-hook` for every event cohost follows.
+pub fn hook_settings(hook_bin: &Path) -> Value {
+    let mut hooks = serde_json::Map::new();
+    for (event, matcher) in HOOK_EVENTS {
+        let timeout = if event == "PermissionRequest" {
+            PERMISSION_TIMEOUT.as_secs() + 30
+        } else {
+            10
+        };
+        hooks.insert(
+            event.to_string(),
+            json!([{ "matcher": matcher, "hooks": [{ "type": "command", "command": format!("{} {event}", hook_bin.display()), "timeout": timeout }] }]),
+        );
+    }
+    json!({ "hooks": hooks })
+}
+
+impl ClaudeHost {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, config: ClaudeConfig) -> Self {
+        ClaudeHost {
+            inner: Arc::new(Inner {
+                core,
+                tmux,
+                config,
+                live: Mutex::new(HashMap::new()),
+                permissions: Mutex::new(HashMap::new()),
+                create_lock: tokio::sync::Mutex::new(()),
+                cancel: CancellationToken::new(),
+            }),
+        }
+    }
+
+    fn tmux(&self) -> &Tmux {
+        self.inner.tmux.tmux()
+    }
+
+    /// Starts the claude TUI in a new pane and follows it.
+    pub async fn create(&self, params: CreateClaude) -> Result<HostedSessionView, HostError> {
+        let claude = find_claude().map_err(HostError::ClaudeUnavailable)?;
+        let hook_bin = sibling_binary("cohost-hook", "COHOST_HOOK_BIN")
+            .map_err(HostError::ClaudeUnavailable)?;
+        let runner_bin = sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
+            .map_err(HostError::ClaudeUnavailable)?;
+        let _guard = self.inner.create_lock.lock().await;
+        if let Some(key) = &params.idempotency_key
+            && let Some(view) = self
+                .inner
+                .core
+                .read(|state| state.sessions.by_creation_key(key).map(|s| s.view()))
+        {
+            return Ok(view);
+        }
+        let session_id = new_session_id();
+        let dir = self
+            .inner
+            .config
+            .cohost_home
+            .join("claude")
+            .join(&session_id);
+        std::fs::create_dir_all(dir.join("checkpoints"))
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let settings = dir.join("settings.json");
+        write_private(&settings, hook_settings(&hook_bin).to_string().as_bytes())
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        let mut argv = vec![
+            claude.to_string_lossy().into_owned(),
+            "--settings".to_string(),
+            settings.to_string_lossy().into_owned(),
+        ];
+        if let Some(model) = &params.model {
+            argv.extend(["--model".to_string(), model.clone()]);
+        }
+        if let Some(mode) = &params.permission_mode {
+            argv.extend(["--permission-mode".to_string(), mode.clone()]);
+        }
+        if let Some((claude_session, _)) = &params.fork_of {
+            argv.extend([
+                "--resume".to_string(),
+                claude_session.clone(),
+                "--fork-session".to_string(),
+            ]);
+        }
+        let cwd = params.cwd.clone();
+        self.write_launch(&session_id, &dir, &argv, &cwd)?;
+        let created = SessionCreated {
+            runtime: Runtime::Claude,
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: params.model.clone(),
+            approval_policy: params.permission_mode.clone(),
+            sandbox: None,
+            budget: None,
+            forked_from: params
+                .fork_of
+                .as_ref()
+                .map(|(_, parent)| crate::protocol::ForkOrigin {
+                    session_id: parent.clone(),
+                    after_turn_id: None,
+                }),
+            idempotency_key: params.idempotency_key.clone(),
+        };
+        self.inner
+            .core
+            .append(Some(session_id.clone()), EventKind::SessionCreated(created))
+            .await?;
+        drop(_guard);
+        let tmux_session = params
+            .tmux_session
+            .clone()
+            .unwrap_or_else(|| DEFAULT_TMUX_SESSION.to_string());
+        let pane = self
+            .tmux()
+            .open_pane(
+                &tmux_session,
+                &session_id,
+                &cwd,
+                &[],
+                &[
+                    runner_bin.to_string_lossy().into_owned(),
+                    dir.to_string_lossy().into_owned(),
+                ],
+            )
+            .await
+            .map_err(|e| HostError::Claude(format!("could not open a tmux pane: {e}")))?;
+        self.inner.tmux.refresh().await;
+        self.inner
+            .core
+            .append(
+                Some(session_id.clone()),
+                EventKind::SessionPane(SessionPane {
+                    pane_id: pane.pane_id.clone(),
+                    tmux_session,
+                    runner_pid: pane.pid,
+                }),
+            )
+            .await?;
+        let live = self.inner.start_following(&session_id, dir, false);
+        // Ready once Claude's SessionStart hook has run.
+        let mut started = live.started.subscribe();
+        let _ = tokio::time::timeout(READY_TIMEOUT, started.wait_for(|s| *s)).await;
+        self.view(&session_id)
+    }
+
+    fn write_launch(
+        &self,
+        session_id: &str,
+        dir: &Path,
+        argv: &[String],
+        cwd: &Path,
+    ) -> Result<(), HostError> {
+        let mut env = serde_json::Map::new();
+        for (key, value) in std::env::vars() {
+            if FORWARDED_ENV.contains(&key.as_str())
+                || FORWARDED_PREFIXES.iter().any(|p| key.starts_with(p))
+            {
+                env.insert(key, json!(value));
+            }
+        }
+        env.insert("COHOST_SESSION_DIR".into(), json!(dir));
+        env.insert("COHOST_SESSION_ID".into(), json!(session_id));
+        env.insert("COHOST_URL".into(), json!(self.inner.config.url));
+        env.insert(
+            "COHOST_TOKEN_FILE".into(),
+            json!(self.inner.config.token_file),
+        );
+        env.insert(
+            "COHOST_PERMISSION_TIMEOUT_SECS".into(),
+            json!(PERMISSION_TIMEOUT.as_secs().to_string()),
+        );
+        let home = std::env::var("HOME").ok();
+        let launch = json!({
+            "argv": argv,
+            "cwd": cwd,
+            "env": env,
+            "seedClaude": home.map(|home| json!({
+                "home": home,
+                "apiKey": std::env::var("ANTHROPIC_API_KEY").ok(),
+                "trustDirs": [cwd],
+            })),
+        });
+        write_private(&dir.join("launch.json"), launch.to_string().as_bytes())
+            .map_err(|e| HostError::Claude(format!("could not write launch.json: {e}")))
+    }
+
+    pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
+        self.inner
+            .core
+            .read(|state| state.sessions.get(session_id).map(|s| s.view()))
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
+    }
+
+    /// Re-attaches to every open claude session after a daemon restart: the panes kept running
+    /// under tmux, and the tails resume from their checkpoints.
+    pub fn restore(&self) {
+        let sessions: Vec<String> = self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Claude && !s.is_closed())
+                .map(|s| s.id.clone())
+                .collect()
+        });
+        for session_id in sessions {
+            let dir = self
+                .inner
+                .config
+                .cohost_home
+                .join("claude")
+                .join(&session_id);
+            self.inner.start_following(&session_id, dir, true);
+        }
+    }
+
+    fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
+        let record = self.inner.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.is_closed(), s.created.runtime))
+        });
+        match record {
+            None => Err(HostError::UnknownSession(session_id.to_string())),
+            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
+            Some((false, Runtime::Claude)) => lock(&self.inner.live)
+                .get(session_id)
+                .cloned()
+                .ok_or_else(|| HostError::NotReady(session_id.to_string())),
+            Some((false, _)) => Err(HostError::Invalid(format!(
+                "session `{session_id}` is not a claude session"
+            ))),
+        }
+    }
+
+    /// The session's pane, verified: it must still run the runner cohost started there.
+    async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
+        let pane = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
+            .ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
+        match self.tmux().pane_pid(&pane.pane_id).await {
+            Some(pid) if pid == pane.runner_pid => Ok(pane.pane_id),
+            Some(pid) => Err(HostError::Invalid(format!(
+                "pane {} now runs pid {pid}, not the runner cohost started ({}); refusing to type into it",
+                pane.pane_id, pane.runner_pid
+            ))),
+            None => Err(HostError::Closed(session_id.to_string())),
+        }
+    }
+
+    /// Types a prompt into the TUI: bracketed paste, Enter, then waits for Claude to confirm.
+    pub async fn inject(
+        &self,
+        session_id: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if text.trim().is_empty() {
+            return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        let live = self.live_session(session_id)?;
+        let _serialized = live.inject.lock().await;
+        if let Some(key) = &key
+            && let Some(sent) = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .and_then(|s| s.sent(key).cloned())
+            })
+        {
+            return Ok(InjectOutcome {
+                outcome: sent.outcome,
+                turn_id: sent.turn_id,
+                duplicate: true,
+            });
+        }
+        let pane = self.verified_pane(session_id).await?;
+        let mut started = live.started.subscribe();
+        if tokio::time::timeout(READY_TIMEOUT, started.wait_for(|s| *s))
+            .await
+            .is_err()
+        {
+            return Err(HostError::NotReady(session_id.to_string()));
+        }
+        // Wait until the box is usable: no dialog, and not a human's draft.
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        let busy = loop {
+            let capture = self
+                .tmux()
+                .capture(&pane)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))?;
+            let screen = screen::analyze(&capture);
+            let status = live.status.borrow().clone();
+            if screen.has_draft() {
+                return Err(HostError::HumanTyping(session_id.to_string()));
+            }
+            if !screen.dialog && screen.input.is_some() {
+                let busy = screen.busy || status == "busy";
+                if busy || screen.ready() {
+                    break busy;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::NotReady(session_id.to_string()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let _ = live
+            .commands
+            .send(Command::ExpectInjected(text.to_string()))
+            .await;
+        let mut submitted = live.submitted.subscribe();
+        let tmux = self.tmux();
+        tmux.paste(&pane, text)
+            .await
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        // Give the TUI a moment to take the paste before Enter (a burst can swallow it).
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        tmux.send_keys(&pane, &["Enter"])
+            .await
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        let outcome = if busy {
+            // Claude queues a prompt sent during a turn; it is confirmed when the turn ends.
+            let capture = tmux
+                .capture(&pane)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))?;
+            let screen = screen::analyze(&capture);
+            if screen.has_draft() {
+                return Err(HostError::Claude(
+                    "the prompt stayed in the input box; it was not queued".into(),
+                ));
+            }
+            let turn = self
+                .inner
+                .core
+                .read(|state| {
+                    state
+                        .sessions
+                        .get(session_id)
+                        .and_then(|s| s.active_turn.clone())
+                })
+                .unwrap_or_default();
+            ("queued", turn)
+        } else {
+            let mut turn = wait_submitted(&mut submitted, text, SUBMIT_TIMEOUT).await;
+            if turn.is_none() {
+                // Still in the box? Enter once more, never twice.
+                let capture = tmux
+                    .capture(&pane)
+                    .await
+                    .map_err(|e| HostError::Claude(e.to_string()))?;
+                if screen::analyze(&capture).has_draft() {
+                    tmux.send_keys(&pane, &["Enter"])
+                        .await
+                        .map_err(|e| HostError::Claude(e.to_string()))?;
+                }
+                turn = wait_submitted(&mut submitted, text, SUBMIT_TIMEOUT).await;
+            }
+            match turn {
+                Some(turn_id) => ("started", turn_id),
+                None => {
+                    // Take our text back out of the box rather than leave it for someone to send.
+                    let capture = tmux
+                        .capture(&pane)
+                        .await
+                        .map_err(|e| HostError::Claude(e.to_string()))?;
+                    if screen::analyze(&capture).has_draft() {
+                        let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                    }
+                    return Err(HostError::Claude("claude did not accept the prompt".into()));
+                }
+            }
+        };
+        let sent = MessageSent {
+            outcome: outcome.0.to_string(),
+            turn_id: outcome.1.clone(),
+            idempotency_key: key,
+        };
+        self.inner
+            .core
+            .append(Some(session_id.to_string()), EventKind::MessageSent(sent))
+            .await?;
+        Ok(InjectOutcome {
+            outcome: outcome.0.to_string(),
+            turn_id: outcome.1,
+            duplicate: false,
+        })
+    }
+
+    /// One Escape while a turn runs; `Ok(false)` when Claude is idle.
+    pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
+        let live = self.live_session(session_id)?;
+        let pane = self.verified_pane(session_id).await?;
+        let turn_open = self
+            .inner
+            .core
+            .read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .and_then(|s| s.active_turn.clone())
+            })
+            .is_some();
+        let busy = live.status.borrow().as_str() == "busy";
+        if !turn_open && !busy {
+            return Ok(false);
+        }
+        // Never a blind double Escape: on an empty box it opens the rewind dialog.
+        self.tmux()
+            .send_keys(&pane, &["Escape"])
+            .await
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        let mut status = live.status.subscribe();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), status.wait_for(|s| s != "busy")).await;
+        // Interrupted before the first token, Claude puts the prompt back in the box.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(capture) = self.tmux().capture(&pane).await
+            && screen::analyze(&capture).has_draft()
+        {
+            let _ = self.tmux().send_keys(&pane, &["Escape", "Escape"]).await;
+        }
+        Ok(true)
+    }
+
+    /// The permission hook's request: waits for a decision from any surface.
+    pub async fn permission_request(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        payload: Value,
+    ) -> Result<Value, HostError> {
+        let live = self.live_session(session_id)?;
+        let claude_session = payload
+            .get("session_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let approval_id = normalize::approval_id(&claude_session, request_id);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.permissions).insert(approval_id.clone(), (session_id.to_string(), tx));
+        // The hook line may not have been tailed yet: store the request now (deduplicated).
+        let line = json!({ "receivedAt": now_ms(), "event": "PermissionRequest", "requestId": request_id, "payload": payload });
+        let mut normalizer = Normalizer::resume(Some(claude_session.clone()), None, None);
+        for output in normalizer.hook(&line, now_ms()) {
+            if let Output::Store(kind @ EventKind::ApprovalRequested(_)) = output {
+                self.inner.store(session_id, kind).await;
+            }
+        }
+        let _ = &live;
+        let decision = tokio::select! {
+            decision = rx => decision.ok(),
+            _ = tokio::time::sleep(PERMISSION_TIMEOUT) => None,
+            _ = self.inner.cancel.cancelled() => None,
+        };
+        lock(&self.inner.permissions).remove(&approval_id);
+        Ok(match decision.as_deref() {
+            Some("accept") | Some("acceptForSession") => json!({ "behavior": "allow" }),
+            Some("decline") => {
+                json!({ "behavior": "deny", "message": "Denied through cohost.", "interrupt": false })
+            }
+            Some("cancel") => {
+                json!({ "behavior": "deny", "message": "Cancelled through cohost.", "interrupt": true })
+            }
+            _ => {
+                self.inner
+                    .store(
+                        session_id,
+                        EventKind::ApprovalResolved(ApprovalResolved {
+                            approval_id,
+                            decision: None,
+                            by: "runtime".into(),
+                        }),
+                    )
+                    .await;
+                json!({ "behavior": "ask" })
+            }
+        })
+    }
+
+    pub async fn resolve_approval(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+        decision: &str,
+    ) -> Result<(), HostError> {
+        if !normalize::DECISIONS.contains(&decision) {
+            return Err(HostError::Invalid(format!(
+                "decision must be one of {}, got `{decision}`",
+                normalize::DECISIONS.join(", ")
+            )));
+        }
+        self.live_session(session_id)?;
+        let pending = {
+            let mut permissions = lock(&self.inner.permissions);
+            match permissions.get(approval_id) {
+                Some((owner, _)) if owner == session_id => permissions.remove(approval_id),
+                _ => None,
+            }
+        };
+        let Some((_, tx)) = pending else {
+            let known = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .and_then(|s| s.approvals.get(approval_id))
+                    .map(|a| a.resolved.is_some())
+            });
+            return Err(match known {
+                Some(_) => HostError::ApprovalResolved(approval_id.to_string()),
+                None => HostError::UnknownApproval(approval_id.to_string()),
+            });
+        };
+        if tx.send(decision.to_string()).is_err() {
+            return Err(HostError::ApprovalResolved(approval_id.to_string()));
+        }
+        self.inner
+            .store(
+                session_id,
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval_id.to_string(),
+                    decision: Some(decision.to_string()),
+                    by: "api".into(),
+                }),
+            )
+            .await;
+        Ok(())
+    }
+
+    /// Relaunches the TUI on the same conversation (`--resume <claude session id>`), after it
+    /// exited or by making it exit.
+    pub async fn relaunch(&self, session_id: &str) -> Result<(), HostError> {
+        let live = self.live_session(session_id)?;
+        let (claude_session, cwd, pane) = self
+            .inner
+            .core
+            .read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .map(|s| (s.thread_id.clone(), s.created.cwd.clone(), s.pane.clone()))
+            })
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))?;
+        let claude_session =
+            claude_session.ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
+        let pane = pane.ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
+        let launch: Value = std::fs::read(live.dir.join("launch.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| HostError::Claude("launch.json is missing".into()))?;
+        let mut argv: Vec<String> = launch["argv"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Drop an earlier --resume/--fork-session, then resume this conversation.
+        let mut cleaned = Vec::new();
+        let mut skip = false;
+        for arg in argv.drain(..) {
+            if skip {
+                skip = false;
+                continue;
+            }
+            match arg.as_str() {
+                "--resume" => skip = true,
+                "--fork-session" => {}
+                _ => cleaned.push(arg),
+            }
+        }
+        cleaned.extend(["--resume".to_string(), claude_session]);
+        self.write_launch(session_id, &live.dir, &cleaned, Path::new(&cwd))?;
+        live.started.send_replace(false);
+        // SIGUSR1 asks the runner to launch again (right away if the TUI already exited).
+        send_signal(pane.runner_pid, libc_sigusr1());
+        if let Some(pid) = *lock(&live.claude_pid) {
+            send_signal(pid, libc_sigterm());
+        }
+        Ok(())
+    }
+
+    /// Forks the conversation into a new session (`--resume <id> --fork-session`).
+    pub async fn fork(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
+        let record = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).cloned())
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))?;
+        let claude_session = record
+            .thread_id
+            .clone()
+            .ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
+        self.create(CreateClaude {
+            cwd: PathBuf::from(&record.created.cwd),
+            model: record.created.model.clone(),
+            permission_mode: record.created.approval_policy.clone(),
+            tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
+            idempotency_key: None,
+            fork_of: Some((claude_session, session_id.to_string())),
+        })
+        .await
+    }
+
+    /// Stops the session: the runner and the TUI go, the pane closes, `session.closed` is logged.
+    pub async fn close(&self, session_id: &str) -> Result<(), HostError> {
+        let live = self.live_session(session_id)?;
+        if let Some(pane) = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
+            && self.tmux().pane_pid(&pane.pane_id).await == Some(pane.runner_pid)
+        {
+            let _ = self.tmux().kill_pane(&pane.pane_id).await;
+        }
+        live.cancel.cancel();
+        lock(&self.inner.live).remove(session_id);
+        self.inner
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: "closed through the API".into(),
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub fn shutdown(&self) {
+        self.inner.cancel.cancel();
+    }
+}
+
+fn libc_sigusr1() -> i32 {
+    libc::SIGUSR1
+}
+
+fn libc_sigterm() -> i32 {
+    libc::SIGTERM
+}
+
+/// Sends a signal with `kill(1)`-like semantics through a child `kill` process, so the daemon
+/// needs no unsafe code.
+fn send_signal(pid: u32, signal: i32) {
+    let _ = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+async fn wait_submitted(
+    rx: &mut broadcast::Receiver<(String, String)>,
+    text: &str,
+    timeout: Duration,
+) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok((turn_id, submitted))) if submitted.trim() == text.trim() => {
+                return Some(turn_id);
+            }
+            Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => continue,
+            _ => return None,
+        }
+    }
+}
+
+impl Inner {
+    async fn store(&self, session_id: &str, kind: EventKind) {
+        match self.core.append(Some(session_id.to_string()), kind).await {
+            Ok(_) | Err(CoreError::Duplicate) => {}
+            Err(error) => {
+                tracing::error!(session = session_id, %error, "could not store a claude event")
+            }
+        }
+    }
+
+    fn start_following(
+        self: &Arc<Self>,
+        session_id: &str,
+        dir: PathBuf,
+        restored: bool,
+    ) -> Arc<Live> {
+        let (commands, command_rx) = mpsc::channel(16);
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let live = Arc::new(Live {
+            session_id: session_id.to_string(),
+            dir,
+            home,
+            inject: tokio::sync::Mutex::new(()),
+            submitted: broadcast::channel(64).0,
+            status: watch::channel(String::new()).0,
+            started: watch::channel(restored).0,
+            claude_pid: Mutex::new(None),
+            commands,
+            cancel: self.cancel.child_token(),
+        });
+        lock(&self.live).insert(session_id.to_string(), Arc::clone(&live));
+        let inner = Arc::clone(self);
+        let task_live = Arc::clone(&live);
+        tokio::spawn(async move { inner.follow(task_live, command_rx).await });
+        live
+    }
+
+    /// The session task: tails hooks, runner and transcript, and forwards what they mean.
+    async fn follow(self: Arc<Self>, live: Arc<Live>, mut commands: mpsc::Receiver<Command>) {
+        let session_id = live.session_id.clone();
+        let checkpoints = live.dir.join("checkpoints");
+        let (record_thread, record_turn) = self.core.read(|state| {
+            state
+                .sessions
+                .get(&session_id)
+                .map(|s| (s.thread_id.clone(), s.active_turn.clone()))
+                .unwrap_or((None, None))
+        });
+        let transcript_checkpoint = tail::load_checkpoint(&checkpoints.join("transcript.json"))
+            .await
+            .ok()
+            .flatten();
+        let mut normalizer = Normalizer::resume(
+            record_thread,
+            transcript_checkpoint
+                .as_ref()
+                .map(|c| c.path.to_string_lossy().into_owned()),
+            record_turn,
+        );
+        let (hooks_tx, mut hooks_rx) = mpsc::channel(TAIL_CHANNEL);
+        let (runner_tx, mut runner_rx) = mpsc::channel(TAIL_CHANNEL);
+        let (transcript_tx, mut transcript_rx) =
+            mpsc::channel::<(TailItem, Checkpoint)>(TAIL_CHANNEL);
+        let cancel = live.cancel.clone();
+        tail::spawn_tail(
+            live.dir.join("hooks.jsonl"),
+            tail::load_checkpoint(&checkpoints.join("hooks.json"))
+                .await
+                .ok()
+                .flatten(),
+            hooks_tx,
+            cancel.child_token(),
+        );
+        tail::spawn_tail(
+            live.dir.join("runner.jsonl"),
+            tail::load_checkpoint(&checkpoints.join("runner.json"))
+                .await
+                .ok()
+                .flatten(),
+            runner_tx,
+            cancel.child_token(),
+        );
+        let mut transcript_cancel = cancel.child_token();
+        if let Some(checkpoint) = transcript_checkpoint {
+            tail::spawn_tail(
+                checkpoint.path.clone(),
+                Some(checkpoint),
+                transcript_tx.clone(),
+                transcript_cancel.clone(),
+            );
+        }
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            // Each input yields outputs and, for a tailed line, the checkpoint to save once
+            // they are stored.
+            let (outputs, checkpoint) = tokio::select! {
+                _ = cancel.cancelled() => break,
+                Some(command) = commands.recv() => {
+                    match command {
+                        Command::ExpectInjected(text) => normalizer.expect_injected(&text),
+                    }
+                    (Vec::new(), None)
+                }
+                Some((item, checkpoint)) = hooks_rx.recv() => {
+                    let outputs = match item {
+                        TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
+                            Ok(value) => normalizer.hook(&value, now_ms()),
+                            Err(_) => Vec::new(),
+                        },
+                        TailItem::Malformed { offset, error, .. } => vec![parse_error("hooks.jsonl", offset, &error)],
+                        _ => Vec::new(),
+                    };
+                    (outputs, Some((checkpoints.join("hooks.json"), checkpoint)))
+                }
+                Some((item, checkpoint)) = runner_rx.recv() => {
+                    if let TailItem::Line { line, .. } = item
+                        && let Ok(value) = serde_json::from_str::<Value>(&line)
+                    {
+                        self.runner_event(&live, &value, &mut normalizer).await;
+                    }
+                    (Vec::new(), Some((checkpoints.join("runner.json"), checkpoint)))
+                }
+                Some((item, checkpoint)) = transcript_rx.recv() => {
+                    let outputs = match item {
+                        TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
+                            Ok(value) => normalizer.transcript_line(&value),
+                            Err(_) => Vec::new(),
+                        },
+                        TailItem::Malformed { offset, error, .. } => vec![parse_error("the transcript", offset, &error)],
+                        _ => Vec::new(),
+                    };
+                    (outputs, Some((checkpoints.join("transcript.json"), checkpoint)))
+                }
+                _ = tick.tick() => {
+                    let mut outputs = normalizer.tick(now_ms());
+                    if let Some(status) = self.session_file_status(&live) {
+                        if *live.status.borrow() != status {
+                            live.status.send_replace(status.clone());
+                        }
+                        outputs.extend(normalizer.session_status(&status));
+                    }
+                    (outputs, None)
+                }
+            };
+            // Transcript switches (first prompt, /clear, fork) restart the transcript tail.
+            let new_transcript = outputs.iter().rev().find_map(|output| match output {
+                Output::Transcript(path) => Some(path.clone()),
+                _ => None,
+            });
+            self.apply(&live, outputs, &mut normalizer).await;
+            if let Some((file, checkpoint)) = checkpoint {
+                let _ = tail::save_checkpoint(&file, &checkpoint).await;
+            }
+            if let Some(path) = new_transcript {
+                transcript_cancel.cancel();
+                transcript_cancel = cancel.child_token();
+                tail::spawn_tail(
+                    PathBuf::from(path),
+                    None,
+                    transcript_tx.clone(),
+                    transcript_cancel.clone(),
+                );
+            }
+        }
+        tracing::debug!(session = %session_id, "claude session task exited");
+    }
+
+    async fn apply(&self, live: &Arc<Live>, outputs: Vec<Output>, normalizer: &mut Normalizer) {
+        let _ = normalizer;
+        for output in outputs {
+            match output {
+                Output::Store(kind) => self.store(&live.session_id, kind).await,
+                Output::Bound {
+                    claude_session_id, ..
+                } => {
+                    self.store(
+                        &live.session_id,
+                        EventKind::SessionBound(SessionBound {
+                            thread_id: claude_session_id,
+                            backend: "claude".into(),
+                        }),
+                    )
+                    .await;
+                    live.started.send_replace(true);
+                }
+                Output::Transcript(_) => {}
+                Output::Status(status) => {
+                    if status == AgentStatus::Idle {
+                        live.started.send_replace(true);
+                    }
+                    self.report(&live.session_id, status).await;
+                }
+                Output::PromptSubmitted { turn_id, text } => {
+                    let _ = live.submitted.send((turn_id, text));
+                }
+            }
+        }
+    }
+
+    async fn runner_event(&self, live: &Arc<Live>, line: &Value, normalizer: &mut Normalizer) {
+        match line.get("event").and_then(Value::as_str) {
+            Some("started") => {
+                *lock(&live.claude_pid) = line.get("pid").and_then(Value::as_u64).map(|p| p as u32);
+                self.store(
+                    &live.session_id,
+                    EventKind::SessionStatus(SessionStatus {
+                        state: "live".into(),
+                        message: None,
+                    }),
+                )
+                .await;
+            }
+            Some("exited") => {
+                *lock(&live.claude_pid) = None;
+                live.started.send_replace(false);
+                let code = line.get("code").and_then(Value::as_i64);
+                let signal = line.get("signal").and_then(Value::as_i64);
+                let outputs = normalizer.hook(
+                    &json!({ "event": "SessionEnd", "payload": { "hook_event_name": "SessionEnd", "reason": "exited" } }),
+                    now_ms(),
+                );
+                self.apply(live, outputs, normalizer).await;
+                self.store(
+                    &live.session_id,
+                    EventKind::SessionStatus(SessionStatus {
+                        state: "exited".into(),
+                        message: Some(match (code, signal) {
+                            (Some(code), _) => format!("claude exited with code {code}"),
+                            (_, Some(signal)) => format!("claude was killed by signal {signal}"),
+                            _ => "claude exited".into(),
+                        }),
+                    }),
+                )
+                .await;
+                self.report_liveness(&live.session_id, Liveness::Exited)
+                    .await;
+            }
+            Some("error") => {
+                self.store(
+                    &live.session_id,
+                    EventKind::Error(ErrorEvent {
+                        turn_id: None,
+                        message: line
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("the runner failed")
+                            .to_string(),
+                        code: Some("runner_error".into()),
+                    }),
+                )
+                .await;
+            }
+            _ => {}
+        }
+    }
+
+    /// `~/.claude/sessions/<claude pid>.json` `status`, when the TUI runs.
+    fn session_file_status(&self, live: &Live) -> Option<String> {
+        let pid = (*lock(&live.claude_pid))?;
+        let home = live.home.as_ref()?;
+        let bytes =
+            std::fs::read(home.join(".claude/sessions").join(format!("{pid}.json"))).ok()?;
+        let value: Value = serde_json::from_slice(&bytes).ok()?;
+        value
+            .get("status")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    async fn report(&self, session_id: &str, status: AgentStatus) {
+        self.report_with(session_id, status, Liveness::Alive).await;
+    }
+
+    async fn report_liveness(&self, session_id: &str, liveness: Liveness) {
+        self.report_with(session_id, AgentStatus::Idle, liveness)
+            .await;
+    }
+
+    async fn report_with(&self, session_id: &str, status: AgentStatus, liveness: Liveness) {
+        let Some((thread, pane)) = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.thread_id.clone(), s.pane.clone()))
+        }) else {
+            return;
+        };
+        let Some(pane) = pane else { return };
+        let update = AgentUpdate {
+            agent: "claude-code".into(),
+            status,
+            ts: now_ms(),
+            thread_id: thread.or_else(|| Some(session_id.to_string())),
+            thread_name: Some(session_id.to_string()),
+            last_user_prompt: None,
+            pane_id: Some(pane.pane_id.clone()),
+            liveness: Some(liveness),
+        };
+        if self
+            .tmux
+            .get()
+            .sessions
+            .iter()
+            .any(|s| s.name == pane.tmux_session)
+        {
+            let _ = self
+                .core
+                .append(Some(pane.tmux_session), EventKind::AgentUpdated(update))
+                .await;
+        }
+    }
+}
+
+fn parse_error(source: &str, offset: u64, error: &str) -> Output {
+    Output::Store(EventKind::Error(ErrorEvent {
+        turn_id: None,
+        message: format!("a malformed line in {source} at byte {offset}: {error}"),
+        code: Some("parse_error".into()),
+    }))
+}

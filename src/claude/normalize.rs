@@ -1,0 +1,792 @@
+//! Claude Code hooks and transcript lines → cohost events.
+//!
+//! [`Normalizer`] is a small state machine fed with the session's `hooks.jsonl` lines, its
+//! transcript JSONL lines and the TUI's session-file status, in whatever order they arrive.
+//! Hooks fire 100–250 ms before the matching transcript lines land, so both sources map the same
+//! thing to the same id — a tool call to its `tool_use_id`, a prompt to its `prompt_id` and text —
+//! and the core stores whichever comes first and drops the other. A turn's end is held back
+//! until the transcript has written it (`system/turn_duration`), so the assistant's reply is
+//! stored before `turn.completed`. It does no I/O and reads no clock.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::protocol::{
+    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent, TokenCounts,
+    TurnCompleted, TurnSource, TurnStarted, TurnStatus, Usage,
+};
+
+/// How long a turn's end waits for the transcript to catch up before it is stored anyway.
+pub const STOP_GRACE_MS: u64 = 5000;
+
+/// What the host should do with a normalized input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Store this event.
+    Store(EventKind),
+    /// Claude's own session id (and transcript) changed: startup, `/clear`, a fork.
+    Bound {
+        claude_session_id: String,
+        transcript_path: Option<String>,
+    },
+    /// The transcript file to tail (it may not exist yet).
+    Transcript(String),
+    /// The agent's status for the tracker.
+    Status(AgentStatus),
+    /// A prompt reached Claude (`UserPromptSubmit`): `text` is what was submitted.
+    PromptSubmitted { turn_id: String, text: String },
+}
+
+#[derive(Debug, Default)]
+pub struct Normalizer {
+    claude_session: Option<String>,
+    transcript: Option<String>,
+    /// The turn hooks say is running (Claude's `prompt_id`).
+    turn: Option<String>,
+    /// The turn the transcript is writing (the `promptId` of its last user line).
+    transcript_turn: Option<String>,
+    /// A `Stop`/`StopFailure` seen, waiting for the transcript's `turn_duration`.
+    pending_end: Option<(TurnCompleted, u64)>,
+    /// Turns already ended, so a late signal does not end them twice.
+    ended: HashSet<String>,
+    /// Texts cohost injected and not yet seen submitted, to tell API turns from typed ones.
+    injected: Vec<String>,
+    /// Whether the last session-file status was `busy`.
+    busy: bool,
+}
+
+/// The cohost item id of a prompt: its turn and a hash of its text, so the hook and the
+/// transcript line of the same prompt agree (queued prompts share one `prompt_id`).
+pub fn prompt_item_id(prompt_id: &str, text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.trim().as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{prompt_id}:prompt:{hash:016x}")
+}
+
+pub fn tool_item_id(turn_id: &str, tool_use_id: &str) -> String {
+    format!("{turn_id}:{tool_use_id}")
+}
+
+fn str_of(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn tool_item(
+    turn_id: &str,
+    tool_use_id: &str,
+    name: &str,
+    input: Option<&Value>,
+    status: &str,
+    output: Option<String>,
+) -> Item {
+    let id = tool_item_id(turn_id, tool_use_id);
+    if name == "Bash" {
+        Item::Command {
+            id,
+            command: input
+                .and_then(|i| i.get("command"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            cwd: None,
+            status: status.to_string(),
+            exit_code: None,
+            output,
+            duration_ms: None,
+        }
+    } else {
+        Item::Tool {
+            id,
+            name: name.to_string(),
+            input: input.cloned(),
+            output,
+            status: status.to_string(),
+        }
+    }
+}
+
+/// The text of a Bash `tool_response` (`{stdout, stderr, …}`) or any other response.
+fn response_text(response: Option<&Value>) -> Option<String> {
+    let response = response?;
+    if let Some(text) = response.as_str() {
+        return Some(text.to_string());
+    }
+    let stdout = response.get("stdout").and_then(Value::as_str);
+    let stderr = response.get("stderr").and_then(Value::as_str);
+    if stdout.is_some() || stderr.is_some() {
+        let mut out = stdout.unwrap_or("").to_string();
+        if let Some(err) = stderr.filter(|e| !e.is_empty()) {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(err);
+        }
+        return Some(out);
+    }
+    Some(response.to_string())
+}
+
+impl Normalizer {
+    pub fn new() -> Self {
+        Normalizer::default()
+    }
+
+    /// Restores what a restart must know: the claude session, transcript and running turn.
+    pub fn resume(
+        claude_session: Option<String>,
+        transcript: Option<String>,
+        turn: Option<String>,
+    ) -> Self {
+        Normalizer {
+            claude_session,
+            transcript,
+            transcript_turn: turn.clone(),
+            turn,
+            ..Normalizer::default()
+        }
+    }
+
+    pub fn claude_session(&self) -> Option<&str> {
+        self.claude_session.as_deref()
+    }
+
+    pub fn transcript(&self) -> Option<&str> {
+        self.transcript.as_deref()
+    }
+
+    pub fn turn(&self) -> Option<&str> {
+        self.turn.as_deref()
+    }
+
+    /// Remembers a text cohost is about to paste, so its turn is attributed to the API.
+    pub fn expect_injected(&mut self, text: &str) {
+        self.injected.push(text.trim().to_string());
+        if self.injected.len() > 16 {
+            self.injected.remove(0);
+        }
+    }
+
+    fn begin_turn(&mut self, turn_id: &str, text: &str, out: &mut Vec<Output>) {
+        if self.turn.as_deref() != Some(turn_id) && !self.ended.contains(turn_id) {
+            let source = match self.injected.iter().position(|t| t == text.trim()) {
+                Some(i) => {
+                    self.injected.remove(i);
+                    TurnSource::Api
+                }
+                None => TurnSource::Terminal,
+            };
+            self.turn = Some(turn_id.to_string());
+            out.push(Output::Store(EventKind::TurnStarted(TurnStarted {
+                turn_id: turn_id.to_string(),
+                source,
+            })));
+        }
+    }
+
+    fn end_turn(&mut self, done: TurnCompleted, out: &mut Vec<Output>) {
+        if self.ended.insert(done.turn_id.clone()) {
+            if self.turn.as_deref() == Some(done.turn_id.as_str()) {
+                self.turn = None;
+            }
+            if self
+                .pending_end
+                .as_ref()
+                .is_some_and(|(pending, _)| pending.turn_id == done.turn_id)
+            {
+                self.pending_end = None;
+            }
+            let status = match done.status {
+                TurnStatus::Completed => AgentStatus::Done,
+                TurnStatus::Interrupted => AgentStatus::Interrupted,
+                TurnStatus::Failed => AgentStatus::Error,
+            };
+            out.push(Output::Store(EventKind::TurnCompleted(done)));
+            out.push(Output::Status(status));
+        }
+    }
+
+    /// One `hooks.jsonl` line: `{"receivedAt", "event", "payload", "requestId"?}`.
+    pub fn hook(&mut self, line: &Value, now: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let event = line.get("event").and_then(Value::as_str).unwrap_or("");
+        let payload = line.get("payload").cloned().unwrap_or(Value::Null);
+        let event = payload
+            .get("hook_event_name")
+            .and_then(Value::as_str)
+            .unwrap_or(event)
+            .to_string();
+        // Claude's session id can change under us (/clear, --fork-session): re-read it always.
+        if let Some(session) = str_of(&payload, "session_id")
+            && self.claude_session.as_deref() != Some(session.as_str())
+            && event != "SessionEnd"
+        {
+            self.claude_session = Some(session.clone());
+            let transcript = str_of(&payload, "transcript_path");
+            out.push(Output::Bound {
+                claude_session_id: session,
+                transcript_path: transcript,
+            });
+        }
+        if let Some(path) = str_of(&payload, "transcript_path")
+            && self.transcript.as_deref() != Some(path.as_str())
+            && event != "SessionEnd"
+        {
+            self.transcript = Some(path.clone());
+            out.push(Output::Transcript(path));
+        }
+        let prompt_id = str_of(&payload, "prompt_id");
+        let turn_id = prompt_id
+            .clone()
+            .or_else(|| self.turn.clone())
+            .unwrap_or_default();
+        match event.as_str() {
+            "SessionStart" => out.push(Output::Status(AgentStatus::Idle)),
+            "UserPromptSubmit" => {
+                let text = str_of(&payload, "prompt").unwrap_or_default();
+                if let Some(turn_id) = &prompt_id {
+                    self.begin_turn(turn_id, &text, &mut out);
+                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: Item::UserMessage {
+                            id: prompt_item_id(turn_id, &text),
+                            text: text.clone(),
+                        },
+                    })));
+                    out.push(Output::PromptSubmitted {
+                        turn_id: turn_id.clone(),
+                        text,
+                    });
+                    out.push(Output::Status(AgentStatus::Running));
+                }
+            }
+            "PreToolUse" => {
+                if let (Some(id), Some(name)) = (
+                    str_of(&payload, "tool_use_id"),
+                    str_of(&payload, "tool_name"),
+                ) {
+                    out.push(Output::Store(EventKind::ItemStarted(ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: tool_item(
+                            &turn_id,
+                            &id,
+                            &name,
+                            payload.get("tool_input"),
+                            "inProgress",
+                            None,
+                        ),
+                    })));
+                    out.push(Output::Status(AgentStatus::ToolRunning));
+                }
+            }
+            "PostToolUse" | "PostToolUseFailure" => {
+                if let (Some(id), Some(name)) = (
+                    str_of(&payload, "tool_use_id"),
+                    str_of(&payload, "tool_name"),
+                ) {
+                    let failed = event == "PostToolUseFailure";
+                    let output = if failed {
+                        str_of(&payload, "error")
+                    } else {
+                        response_text(payload.get("tool_response"))
+                    };
+                    let mut item = tool_item(
+                        &turn_id,
+                        &id,
+                        &name,
+                        payload.get("tool_input"),
+                        if failed { "failed" } else { "completed" },
+                        output,
+                    );
+                    if let Item::Command { duration_ms, .. } = &mut item {
+                        *duration_ms = payload.get("duration_ms").and_then(Value::as_u64);
+                    }
+                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item,
+                    })));
+                    out.push(Output::Status(AgentStatus::Running));
+                }
+            }
+            "PermissionRequest" => {
+                let request_id = str_of(line, "requestId").unwrap_or_default();
+                let session = self.claude_session.clone().unwrap_or_default();
+                let tool = str_of(&payload, "tool_name").unwrap_or_default();
+                let input = payload.get("tool_input");
+                out.push(Output::Store(EventKind::ApprovalRequested(
+                    ApprovalRequested {
+                        approval_id: approval_id(&session, &request_id),
+                        kind: if tool == "Bash" {
+                            "command".into()
+                        } else {
+                            "tool".into()
+                        },
+                        turn_id: turn_id.clone(),
+                        item_id: None,
+                        command: input
+                            .and_then(|i| i.get("command"))
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                            .or_else(|| {
+                                (!tool.is_empty()).then(|| {
+                                    format!(
+                                        "{tool} {}",
+                                        input.map(|i| i.to_string()).unwrap_or_default()
+                                    )
+                                })
+                            }),
+                        cwd: str_of(&payload, "cwd"),
+                        reason: input
+                            .and_then(|i| i.get("description"))
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                        decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
+                    },
+                )));
+                out.push(Output::Status(AgentStatus::Waiting));
+            }
+            "Stop" | "StopFailure" => {
+                if let Some(turn_id) = prompt_id.or_else(|| self.turn.clone()) {
+                    let failed = event == "StopFailure";
+                    let done = TurnCompleted {
+                        turn_id,
+                        status: if failed {
+                            TurnStatus::Failed
+                        } else {
+                            TurnStatus::Completed
+                        },
+                        error: failed.then(|| {
+                            str_of(&payload, "last_assistant_message")
+                                .or_else(|| str_of(&payload, "error"))
+                                .unwrap_or_else(|| "the turn failed".into())
+                        }),
+                        duration_ms: None,
+                    };
+                    if failed {
+                        out.push(Output::Store(EventKind::Error(ErrorEvent {
+                            turn_id: Some(done.turn_id.clone()),
+                            message: done.error.clone().unwrap_or_default(),
+                            code: str_of(&payload, "error"),
+                        })));
+                    }
+                    // Held until the transcript writes the turn's end (or the grace expires).
+                    self.pending_end = Some((done, now + STOP_GRACE_MS));
+                }
+            }
+            "SessionEnd" => {
+                if let Some(turn) = self.turn.clone() {
+                    self.end_turn(
+                        TurnCompleted {
+                            turn_id: turn,
+                            status: TurnStatus::Interrupted,
+                            error: Some(format!(
+                                "claude ended the session ({})",
+                                str_of(&payload, "reason").unwrap_or_default()
+                            )),
+                            duration_ms: None,
+                        },
+                        &mut out,
+                    );
+                }
+                out.push(Output::Status(AgentStatus::Idle));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// One transcript line.
+    pub fn transcript_line(&mut self, line: &Value) -> Vec<Output> {
+        let mut out = Vec::new();
+        if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return out;
+        }
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "user" => {
+                if let Some(prompt_id) = str_of(line, "promptId") {
+                    self.transcript_turn = Some(prompt_id);
+                }
+                let turn_id = self.transcript_turn.clone().unwrap_or_default();
+                let content = line.pointer("/message/content");
+                match content {
+                    Some(Value::String(text))
+                        if line.get("isMeta").and_then(Value::as_bool) != Some(true)
+                            && line.get("isCompactSummary").is_none()
+                            && !text.starts_with("<command-name>")
+                            && !text.starts_with("<local-command") =>
+                    {
+                        self.begin_turn(&turn_id, text, &mut out);
+                        out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                            turn_id: turn_id.clone(),
+                            item: Item::UserMessage {
+                                id: prompt_item_id(&turn_id, text),
+                                text: text.clone(),
+                            },
+                        })));
+                    }
+                    Some(Value::Array(blocks)) => {
+                        for block in blocks {
+                            match block.get("type").and_then(Value::as_str) {
+                                Some("tool_result") => {
+                                    let Some(id) = str_of(block, "tool_use_id") else {
+                                        continue;
+                                    };
+                                    let is_error = block.get("is_error").and_then(Value::as_bool)
+                                        == Some(true);
+                                    let text = match block.get("content") {
+                                        Some(Value::String(s)) => s.clone(),
+                                        Some(other) => other.to_string(),
+                                        None => String::new(),
+                                    };
+                                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                                        turn_id: turn_id.clone(),
+                                        item: Item::Tool {
+                                            id: tool_item_id(&turn_id, &id),
+                                            name: "tool".into(),
+                                            input: None,
+                                            output: Some(text),
+                                            status: if is_error {
+                                                "failed".into()
+                                            } else {
+                                                "completed".into()
+                                            },
+                                        },
+                                    })));
+                                }
+                                Some("text") => {
+                                    let text = str_of(block, "text").unwrap_or_default();
+                                    if text.starts_with("[Request interrupted by user") {
+                                        self.end_turn(
+                                            TurnCompleted {
+                                                turn_id: turn_id.clone(),
+                                                status: TurnStatus::Interrupted,
+                                                error: None,
+                                                duration_ms: None,
+                                            },
+                                            &mut out,
+                                        );
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "assistant" => {
+                let turn_id = self.transcript_turn.clone().unwrap_or_default();
+                let uuid = str_of(line, "uuid").unwrap_or_default();
+                let synthetic =
+                    line.pointer("/message/model").and_then(Value::as_str) == Some("<synthetic>");
+                if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+                    let text = line
+                        .pointer("/message/content/0/text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("API error")
+                        .to_string();
+                    out.push(Output::Store(EventKind::Error(ErrorEvent {
+                        turn_id: Some(turn_id),
+                        message: text,
+                        code: line.get("apiErrorStatus").map(|s| s.to_string()),
+                    })));
+                    return out;
+                }
+                if let Some(blocks) = line.pointer("/message/content").and_then(Value::as_array) {
+                    for (i, block) in blocks.iter().enumerate() {
+                        match block.get("type").and_then(Value::as_str) {
+                            // An interrupt's partial text is marked synthetic; it was not the reply.
+                            Some("text") if !synthetic => {
+                                let text = str_of(block, "text").unwrap_or_default();
+                                if text.trim().is_empty() {
+                                    continue;
+                                }
+                                out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                                    turn_id: turn_id.clone(),
+                                    item: Item::AgentMessage {
+                                        id: format!("{turn_id}:{uuid}:{i}"),
+                                        text,
+                                    },
+                                })));
+                            }
+                            Some("tool_use") => {
+                                let (Some(id), Some(name)) =
+                                    (str_of(block, "id"), str_of(block, "name"))
+                                else {
+                                    continue;
+                                };
+                                out.push(Output::Store(EventKind::ItemStarted(ItemEvent {
+                                    turn_id: turn_id.clone(),
+                                    item: tool_item(
+                                        &turn_id,
+                                        &id,
+                                        &name,
+                                        block.get("input"),
+                                        "inProgress",
+                                        None,
+                                    ),
+                                })));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if let Some(usage) = line.pointer("/message/usage")
+                    && !synthetic
+                    && line
+                        .pointer("/message/stop_reason")
+                        .and_then(Value::as_str)
+                        .is_some()
+                {
+                    let get = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    let counts = TokenCounts {
+                        input: get("input_tokens")
+                            + get("cache_read_input_tokens")
+                            + get("cache_creation_input_tokens"),
+                        cached_input: get("cache_read_input_tokens"),
+                        output: get("output_tokens"),
+                        reasoning_output: 0,
+                        total: get("input_tokens")
+                            + get("cache_read_input_tokens")
+                            + get("cache_creation_input_tokens")
+                            + get("output_tokens"),
+                    };
+                    out.push(Output::Store(EventKind::Usage(Usage {
+                        turn_id,
+                        total: counts.clone(),
+                        last: counts,
+                        context_window: None,
+                    })));
+                }
+            }
+            "system" if line.get("subtype").and_then(Value::as_str) == Some("turn_duration") => {
+                let duration = line.get("durationMs").and_then(Value::as_u64);
+                let done = match self.pending_end.take() {
+                    Some((mut done, _)) => {
+                        done.duration_ms = duration;
+                        done
+                    }
+                    None => TurnCompleted {
+                        turn_id: self.transcript_turn.clone().unwrap_or_default(),
+                        status: TurnStatus::Completed,
+                        error: None,
+                        duration_ms: duration,
+                    },
+                };
+                if !done.turn_id.is_empty() {
+                    self.end_turn(done, &mut out);
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Time passes: a turn end held for the transcript is released after the grace period.
+    pub fn tick(&mut self, now: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        if let Some((_, deadline)) = &self.pending_end
+            && now >= *deadline
+            && let Some((done, _)) = self.pending_end.take()
+        {
+            self.end_turn(done, &mut out);
+        }
+        out
+    }
+
+    /// The TUI's session file (`~/.claude/sessions/<pid>.json`) `status`: the only signal that a
+    /// human's Escape ended a turn, since no hook fires on an interrupt.
+    pub fn session_status(&mut self, status: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        let was_busy = self.busy;
+        self.busy = status == "busy";
+        if status == "idle"
+            && was_busy
+            && self.pending_end.is_none()
+            && let Some(turn) = self.turn.clone()
+        {
+            self.end_turn(
+                TurnCompleted {
+                    turn_id: turn,
+                    status: TurnStatus::Interrupted,
+                    error: None,
+                    duration_ms: None,
+                },
+                &mut out,
+            );
+        }
+        out
+    }
+}
+
+/// The decisions cohost relays to Claude.
+pub const DECISIONS: [&str; 4] = ["accept", "acceptForSession", "decline", "cancel"];
+
+/// The approval id of a permission request: Claude's session and the hook's request id.
+pub fn approval_id(claude_session: &str, request_id: &str) -> String {
+    format!("ap:{claude_session}:{request_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn hook(event: &str, payload: Value) -> Value {
+        json!({"receivedAt": 1, "event": event, "payload": payload})
+    }
+
+    fn stored(out: &[Output]) -> Vec<&'static str> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Store(kind) => Some(kind.type_name()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    // Payload shapes are literal from shared/reference/claude-code-observed.md §3–§5.
+
+    #[test]
+    fn a_plain_turn_from_hooks_and_transcript() {
+        let mut n = Normalizer::new();
+        let start = n.hook(&hook("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"})), 0);
+        assert!(start.contains(&Output::Bound {
+            claude_session_id: "s1".into(),
+            transcript_path: Some("/t/s1.jsonl".into())
+        }));
+        n.expect_injected("Say hello");
+        let submit = n.hook(&hook("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"Say hello"})), 10);
+        assert_eq!(stored(&submit), ["turn.started", "item.completed"]);
+        assert!(
+            matches!(&submit[0], Output::Store(EventKind::TurnStarted(t)) if t.source == TurnSource::Api)
+        );
+        let stop = n.hook(&hook("Stop", json!({"session_id":"s1","prompt_id":"p1","hook_event_name":"Stop","last_assistant_message":"Hello"})), 20);
+        assert!(stored(&stop).is_empty(), "the end waits for the transcript");
+        // The transcript lands later: the user line (a duplicate by id), the reply, the end.
+        let user = n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"role":"user","content":"Say hello"},"uuid":"u1"}));
+        let Output::Store(EventKind::ItemCompleted(ItemEvent {
+            item: Item::UserMessage { id, .. },
+            ..
+        })) = &user[0]
+        else {
+            panic!("{user:?}")
+        };
+        assert_eq!(id, &prompt_item_id("p1", "Say hello"));
+        let reply = n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"id":"msg_1","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}}));
+        assert_eq!(stored(&reply), ["item.completed", "usage"]);
+        let end = n
+            .transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":5859}));
+        assert_eq!(stored(&end), ["turn.completed"]);
+        assert!(n.tick(10_000).is_empty(), "ended once");
+    }
+
+    #[test]
+    fn a_stop_without_transcript_ends_after_the_grace() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"x"}),
+            ),
+            0,
+        );
+        n.hook(
+            &hook("Stop", json!({"session_id":"s1","prompt_id":"p1"})),
+            100,
+        );
+        assert!(n.tick(100 + STOP_GRACE_MS - 1).is_empty());
+        assert_eq!(stored(&n.tick(100 + STOP_GRACE_MS)), ["turn.completed"]);
+    }
+
+    #[test]
+    fn tools_from_hooks_and_transcript_share_ids() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"run"}),
+            ),
+            0,
+        );
+        let pre = n.hook(&hook("PreToolUse", json!({"session_id":"s1","prompt_id":"p1","tool_name":"Bash","tool_input":{"command":"echo hi"},"tool_use_id":"toolu_1"})), 1);
+        let post = n.hook(&hook("PostToolUse", json!({"session_id":"s1","prompt_id":"p1","tool_name":"Bash","tool_input":{"command":"echo hi"},"tool_response":{"stdout":"hi","stderr":""},"tool_use_id":"toolu_1","duration_ms":86})), 2);
+        let id_of = |out: &[Output]| match &out[0] {
+            Output::Store(EventKind::ItemStarted(e))
+            | Output::Store(EventKind::ItemCompleted(e)) => e.id().to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(id_of(&pre), "p1:toolu_1");
+        assert_eq!(id_of(&post), "p1:toolu_1");
+        n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":"run"}}));
+        let use_line = n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"echo hi"}}]}}));
+        assert_eq!(id_of(&use_line), "p1:toolu_1");
+        let result = n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"hi","is_error":false}]}}));
+        assert_eq!(id_of(&result), "p1:toolu_1");
+    }
+
+    #[test]
+    fn permission_request_becomes_an_approval() {
+        let mut n = Normalizer::new();
+        let out = n.hook(&json!({"receivedAt":1,"event":"PermissionRequest","requestId":"r1","payload":{"session_id":"s1","prompt_id":"p1","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"touch made.txt","description":"Create file"}}}), 0);
+        let Some(Output::Store(EventKind::ApprovalRequested(a))) = out
+            .iter()
+            .find(|o| matches!(o, Output::Store(EventKind::ApprovalRequested(_))))
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(a.approval_id, "ap:s1:r1");
+        assert_eq!(a.command.as_deref(), Some("touch made.txt"));
+        assert!(out.contains(&Output::Status(AgentStatus::Waiting)));
+    }
+
+    #[test]
+    fn interrupts_from_the_transcript_marker_and_the_session_file() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"long"}),
+            ),
+            0,
+        );
+        n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":"long"}}));
+        let marker = n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":[{"type":"text","text":"[Request interrupted by user]"}]}}));
+        assert_eq!(stored(&marker), ["turn.completed"]);
+        // Before the first token there is no marker: the session file going idle ends the turn.
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p2","prompt":"again"}),
+            ),
+            10,
+        );
+        assert!(n.session_status("busy").is_empty());
+        let idle = n.session_status("idle");
+        assert!(
+            matches!(&idle[0], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p2" && t.status == TurnStatus::Interrupted)
+        );
+    }
+
+    #[test]
+    fn a_new_session_id_rebinds() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "SessionStart",
+                json!({"session_id":"old","transcript_path":"/t/old.jsonl"}),
+            ),
+            0,
+        );
+        let out = n.hook(&hook("UserPromptSubmit", json!({"session_id":"new","transcript_path":"/t/new.jsonl","prompt_id":"p","prompt":"x"})), 1);
+        assert!(out.contains(&Output::Bound {
+            claude_session_id: "new".into(),
+            transcript_path: Some("/t/new.jsonl".into())
+        }));
+        assert!(out.contains(&Output::Transcript("/t/new.jsonl".into())));
+    }
+}
