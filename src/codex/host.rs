@@ -44,6 +44,9 @@ const RESTART_BACKOFF: Duration = Duration::from_millis(500);
 /// `thread/resume` attempts while a thread has no rollout yet.
 const RESUME_ATTEMPTS: u32 = 20;
 const RESUME_BACKOFF: Duration = Duration::from_millis(250);
+/// `turn/interrupt` attempts while codex has not begun a turn it already answered for.
+const INTERRUPT_ATTEMPTS: u32 = 40;
+const INTERRUPT_BACKOFF: Duration = Duration::from_millis(25);
 
 const BASE_KEY: &str = "codex";
 
@@ -478,20 +481,31 @@ impl CodexHost {
         let Some(turn_id) = lock(&live.turn).current.clone() else {
             return Ok(false);
         };
-        match binding
-            .backend
-            .rpc
-            .request(
-                "turn/interrupt",
-                json!({ "threadId": binding.thread_id, "turnId": turn_id }),
-            )
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(RpcError::Server { message, .. }) if message.contains("no active turn") => {
-                Ok(false)
+        // Right after `turn/start` answered, codex may not have begun the turn yet and says
+        // "no active turn"; retry while the turn is still ours to end (its `turn/started` or
+        // `turn/completed` is on the way).
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match binding
+                .backend
+                .rpc
+                .request(
+                    "turn/interrupt",
+                    json!({ "threadId": binding.thread_id, "turnId": turn_id }),
+                )
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(RpcError::Server { message, .. }) if message.contains("no active turn") => {
+                    let still_ours = lock(&live.turn).current.as_deref() == Some(turn_id.as_str());
+                    if !still_ours || attempt >= INTERRUPT_ATTEMPTS {
+                        return Ok(false);
+                    }
+                    tokio::time::sleep(INTERRUPT_BACKOFF).await;
+                }
+                Err(error) => return Err(error.into()),
             }
-            Err(error) => Err(error.into()),
         }
     }
 
