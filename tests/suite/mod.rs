@@ -2,6 +2,10 @@
 
 mod cli;
 mod codex_host;
+mod codex_host_approvals;
+mod codex_host_capabilities;
+mod codex_host_recovery;
+mod codex_host_surface;
 mod codex_smoke;
 mod durability;
 mod events_sse;

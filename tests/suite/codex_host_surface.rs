@@ -1,0 +1,259 @@
+//! The codex host's edges: doctor (with and without codex), refused inputs on the session routes,
+//! and the CLI commands for hosted sessions.
+
+use serde_json::json;
+
+use super::codex_host::{api, post_message};
+use crate::support::codex_host::CodexFixture;
+use crate::support::mock_responses::Step;
+use crate::support::{TestDaemon, TmuxServer, temp_dir};
+
+#[test]
+fn doctor_reports_a_missing_codex_and_sessions_are_refused() {
+    let tmux = TmuxServer::new();
+    let codex_home = temp_dir("cohost-codex-home-");
+    let work = temp_dir("cohost-work-");
+    let daemon = TestDaemon::start_with_env(
+        Some(tmux.socket()),
+        &[],
+        &[
+            ("COHOST_CODEX_BIN", "/nonexistent/codex"),
+            ("CODEX_HOME", codex_home.path().to_str().unwrap()),
+        ],
+    );
+    let doctor = daemon.get("/api/doctor").assert_ok();
+    assert_eq!(doctor["ok"], false, "{doctor}");
+    assert_eq!(doctor["codexFound"], false, "{doctor}");
+    let issues = doctor["issues"].as_array().unwrap();
+    assert!(
+        issues
+            .iter()
+            .any(|i| i.as_str().unwrap().to_lowercase().contains("codex")),
+        "an issue about codex: {doctor}"
+    );
+
+    daemon
+        .post(
+            "/api/sessions",
+            &json!({ "runtime": "codex", "cwd": work.path() }),
+        )
+        .assert_error(503, "codex_unavailable", None);
+    assert_eq!(
+        daemon.get("/api/sessions").assert_ok()["sessions"],
+        json!([]),
+        "a refused create leaves no session behind"
+    );
+    let models = daemon.get("/api/models?runtime=codex").assert_ok();
+    assert_eq!(models["ok"], false, "{models}");
+
+    let output = daemon.cli(&["doctor"]);
+    assert!(!output.status.success(), "`cohost doctor` must fail");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("codex found:    no"), "{stdout}");
+    let output = daemon.cli(&["start", "codex", "--cwd", work.path().to_str().unwrap()]);
+    assert!(
+        !output.status.success(),
+        "`cohost start` without codex must fail"
+    );
+}
+
+#[test]
+fn doctor_finds_the_installed_codex() {
+    let fx = CodexFixture::start();
+    let doctor = fx.daemon.get("/api/doctor").assert_ok();
+    assert_eq!(doctor["codexFound"], true, "{doctor}");
+    assert!(
+        doctor["codexVersion"]
+            .as_str()
+            .is_some_and(|v| v.contains("0.169.0")),
+        "{doctor}"
+    );
+    assert!(doctor["codexPath"].is_string(), "{doctor}");
+    assert_eq!(doctor["sessionStoreWritable"], true, "{doctor}");
+    assert!(
+        !doctor["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str().unwrap().contains("not found")),
+        "{doctor}"
+    );
+}
+
+#[test]
+fn the_session_routes_refuse_bad_input() {
+    let fx = CodexFixture::start();
+    let d = &fx.daemon;
+    let cwd = fx.work.to_str().unwrap().to_string();
+
+    // Unknown sessions.
+    let nope = "cs_0000000000000000";
+    d.get(&format!("/api/sessions/{nope}"))
+        .assert_error(404, "session_not_found", None);
+    post_message(&fx, nope, json!({ "text": "hi" })).assert_error(404, "not_live", None);
+    d.post(&format!("/api/sessions/{nope}/interrupt"), &json!({}))
+        .assert_error(404, "session_not_found", None);
+    d.get(&format!("/api/sessions/{nope}/events"))
+        .assert_error(404, "session_not_found", None);
+    d.get(&format!("/api/sessions/{nope}/approvals"))
+        .assert_error(404, "session_not_found", None);
+    d.post(
+        &format!("/api/sessions/{nope}/approvals/ap:x:y:command"),
+        &json!({ "decision": "accept" }),
+    )
+    .assert_error(404, "session_not_found", None);
+    api(d, "GET", &format!("/api/sessions/{nope}/goal"), None).assert_error(
+        404,
+        "session_not_found",
+        None,
+    );
+    d.post(&format!("/api/sessions/{nope}/fork"), &json!({}))
+        .assert_error(404, "session_not_found", None);
+    api(d, "DELETE", &format!("/api/sessions/{nope}"), None).assert_error(
+        404,
+        "session_not_found",
+        None,
+    );
+
+    // Bad creates.
+    let create = |body: serde_json::Value| d.post("/api/sessions", &body);
+    create(json!({ "runtime": "codex", "cwd": "relative/dir" })).assert_error(
+        400,
+        "invalid_field",
+        Some("cwd"),
+    );
+    create(json!({ "runtime": "codex", "cwd": fx.work.join("missing").to_str().unwrap() }))
+        .assert_error(400, "invalid_field", Some("cwd"));
+    create(json!({ "runtime": "codex" })).assert_error(400, "missing_field", Some("cwd"));
+    create(json!({ "runtime": "gemini", "cwd": cwd })).assert_error(
+        400,
+        "invalid_field",
+        Some("runtime"),
+    );
+    create(json!({ "runtime": "codex", "cwd": cwd, "approvalPolicy": "sometimes" })).assert_error(
+        400,
+        "invalid_field",
+        Some("approvalPolicy"),
+    );
+    create(json!({ "runtime": "codex", "cwd": cwd, "sandbox": "none" })).assert_error(
+        400,
+        "invalid_field",
+        Some("sandbox"),
+    );
+    let unknown = create(json!({ "runtime": "codex", "cwd": cwd, "color": "blue" }));
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    assert!(unknown.body.contains("color"), "{}", unknown.body);
+    assert_eq!(
+        d.get("/api/sessions").assert_ok()["sessions"],
+        json!([]),
+        "nothing was created"
+    );
+
+    // Bad sends to a live session.
+    let id = fx.create(json!({}));
+    post_message(&fx, &id, json!({ "text": "" })).assert_error(400, "invalid_field", Some("text"));
+    post_message(&fx, &id, json!({ "text": "  \n " })).assert_error(
+        400,
+        "invalid_field",
+        Some("text"),
+    );
+    post_message(&fx, &id, json!({})).assert_error(400, "missing_field", Some("text"));
+    let unknown = post_message(&fx, &id, json!({ "text": "hi", "priority": 1 }));
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    assert!(unknown.body.contains("priority"), "{}", unknown.body);
+    post_message(&fx, &id, json!({ "text": "hi", "idempotencyKey": "" })).assert_error(
+        400,
+        "invalid_field",
+        Some("idempotencyKey"),
+    );
+    d.post(
+        &format!("/api/sessions/{id}/command"),
+        &json!({ "text": "/dance" }),
+    )
+    .assert_error(400, "invalid_field", Some("text"));
+    d.get(&format!("/api/sessions/{id}/events?wait=abc"))
+        .assert_error(400, "invalid_field", Some("wait"));
+    assert!(
+        fx.mock.main_requests().is_empty(),
+        "nothing reached the model"
+    );
+
+    // A closed session is not live.
+    let closed = api(d, "DELETE", &format!("/api/sessions/{id}"), None).assert_ok();
+    assert_eq!(closed["ok"], true, "{closed}");
+    assert_eq!(fx.view(&id)["state"], "closed");
+    post_message(&fx, &id, json!({ "text": "hi" })).assert_error(409, "not_live", None);
+    api(d, "DELETE", &format!("/api/sessions/{id}"), None).assert_error(
+        409,
+        "session_closed",
+        None,
+    );
+}
+
+#[test]
+fn the_cli_drives_a_hosted_session() {
+    let fx = CodexFixture::start();
+    let d = &fx.daemon;
+    let cwd = fx.work.to_str().unwrap();
+    fx.mock
+        .push(Step::text("Hello from the CLI test!").when_user_contains("Say hi"));
+    fx.mock
+        .push(Step::text("Second answer.").when_user_contains("once more"));
+
+    let out = d.cli_ok(&[
+        "start",
+        "codex",
+        "--cwd",
+        cwd,
+        "--approval-policy",
+        "never",
+        "Say hi",
+    ]);
+    let id = out.trim().to_string();
+    assert!(
+        id.starts_with("cs_") && !id.contains(char::is_whitespace),
+        "{out:?}"
+    );
+    fx.wait_turns_completed(&id, 1);
+
+    let sessions = d.cli_ok(&["sessions"]);
+    let line = sessions
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{id} not in `cohost sessions`: {sessions}"));
+    assert!(
+        line.contains("codex") && line.contains("live") && line.contains("idle"),
+        "{line}"
+    );
+
+    let sent = d.cli_ok(&["send", &id, "once more"]);
+    assert!(sent.starts_with("started "), "{sent:?}");
+    fx.wait_turns_completed(&id, 2);
+
+    let transcript = d.cli_ok(&["events", &id]);
+    for needle in [
+        "> Say hi",
+        "Hello from the CLI test!",
+        "> once more",
+        "Second answer.",
+        "completed",
+    ] {
+        assert!(
+            transcript.contains(needle),
+            "{needle:?} missing in:\n{transcript}"
+        );
+    }
+    let hello = transcript.find("Hello from the CLI test!").unwrap();
+    let second = transcript.find("Second answer.").unwrap();
+    assert!(hello < second, "in order:\n{transcript}");
+
+    let interrupted = d.cli_ok(&["interrupt", &id]);
+    assert_eq!(interrupted.trim(), "no turn was running");
+
+    // An unknown session is an error with a non-zero exit.
+    let output = d.cli(&["send", "cs_0000000000000000", "hi"]);
+    assert!(
+        !output.status.success(),
+        "sending to an unknown session must fail"
+    );
+}
