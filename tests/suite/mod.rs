@@ -13,3 +13,4 @@ mod metadata;
 mod security;
 mod tmux_hooks;
 mod tracker_api;
+mod claude_smoke;

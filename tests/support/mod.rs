@@ -164,3 +164,5 @@ pub fn assert_contiguous(seqs: &[u64], first: u64, last: u64) {
 pub mod codex_home;
 pub mod mock_responses;
 pub mod codex_host;
+pub mod mock_messages;
+pub mod claude_env;
