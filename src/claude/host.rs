@@ -31,6 +31,8 @@ use crate::tmux::{SessionCache, Tmux};
 
 /// How long a permission request waits for a decision before Claude shows its own prompt.
 pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a decision waits for the permission hook of a stored request to connect.
+const HOOK_CONNECT_GRACE: Duration = Duration::from_secs(10);
 /// How long an inject waits for the TUI to be ready (a new session starts in about a second).
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long Claude gets to confirm a pasted prompt before Enter is sent once more.
@@ -132,6 +134,12 @@ struct Live {
 
 enum Command {
     ExpectInjected(String),
+}
+
+/// How Claude took a pasted prompt.
+enum Confirmed {
+    Started(String),
+    Queued,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -499,7 +507,8 @@ impl ClaudeHost {
         {
             return Err(HostError::NotReady(session_id.to_string()));
         }
-        // Wait until the box is usable: no dialog, and not a human's draft.
+        // Wait until the box is usable: no dialog, and not a human's draft. The screen decides
+        // busy-or-idle: the session file lags the screen by tens of milliseconds.
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         let busy = loop {
             let capture = self
@@ -508,15 +517,11 @@ impl ClaudeHost {
                 .await
                 .map_err(|e| HostError::Claude(e.to_string()))?;
             let screen = screen::analyze(&capture);
-            let status = live.status.borrow().clone();
             if screen.has_draft() {
                 return Err(HostError::HumanTyping(session_id.to_string()));
             }
-            if !screen.dialog && screen.input.is_some() {
-                let busy = screen.busy || status == "busy";
-                if busy || screen.ready() {
-                    break busy;
-                }
+            if !screen.dialog && screen.input.is_some() && (screen.busy || screen.ready()) {
+                break screen.busy;
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(HostError::NotReady(session_id.to_string()));
@@ -537,32 +542,9 @@ impl ClaudeHost {
         tmux.send_keys(&pane, &["Enter"])
             .await
             .map_err(|e| HostError::Claude(e.to_string()))?;
-        let outcome = if busy {
-            // Claude queues a prompt sent during a turn; it is confirmed when the turn ends.
-            let capture = tmux
-                .capture(&pane)
-                .await
-                .map_err(|e| HostError::Claude(e.to_string()))?;
-            let screen = screen::analyze(&capture);
-            if screen.has_draft() {
-                return Err(HostError::Claude(
-                    "the prompt stayed in the input box; it was not queued".into(),
-                ));
-            }
-            let turn = self
-                .inner
-                .core
-                .read(|state| {
-                    state
-                        .sessions
-                        .get(session_id)
-                        .and_then(|s| s.active_turn.clone())
-                })
-                .unwrap_or_default();
-            ("queued", turn)
-        } else {
-            let mut turn = wait_submitted(&mut submitted, text, SUBMIT_TIMEOUT).await;
-            if turn.is_none() {
+        let outcome = match self.confirm(&pane, &mut submitted, text, busy).await? {
+            Some(outcome) => outcome,
+            None => {
                 // Still in the box? Enter once more, never twice.
                 let capture = tmux
                     .capture(&pane)
@@ -573,22 +555,36 @@ impl ClaudeHost {
                         .await
                         .map_err(|e| HostError::Claude(e.to_string()))?;
                 }
-                turn = wait_submitted(&mut submitted, text, SUBMIT_TIMEOUT).await;
-            }
-            match turn {
-                Some(turn_id) => ("started", turn_id),
-                None => {
-                    // Take our text back out of the box rather than leave it for someone to send.
-                    let capture = tmux
-                        .capture(&pane)
-                        .await
-                        .map_err(|e| HostError::Claude(e.to_string()))?;
-                    if screen::analyze(&capture).has_draft() {
-                        let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                match self.confirm(&pane, &mut submitted, text, busy).await? {
+                    Some(outcome) => outcome,
+                    None => {
+                        // Take our text back out of the box rather than leave it for someone to send.
+                        let capture = tmux
+                            .capture(&pane)
+                            .await
+                            .map_err(|e| HostError::Claude(e.to_string()))?;
+                        if screen::analyze(&capture).has_draft() {
+                            let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                        }
+                        return Err(HostError::Claude("claude did not accept the prompt".into()));
                     }
-                    return Err(HostError::Claude("claude did not accept the prompt".into()));
                 }
             }
+        };
+        let outcome = match outcome {
+            Confirmed::Started(turn) => ("started", turn),
+            Confirmed::Queued => (
+                "queued",
+                self.inner
+                    .core
+                    .read(|state| {
+                        state
+                            .sessions
+                            .get(session_id)
+                            .and_then(|s| s.active_turn.clone())
+                    })
+                    .unwrap_or_default(),
+            ),
         };
         let sent = MessageSent {
             outcome: outcome.0.to_string(),
@@ -604,6 +600,38 @@ impl ClaudeHost {
             turn_id: outcome.1,
             duplicate: false,
         })
+    }
+
+    /// Waits for Claude to take a pasted prompt: `UserPromptSubmit` for it (a new turn), or —
+    /// when a turn was running — the box emptied with the prompt queued behind the turn.
+    async fn confirm(
+        &self,
+        pane: &str,
+        submitted: &mut broadcast::Receiver<(String, String)>,
+        text: &str,
+        was_busy: bool,
+    ) -> Result<Option<Confirmed>, HostError> {
+        let deadline = tokio::time::Instant::now() + SUBMIT_TIMEOUT;
+        loop {
+            let wait = Duration::from_millis(if was_busy { 150 } else { 250 });
+            if let Some(turn) = wait_submitted(submitted, text, wait).await {
+                return Ok(Some(Confirmed::Started(turn)));
+            }
+            if was_busy {
+                let capture = self
+                    .tmux()
+                    .capture(pane)
+                    .await
+                    .map_err(|e| HostError::Claude(e.to_string()))?;
+                let screen = screen::analyze(&capture);
+                if !screen.has_draft() && (screen.queued || screen.busy) {
+                    return Ok(Some(Confirmed::Queued));
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
     }
 
     /// One Escape while a turn runs; `Ok(false)` when Claude is idle.
@@ -710,14 +738,20 @@ impl ClaudeHost {
             )));
         }
         self.live_session(session_id)?;
-        let pending = {
-            let mut permissions = lock(&self.inner.permissions);
-            match permissions.get(approval_id) {
-                Some((owner, _)) if owner == session_id => permissions.remove(approval_id),
-                _ => None,
+        // The hook writes its hooks.jsonl line before it connects: a decision can arrive for an
+        // approval that is stored but whose hook is not waiting yet. Give it a moment.
+        let deadline = tokio::time::Instant::now() + HOOK_CONNECT_GRACE;
+        let pending = loop {
+            let taken = {
+                let mut permissions = lock(&self.inner.permissions);
+                match permissions.get(approval_id) {
+                    Some((owner, _)) if owner == session_id => permissions.remove(approval_id),
+                    _ => None,
+                }
+            };
+            if taken.is_some() {
+                break taken;
             }
-        };
-        let Some((_, tx)) = pending else {
             let known = self.inner.core.read(|state| {
                 state
                     .sessions
@@ -725,10 +759,16 @@ impl ClaudeHost {
                     .and_then(|s| s.approvals.get(approval_id))
                     .map(|a| a.resolved.is_some())
             });
-            return Err(match known {
-                Some(_) => HostError::ApprovalResolved(approval_id.to_string()),
-                None => HostError::UnknownApproval(approval_id.to_string()),
-            });
+            match known {
+                Some(false) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Some(_) => return Err(HostError::ApprovalResolved(approval_id.to_string())),
+                None => return Err(HostError::UnknownApproval(approval_id.to_string())),
+            }
+        };
+        let Some((_, tx)) = pending else {
+            return Err(HostError::ApprovalResolved(approval_id.to_string()));
         };
         if tx.send(decision.to_string()).is_err() {
             return Err(HostError::ApprovalResolved(approval_id.to_string()));
