@@ -1,6 +1,7 @@
 //! The integration tests, one module per area of cohost.
 
 mod cli;
+mod claude_host;
 mod codex_host;
 mod codex_host_approvals;
 mod codex_host_capabilities;

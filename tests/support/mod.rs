@@ -166,3 +166,4 @@ pub mod mock_responses;
 pub mod codex_host;
 pub mod mock_messages;
 pub mod claude_env;
+pub mod claude_host;
