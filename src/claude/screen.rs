@@ -423,6 +423,78 @@ mod tests {
         assert!(analyze(&capture).ready());
     }
 
+    /// Reads a real capture from `tests/fixtures/claude/screens/` (see the README there).
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude/screens")
+            .join(name);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|err| panic!("cannot read screen fixture {}: {err}", path.display()))
+    }
+
+    fn state(input: Option<&str>, busy: bool, dialog: bool, queued: bool) -> Screen {
+        Screen {
+            input: input.map(str::to_owned),
+            busy,
+            dialog,
+            queued,
+        }
+    }
+
+    #[test]
+    fn real_screens_classify_as_documented() {
+        let cases = [
+            ("idle_empty.txt", state(Some(""), false, false, false)),
+            (
+                "draft.txt",
+                state(
+                    Some("a human draft that is not sent yet"),
+                    false,
+                    false,
+                    false,
+                ),
+            ),
+            ("busy_spinner.txt", state(Some(""), true, false, false)),
+            (
+                "escape_restored_prompt.txt",
+                state(Some("restore me after escape"), false, false, false),
+            ),
+            ("busy_streaming.txt", state(Some(""), true, false, false)),
+            ("interrupted_idle.txt", state(Some(""), false, false, false)),
+            ("queued_while_busy.txt", state(Some(""), true, false, true)),
+            ("idle_after_reply.txt", state(Some(""), false, false, false)),
+            ("permission_dialog.txt", state(None, false, true, false)),
+        ];
+        for (name, expected) in &cases {
+            assert_eq!(&analyze(&fixture(name)), expected, "{name}");
+        }
+        let ready: Vec<&str> = cases
+            .iter()
+            .filter(|(name, _)| analyze(&fixture(name)).ready())
+            .map(|(name, _)| *name)
+            .collect();
+        assert_eq!(
+            ready,
+            [
+                "idle_empty.txt",
+                "interrupted_idle.txt",
+                "idle_after_reply.txt"
+            ]
+        );
+    }
+
+    #[test]
+    fn real_spinner_alone_is_busy() {
+        // The footer says `esc to interrupt` too; without it the spinner line must suffice.
+        let capture = fixture("busy_spinner.txt");
+        let without_footer: String = capture
+            .lines()
+            .filter(|line| !line.contains("esc to interrupt"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(analyze(&without_footer).busy);
+    }
+
     #[test]
     fn spinner_pattern() {
         assert!(is_spinner("✻ Churning… (3s · ↓ 26 tokens)"));
