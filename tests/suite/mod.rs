@@ -1,7 +1,8 @@
 //! The integration tests, one module per area of cohost.
 
-mod cli;
 mod claude_host;
+mod claude_smoke;
+mod cli;
 mod codex_host;
 mod codex_host_approvals;
 mod codex_host_capabilities;
@@ -14,4 +15,3 @@ mod metadata;
 mod security;
 mod tmux_hooks;
 mod tracker_api;
-mod claude_smoke;

@@ -161,9 +161,9 @@ pub fn assert_contiguous(seqs: &[u64], first: u64, last: u64) {
         );
     }
 }
-pub mod codex_home;
-pub mod mock_responses;
-pub mod codex_host;
-pub mod mock_messages;
 pub mod claude_env;
 pub mod claude_host;
+pub mod codex_home;
+pub mod codex_host;
+pub mod mock_messages;
+pub mod mock_responses;
