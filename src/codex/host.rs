@@ -901,7 +901,11 @@ impl Inner {
         {
             for turn in turns {
                 for kind in normalize::backfill_turn(turn) {
-                    self.store(&live.session_id, kind).await;
+                    match kind {
+                        // A turn that ended while nobody listened closes the items it left open.
+                        EventKind::TurnCompleted(done) => self.end_turn(live, done).await,
+                        kind => self.store(&live.session_id, kind).await,
+                    }
                 }
                 if turn.get("status").and_then(Value::as_str) == Some("inProgress")
                     && let Some(turn_id) = turn.get("id").and_then(Value::as_str)
