@@ -367,3 +367,82 @@ fn a_session_without_turns_survives_a_daemon_restart() {
         assert_no_duplicate_turns_or_items(&fx.events(session));
     }
 }
+
+/// Starts a turn whose command waits for an approval; returns (turn id, approval id).
+fn turn_waiting_for_approval(fx: &CodexFixture, id: &str) -> (String, String) {
+    fx.mock.push(Step::exec("touch late.txt"));
+    let sent = fx.send(id, "Create late.txt");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let requested = fx.wait_event(id, "approval.requested", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
+    });
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (turn, approval)
+}
+
+/// After the runtime went away during an approval: the turn ended, the item that waited is
+/// closed (every `item.started` has its `item.completed`), the approval cannot be answered, the
+/// command never ran, and the session takes the next send.
+#[track_caller]
+fn assert_approval_turn_closed(fx: &CodexFixture, id: &str, turn: &str, approval: &str) {
+    let done = fx.wait_event(id, "the turn that waited ended", turn_completed(turn));
+    assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    eventually("the session live again", || {
+        (fx.view(id)["state"] == "live").then_some(())
+    });
+    let events = fx.events(id);
+    for started in of_type(&events, "item.started") {
+        let item = &started["data"]["item"]["id"];
+        let completed = events
+            .iter()
+            .find(|e| e["type"] == "item.completed" && &e["data"]["item"]["id"] == item);
+        let Some(completed) = completed else {
+            panic!(
+                "item {item} was started but never completed:\n{}",
+                dump(&events)
+            );
+        };
+        assert_ne!(
+            completed["data"]["item"]["status"],
+            "completed",
+            "{}",
+            dump(&events)
+        );
+    }
+    assert_eq!(fx.view(id)["pendingApprovals"], 0);
+    fx.daemon
+        .post(
+            &format!("/api/sessions/{id}/approvals/{approval}"),
+            &json!({ "decision": "accept" }),
+        )
+        .assert_error(409, "approval_resolved", None);
+    assert!(!fx.work.join("late.txt").exists(), "the command never ran");
+    let sent = fx.send(id, "Carry on");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let next = sent["turnId"].as_str().unwrap().to_string();
+    fx.wait_event(id, "the next turn", turn_completed(&next));
+    assert_no_duplicate_turns_or_items(&fx.events(id));
+}
+
+#[test]
+fn a_backend_killed_during_an_approval_closes_the_waiting_item() {
+    let fx = CodexFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    let (turn, approval) = turn_waiting_for_approval(&fx, &id);
+    let pids = backend_pids(fx.daemon.pid());
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    kill_group(pids[0]);
+    assert_approval_turn_closed(&fx, &id, &turn, &approval);
+}
+
+#[test]
+fn a_daemon_restarted_during_an_approval_closes_the_waiting_item() {
+    let mut fx = CodexFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    let (turn, approval) = turn_waiting_for_approval(&fx, &id);
+    fx.daemon.restart();
+    assert_approval_turn_closed(&fx, &id, &turn, &approval);
+}
