@@ -99,6 +99,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Switch (or attach) your tmux client to a session's terminal pane.
+    Attach { id: String },
+    /// Start a session's terminal again on the same conversation (after it exited).
+    Relaunch { id: String },
     /// Check that codex is installed and usable.
     Doctor {
         #[arg(long)]
@@ -150,7 +154,7 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct StartArgs {
-    /// The runtime: codex.
+    /// The runtime: codex or claude.
     pub runtime: String,
     /// The first prompt.
     pub prompt: Option<String>,
@@ -167,6 +171,12 @@ pub struct StartArgs {
     pub sandbox: Option<String>,
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
+    #[arg(long)]
+    pub terminal: bool,
+    /// The tmux session for the pane (default `cohost`).
+    #[arg(long)]
+    pub tmux_session: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -55,6 +55,11 @@ impl Client {
         })
     }
 
+    /// The tmux socket the running daemon uses, from `daemon.json` (`None`: the default server).
+    pub fn tmux_socket(&self) -> Option<PathBuf> {
+        read_daemon_file(&self.home).and_then(|file| file.tmux_socket)
+    }
+
     pub fn token(&self) -> anyhow::Result<String> {
         let path = self.home.join(TOKEN_FILE);
         let token = std::fs::read_to_string(&path).with_context(|| {

@@ -39,6 +39,9 @@ pub struct DaemonFile {
     pub pid: u32,
     pub listen: String,
     pub version: String,
+    /// The tmux socket the daemon uses (`None`: the user's default server).
+    #[serde(default)]
+    pub tmux_socket: Option<PathBuf>,
 }
 
 pub const DAEMON_FILE: &str = "daemon.json";
@@ -123,7 +126,7 @@ pub async fn run(
         cancel.clone(),
     ));
 
-    write_daemon_file(&config.home, local_addr)?;
+    write_daemon_file(&config.home, local_addr, config.tmux_socket.clone())?;
     tracing::info!(%local_addr, home = %config.home.display(), "cohost listening");
     on_listening(local_addr);
 
@@ -340,11 +343,16 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
     }
 }
 
-fn write_daemon_file(home: &Path, addr: SocketAddr) -> anyhow::Result<()> {
+fn write_daemon_file(
+    home: &Path,
+    addr: SocketAddr,
+    tmux_socket: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let file = DaemonFile {
         pid: std::process::id(),
         listen: addr.to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
+        tmux_socket,
     };
     let tmp: PathBuf = home.join(format!("{DAEMON_FILE}.tmp"));
     fs::write(&tmp, serde_json::to_vec(&file)?)?;

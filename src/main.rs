@@ -88,6 +88,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     body[key] = json!(value);
                 }
             }
+            if args.terminal {
+                body["terminal"] = json!(true);
+            }
+            if let Some(tmux_session) = args.tmux_session {
+                body["tmuxSession"] = json!(tmux_session);
+            }
             let answer: serde_json::Value = client.post("/api/sessions", &body)?;
             println!("{}", answer["session"]["id"].as_str().unwrap_or(""));
             if let Some(error) = answer.get("injectError") {
@@ -227,6 +233,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     model["displayName"].as_str().unwrap_or("")
                 );
             }
+            Ok(())
+        }
+        Command::Attach { id } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let view: serde_json::Value = client.get(&format!("/api/sessions/{id}"))?;
+            let (Some(pane), Some(tmux_session)) =
+                (view["paneId"].as_str(), view["tmuxSession"].as_str())
+            else {
+                anyhow::bail!(
+                    "session {id} has no terminal (codex: `cohost start codex --terminal`, or POST /api/sessions/{id}/terminal)"
+                );
+            };
+            let socket = client.tmux_socket();
+            let tmux = |args: &[&str]| {
+                let mut command = std::process::Command::new("tmux");
+                if let Some(socket) = &socket {
+                    command.arg("-S").arg(socket);
+                }
+                command.args(args);
+                command
+            };
+            // Make the session's pane the active one of its window and session, then move
+            // the user's client there: switch inside tmux, attach from outside.
+            let _ = tmux(&["select-window", "-t", pane]).status();
+            let _ = tmux(&["select-pane", "-t", pane]).status();
+            let status = if std::env::var_os("TMUX").is_some() {
+                tmux(&["switch-client", "-t", tmux_session]).status()?
+            } else {
+                tmux(&["attach-session", "-t", tmux_session]).status()?
+            };
+            if !status.success() {
+                anyhow::bail!("tmux could not switch to {tmux_session} ({pane})");
+            }
+            Ok(())
+        }
+        Command::Relaunch { id } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let _: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/relaunch"), &json!({}))?;
+            println!("relaunching");
             Ok(())
         }
         Command::Doctor { json } => {

@@ -156,7 +156,7 @@ fn new_session_id() -> String {
 }
 
 /// Finds a helper binary next to the daemon's own executable, else on PATH.
-fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
+pub(crate) fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(env_override).filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(path));
     }
@@ -205,7 +205,7 @@ pub fn find_claude() -> Result<PathBuf, String> {
     })
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
@@ -902,7 +902,7 @@ fn libc_sigterm() -> i32 {
 
 /// Sends a signal with `kill(1)`-like semantics through a child `kill` process, so the daemon
 /// needs no unsafe code.
-fn send_signal(pid: u32, signal: i32) {
+pub(crate) fn send_signal(pid: u32, signal: i32) {
     let _ = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(pid.to_string())

@@ -107,6 +107,37 @@ pub struct InjectOutcome {
     pub duplicate: bool,
 }
 
+/// The environment variable that carries the WebSocket token to the co-driving TUI.
+pub const WS_TOKEN_ENV: &str = "COHOST_CODEX_WS_TOKEN";
+
+/// How to start the codex TUI attached to a session's thread (`GET /api/sessions/{id}/terminal`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    pub cwd: String,
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// The pid of the child the runner says is running (its last `started` without a later
+/// `exited`), from `runner.jsonl`.
+fn running_child(journal: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(journal).ok()?;
+    let mut running = None;
+    for line in text.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match value.get("event").and_then(Value::as_str) {
+            Some("started") => running = value.get("pid").and_then(Value::as_u64).map(|p| p as u32),
+            Some("exited") | Some("stopped") => running = None,
+            _ => {}
+        }
+    }
+    running
+}
+
 /// `POST /api/sessions` parameters, validated.
 #[derive(Debug, Clone, Default)]
 pub struct CreateParams {
@@ -176,6 +207,12 @@ struct Inner {
 struct Backend {
     key: String,
     budget: Option<Budget>,
+    /// The backend's CODEX_HOME, shared with the TUIs that co-drive its threads.
+    home: PathBuf,
+    /// `ws://127.0.0.1:PORT` when the backend listens on a WebSocket (co-driving possible).
+    ws_url: Option<String>,
+    /// The capability token file (mode 0600) the WebSocket requires.
+    token_file: Option<PathBuf>,
     rpc: RpcClient,
     process: tokio::sync::Mutex<Option<AppServerProcess>>,
     /// Thread id → session id, for routing notifications.
@@ -201,6 +238,8 @@ struct TurnTracking {
 
 struct Live {
     session_id: String,
+    /// A terminal pane waits for the thread's first turn before the TUI can resume it.
+    terminal_pending: std::sync::atomic::AtomicBool,
     binding: watch::Sender<Option<Binding>>,
     inject: tokio::sync::Mutex<()>,
     turn: Mutex<TurnTracking>,
@@ -420,7 +459,14 @@ impl CodexHost {
         let (kind, turn_id) = match outcome {
             Some(outcome) => outcome,
             None => {
-                lock(&live.turn).pending_api += 1;
+                // The turn known to run when we ask: codex answering with this one means the
+                // text joined it. A different id is a new turn, even when its `turn/started`
+                // was already forwarded (the notification and the answer race).
+                let running_before = {
+                    let mut turn = lock(&live.turn);
+                    turn.pending_api += 1;
+                    turn.current.clone()
+                };
                 let answer = binding
                     .backend
                     .rpc
@@ -445,12 +491,14 @@ impl CodexHost {
                     })?
                     .to_string();
                 let mut turn = lock(&live.turn);
-                if turn.current.as_deref() == Some(turn_id.as_str()) {
+                if running_before.as_deref() == Some(turn_id.as_str()) {
                     // codex joined a turn that was already running: no turn/started will come.
                     turn.pending_api = turn.pending_api.saturating_sub(1);
                     ("steered", turn_id)
                 } else {
-                    turn.current = Some(turn_id.clone());
+                    if turn.current.is_none() {
+                        turn.current = Some(turn_id.clone());
+                    }
                     ("started", turn_id)
                 }
             }
@@ -734,6 +782,174 @@ impl CodexHost {
         Ok(())
     }
 
+    /// The command that attaches the real codex TUI to the session's thread over the backend's
+    /// WebSocket: `codex --remote ws://… --remote-auth-token-env VAR resume <thread>`, with the
+    /// backend's CODEX_HOME. The token travels in the environment, never on the command line;
+    /// it is replaced by `<redacted>` unless `include_token`.
+    pub async fn terminal_spec(
+        &self,
+        session_id: &str,
+        include_token: bool,
+    ) -> Result<TerminalSpec, HostError> {
+        let live = self.inner.live_session(session_id)?;
+        let binding = self.inner.wait_bound(&live).await?;
+        let bin = self
+            .inner
+            .codex
+            .as_ref()
+            .map_err(|e| HostError::CodexUnavailable(e.clone()))?;
+        let (Some(ws_url), Some(token_file)) =
+            (&binding.backend.ws_url, &binding.backend.token_file)
+        else {
+            return Err(HostError::Invalid(
+                "this session's backend has no WebSocket (COHOST_CODEX_TRANSPORT=stdio); it cannot be co-driven".into(),
+            ));
+        };
+        let token = if include_token {
+            std::fs::read_to_string(token_file)
+                .map_err(|e| HostError::Codex(format!("cannot read the websocket token: {e}")))?
+                .trim()
+                .to_string()
+        } else {
+            "<redacted>".to_string()
+        };
+        let cwd = self.view(session_id)?.cwd;
+        let mut env = std::collections::BTreeMap::new();
+        env.insert(
+            "CODEX_HOME".to_string(),
+            binding.backend.home.to_string_lossy().into_owned(),
+        );
+        env.insert(WS_TOKEN_ENV.to_string(), token);
+        if let Some(root) = &bin.package_root {
+            env.insert(
+                "CODEX_MANAGED_PACKAGE_ROOT".to_string(),
+                root.to_string_lossy().into_owned(),
+            );
+            env.insert("CODEX_MANAGED_BY_NPM".to_string(), "1".to_string());
+        }
+        Ok(TerminalSpec {
+            command: bin.path.to_string_lossy().into_owned(),
+            args: vec![
+                "--remote".into(),
+                ws_url.clone(),
+                "--remote-auth-token-env".into(),
+                WS_TOKEN_ENV.into(),
+                "resume".into(),
+                binding.thread_id.clone(),
+            ],
+            cwd,
+            env,
+        })
+    }
+
+    /// Opens a tmux pane running `cohost-runner`, which launches the TUI from the terminal spec
+    /// and relaunches it on request. Records `session.pane`.
+    pub async fn open_terminal(
+        &self,
+        session_id: &str,
+        tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        let runner = crate::claude::host::sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
+            .map_err(HostError::CodexUnavailable)?;
+        if self.view(session_id)?.pane_id.is_some() {
+            return Err(HostError::Invalid(format!(
+                "session `{session_id}` already has a terminal"
+            )));
+        }
+        // codex cannot resume a thread before its first turn wrote the rollout ("no rollout
+        // found"): until then the runner waits without a launch.json, and the TUI is started
+        // when the first turn ends.
+        let ready = self.view(session_id)?.turns > 0;
+        let dir = if ready {
+            self.write_terminal_launch(session_id).await?
+        } else {
+            let live = self.inner.live_session(session_id)?;
+            live.terminal_pending
+                .store(true, std::sync::atomic::Ordering::Release);
+            self.terminal_dir(session_id)?
+        };
+        let tmux_session =
+            tmux_session.unwrap_or_else(|| crate::claude::host::DEFAULT_TMUX_SESSION.to_string());
+        let cwd = PathBuf::from(self.view(session_id)?.cwd);
+        let pane = self
+            .inner
+            .tmux
+            .tmux()
+            .open_pane(
+                &tmux_session,
+                session_id,
+                &cwd,
+                &[],
+                &[
+                    runner.to_string_lossy().into_owned(),
+                    dir.to_string_lossy().into_owned(),
+                ],
+            )
+            .await
+            .map_err(|e| HostError::Codex(format!("could not open a tmux pane: {e}")))?;
+        self.inner.tmux.refresh().await;
+        self.inner
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionPane(crate::protocol::SessionPane {
+                    pane_id: pane.pane_id,
+                    tmux_session,
+                    runner_pid: pane.pid,
+                }),
+            )
+            .await?;
+        self.view(session_id)
+    }
+
+    /// Writes `launch.json` for the runner: the terminal spec with the real token (the file is
+    /// 0600 in the session's private directory).
+    async fn write_terminal_launch(&self, session_id: &str) -> Result<PathBuf, HostError> {
+        let spec = self.terminal_spec(session_id, true).await?;
+        let dir = self.terminal_dir(session_id)?;
+        let mut argv = vec![spec.command.clone()];
+        argv.extend(spec.args.iter().cloned());
+        let launch = json!({ "argv": argv, "cwd": spec.cwd, "env": spec.env, "seedClaude": null, "sessionId": session_id });
+        crate::claude::host::write_private(&dir.join("launch.json"), launch.to_string().as_bytes())
+            .map_err(|e| HostError::Codex(format!("could not write launch.json: {e}")))?;
+        Ok(dir)
+    }
+
+    /// The private directory of a session's terminal (launch.json, runner.jsonl).
+    fn terminal_dir(&self, session_id: &str) -> Result<PathBuf, HostError> {
+        let dir = self
+            .inner
+            .config
+            .cohost_home
+            .join("codex")
+            .join("sessions")
+            .join(session_id);
+        std::fs::create_dir_all(&dir).map_err(|e| HostError::Codex(e.to_string()))?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        Ok(dir)
+    }
+
+    /// Relaunches the session's TUI (after it exited, or stopping it first), against the
+    /// backend's current endpoint, on the same thread.
+    pub async fn relaunch_terminal(&self, session_id: &str) -> Result<(), HostError> {
+        let pane = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
+            .ok_or_else(|| HostError::Invalid(format!("session `{session_id}` has no terminal")))?;
+        if self.inner.tmux.tmux().pane_pid(&pane.pane_id).await != Some(pane.runner_pid) {
+            return Err(HostError::Closed(session_id.to_string()));
+        }
+        let dir = self.write_terminal_launch(session_id).await?;
+        // SIGUSR1: the runner launches again as soon as the TUI is not running.
+        crate::claude::host::send_signal(pane.runner_pid, libc::SIGUSR1);
+        if let Some(pid) = running_child(&dir.join("runner.jsonl")) {
+            crate::claude::host::send_signal(pid, libc::SIGTERM);
+        }
+        Ok(())
+    }
+
     /// Kills a backend's process (for tests of crash recovery). Returns false without one.
     pub async fn kill_backend_for_test(&self, session_id: &str) -> bool {
         let Ok(live) = self.inner.live_session(session_id) else {
@@ -806,9 +1022,30 @@ impl Inner {
                 .or_insert_with(|| {
                     Arc::new(Live {
                         session_id: session_id.to_string(),
+                        terminal_pending: std::sync::atomic::AtomicBool::new(false),
                         binding: watch::channel(None).0,
                         inject: tokio::sync::Mutex::new(()),
-                        turn: Mutex::new(TurnTracking::default()),
+                        // Items a previous run left open are closed when their turn ends.
+                        turn: Mutex::new(TurnTracking {
+                            open_items: self.core.read(|state| {
+                                state
+                                    .sessions
+                                    .get(session_id)
+                                    .map(|s| {
+                                        s.open_items
+                                            .iter()
+                                            .map(|(id, item)| {
+                                                (
+                                                    id.clone(),
+                                                    (item.turn_id.clone(), item.item.clone()),
+                                                )
+                                            })
+                                            .collect()
+                                    })
+                                    .unwrap_or_default()
+                            }),
+                            ..TurnTracking::default()
+                        }),
                     })
                 }),
         )
@@ -1029,10 +1266,29 @@ impl Inner {
                 budget.stream_max_retries.to_string(),
             ));
         }
-        let (process, rpc, incoming) =
-            AppServerProcess::spawn(bin, &home, Listen::Stdio, &[], &env)
-                .await
-                .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
+        // Backends listen on a loopback WebSocket with a fresh capability token, so a human's
+        // TUI can co-drive their threads; cohost connects over that same socket.
+        // `COHOST_CODEX_TRANSPORT=stdio` keeps the plain stdio transport (no co-driving).
+        let (listen, token_file) =
+            if std::env::var("COHOST_CODEX_TRANSPORT").as_deref() == Ok("stdio") {
+                (Listen::Stdio, None)
+            } else {
+                let token_file = home.parent().unwrap_or(&home).join("ws-token");
+                super::process::write_ws_token(&token_file).map_err(|e| {
+                    HostError::CodexUnavailable(format!("cannot write the websocket token: {e}"))
+                })?;
+                (
+                    Listen::WebSocket {
+                        port: 0,
+                        token_file: token_file.clone(),
+                    },
+                    Some(token_file),
+                )
+            };
+        let (process, rpc, incoming) = AppServerProcess::spawn(bin, &home, listen, &[], &env)
+            .await
+            .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
+        let ws_url = process.ws_url().map(str::to_string);
         rpc.initialize("cohost", env!("CARGO_PKG_VERSION"))
             .await
             .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
@@ -1040,6 +1296,9 @@ impl Inner {
         let backend = Arc::new(Backend {
             key: key.clone(),
             budget: budget.cloned(),
+            home: home.clone(),
+            ws_url,
+            token_file,
             rpc,
             process: tokio::sync::Mutex::new(Some(process)),
             threads: Mutex::new(HashMap::new()),
@@ -1114,6 +1373,14 @@ impl Inner {
                         TurnSource::Api
                     } else if self.goal_active(&session_id) {
                         TurnSource::Goal
+                    } else if self.core.read(|state| {
+                        state
+                            .sessions
+                            .get(&session_id)
+                            .is_some_and(|s| s.pane.is_some())
+                    }) {
+                        // Not cohost, not a goal: the human in the co-driving TUI.
+                        TurnSource::Terminal
                     } else {
                         TurnSource::Other
                     }
@@ -1134,6 +1401,21 @@ impl Inner {
                 };
                 self.end_turn(live, done).await;
                 self.report(&session_id, status).await;
+                // The thread now has a rollout: a waiting terminal can resume it.
+                if live
+                    .terminal_pending
+                    .swap(false, std::sync::atomic::Ordering::AcqRel)
+                {
+                    let host = CodexHost {
+                        inner: Arc::clone(self),
+                    };
+                    let session = session_id.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = host.relaunch_terminal(&session).await {
+                            tracing::warn!(session = %session, %error, "could not start the terminal");
+                        }
+                    });
+                }
             }
             Normalized::Store(EventKind::ItemStarted(item)) => {
                 lock(&live.turn).open_items.insert(
@@ -1378,6 +1660,22 @@ impl Inner {
                 tracing::warn!(session = %session_id, %error, "could not resume the thread");
                 self.status(&session_id, "lost", Some(error.to_string()))
                     .await;
+                continue;
+            }
+            // A co-driving TUI lost its server with the old backend: point it at the new one.
+            let has_pane = self.core.read(|state| {
+                state
+                    .sessions
+                    .get(&session_id)
+                    .is_some_and(|s| s.pane.is_some())
+            });
+            if has_pane {
+                let host = CodexHost {
+                    inner: Arc::clone(self),
+                };
+                if let Err(error) = host.relaunch_terminal(&session_id).await {
+                    tracing::warn!(session = %session_id, %error, "could not relaunch the terminal");
+                }
             }
         }
     }

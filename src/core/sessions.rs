@@ -41,6 +41,10 @@ pub struct SessionRecord {
     pub last_agent_message: Option<String>,
     pub goal: Option<serde_json::Value>,
     pub approvals: BTreeMap<String, ApprovalRecord>,
+    /// Items started and not completed yet (a command waiting for its approval, a tool running),
+    /// so a restart can close them when their turn turns out to be over.
+    #[serde(default)]
+    pub open_items: BTreeMap<String, crate::protocol::ItemEvent>,
     /// The tmux pane of the session's terminal, when it has one.
     #[serde(default)]
     pub pane: Option<crate::protocol::SessionPane>,
@@ -165,6 +169,7 @@ impl Sessions {
                     last_agent_message: None,
                     goal: None,
                     approvals: BTreeMap::new(),
+                    open_items: BTreeMap::new(),
                     pane: None,
                     seen: HashSet::new(),
                     sent: HashMap::new(),
@@ -205,6 +210,9 @@ impl Sessions {
                     record.active_turn = None;
                 }
                 record.last_turn = Some(turn.clone());
+                record
+                    .open_items
+                    .retain(|_, item| item.turn_id != turn.turn_id);
                 // A turn that ended leaves nothing to approve.
                 for approval in record.approvals.values_mut() {
                     if approval.resolved.is_none() && approval.request.turn_id == turn.turn_id {
@@ -216,7 +224,13 @@ impl Sessions {
                     }
                 }
             }
+            EventKind::ItemStarted(item) => {
+                record
+                    .open_items
+                    .insert(item.id().to_string(), item.clone());
+            }
             EventKind::ItemCompleted(item) => {
+                record.open_items.remove(item.id());
                 if let crate::protocol::Item::AgentMessage { text, .. } = &item.item {
                     record.last_agent_message = Some(text.clone());
                 }

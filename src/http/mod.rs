@@ -79,6 +79,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/command", post(sessions::command))
         .route("/api/sessions/{id}/relaunch", post(sessions::relaunch))
+        .route(
+            "/api/sessions/{id}/terminal",
+            get(sessions::terminal).post(sessions::open_terminal),
+        )
         .route("/api/claude/permission", post(sessions::claude_permission))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))

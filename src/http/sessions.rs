@@ -113,9 +113,13 @@ pub struct CreateBody {
     /// claude only: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
     #[serde(default)]
     permission_mode: Option<String>,
-    /// claude only: the tmux session to open the pane in (default `cohost`).
+    /// The tmux session to open the pane in (default `cohost`): claude always, codex with
+    /// `terminal: true`.
     #[serde(default)]
     tmux_session: Option<String>,
+    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
+    #[serde(default)]
+    terminal: bool,
 }
 
 /// The runtime of an existing session.
@@ -162,12 +166,23 @@ pub async fn create(
     match runtime {
         Runtime::Codex => {
             only("permissionMode", body.permission_mode.is_some(), "claude")?;
-            only("tmuxSession", body.tmux_session.is_some(), "claude")?;
+            if body.tmux_session.is_some() && !body.terminal {
+                return Err(ApiError::field(
+                    "invalid_field",
+                    "tmuxSession",
+                    "`tmuxSession` needs `terminal: true` for codex sessions",
+                ));
+            }
         }
         Runtime::Claude => {
             only("approvalPolicy", body.approval_policy.is_some(), "codex")?;
             only("sandbox", body.sandbox.is_some(), "codex")?;
             only("budget", body.budget.is_some(), "codex")?;
+            only(
+                "terminal",
+                body.terminal,
+                "codex (claude sessions always have one)",
+            )?;
         }
     }
     check_choice("permissionMode", &body.permission_mode, &PERMISSION_MODES)?;
@@ -209,7 +224,7 @@ pub async fn create(
     }
     let view = match runtime {
         Runtime::Codex => {
-            state
+            let view = state
                 .codex
                 .create(CreateParams {
                     cwd,
@@ -219,7 +234,15 @@ pub async fn create(
                     budget: body.budget,
                     idempotency_key: body.idempotency_key.clone(),
                 })
-                .await?
+                .await?;
+            if body.terminal && view.pane_id.is_none() {
+                state
+                    .codex
+                    .open_terminal(&view.id, body.tmux_session)
+                    .await?
+            } else {
+                view
+            }
         }
         Runtime::Claude => {
             state
@@ -576,18 +599,10 @@ pub async fn relaunch(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     match runtime_of(&state, &id)? {
-        Runtime::Claude => {
-            state.claude.relaunch(&id).await?;
-            Ok(Json(json!({ "ok": true })))
-        }
-        runtime => Err(ApiError::bad_request(
-            "unsupported",
-            format!(
-                "relaunch is for sessions with a terminal; {} has none",
-                runtime.as_str()
-            ),
-        )),
+        Runtime::Claude => state.claude.relaunch(&id).await?,
+        Runtime::Codex => state.codex.relaunch_terminal(&id).await?,
     }
+    Ok(Json(json!({ "ok": true })))
 }
 
 #[derive(Deserialize)]
@@ -616,4 +631,77 @@ pub async fn claude_permission(
         .permission_request(&body.session_id, &body.request_id, body.payload)
         .await?;
     Ok(Json(answer))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalQuery {
+    #[serde(default)]
+    include_token: Option<String>,
+}
+
+/// `GET /api/sessions/{id}/terminal[?includeToken=true]`: how to attach the real codex TUI to
+/// the session's thread. The token is redacted unless asked for.
+pub async fn terminal(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<TerminalQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let include_token = match query.include_token.as_deref() {
+        None | Some("false") | Some("0") => false,
+        Some("true") | Some("1") => true,
+        Some(other) => {
+            return Err(ApiError::field(
+                "invalid_field",
+                "includeToken",
+                format!("`includeToken` must be true or false, got `{other}`"),
+            ));
+        }
+    };
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => Ok(Json(json!(
+            state.codex.terminal_spec(&id, include_token).await?
+        ))),
+        Runtime::Claude => Err(ApiError::bad_request(
+            "unsupported",
+            "claude sessions run their TUI in their own pane; see paneId",
+        )),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OpenTerminalBody {
+    #[serde(default)]
+    tmux_session: Option<String>,
+}
+
+/// `POST /api/sessions/{id}/terminal`: open the codex TUI on an existing session's thread.
+pub async fn open_terminal(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let body: OpenTerminalBody = if body.is_empty() {
+        OpenTerminalBody::default()
+    } else if super::extract::is_json(&headers) {
+        super::extract::parse(&body)?
+    } else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be JSON with `Content-Type: application/json`",
+        ));
+    };
+    match runtime_of(&state, &id)? {
+        Runtime::Codex => {
+            let view = state.codex.open_terminal(&id, body.tmux_session).await?;
+            Ok((StatusCode::CREATED, Json(json!({ "session": view }))).into_response())
+        }
+        Runtime::Claude => Err(ApiError::bad_request(
+            "unsupported",
+            "claude sessions already run in their own pane",
+        )),
+    }
 }

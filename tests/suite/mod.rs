@@ -3,6 +3,7 @@
 mod claude_host;
 mod claude_smoke;
 mod cli;
+mod codex_codrive;
 mod codex_host;
 mod codex_host_approvals;
 mod codex_host_capabilities;
