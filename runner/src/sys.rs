@@ -2,8 +2,9 @@
 //! (`pthread_sigmask` + `sigtimedwait`), sending a signal to the child, and saving/restoring the
 //! pane's terminal modes. Every `unsafe` block of the crate lives here, each as small as the call
 //! it wraps. It must never install signal handlers or change signal dispositions: blocked
-//! signals are consumed with `sigtimedwait`, and std resets the mask in children, so they start
-//! with default signal handling.
+//! signals are consumed with `sigtimedwait`, and each child empties the inherited mask before
+//! exec (std does not, on the fork/exec path a `pre_exec` hook takes), so it starts with
+//! default signal handling.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -96,14 +97,25 @@ pub fn send_signal(pid: u32, signal: c_int) -> io::Result<()> {
 
 /// Makes the child get SIGHUP if the runner dies (even by SIGKILL), as it would if the pane
 /// closed, so a TUI never outlives its supervisor unseen. If the runner is already gone when the
-/// child starts, the spawn fails instead.
+/// child starts, the spawn fails instead. The child also unblocks every signal the runner
+/// blocked: a blocked mask survives exec, and a TUI that inherited it would never see SIGTERM,
+/// SIGHUP or SIGINT.
 pub fn hang_up_with_parent(cmd: &mut Command) {
     let runner_pid = std::process::id();
     #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
-    // system calls (prctl, getppid); it allocates nothing and touches no locks.
+    // calls (sigemptyset, pthread_sigmask, prctl, getppid) on its own stack; it allocates
+    // nothing and touches no locks.
     unsafe {
         cmd.pre_exec(move || {
+            let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
+            if libc::sigemptyset(empty.as_mut_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let rc = libc::pthread_sigmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut());
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP) != 0 {
                 return Err(io::Error::last_os_error());
             }

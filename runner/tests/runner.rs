@@ -398,6 +398,29 @@ fn the_env_overlay_cwd_and_a_clean_signal_state_reach_the_child() {
 }
 
 #[test]
+fn a_child_that_is_not_a_shell_starts_with_no_signal_blocked() {
+    // A shell unblocks signals itself, which hides an inherited mask: run grep directly.
+    let dir = tempfile::tempdir().unwrap();
+    let launch = json!({
+        "argv": ["/bin/grep", "-E", "^SigBlk", "/proc/self/status"],
+        "cwd": dir.path(),
+    });
+    fs::write(dir.path().join("launch.json"), launch.to_string()).unwrap();
+    let runner = Runner::start(dir.path());
+    runner.wait_for("exited", |e| count(e, "exited") == 1);
+    let out = fs::read_to_string(dir.path().join("pane.out")).unwrap();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("SigBlk:"))
+        .unwrap_or_else(|| panic!("no SigBlk line in {out:?}"));
+    assert_eq!(
+        line, "SigBlk:\t0000000000000000",
+        "the runner's mask leaked"
+    );
+    runner.stop();
+}
+
+#[test]
 fn the_seed_merges_into_an_existing_claude_json() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
