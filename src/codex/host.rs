@@ -942,9 +942,12 @@ impl CodexHost {
             return Err(HostError::Closed(session_id.to_string()));
         }
         let dir = self.write_terminal_launch(session_id).await?;
+        // Which TUI runs is read before the runner is woken: an idle runner launches at once on
+        // SIGUSR1, and reading after it would find (and stop) the TUI just launched.
+        let running = running_child(&dir.join("runner.jsonl"));
         // SIGUSR1: the runner launches again as soon as the TUI is not running.
         crate::claude::host::send_signal(pane.runner_pid, libc::SIGUSR1);
-        if let Some(pid) = running_child(&dir.join("runner.jsonl")) {
+        if let Some(pid) = running {
             crate::claude::host::send_signal(pid, libc::SIGTERM);
         }
         Ok(())
