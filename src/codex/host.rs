@@ -1578,17 +1578,37 @@ impl Inner {
     }
 
     /// Mirrors the session's state into the tracker as agent `codex` in the tmux session whose
-    /// directory matches the session's cwd, when there is one.
+    /// directory matches the session's cwd, when there is one. A tmux session holding panes
+    /// cohost opened (the `cohost` session of the TUIs, created in a session's cwd) matches
+    /// that directory too: the project's own session is preferred, that one only as a fallback.
     async fn report(&self, session_id: &str, status: AgentStatus) {
-        let Some((cwd, thread_id)) = self.core.read(|state| {
+        let Some((cwd, thread_id, pane_sessions)) = self.core.read(|state| {
+            let pane_sessions: std::collections::HashSet<String> = state
+                .sessions
+                .iter()
+                .filter_map(|s| s.pane.as_ref().map(|p| p.tmux_session.clone()))
+                .collect();
             state
                 .sessions
                 .get(session_id)
-                .map(|s| (s.created.cwd.clone(), s.thread_id.clone()))
+                .map(|s| (s.created.cwd.clone(), s.thread_id.clone(), pane_sessions))
         }) else {
             return;
         };
-        let Ok(tmux_session) = crate::tmux::resolve(&self.tmux.get(), None, Some(&cwd)) else {
+        let list = self.tmux.get();
+        let projects = crate::tmux::SessionList {
+            sessions: list
+                .sessions
+                .iter()
+                .filter(|s| !pane_sessions.contains(&s.name))
+                .cloned()
+                .collect(),
+            running: list.running,
+            server_pid: list.server_pid,
+        };
+        let Ok(tmux_session) = crate::tmux::resolve(&projects, None, Some(&cwd))
+            .or_else(|_| crate::tmux::resolve(&list, None, Some(&cwd)))
+        else {
             return;
         };
         let update = AgentUpdate {
