@@ -14,7 +14,7 @@ use crate::support::codex_host::{CodexFixture, eventually};
 use crate::support::mock_responses::Step;
 
 /// The codex app-server processes the daemon spawned (its children running `app-server`).
-fn backend_pids(daemon_pid: u32) -> Vec<u32> {
+pub(super) fn backend_pids(daemon_pid: u32) -> Vec<u32> {
     let mut pids = Vec::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{daemon_pid}/task")) else {
         return pids;
@@ -35,7 +35,7 @@ fn backend_pids(daemon_pid: u32) -> Vec<u32> {
 }
 
 /// SIGKILLs a backend's process group (the daemon spawns each backend as a group leader).
-fn kill_group(pid: u32) {
+pub(super) fn kill_group(pid: u32) {
     let status = Command::new("kill")
         .args(["-KILL", "--", &format!("-{pid}")])
         .status()
