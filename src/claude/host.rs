@@ -128,6 +128,11 @@ struct Live {
     /// Whether the SessionStart hook has been seen since the last launch.
     started: watch::Sender<bool>,
     claude_pid: Mutex<Option<u32>>,
+    /// The runner reported the TUI exited and has not started it again.
+    exited: std::sync::atomic::AtomicBool,
+    /// For a fork: the parent's claude session id, which Claude reports until the fork's first
+    /// prompt (`--fork-session`); it is not this session's identity.
+    fork_of: Option<String>,
     commands: mpsc::Sender<Command>,
     cancel: CancellationToken,
 }
@@ -500,6 +505,10 @@ impl ClaudeHost {
             });
         }
         let pane = self.verified_pane(session_id).await?;
+        // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
+        if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(HostError::NotReady(session_id.to_string()));
+        }
         let mut started = live.started.subscribe();
         if tokio::time::timeout(READY_TIMEOUT, started.wait_for(|s| *s))
             .await
@@ -652,20 +661,50 @@ impl ClaudeHost {
         if !turn_open && !busy {
             return Ok(false);
         }
+        let before = match self.tmux().capture(&pane).await {
+            Ok(capture) => screen::analyze(&capture).input,
+            Err(_) => None,
+        };
         // Never a blind double Escape: on an empty box it opens the rewind dialog.
         self.tmux()
             .send_keys(&pane, &["Escape"])
             .await
             .map_err(|e| HostError::Claude(e.to_string()))?;
-        let mut status = live.status.subscribe();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), status.wait_for(|s| s != "busy")).await;
-        // Interrupted before the first token, Claude puts the prompt back in the box.
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if let Ok(capture) = self.tmux().capture(&pane).await
-            && screen::analyze(&capture).has_draft()
-        {
-            let _ = self.tmux().send_keys(&pane, &["Escape", "Escape"]).await;
+        // Interrupted before the first token, Claude puts the prompt back in the box, after the
+        // turn stops (which can take a while on a busy machine): watch the screen until the box
+        // shows that text, or has stayed idle and empty for a moment.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut idle_since = None;
+        let mut presses = 0;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let Ok(capture) = self.tmux().capture(&pane).await else {
+                break;
+            };
+            let screen = screen::analyze(&capture);
+            if screen.input.is_none() || screen.busy || screen.dialog {
+                idle_since = None;
+                continue;
+            }
+            if screen.has_draft() && screen.input != before && presses < 4 {
+                // Escape twice clears the box; when Claude took only one of them it shows "Esc
+                // again to clear", and one more does it. Keys go only to a box with text in it
+                // (two Escapes on an empty box open the rewind dialog).
+                let keys: &[&str] = if presses == 0 {
+                    &["Escape", "Escape"]
+                } else {
+                    &["Escape"]
+                };
+                let _ = self.tmux().send_keys(&pane, keys).await;
+                presses += 1;
+                idle_since = None;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            }
+            let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() >= Duration::from_millis(500) {
+                break;
+            }
         }
         Ok(true)
     }
@@ -832,11 +871,29 @@ impl ClaudeHost {
         cleaned.extend(["--resume".to_string(), claude_session]);
         self.write_launch(session_id, &live.dir, &cleaned, Path::new(&cwd))?;
         live.started.send_replace(false);
+        // Stop a running TUI first and wait for the runner to see it go.
+        let running = *lock(&live.claude_pid);
+        if let Some(pid) = running {
+            send_signal(pid, libc_sigterm());
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while !live.exited.load(std::sync::atomic::Ordering::SeqCst)
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        // The old TUI's last frame stays on screen (with its input box, maybe with text in it)
+        // until the new one draws: clear it, so it is never taken for the live box.
+        let _ = self
+            .tmux()
+            .run(&["send-keys", "-R", "-t", &pane.pane_id])
+            .await;
+        let _ = self
+            .tmux()
+            .run(&["clear-history", "-t", &pane.pane_id])
+            .await;
         // SIGUSR1 asks the runner to launch again (right away if the TUI already exited).
         send_signal(pane.runner_pid, libc_sigusr1());
-        if let Some(pid) = *lock(&live.claude_pid) {
-            send_signal(pid, libc_sigterm());
-        }
         Ok(())
     }
 
@@ -946,6 +1003,14 @@ impl Inner {
     ) -> Arc<Live> {
         let (commands, command_rx) = mpsc::channel(16);
         let home = std::env::var_os("HOME").map(PathBuf::from);
+        // After a daemon restart the runner's `started` line is behind the checkpoint: take the
+        // running claude from runner.jsonl, so its session file is followed again.
+        let running = if restored {
+            running_claude_pid(&dir)
+        } else {
+            None
+        };
+        let fork_of = fork_parent(&dir);
         let live = Arc::new(Live {
             session_id: session_id.to_string(),
             dir,
@@ -953,8 +1018,10 @@ impl Inner {
             inject: tokio::sync::Mutex::new(()),
             submitted: broadcast::channel(64).0,
             status: watch::channel(String::new()).0,
-            started: watch::channel(restored).0,
-            claude_pid: Mutex::new(None),
+            started: watch::channel(restored && running.is_some()).0,
+            claude_pid: Mutex::new(running),
+            exited: std::sync::atomic::AtomicBool::new(restored && running.is_none()),
+            fork_of,
             commands,
             cancel: self.cancel.child_token(),
         });
@@ -1012,6 +1079,7 @@ impl Inner {
         );
         let mut transcript_cancel = cancel.child_token();
         if let Some(checkpoint) = transcript_checkpoint {
+            inherit_fork_history(&live, &checkpoint.path, &mut normalizer);
             tail::spawn_tail(
                 checkpoint.path.clone(),
                 Some(checkpoint),
@@ -1074,15 +1142,26 @@ impl Inner {
                 }
             };
             // Transcript switches (first prompt, /clear, fork) restart the transcript tail.
-            let new_transcript = outputs.iter().rev().find_map(|output| match output {
-                Output::Transcript(path) => Some(path.clone()),
-                _ => None,
-            });
+            let new_transcript = outputs
+                .iter()
+                .rev()
+                .find_map(|output| match output {
+                    Output::Transcript(path) => Some(path.clone()),
+                    _ => None,
+                })
+                // A fork starts out naming its parent's transcript (`<id>.jsonl`): that one is
+                // the parent's to follow; the fork's own comes with its first prompt.
+                .filter(|path| {
+                    live.fork_of.as_deref().is_none_or(|parent| {
+                        Path::new(path).file_stem().and_then(|s| s.to_str()) != Some(parent)
+                    })
+                });
             self.apply(&live, outputs, &mut normalizer).await;
             if let Some((file, checkpoint)) = checkpoint {
                 let _ = tail::save_checkpoint(&file, &checkpoint).await;
             }
             if let Some(path) = new_transcript {
+                inherit_fork_history(&live, Path::new(&path), &mut normalizer);
                 transcript_cancel.cancel();
                 transcript_cancel = cancel.child_token();
                 tail::spawn_tail(
@@ -1103,6 +1182,12 @@ impl Inner {
                 Output::Store(kind) => self.store(&live.session_id, kind).await,
                 Output::Bound {
                     claude_session_id, ..
+                } if live.fork_of.as_deref() == Some(claude_session_id.as_str()) => {
+                    // A fork starts under its parent's id; its own comes with its first prompt.
+                    live.started.send_replace(true);
+                }
+                Output::Bound {
+                    claude_session_id, ..
                 } => {
                     self.store(
                         &live.session_id,
@@ -1116,7 +1201,9 @@ impl Inner {
                 }
                 Output::Transcript(_) => {}
                 Output::Status(status) => {
-                    if status == AgentStatus::Idle {
+                    if status == AgentStatus::Idle
+                        && !live.exited.load(std::sync::atomic::Ordering::SeqCst)
+                    {
                         live.started.send_replace(true);
                     }
                     self.report(&live.session_id, status).await;
@@ -1132,6 +1219,8 @@ impl Inner {
         match line.get("event").and_then(Value::as_str) {
             Some("started") => {
                 *lock(&live.claude_pid) = line.get("pid").and_then(Value::as_u64).map(|p| p as u32);
+                live.exited
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
                 self.store(
                     &live.session_id,
                     EventKind::SessionStatus(SessionStatus {
@@ -1143,6 +1232,7 @@ impl Inner {
             }
             Some("exited") => {
                 *lock(&live.claude_pid) = None;
+                live.exited.store(true, std::sync::atomic::Ordering::SeqCst);
                 live.started.send_replace(false);
                 let code = line.get("code").and_then(Value::as_i64);
                 let signal = line.get("signal").and_then(Value::as_i64);
@@ -1217,11 +1307,13 @@ impl Inner {
             return;
         };
         let Some(pane) = pane else { return };
+        // Not bound yet (a fork before its first prompt): no instance under a made-up key.
+        let Some(thread) = thread else { return };
         let update = AgentUpdate {
             agent: "claude-code".into(),
             status,
             ts: now_ms(),
-            thread_id: thread.or_else(|| Some(session_id.to_string())),
+            thread_id: Some(thread),
             thread_name: Some(session_id.to_string()),
             last_user_prompt: None,
             pane_id: Some(pane.pane_id.clone()),
@@ -1240,6 +1332,60 @@ impl Inner {
                 .await;
         }
     }
+}
+
+/// A fork's transcript opens with a copy of its parent's conversation, line uuids and prompt ids
+/// kept: those are the parent's turns, not this session's. Tells the normalizer to pass over the
+/// lines of the parent's transcript (`<parent id>.jsonl` beside the fork's).
+fn inherit_fork_history(live: &Live, transcript: &Path, normalizer: &mut Normalizer) {
+    let Some(parent) = &live.fork_of else {
+        return;
+    };
+    let parent_file = transcript.with_file_name(format!("{parent}.jsonl"));
+    if parent_file == transcript {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&parent_file) else {
+        return;
+    };
+    normalizer.inherit(
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter_map(|value| value.get("uuid")?.as_str().map(str::to_string)),
+    );
+}
+
+/// The claude the runner last started and has not reported exited (`runner.jsonl`).
+fn running_claude_pid(dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(dir.join("runner.jsonl")).ok()?;
+    let mut pid = None;
+    for line in text.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match value.get("event").and_then(Value::as_str) {
+            Some("started") => pid = value.get("pid").and_then(Value::as_u64).map(|p| p as u32),
+            Some("exited") => pid = None,
+            _ => {}
+        }
+    }
+    pid
+}
+
+/// The parent conversation of a fork: `--resume <id>` with `--fork-session` in `launch.json`.
+fn fork_parent(dir: &Path) -> Option<String> {
+    let launch: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("launch.json")).ok()?).ok()?;
+    let argv: Vec<&str> = launch["argv"]
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if !argv.contains(&"--fork-session") {
+        return None;
+    }
+    let at = argv.iter().position(|a| *a == "--resume")?;
+    argv.get(at + 1).map(|id| id.to_string())
 }
 
 fn parse_error(source: &str, offset: u64, error: &str) -> Output {

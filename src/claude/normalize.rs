@@ -48,12 +48,21 @@ pub struct Normalizer {
     transcript_turn: Option<String>,
     /// A `Stop`/`StopFailure` seen, waiting for the transcript's `turn_duration`.
     pending_end: Option<(TurnCompleted, u64)>,
+    /// The reply `Stop` reported for the pending turn (`last_assistant_message`).
+    awaited_reply: Option<String>,
+    /// The transcript wrote the pending turn's `turn_duration` before its reply: the end waits
+    /// for the reply line (Claude flushes a batch of lines in no fixed order).
+    ended_before_reply: bool,
+    /// `(turn, text)` of the last reply text the transcript wrote.
+    last_reply: Option<(String, String)>,
+    /// Uuids of transcript lines that belong to another session (a fork's copied history).
+    inherited: HashSet<String>,
     /// Turns already ended, so a late signal does not end them twice.
     ended: HashSet<String>,
     /// Texts cohost injected and not yet seen submitted, to tell API turns from typed ones.
     injected: Vec<String>,
-    /// Whether the last session-file status was `busy`.
-    busy: bool,
+    /// The turn the last session-file status showed busy (`busy` seen with no turn: `None`).
+    busy_turn: Option<String>,
 }
 
 /// The cohost item id of a prompt: its turn and a hash of its text, so the hook and the
@@ -171,6 +180,18 @@ impl Normalizer {
     }
 
     fn begin_turn(&mut self, turn_id: &str, text: &str, out: &mut Vec<Output>) {
+        self.begin_turn_from(turn_id, text, true, out);
+    }
+
+    /// `from_hooks: false` for a turn the transcript shows first: it does not replace a turn
+    /// the hooks say is running (a fork's transcript starts with a copy of the parent's turns).
+    fn begin_turn_from(
+        &mut self,
+        turn_id: &str,
+        text: &str,
+        from_hooks: bool,
+        out: &mut Vec<Output>,
+    ) {
         if self.turn.as_deref() != Some(turn_id) && !self.ended.contains(turn_id) {
             let source = match self.injected.iter().position(|t| t == text.trim()) {
                 Some(i) => {
@@ -179,7 +200,9 @@ impl Normalizer {
                 }
                 None => TurnSource::Terminal,
             };
-            self.turn = Some(turn_id.to_string());
+            if from_hooks || self.turn.is_none() {
+                self.turn = Some(turn_id.to_string());
+            }
             out.push(Output::Store(EventKind::TurnStarted(TurnStarted {
                 turn_id: turn_id.to_string(),
                 source,
@@ -198,6 +221,8 @@ impl Normalizer {
                 .is_some_and(|(pending, _)| pending.turn_id == done.turn_id)
             {
                 self.pending_end = None;
+                self.awaited_reply = None;
+                self.ended_before_reply = false;
             }
             let status = match done.status {
                 TurnStatus::Completed => AgentStatus::Done,
@@ -373,6 +398,14 @@ impl Normalizer {
                         })));
                     }
                     // Held until the transcript writes the turn's end (or the grace expires).
+                    self.awaited_reply = if failed {
+                        None
+                    } else {
+                        str_of(&payload, "last_assistant_message")
+                            .map(|text| text.trim().to_string())
+                            .filter(|text| !text.is_empty())
+                    };
+                    self.ended_before_reply = false;
                     self.pending_end = Some((done, now + STOP_GRACE_MS));
                 }
             }
@@ -398,9 +431,32 @@ impl Normalizer {
         out
     }
 
+    /// The turn a transcript line belongs to: the last prompt the transcript wrote, else the
+    /// turn the hooks started. Claude flushes a turn's lines in batches whose order is not
+    /// always chronological, so a reply can land before the first prompt's own line.
+    fn transcript_turn_id(&self) -> String {
+        self.transcript_turn
+            .clone()
+            .or_else(|| self.turn.clone())
+            .unwrap_or_default()
+    }
+
+    /// Transcript lines with these uuids are passed over: a fork's transcript starts with a copy
+    /// of its parent's conversation, which is the parent's history, not turns of the fork.
+    pub fn inherit(&mut self, uuids: impl IntoIterator<Item = String>) {
+        self.inherited.extend(uuids);
+    }
+
     /// One transcript line.
     pub fn transcript_line(&mut self, line: &Value) -> Vec<Output> {
         let mut out = Vec::new();
+        if line
+            .get("uuid")
+            .and_then(Value::as_str)
+            .is_some_and(|uuid| self.inherited.contains(uuid))
+        {
+            return out;
+        }
         if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return out;
         }
@@ -410,7 +466,7 @@ impl Normalizer {
                 if let Some(prompt_id) = str_of(line, "promptId") {
                     self.transcript_turn = Some(prompt_id);
                 }
-                let turn_id = self.transcript_turn.clone().unwrap_or_default();
+                let turn_id = self.transcript_turn_id();
                 let content = line.pointer("/message/content");
                 match content {
                     Some(Value::String(text))
@@ -419,7 +475,7 @@ impl Normalizer {
                             && !text.starts_with("<command-name>")
                             && !text.starts_with("<local-command") =>
                     {
-                        self.begin_turn(&turn_id, text, &mut out);
+                        self.begin_turn_from(&turn_id, text, false, &mut out);
                         out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
                             turn_id: turn_id.clone(),
                             item: Item::UserMessage {
@@ -479,7 +535,7 @@ impl Normalizer {
                 }
             }
             "assistant" => {
-                let turn_id = self.transcript_turn.clone().unwrap_or_default();
+                let turn_id = self.transcript_turn_id();
                 let uuid = str_of(line, "uuid").unwrap_or_default();
                 let synthetic =
                     line.pointer("/message/model").and_then(Value::as_str) == Some("<synthetic>");
@@ -505,6 +561,7 @@ impl Normalizer {
                                 if text.trim().is_empty() {
                                     continue;
                                 }
+                                self.last_reply = Some((turn_id.clone(), text.trim().to_string()));
                                 out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
                                     turn_id: turn_id.clone(),
                                     item: Item::AgentMessage {
@@ -562,28 +619,68 @@ impl Normalizer {
                         context_window: None,
                     })));
                 }
+                // The end the transcript wrote ahead of this reply can go now.
+                if self.ended_before_reply
+                    && let Some(pending) = self.pending_end.as_ref().map(|(d, _)| d.turn_id.clone())
+                    && self.reply_written(&pending)
+                    && let Some((done, _)) = self.pending_end.take()
+                {
+                    self.end_turn(done, &mut out);
+                }
             }
             "system" if line.get("subtype").and_then(Value::as_str) == Some("turn_duration") => {
                 let duration = line.get("durationMs").and_then(Value::as_u64);
-                let done = match self.pending_end.take() {
-                    Some((mut done, _)) => {
+                let turn = self.transcript_turn_id();
+                match self.pending_end.take() {
+                    // The pending turn's end; also when the batch wrote it above the turn's own
+                    // prompt line (the transcript's last prompt is then an earlier, ended turn).
+                    Some((mut done, deadline))
+                        if done.turn_id == turn
+                            || turn.is_empty()
+                            || self.ended.contains(&turn) =>
+                    {
                         done.duration_ms = duration;
-                        done
+                        if self.reply_written(&done.turn_id) {
+                            self.end_turn(done, &mut out);
+                        } else {
+                            // The reply is further down the same batch: end after it (or when
+                            // the grace runs out).
+                            self.pending_end = Some((done, deadline));
+                            self.ended_before_reply = true;
+                        }
                     }
-                    None => TurnCompleted {
-                        turn_id: self.transcript_turn.clone().unwrap_or_default(),
-                        status: TurnStatus::Completed,
-                        error: None,
-                        duration_ms: duration,
-                    },
-                };
-                if !done.turn_id.is_empty() {
-                    self.end_turn(done, &mut out);
+                    // Not the turn `Stop` reported (a fork's copied history), or no `Stop` seen:
+                    // this ends the transcript's own turn, and leaves the pending one be.
+                    pending => {
+                        self.pending_end = pending;
+                        if !turn.is_empty() {
+                            self.end_turn(
+                                TurnCompleted {
+                                    turn_id: turn,
+                                    status: TurnStatus::Completed,
+                                    error: None,
+                                    duration_ms: duration,
+                                },
+                                &mut out,
+                            );
+                        }
+                    }
                 }
             }
             _ => {}
         }
         out
+    }
+
+    /// Whether the transcript has written the reply `Stop` reported for the pending turn.
+    fn reply_written(&self, turn_id: &str) -> bool {
+        match &self.awaited_reply {
+            Some(want) => self.last_reply.as_ref().is_some_and(|(turn, text)| {
+                // The line's text is the reply, or the last block of a multi-block one.
+                turn == turn_id && (text == want || want.ends_with(text.as_str()))
+            }),
+            None => true,
+        }
     }
 
     /// Time passes: a turn end held for the transcript is released after the grace period.
@@ -602,12 +699,17 @@ impl Normalizer {
     /// human's Escape ended a turn, since no hook fires on an interrupt.
     pub fn session_status(&mut self, status: &str) -> Vec<Output> {
         let mut out = Vec::new();
-        let was_busy = self.busy;
-        self.busy = status == "busy";
+        // Only the turn that was seen busy is ended by going idle: between a turn and the
+        // queued prompt that follows it the file reads idle for a moment, when the hooks may
+        // have started the next turn already.
+        let busy_turn = self.busy_turn.take();
+        if status == "busy" {
+            self.busy_turn = self.turn.clone();
+        }
         if status == "idle"
-            && was_busy
             && self.pending_end.is_none()
             && let Some(turn) = self.turn.clone()
+            && busy_turn.as_deref() == Some(turn.as_str())
         {
             self.end_turn(
                 TurnCompleted {
@@ -767,9 +869,197 @@ mod tests {
         );
         assert!(n.session_status("busy").is_empty());
         let idle = n.session_status("idle");
+        // (A turn the file never showed busy is not ended by idle: see the queued test below.)
         assert!(
             matches!(&idle[0], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p2" && t.status == TurnStatus::Interrupted)
         );
+    }
+
+    #[test]
+    fn a_reply_flushed_before_the_first_prompt_line_keeps_its_turn() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"hi"}),
+            ),
+            0,
+        );
+        // Seen in a real first turn: the batch put the assistant line before the user line.
+        let reply = n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"content":[{"type":"text","text":"Hello"}]}}));
+        let Output::Store(EventKind::ItemCompleted(e)) = &reply[0] else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(e.turn_id, "p1");
+        assert_eq!(e.id(), "p1:a1:0");
+    }
+
+    #[test]
+    fn a_turn_end_flushed_before_its_reply_waits_for_it() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"hi"}),
+            ),
+            0,
+        );
+        n.hook(
+            &hook(
+                "Stop",
+                json!({"session_id":"s1","prompt_id":"p1","last_assistant_message":"Hello."}),
+            ),
+            10,
+        );
+        // Seen in a real first turn: one flush wrote `turn_duration` above the reply.
+        let end =
+            n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":150}));
+        assert!(stored(&end).is_empty(), "{end:?}");
+        n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":"hi"}}));
+        let reply = n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}}));
+        assert_eq!(
+            stored(&reply),
+            ["item.completed", "usage", "turn.completed"]
+        );
+        assert!(
+            matches!(&reply[2], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p1" && t.duration_ms == Some(150))
+        );
+        assert!(n.tick(100_000).is_empty(), "ended once");
+    }
+
+    #[test]
+    fn a_forks_copied_history_does_not_end_the_running_turn() {
+        let mut n = Normalizer::new();
+        n.expect_injected("fork prompt");
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"f1","prompt_id":"pf","prompt":"fork prompt"}),
+            ),
+            0,
+        );
+        n.hook(
+            &hook(
+                "Stop",
+                json!({"session_id":"f1","prompt_id":"pf","last_assistant_message":"Fork reply."}),
+            ),
+            10,
+        );
+        // The fork's transcript starts with the parent's turn, ids and all.
+        let copied = [
+            n.transcript_line(&json!({"type":"user","promptId":"pp","message":{"content":"parent prompt"}})),
+            n.transcript_line(&json!({"type":"assistant","uuid":"a0","message":{"content":[{"type":"text","text":"Parent reply."}]}})),
+            n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":100})),
+        ]
+        .concat();
+        assert_eq!(
+            stored(&copied),
+            [
+                "turn.started",
+                "item.completed",
+                "item.completed",
+                "turn.completed"
+            ]
+        );
+        assert!(
+            matches!(&copied[3], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "pp")
+        );
+        assert_eq!(n.turn(), Some("pf"), "the fork's turn still runs");
+        n.transcript_line(
+            &json!({"type":"user","promptId":"pf","message":{"content":"fork prompt"}}),
+        );
+        let reply = n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"content":[{"type":"text","text":"Fork reply."}]}}));
+        let end =
+            n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":90}));
+        assert!(
+            matches!(&reply[0], Output::Store(EventKind::ItemCompleted(e)) if e.turn_id == "pf")
+        );
+        assert!(
+            matches!(&end[0], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "pf" && t.status == TurnStatus::Completed)
+        );
+    }
+
+    #[test]
+    fn a_later_turns_end_flushed_above_its_prompt_line_ends_that_turn() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"one"}),
+            ),
+            0,
+        );
+        n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"content":"one"}}));
+        n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":5}));
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p2","prompt":"two"}),
+            ),
+            10,
+        );
+        n.hook(
+            &hook(
+                "Stop",
+                json!({"session_id":"s1","prompt_id":"p2","last_assistant_message":"Two."}),
+            ),
+            20,
+        );
+        assert!(
+            stored(&n.transcript_line(
+                &json!({"type":"system","subtype":"turn_duration","durationMs":7})
+            ))
+            .is_empty()
+        );
+        n.transcript_line(&json!({"type":"user","promptId":"p2","message":{"content":"two"}}));
+        let reply = n.transcript_line(&json!({"type":"assistant","uuid":"a2","message":{"content":[{"type":"text","text":"Two."}]}}));
+        assert_eq!(stored(&reply), ["item.completed", "turn.completed"]);
+        assert!(
+            matches!(&reply[1], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p2" && t.duration_ms == Some(7))
+        );
+    }
+
+    #[test]
+    fn inherited_lines_are_passed_over() {
+        let mut n = Normalizer::new();
+        n.inherit(["u0".to_string(), "a0".to_string()]);
+        assert!(n.transcript_line(&json!({"type":"user","uuid":"u0","promptId":"pp","message":{"content":"parent prompt"}})).is_empty());
+        assert!(n.transcript_line(&json!({"type":"assistant","uuid":"a0","message":{"content":[{"type":"text","text":"Parent reply."}]}})).is_empty());
+        assert_eq!(
+            stored(&n.transcript_line(&json!({"type":"user","uuid":"u1","promptId":"pf","message":{"content":"fork prompt"}}))),
+            ["turn.started", "item.completed"]
+        );
+    }
+
+    #[test]
+    fn idle_between_a_turn_and_its_queued_successor_interrupts_nothing() {
+        let mut n = Normalizer::new();
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":"one"}),
+            ),
+            0,
+        );
+        assert!(n.session_status("busy").is_empty());
+        n.hook(
+            &hook("Stop", json!({"session_id":"s1","prompt_id":"p1"})),
+            10,
+        );
+        n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":5}));
+        // The queued prompt starts the next turn before the file's brief idle is read.
+        n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p2","prompt":"two"}),
+            ),
+            20,
+        );
+        assert!(
+            n.session_status("idle").is_empty(),
+            "p2 was never seen busy"
+        );
+        assert_eq!(n.turn(), Some("p2"));
     }
 
     #[test]
