@@ -1,6 +1,7 @@
 //! The integration tests, one module per area of cohost.
 
 mod claude_host;
+mod claude_host_more;
 mod claude_smoke;
 mod cli;
 mod codex_codrive;
