@@ -119,6 +119,8 @@ pub enum Command {
     },
     /// Print the bearer token.
     Token,
+    /// Serve MCP on stdin/stdout for a client that spawns it, forwarding to the running daemon.
+    Mcp,
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,

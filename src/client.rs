@@ -55,6 +55,11 @@ impl Client {
         })
     }
 
+    /// `http://ADDR` of the daemon this client talks to.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
     /// The tmux socket the running daemon uses, from `daemon.json` (`None`: the default server).
     pub fn tmux_socket(&self) -> Option<PathBuf> {
         read_daemon_file(&self.home).and_then(|file| file.tmux_socket)

@@ -7,6 +7,7 @@
 //! - [`tmux`] — the only module that speaks tmux.
 //! - [`codex`] — the only module that speaks codex's `app-server` JSON-RPC and runs its children.
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
+//! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
@@ -18,6 +19,7 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod http;
+pub mod mcp;
 pub mod protocol;
 pub mod tmux;
 

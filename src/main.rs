@@ -334,6 +334,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", client.token()?);
             Ok(())
         }
+        Command::Mcp => cohost::mcp::bridge::run(cli.home, cli.listen),
         Command::TmuxRefresh => {
             let client = Client::new(cli.home, cli.listen)?;
             let _: serde_json::Value = client.post("/api/tmux/refresh", &json!({}))?;

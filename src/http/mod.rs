@@ -25,6 +25,7 @@ use crate::codex::host::CodexHost;
 use crate::core::CoreHandle;
 use crate::tmux::SessionCache;
 pub use error::ApiError;
+pub(crate) use stream::read_filtered;
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -42,6 +43,11 @@ pub struct AppState {
     pub allow_remote: bool,
     /// Cancelled on shutdown so that open streams end and graceful shutdown can finish.
     pub shutdown: CancellationToken,
+}
+
+/// `GET /api/state`'s answer, for the MCP `tracker_state` tool.
+pub(crate) async fn state_view(state: &AppState) -> crate::protocol::StateView {
+    routes::state(axum::extract::State(state.clone())).await.0
 }
 
 pub fn router(state: AppState) -> Router {
@@ -86,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/claude/permission", post(sessions::claude_permission))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
+        .route_service("/mcp", crate::mcp::http_service(state.clone()))
         .route("/set-status", post(routes::set_status))
         .route("/set-progress", post(routes::set_progress))
         .route("/log", post(routes::log))

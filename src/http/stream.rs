@@ -89,7 +89,7 @@ fn known_session(state: &AppState, id: &str) -> Result<(), ApiError> {
 /// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at most
 /// `MAX_SCAN` events per call so a filtered read of a busy log answers promptly; `next` then
 /// tells the caller where the scan stopped.
-async fn read_filtered(
+pub(crate) async fn read_filtered(
     state: &AppState,
     after: u64,
     limit: usize,

@@ -13,6 +13,7 @@ mod codex_host_surface;
 mod codex_smoke;
 mod durability;
 mod events_sse;
+mod mcp;
 mod metadata;
 mod security;
 mod tmux_hooks;

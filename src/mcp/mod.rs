@@ -1,0 +1,255 @@
+//! The MCP surface (official Rust SDK `rmcp`): one [`CohostMcp`] server whose tools read the
+//! tracker and the log and drive hosted sessions through [`AppState`].
+//!
+//! It is reached two ways: streamable HTTP at `/mcp` on the daemon (behind the same guard as
+//! every route, so the bearer token is required), served stateless with JSON answers, and
+//! `cohost mcp` ([`bridge`]), a stdio process that forwards each JSON-RPC line to `/mcp`.
+//!
+//! **Answers.** Every tool answers with both `structuredContent` (a JSON object) and a text
+//! block carrying the same JSON. Every answer is redacted ([`redact`]) and bounded to
+//! [`MAX_ANSWER_BYTES`] encoded; a cut answer says `truncated: true` and how to read the rest.
+//!
+//! **Errors.** Arguments that do not match a tool's (closed) schema are JSON-RPC errors with
+//! code `-32602`. Every other failure is a tool result with `isError: true` and
+//! `structuredContent.error = {kind, code, message}`, where `kind` is `permission` for an
+//! action refused by policy (e.g. `human_typing`) and `operational` for everything else (an
+//! unknown session, a session not ready, a backend failure, an invalid value).
+
+pub mod bridge;
+pub mod redact;
+mod tools;
+
+use std::sync::Arc;
+
+use rmcp::model::CallToolResult;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, tool_handler};
+use serde_json::{Value, json};
+
+use crate::http::{ApiError, AppState};
+
+/// The most bytes one tool answer may take encoded (the whole `CallToolResult`), leaving room
+/// under 60,000 for the JSON-RPC envelope.
+pub const MAX_ANSWER_BYTES: usize = 58_000;
+/// Strings longer than this are cut first when an answer is too large.
+const STRING_CAPS: [usize; 4] = [16_384, 4_096, 1_024, 256];
+
+/// Error codes that mean "refused by policy" rather than "could not be done".
+const PERMISSION_CODES: [&str; 3] = ["human_typing", "forbidden", "permission_denied"];
+
+/// The MCP server: one per HTTP request (stateless) or per `/mcp` session; cheap to clone.
+#[derive(Clone)]
+pub struct CohostMcp {
+    state: AppState,
+}
+
+impl CohostMcp {
+    pub fn new(state: AppState) -> Self {
+        CohostMcp { state }
+    }
+}
+
+#[tool_handler(
+    name = "cohost",
+    instructions = "cohost hosts codex and claude sessions and tracks agents in tmux. Read with list_sessions, get_session, tracker_state and events (cursor `after`, optional blocking `wait_seconds`); act with send, interrupt, resolve_approval, goal_*, fork. Failed calls have isError with structuredContent.error.kind `permission` or `operational`."
+)]
+impl ServerHandler for CohostMcp {}
+
+/// The streamable-HTTP service mounted at `/mcp`. Stateless with JSON answers: each POST is
+/// one JSON-RPC message and its answer. Host and Origin are checked by the daemon's guard.
+pub fn http_service(state: AppState) -> StreamableHttpService<CohostMcp, NeverSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_cancellation_token(state.shutdown.child_token())
+        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES)
+        .disable_allowed_hosts();
+    StreamableHttpService::new(
+        move || Ok(CohostMcp::new(state.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    )
+}
+
+/// A failed tool call, as `isError` content.
+pub fn failure(code: &str, message: &str) -> CallToolResult {
+    let kind = if PERMISSION_CODES.contains(&code) {
+        "permission"
+    } else {
+        "operational"
+    };
+    let mut error = json!({ "error": { "kind": kind, "code": code, "message": message } });
+    redact::redact_value(&mut error);
+    CallToolResult::structured_error(error)
+}
+
+impl From<ApiError> for CallToolResult {
+    fn from(error: ApiError) -> Self {
+        let message = match &error.field {
+            Some(field) => format!("{} (field `{field}`)", error.message),
+            None => error.message.clone(),
+        };
+        failure(error.code, &message)
+    }
+}
+
+fn encoded_len(value: &Value) -> usize {
+    // `structuredContent` plus the same JSON as an escaped text block, plus the wrapper.
+    let text = value.to_string();
+    let escaped = serde_json::to_string(&text).map(|s| s.len()).unwrap_or(0);
+    text.len() + escaped + 200
+}
+
+/// Cuts every string longer than `cap` bytes (at a char boundary); returns how many were cut.
+fn clip_strings(value: &mut Value, cap: usize) -> usize {
+    match value {
+        Value::String(text) if text.len() > cap => {
+            let mut end = cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut = text.len() - end;
+            text.truncate(end);
+            text.push_str(&format!("…[{cut} bytes cut]"));
+            1
+        }
+        Value::Array(items) => items.iter_mut().map(|v| clip_strings(v, cap)).sum(),
+        Value::Object(map) => map.values_mut().map(|v| clip_strings(v, cap)).sum(),
+        _ => 0,
+    }
+}
+
+/// A bounded answer: how many of the list's items were kept, and whether anything was cut.
+pub struct Bounded {
+    pub value: Value,
+    pub kept: usize,
+    pub truncated: bool,
+}
+
+/// Redacts `value` and fits it under [`MAX_ANSWER_BYTES`]: first by cutting long strings,
+/// then (when `list` names an array field) by dropping items from the end of that array.
+/// Sets `truncated: true` on the object when anything was cut.
+pub fn bound(mut value: Value, list: Option<&str>) -> Bounded {
+    redact::redact_value(&mut value);
+    let total = list
+        .and_then(|key| value.get(key))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let mut fallback = None;
+    for cap in STRING_CAPS {
+        let mut candidate = value.clone();
+        let clipped = clip_strings(&mut candidate, cap);
+        if encoded_len(&candidate) <= MAX_ANSWER_BYTES {
+            return finish(candidate, total, total, clipped > 0);
+        }
+        if let Some(key) = list {
+            let items = candidate
+                .get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            // The largest prefix that fits, by bisection (keeping at least none).
+            let with = |n: usize| {
+                let mut v = candidate.clone();
+                v[key] = Value::Array(items[..n].to_vec());
+                v
+            };
+            let (mut lo, mut hi) = (0, items.len());
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if encoded_len(&with(mid)) <= MAX_ANSWER_BYTES {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            let fitted = with(lo);
+            if lo > 0 && encoded_len(&fitted) <= MAX_ANSWER_BYTES {
+                return finish(fitted, lo, total, true);
+            }
+            if fallback.is_none() && encoded_len(&fitted) <= MAX_ANSWER_BYTES {
+                fallback = Some(fitted);
+            }
+        }
+    }
+    match fallback {
+        Some(empty) => finish(empty, 0, total, true),
+        None => finish(
+            json!({ "note": "the answer was too large to return even when cut" }),
+            0,
+            total,
+            true,
+        ),
+    }
+}
+
+fn finish(mut value: Value, kept: usize, total: usize, cut: bool) -> Bounded {
+    let truncated = cut || kept < total;
+    if let Value::Object(map) = &mut value {
+        map.insert("truncated".into(), Value::Bool(truncated));
+    }
+    Bounded {
+        value,
+        kept,
+        truncated,
+    }
+}
+
+/// A successful answer: redacted, bounded, as structured plus text content.
+pub fn answer(value: Value) -> CallToolResult {
+    CallToolResult::structured(bound(value, None).value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_answers_pass_whole() {
+        let bounded = bound(json!({ "items": [1, 2, 3] }), Some("items"));
+        assert_eq!(bounded.kept, 3);
+        assert!(!bounded.truncated);
+        assert_eq!(bounded.value["truncated"], false);
+    }
+
+    #[test]
+    fn long_lists_are_cut_under_the_limit() {
+        let items: Vec<Value> = (0..5000)
+            .map(|i| json!({ "n": i, "text": "x".repeat(100) }))
+            .collect();
+        let bounded = bound(json!({ "items": items }), Some("items"));
+        assert!(bounded.truncated);
+        assert!(bounded.kept > 10 && bounded.kept < 5000, "{}", bounded.kept);
+        let encoded = serde_json::to_string(&CallToolResult::structured(bounded.value)).unwrap();
+        assert!(encoded.len() < 60_000, "{}", encoded.len());
+    }
+
+    #[test]
+    fn long_strings_are_cut_and_secrets_redacted() {
+        let text = format!("sk-abcdefghijklmnopqrstuvwxyz {}", "é".repeat(50_000));
+        let bounded = bound(json!({ "text": text }), None);
+        assert!(bounded.truncated);
+        let out = bounded.value["text"].as_str().unwrap();
+        assert!(out.starts_with("sk-[REDACTED] "));
+        assert!(out.ends_with("bytes cut]"));
+        let encoded = serde_json::to_string(&CallToolResult::structured(bounded.value)).unwrap();
+        assert!(encoded.len() < 60_000, "{}", encoded.len());
+    }
+
+    #[test]
+    fn failures_say_their_kind() {
+        let refused = failure("human_typing", "a human is typing");
+        assert_eq!(refused.is_error, Some(true));
+        assert_eq!(
+            refused.structured_content.unwrap()["error"]["kind"],
+            "permission"
+        );
+        let missing = failure("session_not_found", "no session `x`");
+        assert_eq!(
+            missing.structured_content.unwrap()["error"]["kind"],
+            "operational"
+        );
+    }
+}

@@ -1,0 +1,604 @@
+//! The MCP tools: each takes a closed argument object (unknown fields are refused) and answers
+//! through [`super::answer`] / [`super::bound`], or [`super::failure`] when it fails.
+
+use std::time::Duration;
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{ErrorData, tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::{CohostMcp, answer, bound, failure};
+use crate::codex::host::HostError;
+use crate::core::now_ms;
+use crate::http::ApiError;
+use crate::protocol::{AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime};
+
+type ToolResult = Result<CallToolResult, ErrorData>;
+
+const DEFAULT_EVENTS: usize = 100;
+const MAX_EVENTS: usize = 1000;
+/// The longest `wait_seconds` an `events` call may ask for.
+const MAX_WAIT_SECONDS: f64 = 60.0;
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    /// A hosted session id (see `list_sessions`).
+    pub session_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendArgs {
+    pub session_id: String,
+    /// The prompt: starts a turn, or steers the running one.
+    pub text: String,
+    /// A retried send with the same key (1 to 256 bytes) is not sent twice.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsArgs {
+    /// Only this hosted session's events (default: every event).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Return events with a seq greater than this cursor (default 0, the oldest retained).
+    #[serde(default)]
+    pub after: Option<u64>,
+    /// At most this many events, 1 to 1000 (default 100).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// When there is nothing after `after`, wait up to this many seconds (0 to 60) for an event.
+    #[serde(default)]
+    pub wait_seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveArgs {
+    pub session_id: String,
+    pub approval_id: String,
+    /// `accept`, `acceptForSession`, `decline` or `cancel`.
+    pub decision: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSetArgs {
+    pub session_id: String,
+    #[serde(default)]
+    pub objective: Option<String>,
+    /// `active`, `paused`, `budgetLimited` or `complete`.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum StatusArg {
+    Idle,
+    Running,
+    ToolRunning,
+    Done,
+    Error,
+    Waiting,
+    Interrupted,
+    Stale,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LivenessArg {
+    Alive,
+    Exited,
+    Unknown,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEventArgs {
+    /// The agent's name, e.g. `codex`, `claude-code`.
+    pub agent: String,
+    pub status: StatusArg,
+    /// The tmux session the agent runs in; or give `project_dir`.
+    #[serde(default)]
+    pub tmux_session: Option<String>,
+    /// An absolute directory, resolved to the tmux session whose directory holds it.
+    #[serde(default)]
+    pub project_dir: Option<String>,
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub thread_name: Option<String>,
+    #[serde(default)]
+    pub last_user_prompt: Option<String>,
+    #[serde(default)]
+    pub pane_id: Option<String>,
+    #[serde(default)]
+    pub liveness: Option<LivenessArg>,
+    /// The reporter's timestamp in ms (default: now).
+    #[serde(default)]
+    pub ts: Option<u64>,
+}
+
+impl StatusArg {
+    fn into_status(self) -> AgentStatus {
+        match self {
+            StatusArg::Idle => AgentStatus::Idle,
+            StatusArg::Running => AgentStatus::Running,
+            StatusArg::ToolRunning => AgentStatus::ToolRunning,
+            StatusArg::Done => AgentStatus::Done,
+            StatusArg::Error => AgentStatus::Error,
+            StatusArg::Waiting => AgentStatus::Waiting,
+            StatusArg::Interrupted => AgentStatus::Interrupted,
+            StatusArg::Stale => AgentStatus::Stale,
+        }
+    }
+}
+
+impl LivenessArg {
+    fn into_liveness(self) -> Liveness {
+        match self {
+            LivenessArg::Alive => Liveness::Alive,
+            LivenessArg::Exited => Liveness::Exited,
+            LivenessArg::Unknown => Liveness::Unknown,
+        }
+    }
+}
+
+fn host_failure(error: HostError) -> CallToolResult {
+    CallToolResult::from(ApiError::from(error))
+}
+
+fn to_value(value: impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl CohostMcp {
+    fn runtime_of(&self, id: &str) -> Result<Runtime, CallToolResult> {
+        self.state
+            .core
+            .read(|s| s.sessions.get(id).map(|r| r.created.runtime))
+            .ok_or_else(|| failure("session_not_found", &format!("no session `{id}`")))
+    }
+
+    /// Up to `limit` events after `after` (only `session`'s when given), waiting up to `wait`
+    /// for the first one. Subscribes before reading, like the HTTP long-poll, so an event
+    /// appended between the read and the wait is not missed.
+    async fn read_events(
+        &self,
+        after: u64,
+        limit: usize,
+        session: Option<&str>,
+        wait: Duration,
+    ) -> Result<(Vec<Value>, u64, u64), ApiError> {
+        let state = &self.state;
+        let mut live = state.core.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut cursor = after;
+        loop {
+            let (events, next, head) =
+                crate::http::read_filtered(state, cursor, limit, session).await?;
+            if !events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+                let events = events
+                    .iter()
+                    .map(|e| serde_json::from_str(&e.json).unwrap_or(Value::Null))
+                    .collect();
+                return Ok((events, next, head));
+            }
+            cursor = next;
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = state.shutdown.cancelled() => {}
+                received = live.recv() => {
+                    if let Err(broadcast::error::RecvError::Closed) = received {
+                        return Err(ApiError::from(crate::core::CoreError::ShuttingDown));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[tool_router(vis = "pub(crate)")]
+impl CohostMcp {
+    #[tool(
+        description = "List hosted sessions (codex and claude) with their state.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
+        let sessions = self.state.codex.list();
+        let total = sessions.len();
+        let bounded = bound(
+            json!({ "sessions": sessions, "total": total }),
+            Some("sessions"),
+        );
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            value["note"] = json!(format!(
+                "only the first {} of {total} sessions fit; read the others with get_session",
+                bounded.kept
+            ));
+        }
+        Ok(CallToolResult::structured(value))
+    }
+
+    #[tool(
+        description = "One hosted session: runtime, status, thread, pending approvals.",
+        annotations(read_only_hint = true)
+    )]
+    async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        Ok(match self.state.codex.view(&args.session_id) {
+            Ok(view) => answer(json!({ "session": view })),
+            Err(error) => host_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "The tracker: tmux sessions, their agent instances and metadata.",
+        annotations(read_only_hint = true)
+    )]
+    async fn tracker_state(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
+        let view = crate::http::state_view(&self.state).await;
+        let total = view.sessions.len();
+        let bounded = bound(to_value(view), Some("sessions"));
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            value["note"] = json!(format!(
+                "only the first {} of {total} tmux sessions fit",
+                bounded.kept
+            ));
+        }
+        Ok(CallToolResult::structured(value))
+    }
+
+    #[tool(
+        description = "Report an agent's status in a tmux session (like POST /api/agent-event)."
+    )]
+    async fn post_agent_event(&self, Parameters(args): Parameters<AgentEventArgs>) -> ToolResult {
+        let params = AgentEventParams {
+            agent: args.agent,
+            status: args.status.into_status(),
+            tmux_session: args.tmux_session,
+            project_dir: args.project_dir,
+            ts: args.ts,
+            thread_id: args.thread_id,
+            thread_name: args.thread_name,
+            last_user_prompt: args.last_user_prompt,
+            pane_id: args.pane_id,
+            liveness: args.liveness.map(LivenessArg::into_liveness),
+        };
+        if let Err(error) = params.validate() {
+            return Ok(CallToolResult::from(ApiError::from(error)));
+        }
+        let session = match self
+            .state
+            .sessions
+            .resolve(
+                params.tmux_session.as_deref(),
+                params.project_dir.as_deref(),
+            )
+            .await
+        {
+            Ok(session) => session,
+            Err(error) => return Ok(failure("session_not_found", &error.message)),
+        };
+        let update = AgentUpdate {
+            agent: params.agent,
+            status: params.status,
+            ts: params.ts.unwrap_or_else(now_ms),
+            thread_id: params.thread_id,
+            thread_name: params.thread_name,
+            last_user_prompt: params.last_user_prompt,
+            pane_id: params.pane_id,
+            liveness: params.liveness,
+        };
+        Ok(
+            match self
+                .state
+                .core
+                .append(Some(session.clone()), EventKind::AgentUpdated(update))
+                .await
+            {
+                Ok(seq) => answer(json!({ "ok": true, "seq": seq, "session": session })),
+                Err(error) => CallToolResult::from(ApiError::from(error)),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Send a prompt to a hosted session: starts a turn, or steers the running one. Follow it with `events`."
+    )]
+    async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
+        if let Some(key) = &args.idempotency_key
+            && (key.is_empty() || key.len() > 256)
+        {
+            return Ok(failure(
+                "invalid_field",
+                "`idempotency_key` must be 1 to 256 bytes",
+            ));
+        }
+        if args.text.trim().is_empty() {
+            return Ok(failure("invalid_field", "`text` must not be empty"));
+        }
+        let id = &args.session_id;
+        let outcome = match self.runtime_of(id) {
+            Err(refused) => return Ok(refused),
+            Ok(Runtime::Codex) => {
+                self.state
+                    .codex
+                    .inject(id, &args.text, args.idempotency_key)
+                    .await
+            }
+            Ok(Runtime::Claude) => {
+                self.state
+                    .claude
+                    .inject(id, &args.text, args.idempotency_key)
+                    .await
+            }
+        };
+        Ok(match outcome {
+            Ok(outcome) => answer(json!({ "outcome": outcome })),
+            Err(error) => host_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`.",
+        annotations(read_only_hint = true)
+    )]
+    async fn events(&self, Parameters(args): Parameters<EventsArgs>) -> ToolResult {
+        let after = args.after.unwrap_or(0);
+        let limit = args.limit.unwrap_or(DEFAULT_EVENTS as u64);
+        if limit == 0 || limit > MAX_EVENTS as u64 {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`limit` must be between 1 and {MAX_EVENTS}"),
+            ));
+        }
+        let wait = args.wait_seconds.unwrap_or(0.0);
+        if !(0.0..=MAX_WAIT_SECONDS).contains(&wait) {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
+            ));
+        }
+        if let Some(id) = &args.session_id
+            && let Err(refused) = self.runtime_of(id)
+        {
+            return Ok(refused);
+        }
+        let head = self.state.core.store.head();
+        if after > head {
+            return Ok(failure(
+                "invalid_field",
+                &format!("cursor {after} is ahead of the newest event {head}"),
+            ));
+        }
+        let (events, next, head) = match self
+            .read_events(
+                after,
+                limit as usize,
+                args.session_id.as_deref(),
+                Duration::from_secs_f64(wait),
+            )
+            .await
+        {
+            Ok(page) => page,
+            Err(error) => return Ok(CallToolResult::from(error)),
+        };
+        let total = events.len();
+        let bounded = bound(
+            json!({ "events": events, "next": next, "head": head }),
+            Some("events"),
+        );
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            // The cursor moves only past what was returned.
+            let next = value["events"]
+                .as_array()
+                .and_then(|kept| kept.last())
+                .and_then(|last| last.get("seq"))
+                .and_then(Value::as_u64)
+                .unwrap_or(after);
+            value["next"] = json!(next);
+            value["note"] = json!(format!(
+                "only {} of {total} events fit; call events again with after={next}",
+                bounded.kept
+            ));
+        }
+        Ok(CallToolResult::structured(value))
+    }
+
+    #[tool(description = "Interrupt a hosted session's running turn.")]
+    async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let id = &args.session_id;
+        let interrupted = match self.runtime_of(id) {
+            Err(refused) => return Ok(refused),
+            Ok(Runtime::Codex) => self.state.codex.interrupt(id).await,
+            Ok(Runtime::Claude) => self.state.claude.interrupt(id).await,
+        };
+        Ok(match interrupted {
+            Ok(interrupted) => answer(json!({ "interrupted": interrupted })),
+            Err(error) => host_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "A hosted session's approval requests, pending and resolved.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_approvals(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let id = &args.session_id;
+        let approvals = self.state.core.read(|s| {
+            s.sessions.get(id).map(|record| {
+                record
+                    .approvals
+                    .values()
+                    .map(|a| {
+                        json!({
+                            "request": a.request,
+                            "requestedAt": a.requested_at,
+                            "resolved": a.resolved,
+                            "pending": a.resolved.is_none(),
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            })
+        });
+        let Some(approvals) = approvals else {
+            return Ok(failure("session_not_found", &format!("no session `{id}`")));
+        };
+        let total = approvals.len();
+        let bounded = bound(json!({ "approvals": approvals }), Some("approvals"));
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            value["note"] = json!(format!(
+                "only the first {} of {total} approvals fit",
+                bounded.kept
+            ));
+        }
+        Ok(CallToolResult::structured(value))
+    }
+
+    #[tool(description = "Answer a pending approval: accept, acceptForSession, decline or cancel.")]
+    async fn resolve_approval(&self, Parameters(args): Parameters<ResolveArgs>) -> ToolResult {
+        let id = &args.session_id;
+        let resolved = match self.runtime_of(id) {
+            Err(refused) => return Ok(refused),
+            Ok(Runtime::Codex) => {
+                self.state
+                    .codex
+                    .resolve_approval(id, &args.approval_id, &args.decision)
+                    .await
+            }
+            Ok(Runtime::Claude) => {
+                self.state
+                    .claude
+                    .resolve_approval(id, &args.approval_id, &args.decision)
+                    .await
+            }
+        };
+        Ok(match resolved {
+            Ok(()) => answer(json!({
+                "ok": true,
+                "approvalId": args.approval_id,
+                "decision": args.decision,
+            })),
+            Err(HostError::Invalid(message)) => failure("invalid_field", &message),
+            Err(error) => host_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "A codex session's goal (objective, status, budget).",
+        annotations(read_only_hint = true)
+    )]
+    async fn goal_get(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let id = &args.session_id;
+        Ok(match self.runtime_of(id) {
+            Err(refused) => refused,
+            Ok(Runtime::Codex) => match self.state.codex.goal_get(id).await {
+                Ok(capability) => answer(to_value(capability)),
+                Err(error) => host_failure(error),
+            },
+            Ok(runtime) => unsupported("goals", runtime),
+        })
+    }
+
+    #[tool(description = "Set a codex session's goal: any of objective, status, token_budget.")]
+    async fn goal_set(&self, Parameters(args): Parameters<GoalSetArgs>) -> ToolResult {
+        const STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
+        if let Some(status) = &args.status
+            && !STATUSES.contains(&status.as_str())
+        {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`status` must be one of {}", STATUSES.join(", ")),
+            ));
+        }
+        if args.objective.is_none() && args.status.is_none() && args.token_budget.is_none() {
+            return Ok(failure(
+                "invalid_request",
+                "give at least one of objective, status, token_budget",
+            ));
+        }
+        let id = &args.session_id;
+        Ok(match self.runtime_of(id) {
+            Err(refused) => refused,
+            Ok(Runtime::Codex) => match self
+                .state
+                .codex
+                .goal_set(id, args.objective, args.status, args.token_budget)
+                .await
+            {
+                Ok(capability) => answer(to_value(capability)),
+                Err(error) => host_failure(error),
+            },
+            Ok(runtime) => unsupported("goals", runtime),
+        })
+    }
+
+    #[tool(description = "Clear a codex session's goal.")]
+    async fn goal_clear(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let id = &args.session_id;
+        Ok(match self.runtime_of(id) {
+            Err(refused) => refused,
+            Ok(Runtime::Codex) => match self.state.codex.goal_clear(id).await {
+                Ok(capability) => answer(to_value(capability)),
+                Err(error) => host_failure(error),
+            },
+            Ok(runtime) => unsupported("goals", runtime),
+        })
+    }
+
+    #[tool(description = "Fork a hosted session's whole conversation into a new session.")]
+    async fn fork(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let id = &args.session_id;
+        Ok(match self.runtime_of(id) {
+            Err(refused) => refused,
+            Ok(Runtime::Codex) => match self.state.codex.fork(id, None).await {
+                Ok(Ok(view)) => answer(json!({ "ok": true, "session": view })),
+                Ok(Err(capability)) => answer(to_value(capability)),
+                Err(error) => host_failure(error),
+            },
+            Ok(Runtime::Claude) => match self.state.claude.fork(id).await {
+                Ok(view) => answer(json!({ "ok": true, "session": view })),
+                Err(error) => host_failure(error),
+            },
+        })
+    }
+
+    #[tool(
+        description = "The models codex offers.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_models(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
+        Ok(match self.state.codex.models().await {
+            Ok(capability) => answer(to_value(capability)),
+            Err(error) => host_failure(error),
+        })
+    }
+}
+
+/// A capability the session's runtime lacks: an answer with `ok: false`, not an error.
+fn unsupported(what: &str, runtime: Runtime) -> CallToolResult {
+    answer(json!({
+        "ok": false,
+        "reason": "unsupported",
+        "message": format!("{what} are not supported for {} sessions", runtime.as_str()),
+    }))
+}

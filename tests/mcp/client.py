@@ -1,0 +1,117 @@
+"""A small MCP client over the official Python SDK (`mcp` on PyPI), driven by cohost's tests.
+
+    python client.py stdio COHOST_BIN [ARGS...]   # spawns `COHOST_BIN ARGS` (e.g. `cohost mcp`),
+                                                  # passing on COHOST_HOME / COHOST_LISTEN
+    python client.py http URL TOKEN               # streamable HTTP with `Authorization: Bearer TOKEN`
+
+Reads a plan from stdin: a JSON list of steps, each
+    {"tool": NAME, "arguments": {...}}
+or, to read events until one of a type shows up,
+    {"tool": "events", "arguments": {...}, "until_type": "turn.completed", "max_calls": 30}
+(each call continues from the previous answer's `next`).
+
+Prints JSON lines on stdout, flushed one by one:
+    {"tools": [{"name", "description", "inputSchema"}, ...]}
+    {"calling": NAME, "index": I}
+    {"index": I, "elapsed": S, "isError": B, "structured": {...}, "text": "..."}
+      or {"index": I, "elapsed": S, "rpcError": {"code", "message"}}
+    {"done": true}
+"""
+
+import json
+import os
+import sys
+import time
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def result_json(result):
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    return {
+        "isError": bool(result.is_error),
+        "structured": result.structured_content,
+        "text": text,
+    }
+
+
+async def call(session, index, name, arguments):
+    emit({"calling": name, "index": index})
+    start = time.monotonic()
+    try:
+        result = await session.call_tool(name, arguments)
+        answer = result_json(result)
+    except MCPError as error:
+        answer = {"rpcError": {"code": error.code, "message": error.message}}
+    answer["index"] = index
+    answer["elapsed"] = time.monotonic() - start
+    emit(answer)
+    return answer
+
+
+async def run_plan(session, plan):
+    await session.initialize()
+    tools = await session.list_tools()
+    emit(
+        {
+            "tools": [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": tool.input_schema,
+                }
+                for tool in tools.tools
+            ]
+        }
+    )
+    for index, step in enumerate(plan):
+        arguments = dict(step.get("arguments", {}))
+        until = step.get("until_type")
+        if until is None:
+            await call(session, index, step["tool"], arguments)
+            continue
+        for _ in range(step.get("max_calls", 30)):
+            answer = await call(session, index, step["tool"], arguments)
+            structured = answer.get("structured") or {}
+            if answer.get("isError") or "rpcError" in answer:
+                break
+            if any(e.get("type") == until for e in structured.get("events", [])):
+                break
+            arguments["after"] = structured.get("next", arguments.get("after", 0))
+    emit({"done": True})
+
+
+async def main():
+    plan = json.loads(sys.stdin.read() or "[]")
+    mode = sys.argv[1]
+    if mode == "stdio":
+        # The SDK passes the child only a default environment; COHOST_HOME is how the
+        # bridge finds the daemon, as an MCP client's server config would set it.
+        env = {k: os.environ[k] for k in ("COHOST_HOME", "COHOST_LISTEN") if k in os.environ}
+        params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:], env=env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await run_plan(session, plan)
+    elif mode == "http":
+        url, token = sys.argv[2], sys.argv[3]
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await run_plan(session, plan)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)

@@ -1,0 +1,478 @@
+//! The MCP surface, driven by the official Python MCP SDK (`tests/mcp/client.py`) over stdio
+//! (`cohost mcp`) and over streamable HTTP (`/mcp` with the bearer token).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::support::codex_host::CodexFixture;
+use crate::support::mock_responses::Step;
+use crate::support::*;
+
+const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+
+const TOOLS: [&str; 14] = [
+    "events",
+    "fork",
+    "get_session",
+    "goal_clear",
+    "goal_get",
+    "goal_set",
+    "interrupt",
+    "list_approvals",
+    "list_models",
+    "list_sessions",
+    "post_agent_event",
+    "resolve_approval",
+    "send",
+    "tracker_state",
+];
+
+fn python() -> PathBuf {
+    let value = std::env::var_os(PYTHON_ENV)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "{PYTHON_ENV} is not set: these tests drive cohost with the official Python MCP \
+                 SDK. Run ./scripts/test (it installs `mcp` into a cached venv and exports \
+                 {PYTHON_ENV}), or ./scripts/test --setup-only and export what it prints"
+            )
+        });
+    let path = PathBuf::from(value);
+    assert!(
+        path.is_file(),
+        "{PYTHON_ENV}={} is not a file; run ./scripts/test --setup-only",
+        path.display()
+    );
+    path
+}
+
+fn client_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py")
+}
+
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// What the Python client printed: the tool list and every call's answer, in order.
+struct Run {
+    tools: Vec<Value>,
+    answers: Vec<Value>,
+}
+
+impl Run {
+    /// The answers of plan step `index` (several for an `until_type` step).
+    fn step(&self, index: usize) -> Vec<&Value> {
+        self.answers
+            .iter()
+            .filter(|a| a["index"] == index)
+            .collect()
+    }
+
+    fn one(&self, index: usize) -> &Value {
+        let answers = self.step(index);
+        assert_eq!(answers.len(), 1, "step {index}: {answers:?}");
+        answers[0]
+    }
+}
+
+/// Runs the Python client with `plan` against `daemon`; `on_call(tool)` runs when the client
+/// says it is calling a tool.
+fn run_client(
+    daemon: &TestDaemon,
+    transport: Transport,
+    plan: &Value,
+    mut on_call: impl FnMut(&str),
+) -> Run {
+    let mut command = Command::new(python());
+    command.arg(client_script());
+    match transport {
+        Transport::Stdio => {
+            command
+                .arg("stdio")
+                .arg(BIN)
+                .arg("mcp")
+                .env("COHOST_HOME", daemon.home())
+                .env_remove("COHOST_LISTEN");
+        }
+        Transport::Http => {
+            command
+                .arg("http")
+                .arg(daemon.url("/mcp"))
+                .arg(daemon.token());
+        }
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python().display()));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(plan.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr_thread = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + CLIENT_TIMEOUT;
+    let mut lines = Vec::new();
+    let mut done = false;
+    while !done {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("client printed non-JSON ({e}): {line}"));
+                if let Some(tool) = value["calling"].as_str() {
+                    on_call(tool);
+                }
+                done = value["done"] == true;
+                lines.push(value);
+            }
+            Err(_) => break,
+        }
+    }
+    if !done {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr_thread.join().unwrap_or_default();
+    assert!(
+        done && status.success(),
+        "the MCP client did not finish ({status}); stdout: {lines:#?}\nstderr: {stderr}\ndaemon: {}",
+        daemon.stderr_tail(40)
+    );
+    let tools = lines
+        .iter()
+        .find_map(|l| l["tools"].as_array().cloned())
+        .expect("the client printed its tool list");
+    let answers = lines
+        .into_iter()
+        .filter(|l| l.get("elapsed").is_some())
+        .collect();
+    Run { tools, answers }
+}
+
+#[track_caller]
+fn ok(answer: &Value) -> &Value {
+    assert_eq!(answer["isError"], false, "{answer:#}");
+    let structured = &answer["structured"];
+    assert!(structured.is_object(), "{answer:#}");
+    // The text block carries the same JSON.
+    let text: Value = serde_json::from_str(answer["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, structured);
+    structured
+}
+
+fn check_tools(run: &Run) {
+    let mut names: Vec<&str> = run
+        .tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, TOOLS);
+    for tool in &run.tools {
+        let schema = &tool["inputSchema"];
+        assert_eq!(schema["type"], "object", "{tool:#}");
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "every input schema is closed: {tool:#}"
+        );
+        assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+}
+
+const FAKE_KEY: &str = "sk-ant-api03-FAKEfakeFAKEfake0123456789";
+
+/// The shared plan: tracker state, an agent event with a planted key, and error shapes.
+fn tracker_plan(session: &str, agent: &str) -> Value {
+    json!([
+        { "tool": "tracker_state" },
+        { "tool": "post_agent_event", "arguments": {
+            "agent": agent, "status": "running", "tmux_session": session,
+            "thread_id": "t-1",
+            "last_user_prompt": format!("deploy with {FAKE_KEY} and Bearer abcdefghijklmnop please"),
+        }},
+        { "tool": "tracker_state", "arguments": {} },
+        { "tool": "list_sessions" },
+        { "tool": "get_session", "arguments": { "session_id": "no-such-session" } },
+        { "tool": "list_sessions", "arguments": { "bogus": 1 } },
+        { "tool": "post_agent_event", "arguments": {
+            "agent": agent, "status": "running", "tmux_session": "no-such-tmux-session" } },
+        { "tool": "events", "arguments": { "after": 0, "limit": 1000 } },
+    ])
+}
+
+fn check_tracker_run(run: &Run, daemon: &TestDaemon, session: &str, agent: &str) {
+    check_tools(run);
+    let before = ok(run.one(0));
+    assert!(
+        before["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == session)
+    );
+
+    let posted = ok(run.one(1));
+    assert_eq!(posted["ok"], true);
+    assert_eq!(posted["session"], session);
+    let seq = posted["seq"].as_u64().unwrap();
+    // The daemon stored the report (the raw prompt stays in the log; only answers are redacted).
+    let logged = daemon.events_after(seq - 1);
+    assert_eq!(logged[0]["type"], "agent.updated");
+    assert_eq!(logged[0]["data"]["agent"], agent);
+
+    let after = ok(run.one(2));
+    let text = after.to_string();
+    assert!(!text.contains("FAKEfake"), "the key is redacted: {text}");
+    assert!(
+        !text.contains("abcdefghijklmnop"),
+        "the bearer is redacted: {text}"
+    );
+    let tracked = after["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == session)
+        .unwrap();
+    let instance = tracked["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap_or_else(|| panic!("agent {agent} in {tracked:#}"));
+    assert_eq!(instance["status"], "running", "{instance:#}");
+    assert!(
+        instance.to_string().contains("sk-[REDACTED]"),
+        "{instance:#}"
+    );
+
+    let sessions = ok(run.one(3));
+    assert_eq!(sessions["sessions"], json!([]));
+    assert_eq!(sessions["truncated"], false);
+
+    let missing = run.one(4);
+    assert_eq!(missing["isError"], true, "{missing:#}");
+    assert_eq!(missing["structured"]["error"]["kind"], "operational");
+    assert_eq!(missing["structured"]["error"]["code"], "session_not_found");
+
+    // Arguments outside the closed schema are refused before the tool runs.
+    let bogus = run.one(5);
+    let refused = bogus["isError"] == true || bogus.get("rpcError").is_some();
+    assert!(refused, "{bogus:#}");
+    assert!(bogus.to_string().contains("bogus"), "{bogus:#}");
+
+    let unknown_tmux = run.one(6);
+    assert_eq!(unknown_tmux["isError"], true, "{unknown_tmux:#}");
+    assert_eq!(unknown_tmux["structured"]["error"]["kind"], "operational");
+
+    let events = ok(run.one(7));
+    let text = events.to_string();
+    assert!(text.contains("sk-[REDACTED]"), "{text}");
+    assert!(!text.contains("FAKEfake"), "{text}");
+    let ours = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["seq"] == seq)
+        .unwrap_or_else(|| panic!("event {seq} in {events:#}"));
+    assert_eq!(ours["type"], "agent.updated");
+}
+
+#[test]
+fn mcp_over_http_lists_closed_tools_and_round_trips_the_tracker() {
+    let (tmux, _) = tmux_with_sessions(&["alpha"]);
+    let daemon = TestDaemon::start(&tmux, &[]);
+    let run = run_client(
+        &daemon,
+        Transport::Http,
+        &tracker_plan("alpha", "codex"),
+        |_| {},
+    );
+    check_tracker_run(&run, &daemon, "alpha", "codex");
+}
+
+#[test]
+fn mcp_over_stdio_lists_closed_tools_and_round_trips_the_tracker() {
+    let (tmux, _) = tmux_with_sessions(&["beta"]);
+    let daemon = TestDaemon::start(&tmux, &[]);
+    let run = run_client(
+        &daemon,
+        Transport::Stdio,
+        &tracker_plan("beta", "claude-code"),
+        |_| {},
+    );
+    check_tracker_run(&run, &daemon, "beta", "claude-code");
+}
+
+#[test]
+fn mcp_events_wait_returns_an_event_posted_during_the_wait() {
+    let (tmux, _) = tmux_with_sessions(&["gamma"]);
+    let daemon = TestDaemon::start(&tmux, &[]);
+    let head = daemon.head();
+    let plan = json!([
+        { "tool": "events", "arguments": { "after": head, "wait_seconds": 30 } },
+    ]);
+    let mut posted = None;
+    let run = run_client(&daemon, Transport::Stdio, &plan, |tool| {
+        if tool == "events" {
+            std::thread::sleep(Duration::from_millis(1500));
+            posted = Some(daemon.report(&report("gamma", "codex", "waiting")));
+        }
+    });
+    let posted = posted.expect("the event was posted");
+    let answer = run.one(0);
+    let page = ok(answer);
+    let events = page["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["seq"] == posted && e["type"] == "agent.updated"),
+        "{page:#}"
+    );
+    assert_eq!(page["next"], events.last().unwrap()["seq"]);
+    let elapsed = answer["elapsed"].as_f64().unwrap();
+    assert!(
+        (1.0..25.0).contains(&elapsed),
+        "the call waited for the event, not for the timeout: {elapsed}s"
+    );
+}
+
+#[test]
+fn mcp_without_the_token_is_401() {
+    let daemon = TestDaemon::start_with(None, &[]);
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": { "name": "test", "version": "0" } }
+    })
+    .to_string();
+    let json_headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let anonymous = daemon.request("POST", "/mcp", &json_headers, Some(&initialize));
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    let wrong = [
+        json_headers[0],
+        json_headers[1],
+        ("Authorization", "Bearer nope"),
+    ];
+    let wrong = daemon.request("POST", "/mcp", &wrong, Some(&initialize));
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let bearer = format!("Bearer {}", daemon.token());
+    let good = [
+        json_headers[0],
+        json_headers[1],
+        ("Authorization", bearer.as_str()),
+    ];
+    let good = daemon.request("POST", "/mcp", &good, Some(&initialize));
+    assert_eq!(good.status, 200, "{}", good.body);
+    assert!(good.body.contains("\"serverInfo\""), "{}", good.body);
+}
+
+#[test]
+fn mcp_stdio_without_a_daemon_answers_with_an_error() {
+    // Nothing listens at the address: the bridge must answer, not hang.
+    let mut daemon = TestDaemon::start_with(None, &[]);
+    daemon.stop();
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:1", "mcp"])
+        .env("COHOST_HOME", daemon.home())
+        .env_remove("COHOST_LISTEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{{}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not running"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn mcp_send_then_events_runs_a_codex_turn_to_completion() {
+    let fx = CodexFixture::start();
+    fx.mock.push(Step::reasoning(
+        "Thinking it over.",
+        "Hello from the mock model!",
+    ));
+    let id = fx.create(json!({ "approvalPolicy": "never", "sandbox": "workspace-write" }));
+    let plan = json!([
+        { "tool": "get_session", "arguments": { "session_id": id } },
+        { "tool": "send", "arguments": { "session_id": id, "text": "Say hello", "idempotency_key": "k1" } },
+        { "tool": "events", "arguments": { "session_id": id, "after": 0, "wait_seconds": 10 },
+          "until_type": "turn.completed", "max_calls": 30 },
+        { "tool": "list_approvals", "arguments": { "session_id": id } },
+        { "tool": "goal_get", "arguments": { "session_id": id } },
+    ]);
+    let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
+    let session = ok(run.one(0));
+    assert_eq!(session["session"]["id"], id.as_str());
+    let sent = ok(run.one(1));
+    assert_eq!(sent["outcome"]["outcome"], "started", "{sent:#}");
+    let pages = run.step(2);
+    let events: Vec<&Value> = pages
+        .iter()
+        .flat_map(|page| ok(page)["events"].as_array().unwrap().iter())
+        .collect();
+    assert!(
+        events.iter().all(|e| e["session"] == id.as_str()),
+        "only the session's events"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "turn.completed"),
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .to_vec()
+            .windows(2)
+            .all(|w| w[0]["seq"].as_u64() < w[1]["seq"].as_u64()),
+        "in order, no duplicates"
+    );
+    let approvals = ok(run.one(3));
+    assert_eq!(approvals["approvals"], json!([]));
+    let goal = run.one(4);
+    assert!(goal["structured"].is_object(), "{goal:#}");
+}
