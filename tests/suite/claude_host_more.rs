@@ -143,10 +143,8 @@ fn assert_consistent(fx: &ClaudeFixture, events: &[Value], prompts: &[&str]) {
                     problems.push(format!("{kind} {id} after its turn completed"));
                 }
             }
-            "turn.started" => {
-                if started.insert(turn.clone(), i).is_some() {
-                    problems.push(format!("turn {turn} started twice"));
-                }
+            "turn.started" if started.insert(turn.clone(), i).is_some() => {
+                problems.push(format!("turn {turn} started twice"));
             }
             "turn.completed" => {
                 if completed.insert(turn.clone(), i).is_some() {
@@ -319,8 +317,7 @@ fn escape_interrupts_a_streaming_turn_and_the_session_goes_on() {
     let screen = fx.screen(&id);
     let analyzed_draft = screen
         .lines()
-        .filter(|l| l.starts_with("❯\u{a0}"))
-        .last()
+        .rfind(|l| l.starts_with("❯\u{a0}"))
         .map(|l| l.trim_start_matches("❯\u{a0}").trim().to_string());
     assert_eq!(
         analyzed_draft.as_deref(),
