@@ -139,6 +139,8 @@ struct Live {
 
 enum Command {
     ExpectInjected(String),
+    /// cohost's Escape stopped this turn and the TUI is idle again.
+    Interrupted(String),
 }
 
 /// How Claude took a pasted prompt.
@@ -647,16 +649,13 @@ impl ClaudeHost {
     pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
         let pane = self.verified_pane(session_id).await?;
-        let turn_open = self
-            .inner
-            .core
-            .read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .and_then(|s| s.active_turn.clone())
-            })
-            .is_some();
+        let active_turn = self.inner.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .and_then(|s| s.active_turn.clone())
+        });
+        let turn_open = active_turn.is_some();
         let busy = live.status.borrow().as_str() == "busy";
         if !turn_open && !busy {
             return Ok(false);
@@ -703,6 +702,10 @@ impl ClaudeHost {
             }
             let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= Duration::from_millis(500) {
+                // Idle and empty after our Escape: no hook says so, so tell the follower.
+                if let Some(turn) = &active_turn {
+                    let _ = live.commands.send(Command::Interrupted(turn.clone())).await;
+                }
                 break;
             }
         }
@@ -1097,6 +1100,10 @@ impl Inner {
                 Some(command) = commands.recv() => {
                     match command {
                         Command::ExpectInjected(text) => normalizer.expect_injected(&text),
+                        Command::Interrupted(turn) => {
+                            let outputs = normalizer.interrupted(&turn);
+                            self.apply(&live, outputs, &mut normalizer).await;
+                        }
                     }
                     (Vec::new(), None)
                 }

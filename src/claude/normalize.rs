@@ -697,6 +697,25 @@ impl Normalizer {
 
     /// The TUI's session file (`~/.claude/sessions/<pid>.json`) `status`: the only signal that a
     /// human's Escape ended a turn, since no hook fires on an interrupt.
+    /// cohost pressed Escape on `turn_id` and the TUI is idle again: the turn ended interrupted,
+    /// unless it finished first (its `Stop` is pending or it already ended). This covers an
+    /// Escape before the first token, whose busy spell can be too short for the session file.
+    pub fn interrupted(&mut self, turn_id: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.turn.as_deref() == Some(turn_id) && self.pending_end.is_none() {
+            self.end_turn(
+                TurnCompleted {
+                    turn_id: turn_id.to_string(),
+                    status: TurnStatus::Interrupted,
+                    error: None,
+                    duration_ms: None,
+                },
+                &mut out,
+            );
+        }
+        out
+    }
+
     pub fn session_status(&mut self, status: &str) -> Vec<Output> {
         let mut out = Vec::new();
         // Only the turn that was seen busy is ended by going idle: between a turn and the
