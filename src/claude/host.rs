@@ -37,6 +37,8 @@ const HOOK_CONNECT_GRACE: Duration = Duration::from_secs(10);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long Claude gets to confirm a pasted prompt before Enter is sent once more.
 const SUBMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a processed line's checkpoint waits to be saved while lines keep coming.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(200);
 /// How often the TUI's session file and pending turn ends are checked.
 const TICK: Duration = Duration::from_millis(200);
 /// Lines queued between a tailer and the session task.
@@ -128,6 +130,8 @@ struct Live {
     /// Whether the SessionStart hook has been seen since the last launch.
     started: watch::Sender<bool>,
     claude_pid: Mutex<Option<u32>>,
+    /// The last status reported to the tracker.
+    reported: Mutex<Option<AgentStatus>>,
     /// The runner reported the TUI exited and has not started it again.
     exited: std::sync::atomic::AtomicBool,
     /// For a fork: the parent's claude session id, which Claude reports until the fork's first
@@ -1023,6 +1027,7 @@ impl Inner {
             status: watch::channel(String::new()).0,
             started: watch::channel(restored && running.is_some()).0,
             claude_pid: Mutex::new(running),
+            reported: Mutex::new(None),
             exited: std::sync::atomic::AtomicBool::new(restored && running.is_none()),
             fork_of,
             commands,
@@ -1090,6 +1095,8 @@ impl Inner {
                 transcript_cancel.clone(),
             );
         }
+        let mut unsaved: HashMap<PathBuf, Checkpoint> = HashMap::new();
+        let mut unsaved_since = tokio::time::Instant::now();
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -1164,8 +1171,21 @@ impl Inner {
                     })
                 });
             self.apply(&live, outputs, &mut normalizer).await;
+            // Checkpoints are saved once the queued lines are drained (and on every tick), not
+            // after every line: a backlog is then not bound by one fsync'd rename per line. A
+            // crash replays at most the lines since the last save; their turn, item and approval
+            // events deduplicate.
             if let Some((file, checkpoint)) = checkpoint {
-                let _ = tail::save_checkpoint(&file, &checkpoint).await;
+                unsaved.insert(file, checkpoint);
+            }
+            if !unsaved.is_empty()
+                && (hooks_rx.is_empty() && transcript_rx.is_empty() && runner_rx.is_empty()
+                    || unsaved_since.elapsed() >= CHECKPOINT_INTERVAL)
+            {
+                for (file, checkpoint) in unsaved.drain() {
+                    let _ = tail::save_checkpoint(&file, &checkpoint).await;
+                }
+                unsaved_since = tokio::time::Instant::now();
             }
             if let Some(path) = new_transcript {
                 inherit_fork_history(&live, Path::new(&path), &mut normalizer);
@@ -1213,7 +1233,16 @@ impl Inner {
                     {
                         live.started.send_replace(true);
                     }
-                    self.report(&live.session_id, status).await;
+                    // The tracker only needs changes; repeating a status costs a durable append.
+                    let changed = {
+                        let mut last = lock(&live.reported);
+                        let changed = *last != Some(status);
+                        *last = Some(status);
+                        changed
+                    };
+                    if changed {
+                        self.report(&live.session_id, status).await;
+                    }
                 }
                 Output::PromptSubmitted { turn_id, text } => {
                     let _ = live.submitted.send((turn_id, text));
@@ -1262,6 +1291,8 @@ impl Inner {
                 .await;
                 self.report_liveness(&live.session_id, Liveness::Exited)
                     .await;
+                // The next status after a relaunch must reach the tracker again.
+                *lock(&live.reported) = None;
             }
             Some("error") => {
                 self.store(
