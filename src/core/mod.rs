@@ -640,8 +640,13 @@ impl Core {
             .filter(|event| !event.ephemeral)
             .cloned()
             .collect();
-        self.store.push(&stored);
+        // Each stored event becomes readable right before it is broadcast, in batch order: a
+        // subscriber that finds a stored event in the store has then already been sent every
+        // live-only event published before it.
         for event in &published {
+            if !event.ephemeral {
+                self.store.push(std::slice::from_ref(event));
+            }
             // No subscriber is not an error.
             let _ = self.bus.send(Arc::clone(event));
         }

@@ -290,6 +290,21 @@ impl Cursor {
     fn wants(&self, event: &StoredEvent) -> bool {
         self.session.is_none() || event.session == self.session
     }
+
+    /// Takes a live event if it is the next one for this cursor: a live-only event right after
+    /// the stored event it follows, or the next stored event. Anything older was sent already;
+    /// anything newer leaves a gap the store fills.
+    fn accept(&mut self, event: &StoredEvent) -> Option<SseEvent> {
+        if event.ephemeral {
+            return (event.seq == self.last && self.wants(event))
+                .then(|| ephemeral_sse_event(event));
+        }
+        if event.seq == self.last + 1 {
+            self.last = event.seq;
+            return self.wants(event).then(|| sse_event(event));
+        }
+        None
+    }
 }
 
 /// Live-only events carry no `id:`, so a reconnect resumes from the last stored event.
@@ -329,7 +344,23 @@ fn event_stream(
                 }
                 return Some((Ok(sse_event(&event)), cursor));
             }
-            if cursor.state.core.store.head() > cursor.last {
+            // Live events already queued come first: a live-only event (a delta) sits between
+            // the stored events it follows and precedes, and reading the store first would
+            // skip past it. The head is read before the channel is drained: every live-only
+            // event published before a stored event up to that head is then in the channel.
+            let head = cursor.state.core.store.head();
+            match cursor.live.try_recv() {
+                Ok(event) => {
+                    if let Some(message) = cursor.accept(&event) {
+                        return Some((Ok(message), cursor));
+                    }
+                    continue;
+                }
+                Err(broadcast::error::TryRecvError::Empty)
+                | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(broadcast::error::TryRecvError::Closed) => return None,
+            }
+            if head > cursor.last {
                 match cursor
                     .state
                     .core
@@ -338,7 +369,11 @@ fn event_stream(
                     .await
                 {
                     Ok(page) if !page.events.is_empty() => {
-                        cursor.pending.extend(page.events);
+                        // Only up to the head read above; later ones come through the channel
+                        // (or the next round) with their live-only events in order.
+                        cursor
+                            .pending
+                            .extend(page.events.into_iter().filter(|e| e.seq <= head));
                         continue;
                     }
                     Ok(_) => {}
@@ -359,22 +394,11 @@ fn event_stream(
                 received = cursor.live.recv() => received,
             };
             match received {
-                // A live-only event belongs right after the stored event it follows.
-                Ok(event) if event.ephemeral => {
-                    if event.seq == cursor.last && cursor.wants(&event) {
-                        return Some((Ok(ephemeral_sse_event(&event)), cursor));
+                Ok(event) => {
+                    if let Some(message) = cursor.accept(&event) {
+                        return Some((Ok(message), cursor));
                     }
-                    continue;
                 }
-                Ok(event) if event.seq == cursor.last + 1 => {
-                    cursor.last = event.seq;
-                    if !cursor.wants(&event) {
-                        continue;
-                    }
-                    return Some((Ok(sse_event(&event)), cursor));
-                }
-                // Older than the cursor: already sent. Newer with a gap: the store has the gap.
-                Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
