@@ -9,8 +9,9 @@
 //! block carrying the same JSON. Every answer is redacted ([`redact`]) and bounded to
 //! [`MAX_ANSWER_BYTES`] encoded; a cut answer says `truncated: true` and how to read the rest.
 //!
-//! **Errors.** Arguments that do not match a tool's (closed) schema are JSON-RPC errors with
-//! code `-32602`. Every other failure is a tool result with `isError: true` and
+//! **Errors.** Arguments that do not match a tool's (closed) schema are refused by rmcp before
+//! the tool runs (rmcp 3.11 reports them as an error result with a text message). Every other
+//! failure is a tool result with `isError: true` and
 //! `structuredContent.error = {kind, code, message}`, where `kind` is `permission` for an
 //! action refused by policy (e.g. `human_typing`) and `operational` for everything else (an
 //! unknown session, a session not ready, a backend failure, an invalid value).
