@@ -1797,7 +1797,7 @@ async fn run() -> anyhow::Result<bool> {
     let secs = took.as_secs_f64();
     println!(
         "   {:<60} {:>8.1} {:>8} {:>10.0} {:>7.2}",
-        "(d) (c) + save_checkpoint per line, as host.rs does",
+        "(d) (c) + save_checkpoint per line (the host before it batched)",
         mb(consumed.bytes) / secs,
         "-",
         consumed.lines as f64 / secs,
