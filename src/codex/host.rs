@@ -1746,9 +1746,7 @@ impl CodexHost {
                 (true, Some(bin.path.display().to_string()), version)
             }
             Err(error) => {
-                issues.push(format!(
-                    "codex was not found: {error} (set COHOST_CODEX_BIN or put `codex` on PATH)"
-                ));
+                issues.push(error.clone());
                 (false, None, None)
             }
         };
