@@ -149,6 +149,14 @@ pub struct ServeArgs {
     /// Seconds after which a finished, seen agent is removed from the state.
     #[arg(long, default_value_t = 1800, env = "COHOST_PRUNE_AFTER")]
     pub prune_after: u64,
+    /// A project root under which MCP clients may start sessions (repeatable; env: a
+    /// colon-separated list). None: MCP clients cannot start sessions.
+    #[arg(
+        long = "mcp-allowed-root",
+        env = "COHOST_MCP_ROOTS",
+        value_delimiter = ':'
+    )]
+    pub mcp_allowed_roots: Vec<PathBuf>,
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,

@@ -22,6 +22,8 @@ pub struct ServeConfig {
     pub segment_bytes: u64,
     pub retain_bytes: u64,
     pub tracker: TrackerConfig,
+    /// Canonical project roots under which MCP clients may start sessions.
+    pub mcp_roots: Vec<PathBuf>,
 }
 
 impl ServeConfig {
@@ -62,7 +64,25 @@ impl ServeConfig {
         if args.stale_after == 0 || args.prune_after == 0 {
             bail!("--stale-after and --prune-after must be at least 1 second");
         }
+        let mut mcp_roots = Vec::new();
+        for root in args
+            .mcp_allowed_roots
+            .iter()
+            .filter(|r| !r.as_os_str().is_empty())
+        {
+            let canonical = root.canonicalize().with_context(|| {
+                format!(
+                    "--mcp-allowed-root {} is not an existing directory",
+                    root.display()
+                )
+            })?;
+            if !canonical.is_dir() {
+                bail!("--mcp-allowed-root {} is not a directory", root.display());
+            }
+            mcp_roots.push(canonical);
+        }
         Ok(ServeConfig {
+            mcp_roots,
             home,
             listen,
             tmux_socket: args.tmux_socket.clone(),

@@ -111,6 +111,7 @@ pub async fn run(
         core: core.clone(),
         sessions: Arc::clone(&sessions),
         codex: codex.clone(),
+        mcp_roots: Arc::new(config.mcp_roots.clone()),
         claude: claude.clone(),
         token: token.into(),
         local_addr,

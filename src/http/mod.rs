@@ -35,6 +35,8 @@ pub struct AppState {
     pub core: CoreHandle,
     pub sessions: Arc<SessionCache>,
     pub codex: CodexHost,
+    /// Project roots under which MCP clients may start sessions (none: they may not).
+    pub mcp_roots: Arc<Vec<std::path::PathBuf>>,
     pub claude: ClaudeHost,
     pub token: Arc<str>,
     /// The address actually bound, used to recognise our own `Origin`.

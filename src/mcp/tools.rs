@@ -38,6 +38,23 @@ pub struct SessionArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct StartArgs {
+    /// `codex` or `claude`.
+    pub runtime: String,
+    /// An absolute directory under one of the allowed project roots.
+    pub cwd: String,
+    /// A first prompt to send once the session is live.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// A retried start with the same key (1 to 256 bytes) returns the first session.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SendArgs {
     pub session_id: String,
     /// The prompt: starts a turn, or steers the running one.
@@ -317,6 +334,109 @@ impl CohostMcp {
                 Err(error) => CallToolResult::from(ApiError::from(error)),
             },
         )
+    }
+
+    #[tool(
+        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt. A retry with the same idempotency_key returns the first session."
+    )]
+    async fn start_session(&self, Parameters(args): Parameters<StartArgs>) -> ToolResult {
+        if self.state.mcp_roots.is_empty() {
+            return Ok(failure(
+                "permission_denied",
+                "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)",
+            ));
+        }
+        let runtime = match args.runtime.as_str() {
+            "codex" => Runtime::Codex,
+            "claude" => Runtime::Claude,
+            other => {
+                return Ok(failure(
+                    "invalid_field",
+                    &format!("`runtime` must be codex or claude, got `{other}`"),
+                ));
+            }
+        };
+        if let Some(key) = &args.idempotency_key
+            && (key.is_empty() || key.len() > 256)
+        {
+            return Ok(failure(
+                "invalid_field",
+                "`idempotency_key` must be 1 to 256 bytes",
+            ));
+        }
+        let cwd = std::path::PathBuf::from(&args.cwd);
+        if !cwd.is_absolute() {
+            return Ok(failure("invalid_field", "`cwd` must be an absolute path"));
+        }
+        let Ok(cwd) = cwd.canonicalize() else {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`cwd` {} does not exist", args.cwd),
+            ));
+        };
+        if !cwd.is_dir() {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`cwd` {} is not a directory", args.cwd),
+            ));
+        }
+        // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
+        if !self
+            .state
+            .mcp_roots
+            .iter()
+            .any(|root| cwd.starts_with(root))
+        {
+            return Ok(failure(
+                "permission_denied",
+                &format!(
+                    "`cwd` {} is outside the project roots the owner allowed",
+                    cwd.display()
+                ),
+            ));
+        }
+        let created = match runtime {
+            Runtime::Codex => {
+                self.state
+                    .codex
+                    .create(crate::codex::host::CreateParams {
+                        cwd,
+                        model: args.model.clone(),
+                        idempotency_key: args.idempotency_key.clone(),
+                        ..Default::default()
+                    })
+                    .await
+            }
+            Runtime::Claude => {
+                self.state
+                    .claude
+                    .create(crate::claude::host::CreateClaude {
+                        cwd,
+                        model: args.model.clone(),
+                        idempotency_key: args.idempotency_key.clone(),
+                        ..Default::default()
+                    })
+                    .await
+            }
+        };
+        let view = match created {
+            Ok(view) => view,
+            Err(error) => return Ok(host_failure(error)),
+        };
+        let mut result = json!({ "session": to_value(&view) });
+        if let Some(prompt) = args.prompt.filter(|p| !p.trim().is_empty()) {
+            // Keyed on the start's key, so a retried start does not send the prompt twice.
+            let key = args.idempotency_key.map(|k| format!("create:{k}"));
+            let sent = match runtime {
+                Runtime::Codex => self.state.codex.inject(&view.id, &prompt, key).await,
+                Runtime::Claude => self.state.claude.inject(&view.id, &prompt, key).await,
+            };
+            match sent {
+                Ok(outcome) => result["inject"] = to_value(&outcome),
+                Err(error) => return Ok(host_failure(error)),
+            }
+        }
+        Ok(answer(result))
     }
 
     #[tool(

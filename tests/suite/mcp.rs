@@ -14,7 +14,7 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
 
-const TOOLS: [&str; 14] = [
+const TOOLS: [&str; 15] = [
     "events",
     "fork",
     "get_session",
@@ -28,6 +28,7 @@ const TOOLS: [&str; 14] = [
     "post_agent_event",
     "resolve_approval",
     "send",
+    "start_session",
     "tracker_state",
 ];
 
@@ -475,4 +476,66 @@ fn mcp_send_then_events_runs_a_codex_turn_to_completion() {
     assert_eq!(approvals["approvals"], json!([]));
     let goal = run.one(4);
     assert!(goal["structured"].is_object(), "{goal:#}");
+}
+
+#[track_caller]
+fn refused(answer: &Value) -> &Value {
+    assert_eq!(answer["isError"], true, "{answer:#}");
+    &answer["structured"]["error"]
+}
+
+#[test]
+fn mcp_starts_sessions_only_under_the_allowed_roots() {
+    // No root allowed: every start is refused, as a permission error.
+    let closed = CodexFixture::start();
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": closed.work } },
+    ]);
+    let run = run_client(&closed.daemon, Transport::Http, &plan, |_| {});
+    let error = refused(run.one(0));
+    assert_eq!(error["kind"], "permission", "{error:#}");
+    assert_eq!(error["code"], "permission_denied", "{error:#}");
+    drop(closed);
+
+    // The temp directory allowed: a start inside it runs, one outside is refused, bad input is
+    // an operational error, and a retried start with the same key returns the same session.
+    let root = std::env::temp_dir().canonicalize().unwrap();
+    let fx = CodexFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
+    fx.mock.push(Step::text("Started over MCP."));
+    let outside = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        !outside.starts_with(&root),
+        "the repo must not live in the temp dir"
+    );
+    let escape = format!("{}/../..{}", fx.work.display(), outside.display());
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": outside } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": escape } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": "relative/dir" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": fx.work,
+          "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": fx.work,
+          "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
+    ]);
+    let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
+    assert_eq!(refused(run.one(0))["kind"], "permission");
+    assert_eq!(
+        refused(run.one(1))["kind"],
+        "permission",
+        "`..` does not escape the root"
+    );
+    assert_eq!(refused(run.one(2))["kind"], "operational");
+    let first = ok(run.one(3));
+    let id = first["session"]["id"].as_str().unwrap().to_string();
+    assert_eq!(first["inject"]["outcome"], "started", "{first:#}");
+    let again = ok(run.one(4));
+    assert_eq!(
+        again["session"]["id"],
+        id.as_str(),
+        "the retry returns the first session"
+    );
+    assert_eq!(again["inject"]["duplicate"], true, "{again:#}");
+    fx.wait_turns_completed(&id, 1);
+    let mains = fx.mock.main_requests();
+    assert_eq!(mains.len(), 1, "the prompt was sent once");
 }
