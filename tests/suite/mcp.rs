@@ -497,24 +497,31 @@ fn mcp_starts_sessions_only_under_the_allowed_roots() {
     assert_eq!(error["code"], "permission_denied", "{error:#}");
     drop(closed);
 
-    // The temp directory allowed: a start inside it runs, one outside is refused, bad input is
-    // an operational error, and a retried start with the same key returns the same session.
-    let root = std::env::temp_dir().canonicalize().unwrap();
+    // One root allowed: a start inside it runs, one outside it (the fixture's own work
+    // directory, a sibling) is refused, `..` cannot climb out, bad input is an operational
+    // error, and a retried start with the same key returns the same session.
+    let root_dir = temp_dir("cohost-mcp-root-");
+    let root = root_dir.path().canonicalize().unwrap();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
     let fx = CodexFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
     fx.mock.push(Step::text("Started over MCP."));
-    let outside = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    assert!(
-        !outside.starts_with(&root),
-        "the repo must not live in the temp dir"
+    let outside = fx.work.canonicalize().unwrap();
+    assert!(!outside.starts_with(&root));
+    // `root/proj/../../<work>` names the work directory, a sibling of the root.
+    let escape = format!(
+        "{}/../../{}",
+        project.display(),
+        outside.file_name().unwrap().to_str().unwrap()
     );
-    let escape = format!("{}/../..{}", fx.work.display(), outside.display());
+    assert_eq!(PathBuf::from(&escape).canonicalize().unwrap(), outside);
     let plan = json!([
         { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": outside } },
         { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": escape } },
         { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": "relative/dir" } },
-        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": fx.work,
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
           "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
-        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": fx.work,
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
           "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
     ]);
     let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
