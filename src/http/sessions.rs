@@ -122,6 +122,24 @@ pub struct CreateBody {
     terminal: bool,
 }
 
+/// An optional JSON body: none (empty) is the default, anything else must be JSON.
+fn optional_json<T: Default + serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<T, ApiError> {
+    if body.is_empty() {
+        Ok(T::default())
+    } else if super::extract::is_json(headers) {
+        super::extract::parse(body)
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be JSON with `Content-Type: application/json`",
+        ))
+    }
+}
+
 /// The runtime of an existing session.
 fn runtime_of(state: &AppState, id: &str) -> Result<Runtime, ApiError> {
     state
@@ -484,17 +502,7 @@ pub async fn fork(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     // The body is optional: `POST /fork` with none forks the whole thread.
-    let body: ForkBody = if body.is_empty() {
-        ForkBody::default()
-    } else if super::extract::is_json(&headers) {
-        super::extract::parse(&body)?
-    } else {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "the body must be JSON with `Content-Type: application/json`",
-        ));
-    };
+    let body: ForkBody = optional_json(&headers, &body)?;
     if runtime_of(&state, &id)? == Runtime::Claude {
         if body.after_turn_id.is_some() {
             return Err(ApiError::field(
@@ -683,17 +691,7 @@ pub async fn open_terminal(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let body: OpenTerminalBody = if body.is_empty() {
-        OpenTerminalBody::default()
-    } else if super::extract::is_json(&headers) {
-        super::extract::parse(&body)?
-    } else {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "the body must be JSON with `Content-Type: application/json`",
-        ));
-    };
+    let body: OpenTerminalBody = optional_json(&headers, &body)?;
     match runtime_of(&state, &id)? {
         Runtime::Codex => {
             let view = state.codex.open_terminal(&id, body.tmux_session).await?;
