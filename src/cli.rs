@@ -68,6 +68,24 @@ pub enum Command {
     },
     /// Interrupt a session's running turn.
     Interrupt { id: String },
+    /// Queue prompts as tasks and follow them: send, status, result, cancel, edit, supersede.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Show a session's queue: its control lease, the task in flight, waiting and recent tasks.
+    Queue {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take control of a session as a human: queued tasks wait until you release it.
+    Takeover { id: String },
+    /// Hand a session back to the task queue (only a human does this: never over MCP).
+    Release {
+        id: String,
+        /// Cancel the tasks that were waiting instead of delivering them.
+        #[arg(long)]
+        drop_queued: bool,
+    },
     /// Answer a pending approval: accept, acceptForSession, decline or cancel.
     Approve {
         id: String,
@@ -124,6 +142,47 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Queue a prompt for a session; prints the task id.
+    Send {
+        id: String,
+        text: String,
+        /// A retried send with the same key returns the first task.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Show a task as JSON.
+    Status { task: String },
+    /// Print a finished task's final assistant text (read in chunks).
+    Result { task: String },
+    /// Cancel a task (see `docs/api.md` for the outcomes).
+    Cancel {
+        task: String,
+        /// Interrupt a running task only while the lease is managed at this generation.
+        #[arg(long)]
+        lease_generation: Option<u64>,
+    },
+    /// Replace a waiting task's prompt, if it is still at `--revision`.
+    Edit {
+        task: String,
+        text: String,
+        #[arg(long)]
+        revision: u64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Cancel a waiting task and queue a replacement in its place, if still at `--revision`.
+    Supersede {
+        task: String,
+        text: String,
+        #[arg(long)]
+        revision: u64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

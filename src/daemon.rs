@@ -23,6 +23,7 @@ use crate::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
+use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
 
 /// How often the tmux session list is re-read even without a hook: a safety net for a server
@@ -106,6 +107,7 @@ pub async fn run(
     claude.restore();
 
     let cancel = CancellationToken::new();
+    let queue = TaskManager::new(core.clone(), codex.clone(), claude.clone());
     let tasks = tokio_util::task::TaskTracker::new();
     let state = AppState {
         core: core.clone(),
@@ -113,6 +115,7 @@ pub async fn run(
         codex: codex.clone(),
         mcp_roots: Arc::new(config.mcp_roots.clone()),
         claude: claude.clone(),
+        tasks: queue.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
@@ -120,6 +123,7 @@ pub async fn run(
     };
 
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
+    tasks.spawn(queue.run(cancel.clone()));
     tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
     tasks.spawn(tmux_poll_loop(
         Arc::clone(&sessions),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::json;
 
-use cohost::cli::{Cli, Command};
+use cohost::cli::{Cli, Command, TaskCommand};
 use cohost::client::{Client, render_event, render_state};
 use cohost::config::ServeConfig;
 
@@ -146,6 +146,73 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "{} {}",
                 answer["outcome"].as_str().unwrap_or(""),
                 answer["turnId"].as_str().unwrap_or("")
+            );
+            Ok(())
+        }
+        Command::Task(command) => run_task(Client::new(cli.home, cli.listen)?, command),
+        Command::Queue { id, json } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let queue: serde_json::Value = client.get(&format!("/api/sessions/{id}/queue"))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&queue)?);
+                return Ok(());
+            }
+            let lease = &queue["lease"];
+            println!(
+                "lease: {} (generation {})",
+                lease["holder"].as_str().unwrap_or("?"),
+                lease["generation"]
+            );
+            for (label, list) in [
+                ("running", "running"),
+                ("waiting", "pending"),
+                ("recent", "recent"),
+            ] {
+                for task in queue[list].as_array().into_iter().flatten() {
+                    let detail = task["waitingReason"]
+                        .as_str()
+                        .or(task["cancelOutcome"].as_str())
+                        .unwrap_or("");
+                    println!(
+                        "{label:8} {} {:10} {:9} {detail:24} {}",
+                        task["taskId"].as_str().unwrap_or(""),
+                        task["state"].as_str().unwrap_or(""),
+                        task["phase"].as_str().unwrap_or(""),
+                        task["promptPreview"]
+                            .as_str()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    );
+                }
+            }
+            Ok(())
+        }
+        Command::Takeover { id } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.post(
+                &format!("/api/sessions/{id}/lease"),
+                &json!({ "action": "takeover", "by": "cli" }),
+            )?;
+            println!(
+                "{} now holds {id} (generation {})",
+                answer["lease"]["holder"].as_str().unwrap_or("?"),
+                answer["lease"]["generation"]
+            );
+            Ok(())
+        }
+        Command::Release { id, drop_queued } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.post(
+                &format!("/api/sessions/{id}/lease"),
+                &json!({ "action": "release", "by": "cli", "dropQueued": drop_queued }),
+            )?;
+            println!(
+                "{id} is {} (generation {}); {} waiting task(s) dropped",
+                answer["lease"]["holder"].as_str().unwrap_or("?"),
+                answer["lease"]["generation"],
+                answer["dropped"].as_array().map_or(0, Vec::len)
             );
             Ok(())
         }
@@ -432,5 +499,96 @@ fn print_doctor(answer: &serde_json::Value) {
     println!("codex sessions: {}", yes(&answer["codexSessionsReadable"]));
     for issue in answer["issues"].as_array().cloned().unwrap_or_default() {
         println!("issue: {}", text(&issue));
+    }
+}
+
+fn run_task(client: Client, command: TaskCommand) -> anyhow::Result<()> {
+    let print = |value: &serde_json::Value| -> anyhow::Result<()> {
+        println!("{}", serde_json::to_string_pretty(value)?);
+        Ok(())
+    };
+    match command {
+        TaskCommand::Send {
+            id,
+            text,
+            idempotency_key,
+        } => {
+            let mut body = json!({ "text": text, "source": "cli" });
+            if let Some(key) = idempotency_key {
+                body["idempotencyKey"] = json!(key);
+            }
+            let answer: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/tasks"), &body)?;
+            println!(
+                "{} {}{}",
+                answer["task"]["taskId"].as_str().unwrap_or(""),
+                answer["task"]["state"].as_str().unwrap_or(""),
+                if answer["replayed"] == true {
+                    " (already sent)"
+                } else {
+                    ""
+                }
+            );
+            Ok(())
+        }
+        TaskCommand::Status { task } => print(&client.get(&format!("/api/tasks/{task}"))?),
+        TaskCommand::Result { task } => {
+            let mut offset = 0u64;
+            let mut out = std::io::stdout().lock();
+            loop {
+                let chunk: serde_json::Value =
+                    client.get(&format!("/api/tasks/{task}/result?offset={offset}"))?;
+                if chunk["available"] != true {
+                    anyhow::bail!(
+                        "task {task} has no result (state {})",
+                        chunk["state"].as_str().unwrap_or("?")
+                    );
+                }
+                std::io::Write::write_all(
+                    &mut out,
+                    chunk["text"].as_str().unwrap_or("").as_bytes(),
+                )?;
+                if chunk["eof"] == true {
+                    std::io::Write::write_all(&mut out, b"\n")?;
+                    return Ok(());
+                }
+                offset = chunk["nextOffset"].as_u64().unwrap_or(offset);
+            }
+        }
+        TaskCommand::Cancel {
+            task,
+            lease_generation,
+        } => {
+            let mut body = json!({});
+            if let Some(generation) = lease_generation {
+                body["leaseGeneration"] = json!(generation);
+            }
+            let answer: serde_json::Value =
+                client.post(&format!("/api/tasks/{task}/cancel"), &body)?;
+            println!(
+                "{} {}",
+                answer["task"]["state"].as_str().unwrap_or(""),
+                answer["outcome"].as_str().unwrap_or("")
+            );
+            Ok(())
+        }
+        TaskCommand::Edit {
+            task,
+            text,
+            revision,
+            idempotency_key,
+        } => print(&client.post(
+            &format!("/api/tasks/{task}/edit"),
+            &json!({ "text": text, "revision": revision, "idempotencyKey": idempotency_key }),
+        )?),
+        TaskCommand::Supersede {
+            task,
+            text,
+            revision,
+            idempotency_key,
+        } => print(&client.post(
+            &format!("/api/tasks/{task}/supersede"),
+            &json!({ "text": text, "revision": revision, "idempotencyKey": idempotency_key }),
+        )?),
     }
 }

@@ -13,6 +13,7 @@
 pub mod event_log;
 pub mod sessions;
 mod snapshot;
+pub mod tasks;
 pub mod tracker;
 
 use std::collections::{HashMap, VecDeque};
@@ -55,12 +56,15 @@ pub fn now_ms() -> u64 {
 pub struct State {
     pub tracker: Tracker,
     pub sessions: Sessions,
+    #[serde(default)]
+    pub tasks: tasks::Tasks,
 }
 
 impl State {
     fn apply(&mut self, event: &Event) {
         self.tracker.apply(event);
         self.sessions.apply(event);
+        self.tasks.apply(event);
     }
 }
 

@@ -11,6 +11,7 @@ mod guard;
 mod routes;
 mod sessions;
 mod stream;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub struct AppState {
     /// Project roots under which MCP clients may start sessions (none: they may not).
     pub mcp_roots: Arc<Vec<std::path::PathBuf>>,
     pub claude: ClaudeHost,
+    pub tasks: crate::tasks::TaskManager,
     pub token: Arc<str>,
     /// The address actually bound, used to recognise our own `Origin`.
     pub local_addr: SocketAddr,
@@ -68,6 +70,17 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/sessions/{id}/messages", post(sessions::message))
         .route("/api/sessions/{id}/interrupt", post(sessions::interrupt))
+        .route("/api/sessions/{id}/tasks", post(tasks::send))
+        .route("/api/sessions/{id}/queue", get(tasks::queue))
+        .route(
+            "/api/sessions/{id}/lease",
+            get(tasks::lease).post(tasks::set_lease),
+        )
+        .route("/api/tasks/{id}", get(tasks::status))
+        .route("/api/tasks/{id}/result", get(tasks::result))
+        .route("/api/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/api/tasks/{id}/edit", post(tasks::edit))
+        .route("/api/tasks/{id}/supersede", post(tasks::supersede))
         .route("/api/sessions/{id}/events", get(stream::session_events))
         .route(
             "/api/sessions/{id}/events/stream",

@@ -123,7 +123,7 @@ pub struct CreateBody {
 }
 
 /// An optional JSON body: none (empty) is the default, anything else must be JSON.
-fn optional_json<T: Default + serde::de::DeserializeOwned>(
+pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<T, ApiError> {
@@ -344,18 +344,25 @@ pub async fn message(
         Runtime::Codex => {
             state
                 .codex
-                .inject(&id, &body.text, body.idempotency_key)
+                .inject(&id, &body.text, body.idempotency_key.clone())
                 .await
         }
         Runtime::Claude => {
             state
                 .claude
-                .inject(&id, &body.text, body.idempotency_key)
+                .inject(&id, &body.text, body.idempotency_key.clone())
                 .await
         }
     }
     .map_err(inject_error)?;
-    Ok(Json(json!(outcome)))
+    // The prompt was taken: track it as a task (a repeat with the key finds the first one).
+    let task_id = state
+        .tasks
+        .record_direct(&id, &body.text, body.idempotency_key, &outcome)
+        .await?;
+    let mut answer = json!(outcome);
+    answer["taskId"] = json!(task_id);
+    Ok(Json(answer))
 }
 
 pub async fn interrupt(

@@ -37,7 +37,12 @@ pub const MAX_ANSWER_BYTES: usize = 58_000;
 const STRING_CAPS: [usize; 4] = [16_384, 4_096, 1_024, 256];
 
 /// Error codes that mean "refused by policy" rather than "could not be done".
-const PERMISSION_CODES: [&str; 3] = ["human_typing", "forbidden", "permission_denied"];
+const PERMISSION_CODES: [&str; 4] = [
+    "human_typing",
+    "human_control",
+    "forbidden",
+    "permission_denied",
+];
 
 /// The MCP server: one per HTTP request (stateless) or per `/mcp` session; cheap to clone.
 #[derive(Clone)]

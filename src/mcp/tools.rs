@@ -16,6 +16,7 @@ use crate::codex::host::HostError;
 use crate::core::now_ms;
 use crate::http::ApiError;
 use crate::protocol::{AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime};
+use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
@@ -57,9 +58,52 @@ pub struct StartArgs {
 #[serde(deny_unknown_fields)]
 pub struct SendArgs {
     pub session_id: String,
-    /// The prompt: starts a turn, or steers the running one.
+    /// The prompt (at most 64 KiB). It is queued as a task and delivered when the session is
+    /// idle and not under human control.
     pub text: String,
-    /// A retried send with the same key (1 to 256 bytes) is not sent twice.
+    /// A retried send with the same key (1 to 256 bytes) returns the first task.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArgs {
+    /// A task id (from `send` or `start_session`).
+    pub task_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultArgs {
+    pub task_id: String,
+    /// Byte offset into the result (default 0); continue with the answer's `nextOffset`.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// At most this many bytes, 1 to 16384 (default 16384).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelArgs {
+    pub task_id: String,
+    /// Interrupt a running task only while the lease is still managed at this generation
+    /// (default: the generation when the cancel arrives).
+    #[serde(default)]
+    pub lease_generation: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    pub task_id: String,
+    /// The task revision you last saw; the change applies only if it is still current.
+    pub revision: u64,
+    /// The new prompt.
+    pub text: String,
+    /// A retried change with the same key (1 to 256 bytes) is recognised, not applied twice.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -177,6 +221,10 @@ impl LivenessArg {
 }
 
 fn host_failure(error: HostError) -> CallToolResult {
+    CallToolResult::from(ApiError::from(error))
+}
+
+fn task_failure(error: TaskError) -> CallToolResult {
     CallToolResult::from(ApiError::from(error))
 }
 
@@ -425,55 +473,162 @@ impl CohostMcp {
         };
         let mut result = json!({ "session": to_value(&view) });
         if let Some(prompt) = args.prompt.filter(|p| !p.trim().is_empty()) {
-            // Keyed on the start's key, so a retried start does not send the prompt twice.
-            let key = args.idempotency_key.map(|k| format!("create:{k}"));
-            let sent = match runtime {
-                Runtime::Codex => self.state.codex.inject(&view.id, &prompt, key).await,
-                Runtime::Claude => self.state.claude.inject(&view.id, &prompt, key).await,
-            };
-            match sent {
-                Ok(outcome) => result["inject"] = to_value(&outcome),
-                Err(error) => return Ok(host_failure(error)),
+            // Keyed on the start's key, so a retried start does not queue the prompt twice.
+            let key = args.idempotency_key.map(|k| format!("start:{k}"));
+            match self
+                .state
+                .tasks
+                .send(&view.id, &prompt, key, Source::Mcp)
+                .await
+            {
+                Ok(sent) => result["task"] = to_value(&sent.task),
+                Err(error) => return Ok(task_failure(error)),
             }
         }
         Ok(answer(result))
     }
 
     #[tool(
-        description = "Send a prompt to a hosted session: starts a turn, or steers the running one. Follow it with `events`."
+        description = "Queue a prompt for a hosted session as a task. It is delivered when the session is idle and under managed control; while a human holds control it waits (waitingReason human_control). Follow it with `events` (wait) and read the answer with `task_result`. A retry with the same idempotency_key returns the same task."
     )]
     async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
-        if let Some(key) = &args.idempotency_key
-            && (key.is_empty() || key.len() > 256)
-        {
+        Ok(
+            match self
+                .state
+                .tasks
+                .send(
+                    &args.session_id,
+                    &args.text,
+                    args.idempotency_key,
+                    Source::Mcp,
+                )
+                .await
+            {
+                Ok(sent) => answer(to_value(sent)),
+                Err(error) => task_failure(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "A task's state (waiting, running, completed, failed, cancelled, unknown), delivery phase, waiting reason, revision, cancel outcome and a result excerpt.",
+        annotations(read_only_hint = true)
+    )]
+    async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
+        Ok(match self.state.tasks.status(&args.task_id) {
+            Ok(task) => answer(json!({ "task": task })),
+            Err(error) => task_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "A session's queue: its control lease (holder, generation), the task in flight, waiting tasks in delivery order, and recent outcomes.",
+        annotations(read_only_hint = true)
+    )]
+    async fn queue(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        Ok(match self.state.tasks.queue(&args.session_id) {
+            Ok(queue) => {
+                let total = queue.pending.len();
+                let bounded = bound(to_value(queue), Some("pending"));
+                let mut value = bounded.value;
+                if bounded.kept < total {
+                    value["note"] = json!(format!(
+                        "only the first {} pending tasks fit; read one with task_status",
+                        bounded.kept
+                    ));
+                }
+                CallToolResult::structured(value)
+            }
+            Err(error) => task_failure(error),
+        })
+    }
+
+    #[tool(
+        description = "Read a finished task's final assistant text (redacted) by byte offset, in chunks of at most 16 KiB. Continue with offset = nextOffset until eof.",
+        annotations(read_only_hint = true)
+    )]
+    async fn task_result(&self, Parameters(args): Parameters<ResultArgs>) -> ToolResult {
+        let offset = args.offset.unwrap_or(0) as usize;
+        let mut max = args.max_bytes.unwrap_or(MAX_RESULT_CHUNK as u64) as usize;
+        if max == 0 || max > MAX_RESULT_CHUNK {
             return Ok(failure(
                 "invalid_field",
-                "`idempotency_key` must be 1 to 256 bytes",
+                &format!("`max_bytes` must be between 1 and {MAX_RESULT_CHUNK}"),
             ));
         }
-        if args.text.trim().is_empty() {
-            return Ok(failure("invalid_field", "`text` must not be empty"));
+        // A chunk that escapes to more than the answer's budget comes back smaller, never cut.
+        loop {
+            let chunk = match self.state.tasks.result(&args.task_id, offset, max) {
+                Ok(chunk) => chunk,
+                Err(error) => return Ok(task_failure(error)),
+            };
+            let bounded = bound(to_value(&chunk), None);
+            if !bounded.truncated || max <= 256 {
+                return Ok(CallToolResult::structured(bounded.value));
+            }
+            max /= 2;
         }
-        let id = &args.session_id;
-        let outcome = match self.runtime_of(id) {
-            Err(refused) => return Ok(refused),
-            Ok(Runtime::Codex) => {
-                self.state
-                    .codex
-                    .inject(id, &args.text, args.idempotency_key)
-                    .await
-            }
-            Ok(Runtime::Claude) => {
-                self.state
-                    .claude
-                    .inject(id, &args.text, args.idempotency_key)
-                    .await
-            }
-        };
-        Ok(match outcome {
-            Ok(outcome) => answer(json!({ "outcome": outcome })),
-            Err(error) => host_failure(error),
-        })
+    }
+
+    #[tool(
+        description = "Cancel a task. A waiting task is cancelled at once (cancelled_before_delivery). A running task's turn is interrupted only while the session is still under managed control at the lease generation of the request (abort_sent, then aborted or finished_before_abort); otherwise the abort is withheld (abort_withheld, with the reason)."
+    )]
+    async fn cancel_task(&self, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
+        Ok(
+            match self
+                .state
+                .tasks
+                .cancel(&args.task_id, args.lease_generation)
+                .await
+            {
+                Ok(cancelled) => answer(to_value(cancelled)),
+                Err(error) => task_failure(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Replace a waiting task's prompt in place (same id and queue position), if its revision is still `revision`."
+    )]
+    async fn edit_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
+        Ok(
+            match self
+                .state
+                .tasks
+                .edit(
+                    &args.task_id,
+                    args.revision,
+                    &args.text,
+                    args.idempotency_key,
+                )
+                .await
+            {
+                Ok(edited) => answer(to_value(edited)),
+                Err(error) => task_failure(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Cancel a waiting task and queue a replacement prompt in its queue position, if its revision is still `revision`."
+    )]
+    async fn supersede_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
+        Ok(
+            match self
+                .state
+                .tasks
+                .supersede(
+                    &args.task_id,
+                    args.revision,
+                    &args.text,
+                    args.idempotency_key,
+                )
+                .await
+            {
+                Ok(replaced) => answer(to_value(replaced)),
+                Err(error) => task_failure(error),
+            },
+        )
     }
 
     #[tool(
@@ -543,9 +698,19 @@ impl CohostMcp {
         Ok(CallToolResult::structured(value))
     }
 
-    #[tool(description = "Interrupt a hosted session's running turn.")]
+    #[tool(
+        description = "Interrupt a hosted session's running turn. Refused while a human holds the session's control lease."
+    )]
     async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
+        if let Ok(lease) = self.state.tasks.lease(id)
+            && lease.holder == crate::protocol::LeaseHolder::Human
+        {
+            return Ok(failure(
+                "human_control",
+                "a human holds this session's control lease; only they interrupt its turns",
+            ));
+        }
         let interrupted = match self.runtime_of(id) {
             Err(refused) => return Ok(refused),
             Ok(Runtime::Codex) => self.state.codex.interrupt(id).await,

@@ -7,6 +7,10 @@ use super::session::{
     MessageSent, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
     TurnCompleted, TurnStarted, Usage,
 };
+use super::task::{
+    Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
+    TaskQueued, TaskReturned,
+};
 
 /// One durable event.
 ///
@@ -97,6 +101,24 @@ pub enum EventKind {
     GoalCleared(Empty),
     #[serde(rename = "message.sent")]
     MessageSent(MessageSent),
+    #[serde(rename = "task.queued")]
+    TaskQueued(TaskQueued),
+    #[serde(rename = "task.edited")]
+    TaskEdited(TaskEdited),
+    #[serde(rename = "task.delivered")]
+    TaskDelivered(TaskDelivered),
+    #[serde(rename = "task.returned")]
+    TaskReturned(TaskReturned),
+    #[serde(rename = "task.accepted")]
+    TaskAccepted(TaskAccepted),
+    #[serde(rename = "task.finished")]
+    TaskFinished(TaskFinished),
+    #[serde(rename = "task.cancel_requested")]
+    TaskCancelRequested(TaskCancelRequested),
+    #[serde(rename = "task.abort")]
+    TaskAbort(TaskAbort),
+    #[serde(rename = "lease.changed")]
+    LeaseChanged(Lease),
 }
 
 impl EventKind {
@@ -130,6 +152,15 @@ impl EventKind {
             EventKind::GoalUpdated(_) => "goal.updated",
             EventKind::GoalCleared(_) => "goal.cleared",
             EventKind::MessageSent(_) => "message.sent",
+            EventKind::TaskQueued(_) => "task.queued",
+            EventKind::TaskEdited(_) => "task.edited",
+            EventKind::TaskDelivered(_) => "task.delivered",
+            EventKind::TaskReturned(_) => "task.returned",
+            EventKind::TaskAccepted(_) => "task.accepted",
+            EventKind::TaskFinished(_) => "task.finished",
+            EventKind::TaskCancelRequested(_) => "task.cancel_requested",
+            EventKind::TaskAbort(_) => "task.abort",
+            EventKind::LeaseChanged(_) => "lease.changed",
         }
     }
 }

@@ -7,10 +7,12 @@
 mod api;
 mod event;
 mod session;
+mod task;
 
 pub use api::*;
 pub use event::*;
 pub use session::*;
+pub use task::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,674 @@
+//! The task registry and control leases: a pure state machine over logged events, like the
+//! tracker and the session registry.
+//!
+//! `task.*` events move a task through its phases; a session's `turn.completed` finishes the
+//! task that turn consumed, with the turn's last assistant message as its result — derived here,
+//! not logged again, so replaying the log gives exactly the same tasks. `lease.changed` events
+//! set each session's lease. It does no I/O and cannot fail.
+//!
+//! **Bounds.** Finished tasks are kept up to [`MAX_FINISHED`] (oldest dropped first, with their
+//! idempotency keys); unfinished tasks are bounded by the manager's per-session queue limit.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{
+    CancelOutcome, Event, EventKind, Item, Lease, TaskPhase, TaskQueued, TaskState, TurnStatus,
+    WaitingReason,
+};
+
+/// Finished tasks kept (results included) before the oldest are forgotten.
+pub const MAX_FINISHED: usize = 2000;
+/// Completed turns remembered per session, so a task accepted after its (fast) turn already
+/// ended still gets its result.
+const RECENT_TURNS: usize = 16;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    pub id: String,
+    pub session: String,
+    pub order: u64,
+    pub prompt: String,
+    pub source: String,
+    pub idempotency_key: Option<String>,
+    pub revision: u64,
+    pub state: TaskState,
+    pub phase: TaskPhase,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub delivered_at: Option<u64>,
+    pub accepted_at: Option<u64>,
+    pub finished_at: Option<u64>,
+    pub turn_id: Option<String>,
+    pub accepted_as: Option<String>,
+    pub lease_generation_at_delivery: Option<u64>,
+    pub cancel_requested: bool,
+    pub cancel_lease_generation: Option<u64>,
+    pub cancel_outcome: Option<CancelOutcome>,
+    pub abort_withheld: Option<String>,
+    pub edit_keys: Vec<String>,
+    pub supersedes: Option<String>,
+    pub superseded_by: Option<String>,
+    pub human_intervened: bool,
+    pub error: Option<String>,
+    /// Why the last delivery attempt did not happen (cleared on delivery).
+    pub returned: Option<WaitingReason>,
+    /// The final assistant text of the turn that consumed the task (unredacted; views redact).
+    pub result: Option<String>,
+}
+
+impl TaskRecord {
+    pub fn is_finished(&self) -> bool {
+        self.state.is_finished()
+    }
+}
+
+/// What a session remembers about a recent turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnNote {
+    last_message: Option<String>,
+    status: Option<TurnStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTasks {
+    pub lease: Lease,
+    /// Unfinished tasks (waiting and running), in queue order.
+    pub open: Vec<String>,
+    /// Finished tasks, newest last.
+    pub finished: VecDeque<String>,
+    next_order: u64,
+    turns: VecDeque<(String, TurnNote)>,
+}
+
+impl SessionTasks {
+    fn turn_mut(&mut self, turn_id: &str) -> &mut TurnNote {
+        if let Some(i) = self.turns.iter().position(|(id, _)| id == turn_id) {
+            return &mut self.turns[i].1;
+        }
+        if self.turns.len() >= RECENT_TURNS {
+            self.turns.pop_front();
+        }
+        self.turns
+            .push_back((turn_id.to_string(), TurnNote::default()));
+        &mut self.turns.back_mut().expect("just pushed").1
+    }
+
+    fn turn(&self, turn_id: &str) -> Option<&TurnNote> {
+        self.turns
+            .iter()
+            .find(|(id, _)| id == turn_id)
+            .map(|(_, note)| note)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tasks {
+    tasks: HashMap<String, TaskRecord>,
+    sessions: BTreeMap<String, SessionTasks>,
+    /// Task ids by `session \0 idempotency key`.
+    keys: HashMap<String, String>,
+    /// Finished task ids across sessions, oldest first (for the bound).
+    finished: VecDeque<String>,
+}
+
+fn key_of(session: &str, key: &str) -> String {
+    format!("{session}\0{key}")
+}
+
+impl Tasks {
+    pub fn get(&self, id: &str) -> Option<&TaskRecord> {
+        self.tasks.get(id)
+    }
+
+    pub fn by_key(&self, session: &str, key: &str) -> Option<&TaskRecord> {
+        self.keys
+            .get(&key_of(session, key))
+            .and_then(|id| self.tasks.get(id))
+    }
+
+    pub fn lease(&self, session: &str) -> Lease {
+        self.sessions
+            .get(session)
+            .map(|s| s.lease.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn session(&self, session: &str) -> Option<&SessionTasks> {
+        self.sessions.get(session)
+    }
+
+    /// The session's unfinished tasks in queue order.
+    pub fn open(&self, session: &str) -> impl Iterator<Item = &TaskRecord> {
+        self.sessions
+            .get(session)
+            .into_iter()
+            .flat_map(|s| s.open.iter())
+            .filter_map(|id| self.tasks.get(id))
+    }
+
+    /// The session's finished tasks, newest first.
+    pub fn recent(&self, session: &str) -> impl Iterator<Item = &TaskRecord> {
+        self.sessions
+            .get(session)
+            .into_iter()
+            .flat_map(|s| s.finished.iter().rev())
+            .filter_map(|id| self.tasks.get(id))
+    }
+
+    /// Sessions with at least one waiting task.
+    pub fn sessions_with_waiting(&self) -> Vec<String> {
+        self.sessions
+            .iter()
+            .filter(|(id, _)| self.open(id).any(|t| t.state == TaskState::Waiting))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Every unfinished task (for recovery after a restart).
+    pub fn all_open(&self) -> Vec<TaskRecord> {
+        self.sessions
+            .keys()
+            .flat_map(|s| self.open(s).cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
+    fn finish(&mut self, session: &str, id: &str, ts: u64) {
+        let Some(entry) = self.sessions.get_mut(session) else {
+            return;
+        };
+        entry.open.retain(|t| t != id);
+        entry.finished.push_back(id.to_string());
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.phase = TaskPhase::Finished;
+            task.finished_at = Some(ts);
+            task.updated_at = ts;
+        }
+        self.finished.push_back(id.to_string());
+        while self.finished.len() > MAX_FINISHED {
+            let Some(old) = self.finished.pop_front() else {
+                break;
+            };
+            if let Some(task) = self.tasks.remove(&old) {
+                if let Some(key) = &task.idempotency_key {
+                    self.keys.remove(&key_of(&task.session, key));
+                }
+                if let Some(s) = self.sessions.get_mut(&task.session) {
+                    s.finished.retain(|t| *t != old);
+                }
+            }
+        }
+    }
+
+    /// Ends the task its turn consumed, with the turn's outcome and last message.
+    fn finish_with_turn(&mut self, session: &str, id: &str, status: TurnStatus, ts: u64) {
+        let result = self
+            .sessions
+            .get(session)
+            .and_then(|s| {
+                let turn = self.tasks.get(id)?.turn_id.as_deref()?;
+                s.turn(turn)
+            })
+            .and_then(|note| note.last_message.clone());
+        let Some(task) = self.tasks.get_mut(id) else {
+            return;
+        };
+        if task.is_finished() {
+            return;
+        }
+        task.result = result;
+        task.state = match status {
+            TurnStatus::Completed => TaskState::Completed,
+            TurnStatus::Failed => TaskState::Failed,
+            TurnStatus::Interrupted => TaskState::Cancelled,
+        };
+        if task.cancel_requested {
+            task.cancel_outcome = Some(match (task.cancel_outcome, status) {
+                (Some(CancelOutcome::AbortWithheld), _) => CancelOutcome::AbortWithheld,
+                (Some(CancelOutcome::AbortSent), TurnStatus::Interrupted) => CancelOutcome::Aborted,
+                _ => CancelOutcome::FinishedBeforeAbort,
+            });
+        }
+        if status == TurnStatus::Interrupted && task.cancel_outcome != Some(CancelOutcome::Aborted)
+        {
+            task.human_intervened = true;
+        }
+        self.finish(session, id, ts);
+    }
+
+    fn open_task_of_turn(&self, session: &str, turn_id: &str) -> Option<String> {
+        self.open(session)
+            .find(|t| t.turn_id.as_deref() == Some(turn_id))
+            .map(|t| t.id.clone())
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        let Some(session) = event.session.as_deref() else {
+            return;
+        };
+        let ts = event.ts;
+        match &event.kind {
+            EventKind::TaskQueued(queued) => self.queue(session, queued, ts),
+            EventKind::TaskEdited(edited) => {
+                if let Some(task) = self.tasks.get_mut(&edited.task_id) {
+                    task.prompt = edited.prompt.clone();
+                    task.revision = edited.revision;
+                    task.updated_at = ts;
+                    if let Some(key) = &edited.edit_key {
+                        task.edit_keys.push(key.clone());
+                    }
+                }
+            }
+            EventKind::TaskDelivered(delivered) => {
+                if let Some(task) = self.tasks.get_mut(&delivered.task_id) {
+                    task.state = TaskState::Running;
+                    task.phase = TaskPhase::Delivered;
+                    task.delivered_at = Some(ts);
+                    task.lease_generation_at_delivery = Some(delivered.lease_generation);
+                    task.returned = None;
+                    task.revision += 1;
+                    task.updated_at = ts;
+                }
+            }
+            EventKind::TaskReturned(returned) => {
+                if let Some(task) = self.tasks.get_mut(&returned.task_id) {
+                    task.state = TaskState::Waiting;
+                    task.phase = TaskPhase::Queued;
+                    task.delivered_at = None;
+                    task.lease_generation_at_delivery = None;
+                    task.returned = Some(returned.reason);
+                    task.revision += 1;
+                    task.updated_at = ts;
+                }
+            }
+            EventKind::TaskAccepted(accepted) => {
+                let Some(task) = self.tasks.get_mut(&accepted.task_id) else {
+                    return;
+                };
+                if task.is_finished() {
+                    return;
+                }
+                task.state = TaskState::Running;
+                task.phase = TaskPhase::Accepted;
+                task.accepted_at = Some(ts);
+                task.turn_id = Some(accepted.turn_id.clone());
+                task.accepted_as = Some(accepted.accepted_as.clone());
+                task.revision += 1;
+                task.updated_at = ts;
+                // The turn may have ended before the acceptance was logged (a fast turn).
+                let ended = self
+                    .sessions
+                    .get(session)
+                    .and_then(|s| s.turn(&accepted.turn_id))
+                    .and_then(|note| note.status);
+                if let Some(status) = ended {
+                    self.finish_with_turn(session, &accepted.task_id, status, ts);
+                }
+            }
+            EventKind::TaskFinished(finished) => {
+                let Some(task) = self.tasks.get_mut(&finished.task_id) else {
+                    return;
+                };
+                if task.is_finished() {
+                    return;
+                }
+                task.state = finished.state;
+                if finished.cancel_outcome.is_some() {
+                    task.cancel_outcome = finished.cancel_outcome;
+                }
+                if finished.state == TaskState::Cancelled {
+                    task.cancel_requested = true;
+                }
+                task.error = finished.error.clone();
+                task.superseded_by = finished.superseded_by.clone();
+                task.revision += 1;
+                self.finish(session, &finished.task_id, ts);
+            }
+            EventKind::TaskCancelRequested(request) => {
+                if let Some(task) = self.tasks.get_mut(&request.task_id) {
+                    task.cancel_requested = true;
+                    task.cancel_lease_generation = Some(request.lease_generation);
+                    task.revision += 1;
+                    task.updated_at = ts;
+                }
+            }
+            EventKind::TaskAbort(abort) => {
+                if let Some(task) = self.tasks.get_mut(&abort.task_id)
+                    && !task.is_finished()
+                {
+                    task.cancel_outcome = Some(abort.outcome);
+                    task.abort_withheld = abort.reason.clone();
+                    task.revision += 1;
+                    task.updated_at = ts;
+                }
+            }
+            EventKind::LeaseChanged(lease) => {
+                let entry = self.sessions.entry(session.to_string()).or_default();
+                entry.lease = lease.clone();
+                entry.lease.since = ts;
+            }
+            EventKind::ItemCompleted(item) => {
+                if let Item::AgentMessage { text, .. } = &item.item
+                    && let Some(entry) = self.sessions.get_mut(session)
+                {
+                    entry.turn_mut(&item.turn_id).last_message = Some(text.clone());
+                }
+            }
+            EventKind::TurnCompleted(turn) => {
+                if let Some(entry) = self.sessions.get_mut(session) {
+                    entry.turn_mut(&turn.turn_id).status = Some(turn.status);
+                }
+                if let Some(id) = self.open_task_of_turn(session, &turn.turn_id) {
+                    self.finish_with_turn(session, &id, turn.status, ts);
+                }
+            }
+            EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
+            EventKind::SessionStatus(status)
+                if matches!(status.state.as_str(), "exited" | "lost") =>
+            {
+                self.orphan(session, "the agent's process exited", ts)
+            }
+            _ => {}
+        }
+    }
+
+    fn queue(&mut self, session: &str, queued: &TaskQueued, ts: u64) {
+        let entry = self.sessions.entry(session.to_string()).or_default();
+        let order = queued.order.unwrap_or(entry.next_order);
+        entry.next_order = entry.next_order.max(order + 1);
+        let task = TaskRecord {
+            id: queued.task_id.clone(),
+            session: session.to_string(),
+            order,
+            prompt: queued.prompt.clone(),
+            source: queued.source.clone(),
+            idempotency_key: queued.idempotency_key.clone(),
+            revision: 1,
+            state: TaskState::Waiting,
+            phase: TaskPhase::Queued,
+            created_at: ts,
+            updated_at: ts,
+            delivered_at: None,
+            accepted_at: None,
+            finished_at: None,
+            turn_id: None,
+            accepted_as: None,
+            lease_generation_at_delivery: None,
+            cancel_requested: false,
+            cancel_lease_generation: None,
+            cancel_outcome: None,
+            abort_withheld: None,
+            edit_keys: Vec::new(),
+            supersedes: queued.supersedes.clone(),
+            superseded_by: None,
+            human_intervened: false,
+            error: None,
+            returned: None,
+            result: None,
+        };
+        let position = entry
+            .open
+            .iter()
+            .position(|id| self.tasks.get(id).is_some_and(|t| t.order > order))
+            .unwrap_or(entry.open.len());
+        entry.open.insert(position, task.id.clone());
+        if let Some(key) = &queued.idempotency_key {
+            self.keys.insert(key_of(session, key), task.id.clone());
+        }
+        self.tasks.insert(task.id.clone(), task);
+    }
+
+    /// The session's agent is gone: waiting work is cancelled, delivered work is unknown.
+    fn orphan(&mut self, session: &str, why: &str, ts: u64) {
+        let open: Vec<String> = self.open(session).map(|t| t.id.clone()).collect();
+        for id in open {
+            let Some(task) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            if task.state == TaskState::Waiting {
+                task.state = TaskState::Cancelled;
+                task.cancel_outcome = Some(CancelOutcome::CancelledBeforeDelivery);
+            } else {
+                task.state = TaskState::Unknown;
+                if task.cancel_requested {
+                    task.cancel_outcome = Some(CancelOutcome::OutcomeUnknown);
+                }
+            }
+            task.error = Some(why.to_string());
+            task.revision += 1;
+            self.finish(session, &id, ts);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{
+        ItemEvent, LeaseHolder, TaskAbort, TaskAccepted, TaskDelivered, TurnCompleted,
+    };
+
+    fn event(seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts: seq,
+            session: Some("s1".into()),
+            session_seq: Some(seq),
+            kind,
+        }
+    }
+
+    fn queued(id: &str, key: Option<&str>, order: Option<u64>) -> EventKind {
+        EventKind::TaskQueued(TaskQueued {
+            task_id: id.into(),
+            prompt: format!("prompt {id}"),
+            source: "api".into(),
+            idempotency_key: key.map(Into::into),
+            order,
+            supersedes: None,
+        })
+    }
+
+    fn completed(turn: &str, status: TurnStatus) -> EventKind {
+        EventKind::TurnCompleted(TurnCompleted {
+            turn_id: turn.into(),
+            status,
+            error: None,
+            duration_ms: None,
+        })
+    }
+
+    fn message(turn: &str, text: &str) -> EventKind {
+        EventKind::ItemCompleted(ItemEvent {
+            turn_id: turn.into(),
+            item: Item::AgentMessage {
+                id: format!("{turn}:m"),
+                text: text.into(),
+            },
+        })
+    }
+
+    #[test]
+    fn queue_order_delivery_and_result() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, queued("a", Some("k"), None)));
+        tasks.apply(&event(2, queued("b", None, None)));
+        assert_eq!(tasks.by_key("s1", "k").unwrap().id, "a");
+        let order: Vec<_> = tasks.open("s1").map(|t| t.id.as_str()).collect();
+        assert_eq!(order, ["a", "b"]);
+        // A replacement keeps the order it was given.
+        tasks.apply(&event(3, queued("a2", None, Some(0))));
+        let order: Vec<_> = tasks.open("s1").map(|t| t.id.as_str()).collect();
+        assert_eq!(order, ["a", "a2", "b"]);
+
+        tasks.apply(&event(
+            4,
+            EventKind::TaskDelivered(TaskDelivered {
+                task_id: "a".into(),
+                lease_generation: 0,
+            }),
+        ));
+        tasks.apply(&event(
+            5,
+            EventKind::TaskAccepted(TaskAccepted {
+                task_id: "a".into(),
+                turn_id: "t1".into(),
+                accepted_as: "turn".into(),
+            }),
+        ));
+        tasks.apply(&event(6, message("t1", "first")));
+        tasks.apply(&event(7, message("t1", "final")));
+        tasks.apply(&event(8, completed("t1", TurnStatus::Completed)));
+        let a = tasks.get("a").unwrap();
+        assert_eq!(a.state, TaskState::Completed);
+        assert_eq!(a.phase, TaskPhase::Finished);
+        assert_eq!(a.result.as_deref(), Some("final"));
+        assert_eq!(tasks.recent("s1").next().unwrap().id, "a");
+    }
+
+    #[test]
+    fn a_task_accepted_after_its_turn_ended_still_finishes() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, queued("a", None, None)));
+        tasks.apply(&event(2, message("t1", "fast")));
+        tasks.apply(&event(3, completed("t1", TurnStatus::Completed)));
+        tasks.apply(&event(
+            4,
+            EventKind::TaskAccepted(TaskAccepted {
+                task_id: "a".into(),
+                turn_id: "t1".into(),
+                accepted_as: "turn".into(),
+            }),
+        ));
+        let a = tasks.get("a").unwrap();
+        assert_eq!(a.state, TaskState::Completed);
+        assert_eq!(a.result.as_deref(), Some("fast"));
+    }
+
+    #[test]
+    fn cancel_outcomes_follow_the_turn() {
+        let mut tasks = Tasks::default();
+        for (i, (id, turn)) in [("a", "t1"), ("b", "t2"), ("c", "t3")].iter().enumerate() {
+            let base = i as u64 * 10;
+            tasks.apply(&event(base + 1, queued(id, None, None)));
+            tasks.apply(&event(
+                base + 2,
+                EventKind::TaskAccepted(TaskAccepted {
+                    task_id: (*id).into(),
+                    turn_id: (*turn).into(),
+                    accepted_as: "turn".into(),
+                }),
+            ));
+        }
+        tasks.apply(&event(
+            40,
+            EventKind::TaskAbort(TaskAbort {
+                task_id: "a".into(),
+                outcome: CancelOutcome::AbortSent,
+                reason: None,
+            }),
+        ));
+        tasks.get_mut_for_test("a").cancel_requested = true;
+        tasks.apply(&event(41, completed("t1", TurnStatus::Interrupted)));
+        assert_eq!(
+            tasks.get("a").unwrap().cancel_outcome,
+            Some(CancelOutcome::Aborted)
+        );
+        assert!(!tasks.get("a").unwrap().human_intervened);
+
+        tasks.get_mut_for_test("b").cancel_requested = true;
+        tasks.apply(&event(
+            42,
+            EventKind::TaskAbort(TaskAbort {
+                task_id: "b".into(),
+                outcome: CancelOutcome::AbortSent,
+                reason: None,
+            }),
+        ));
+        tasks.apply(&event(43, completed("t2", TurnStatus::Completed)));
+        let b = tasks.get("b").unwrap();
+        assert_eq!(b.state, TaskState::Completed);
+        assert_eq!(b.cancel_outcome, Some(CancelOutcome::FinishedBeforeAbort));
+
+        // Interrupted by someone else: cancelled, flagged as a human intervention.
+        tasks.apply(&event(44, completed("t3", TurnStatus::Interrupted)));
+        let c = tasks.get("c").unwrap();
+        assert_eq!(c.state, TaskState::Cancelled);
+        assert!(c.human_intervened);
+    }
+
+    #[test]
+    fn leases_and_orphans() {
+        let mut tasks = Tasks::default();
+        assert_eq!(tasks.lease("s1").holder, LeaseHolder::Managed);
+        tasks.apply(&event(
+            1,
+            EventKind::LeaseChanged(Lease {
+                holder: LeaseHolder::Human,
+                generation: 1,
+                since: 0,
+                reason: Some("takeover".into()),
+                by: None,
+            }),
+        ));
+        assert_eq!(tasks.lease("s1").generation, 1);
+        assert_eq!(tasks.lease("s1").since, 1);
+        tasks.apply(&event(2, queued("a", None, None)));
+        tasks.apply(&event(3, queued("b", None, None)));
+        tasks.apply(&event(
+            4,
+            EventKind::TaskDelivered(TaskDelivered {
+                task_id: "a".into(),
+                lease_generation: 1,
+            }),
+        ));
+        tasks.apply(&event(
+            5,
+            EventKind::SessionClosed(crate::protocol::SessionClosed {
+                reason: "bye".into(),
+            }),
+        ));
+        assert_eq!(tasks.get("a").unwrap().state, TaskState::Unknown);
+        assert_eq!(tasks.get("b").unwrap().state, TaskState::Cancelled);
+        assert_eq!(tasks.open("s1").count(), 0);
+    }
+
+    #[test]
+    fn finished_tasks_are_bounded_with_their_keys() {
+        let mut tasks = Tasks::default();
+        for i in 0..(MAX_FINISHED as u64 + 5) {
+            let id = format!("t{i}");
+            let key = format!("k{i}");
+            tasks.apply(&event(i * 2 + 1, queued(&id, Some(&key), None)));
+            tasks.apply(&event(
+                i * 2 + 2,
+                EventKind::TaskFinished(crate::protocol::TaskFinished {
+                    task_id: id,
+                    state: TaskState::Cancelled,
+                    cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                    error: None,
+                    superseded_by: None,
+                }),
+            ));
+        }
+        assert!(tasks.get("t0").is_none());
+        assert!(tasks.by_key("s1", "k0").is_none());
+        assert!(
+            tasks
+                .by_key("s1", &format!("k{}", MAX_FINISHED + 4))
+                .is_some()
+        );
+        assert_eq!(tasks.recent("s1").count(), MAX_FINISHED);
+    }
+
+    impl Tasks {
+        fn get_mut_for_test(&mut self, id: &str) -> &mut TaskRecord {
+            self.tasks.get_mut(id).unwrap()
+        }
+    }
+}

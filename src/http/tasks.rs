@@ -1,0 +1,233 @@
+//! Task and lease routes: queue a prompt, read a task, its result and a session's queue, edit,
+//! supersede and cancel tasks, and take over or release a session's control lease.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::extract::ApiJson;
+use super::{ApiError, AppState};
+use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
+
+impl From<TaskError> for ApiError {
+    fn from(error: TaskError) -> Self {
+        let message = error.to_string();
+        match error {
+            TaskError::Invalid(_) => ApiError::bad_request("invalid_request", message),
+            TaskError::UnknownTask(_) => ApiError::not_found("task_not_found", message),
+            TaskError::UnknownSession(_) => ApiError::not_found("session_not_found", message),
+            TaskError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "session_closed", message),
+            TaskError::Conflict { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "revision_conflict", message)
+            }
+            TaskError::NotWaiting { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "not_waiting", message)
+            }
+            TaskError::QueueFull(_) => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message)
+            }
+            TaskError::EditLimit(_) => ApiError::new(StatusCode::CONFLICT, "edit_limit", message),
+            TaskError::Core(core) => ApiError::from(core),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendBody {
+    text: String,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    /// `api` (default) or `cli`.
+    #[serde(default)]
+    source: Option<String>,
+}
+
+fn source_of(source: &Option<String>) -> Result<Source, ApiError> {
+    match source.as_deref() {
+        None | Some("api") => Ok(Source::Api),
+        Some("cli") => Ok(Source::Cli),
+        Some(other) => Err(ApiError::field(
+            "invalid_field",
+            "source",
+            format!("`source` must be api or cli, got `{other}`"),
+        )),
+    }
+}
+
+/// `POST /api/sessions/{id}/tasks`: queue a prompt.
+pub async fn send(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<SendBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let source = source_of(&body.source)?;
+    let sent = state
+        .tasks
+        .send(&id, &body.text, body.idempotency_key, source)
+        .await?;
+    let status = if sent.replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok((status, Json(json!(sent))))
+}
+
+/// `GET /api/sessions/{id}/queue`.
+pub async fn queue(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(state.tasks.queue(&id)?)))
+}
+
+/// `GET /api/sessions/{id}/lease`.
+pub async fn lease(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "lease": state.tasks.lease(&id)? })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseBody {
+    /// `takeover` or `release`.
+    action: String,
+    #[serde(default)]
+    drop_queued: bool,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// `POST /api/sessions/{id}/lease`: a human takes over or releases the session.
+pub async fn set_lease(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<LeaseBody>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(by) = &body.by
+        && by.len() > 256
+    {
+        return Err(ApiError::field(
+            "invalid_field",
+            "by",
+            "`by` must be at most 256 bytes",
+        ));
+    }
+    match body.action.as_str() {
+        "takeover" => {
+            if body.drop_queued {
+                return Err(ApiError::field(
+                    "invalid_field",
+                    "dropQueued",
+                    "`dropQueued` goes with `release`",
+                ));
+            }
+            let lease = state.tasks.takeover(&id, body.by, "takeover").await?;
+            Ok(Json(json!({ "lease": lease })))
+        }
+        "release" => {
+            let (lease, dropped) = state.tasks.release(&id, body.by, body.drop_queued).await?;
+            Ok(Json(json!({ "lease": lease, "dropped": dropped })))
+        }
+        other => Err(ApiError::field(
+            "invalid_field",
+            "action",
+            format!("`action` must be takeover or release, got `{other}`"),
+        )),
+    }
+}
+
+/// `GET /api/tasks/{id}`.
+pub async fn status(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "task": state.tasks.status(&id)? })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResultQuery {
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    max_bytes: Option<usize>,
+}
+
+/// `GET /api/tasks/{id}/result?offset=&maxBytes=`.
+pub async fn result(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<ResultQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let chunk = state.tasks.result(
+        &id,
+        query.offset.unwrap_or(0),
+        query.max_bytes.unwrap_or(MAX_RESULT_CHUNK),
+    )?;
+    Ok(Json(json!(chunk)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelBody {
+    /// Interrupt a running task only while the lease is managed at this generation.
+    #[serde(default)]
+    lease_generation: Option<u64>,
+}
+
+/// `POST /api/tasks/{id}/cancel`.
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let body: CancelBody = super::sessions::optional_json(&headers, &body)?;
+    Ok(Json(json!(
+        state.tasks.cancel(&id, body.lease_generation).await?
+    )))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EditBody {
+    /// The revision the caller last saw: the edit applies only if it is still current.
+    revision: u64,
+    text: String,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+/// `POST /api/tasks/{id}/edit`: replace a waiting task's prompt in place.
+pub async fn edit(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<EditBody>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(
+        state
+            .tasks
+            .edit(&id, body.revision, &body.text, body.idempotency_key)
+            .await?
+    )))
+}
+
+/// `POST /api/tasks/{id}/supersede`: cancel a waiting task and queue a replacement in its place.
+pub async fn supersede(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<EditBody>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(
+        state
+            .tasks
+            .supersede(&id, body.revision, &body.text, body.idempotency_key)
+            .await?
+    )))
+}

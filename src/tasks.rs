@@ -1,0 +1,1102 @@
+//! The task queue and control leases: every queued prompt becomes a task that one dispatcher
+//! delivers to its session when the session is managed, live and idle.
+//!
+//! **Boundary.** This module decides; the core stores. Each operation reads the task registry
+//! ([`crate::core::tasks`]), decides under the session's lock, and appends `task.*` /
+//! `lease.changed` events — which are the only record, so everything survives a restart and a
+//! replay gives the same tasks. Delivery goes through the hosts' `inject`, keyed `task:<id>`,
+//! so a delivery is never sent twice.
+//!
+//! **Invariants.**
+//! - At most one task per session is in flight (delivered or running); the rest wait in order.
+//! - Nothing is delivered while a human holds the lease. Human input (a terminal turn, a draft
+//!   in Claude's box, `cohost takeover`) moves the lease to the human; only a human releases.
+//! - A running task is interrupted on cancel only while the lease is still managed at the
+//!   generation the cancel was requested under; `task.abort` is logged before the interrupt.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::claude::host::ClaudeHost;
+use crate::codex::host::{CodexHost, HostError, InjectOutcome};
+use crate::core::tasks::TaskRecord;
+use crate::core::{CoreError, CoreHandle, State};
+use crate::protocol::{
+    CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
+    SendResult, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited,
+    TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
+    WaitingReason,
+};
+
+/// The longest prompt a task may carry.
+pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+/// Waiting tasks one session may hold.
+pub const MAX_WAITING: usize = 100;
+/// In-place edits of one task; supersede it to keep changing it.
+pub const MAX_EDITS: usize = 32;
+/// The most one result read returns, and its default.
+pub const MAX_RESULT_CHUNK: usize = 16 * 1024;
+/// The result excerpt in task views.
+pub const MAX_EXCERPT: usize = 4 * 1024;
+/// The prompt preview in task views.
+pub const MAX_PROMPT_PREVIEW: usize = 512;
+/// Pending tasks in one queue view, and recent finished ones.
+pub const MAX_QUEUE_PENDING: usize = 50;
+pub const MAX_QUEUE_RECENT: usize = 10;
+/// How often sessions with waiting tasks are looked at even without an event (a `not_ready`
+/// session becoming ready says nothing).
+const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Why a task operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no task `{0}`")]
+    UnknownTask(String),
+    #[error("no session `{0}`")]
+    UnknownSession(String),
+    #[error("session `{0}` is closed")]
+    Closed(String),
+    /// A compare-and-swap on the revision failed.
+    #[error("task `{task}` is at revision {current}, not {expected}")]
+    Conflict {
+        task: String,
+        expected: u64,
+        current: u64,
+    },
+    /// The operation needs a waiting task.
+    #[error("task `{task}` is {state:?}, no longer waiting")]
+    NotWaiting { task: String, state: TaskState },
+    #[error("session `{0}` already has {MAX_WAITING} waiting tasks")]
+    QueueFull(String),
+    #[error("task `{0}` was edited {MAX_EDITS} times; supersede it instead")]
+    EditLimit(String),
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+/// Who asks: the surfaces a prompt or a lease change can come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Api,
+    Mcp,
+    Cli,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Api => "api",
+            Source::Mcp => "mcp",
+            Source::Cli => "cli",
+        }
+    }
+}
+
+/// A cancellation's answer: the task after it, and what was done.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    pub task: TaskView,
+    /// The outcome so far (`abort_sent` becomes `aborted` or `finished_before_abort` when the
+    /// turn ends; read the task again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CancelOutcome>,
+    /// True when the task was already cancelled or finished: nothing new was done.
+    pub replayed: bool,
+}
+
+/// An edit's or supersede's answer.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditResult {
+    pub task: TaskView,
+    /// For a supersede: the task it replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<TaskView>,
+    pub replayed: bool,
+}
+
+#[derive(Clone)]
+pub struct TaskManager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    core: CoreHandle,
+    codex: CodexHost,
+    claude: ClaudeHost,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+fn check_prompt(text: &str) -> Result<(), TaskError> {
+    if text.trim().is_empty() {
+        return Err(TaskError::Invalid("`text` must not be empty".into()));
+    }
+    if text.len() > MAX_PROMPT_BYTES {
+        return Err(TaskError::Invalid(format!(
+            "`text` is {} bytes; the most is {MAX_PROMPT_BYTES}",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_key(key: &Option<String>) -> Result<(), TaskError> {
+    if let Some(key) = key
+        && (key.is_empty() || key.len() > 256)
+    {
+        return Err(TaskError::Invalid(
+            "`idempotencyKey` must be 1 to 256 bytes".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn new_task_id() -> String {
+    let mut bytes = [0u8; 12];
+    let _ = getrandom::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("task_{hex}")
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a char boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn redacted(text: &str) -> String {
+    crate::mcp::redact::redact(text).into_owned()
+}
+
+/// Why a waiting task waits, from the session's state.
+fn waiting_reason(state: &State, task: &TaskRecord, position: usize) -> WaitingReason {
+    let lease = state.tasks.lease(&task.session);
+    if lease.holder == LeaseHolder::Human {
+        return WaitingReason::HumanControl;
+    }
+    let session = state.sessions.get(&task.session);
+    if session.is_none_or(|s| s.state != "live") {
+        return WaitingReason::NotReady;
+    }
+    let in_flight = state
+        .tasks
+        .open(&task.session)
+        .any(|t| t.state == TaskState::Running);
+    if position > 0 || in_flight {
+        return WaitingReason::QueuedBehindOtherTask;
+    }
+    if session.is_some_and(|s| s.active_turn.is_some()) {
+        return WaitingReason::Busy;
+    }
+    task.returned.unwrap_or(WaitingReason::Busy)
+}
+
+/// A task as clients see it (prompt and result redacted and cut).
+pub fn view(state: &State, task: &TaskRecord) -> TaskView {
+    let position = (task.state == TaskState::Waiting).then(|| {
+        state
+            .tasks
+            .open(&task.session)
+            .filter(|t| t.state == TaskState::Waiting)
+            .position(|t| t.id == task.id)
+            .unwrap_or(0)
+    });
+    let result = task.result.as_deref().map(redacted);
+    let excerpt = result.as_deref().map(|r| cut(r, MAX_EXCERPT).to_string());
+    TaskView {
+        task_id: task.id.clone(),
+        session_id: task.session.clone(),
+        state: task.state,
+        phase: task.phase,
+        revision: task.revision,
+        position,
+        waiting_reason: position.map(|p| waiting_reason(state, task, p)),
+        source: task.source.clone(),
+        prompt_preview: redacted(cut(&task.prompt, MAX_PROMPT_PREVIEW)),
+        prompt_bytes: task.prompt.len(),
+        turn_id: task.turn_id.clone(),
+        accepted_as: task.accepted_as.clone(),
+        lease_generation_at_delivery: task.lease_generation_at_delivery,
+        cancel_requested: task.cancel_requested,
+        cancel_outcome: task.cancel_outcome,
+        abort_withheld: task.abort_withheld.clone(),
+        supersedes: task.supersedes.clone(),
+        superseded_by: task.superseded_by.clone(),
+        human_intervened: task.human_intervened,
+        error: task.error.clone(),
+        created_at: task.created_at,
+        delivered_at: task.delivered_at,
+        accepted_at: task.accepted_at,
+        finished_at: task.finished_at,
+        result_bytes: result.as_ref().map(String::len),
+        result_excerpt_truncated: match (&result, &excerpt) {
+            (Some(r), Some(e)) => r.len() > e.len(),
+            _ => false,
+        },
+        result_excerpt: excerpt,
+    }
+}
+
+impl TaskManager {
+    pub fn new(core: CoreHandle, codex: CodexHost, claude: ClaudeHost) -> Self {
+        TaskManager {
+            inner: Arc::new(Inner {
+                core,
+                codex,
+                claude,
+                locks: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn core(&self) -> &CoreHandle {
+        &self.inner.core
+    }
+
+    fn lock_of(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.inner.locks.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(locks.entry(session.to_string()).or_default())
+    }
+
+    async fn append(&self, session: &str, kind: EventKind) -> Result<u64, TaskError> {
+        Ok(self.core().append(Some(session.to_string()), kind).await?)
+    }
+
+    fn task_view(&self, id: &str) -> Result<TaskView, TaskError> {
+        self.core()
+            .read(|state| state.tasks.get(id).map(|t| view(state, t)))
+            .ok_or_else(|| TaskError::UnknownTask(id.to_string()))
+    }
+
+    /// The runtime of an open session.
+    fn runtime(&self, session: &str) -> Result<Runtime, TaskError> {
+        let found = self.core().read(|state| {
+            state
+                .sessions
+                .get(session)
+                .map(|s| (s.created.runtime, s.is_closed()))
+        });
+        match found {
+            None => Err(TaskError::UnknownSession(session.to_string())),
+            Some((_, true)) => Err(TaskError::Closed(session.to_string())),
+            Some((runtime, false)) => Ok(runtime),
+        }
+    }
+
+    /// Queues a prompt. A retry with the same key returns the first task, whatever became of it.
+    pub async fn send(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+        source: Source,
+    ) -> Result<SendResult, TaskError> {
+        check_prompt(text)?;
+        check_key(&key)?;
+        let lock = self.lock_of(session);
+        let _guard = lock.lock().await;
+        if let Some(key) = &key
+            && let Some(task) = self.core().read(|state| {
+                state
+                    .tasks
+                    .by_key(session, key)
+                    .map(|task| view(state, task))
+            })
+        {
+            return Ok(SendResult {
+                task,
+                replayed: true,
+            });
+        }
+        self.runtime(session)?;
+        let waiting = self.core().read(|state| {
+            state
+                .tasks
+                .open(session)
+                .filter(|t| t.state == TaskState::Waiting)
+                .count()
+        });
+        if waiting >= MAX_WAITING {
+            return Err(TaskError::QueueFull(session.to_string()));
+        }
+        let task_id = new_task_id();
+        self.append(
+            session,
+            EventKind::TaskQueued(TaskQueued {
+                task_id: task_id.clone(),
+                prompt: text.to_string(),
+                source: source.as_str().to_string(),
+                idempotency_key: key,
+                order: None,
+                supersedes: None,
+            }),
+        )
+        .await?;
+        Ok(SendResult {
+            task: self.task_view(&task_id)?,
+            replayed: false,
+        })
+    }
+
+    /// Records a prompt that was injected directly (`POST /api/sessions/{id}/messages`: start,
+    /// or steer the running turn, now) as a task that is already accepted, so it is tracked and
+    /// its result kept like any other. Returns the task id; a repeated key returns the first.
+    pub async fn record_direct(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+        outcome: &InjectOutcome,
+    ) -> Result<String, TaskError> {
+        let lock = self.lock_of(session);
+        let _guard = lock.lock().await;
+        if let Some(key) = &key
+            && let Some(task) = self
+                .core()
+                .read(|s| s.tasks.by_key(session, key).map(|t| t.id.clone()))
+        {
+            return Ok(task);
+        }
+        let task_id = new_task_id();
+        let generation = self.core().read(|s| s.tasks.lease(session).generation);
+        // Under the session's lock: the dispatcher never sees this task waiting.
+        self.append(
+            session,
+            EventKind::TaskQueued(TaskQueued {
+                task_id: task_id.clone(),
+                prompt: text.to_string(),
+                source: "api".into(),
+                idempotency_key: key,
+                order: None,
+                supersedes: None,
+            }),
+        )
+        .await?;
+        self.append(
+            session,
+            EventKind::TaskDelivered(TaskDelivered {
+                task_id: task_id.clone(),
+                lease_generation: generation,
+            }),
+        )
+        .await?;
+        self.accept(session, &task_id, &outcome.turn_id, &outcome.outcome)
+            .await?;
+        Ok(task_id)
+    }
+
+    pub fn status(&self, task: &str) -> Result<TaskView, TaskError> {
+        self.task_view(task)
+    }
+
+    pub fn queue(&self, session: &str) -> Result<QueueView, TaskError> {
+        self.core()
+            .read(|state| {
+                state.sessions.get(session)?;
+                let open: Vec<&TaskRecord> = state.tasks.open(session).collect();
+                let pending: Vec<&TaskRecord> = open
+                    .iter()
+                    .copied()
+                    .filter(|t| t.state == TaskState::Waiting)
+                    .collect();
+                Some(QueueView {
+                    session_id: session.to_string(),
+                    lease: state.tasks.lease(session),
+                    running: open
+                        .iter()
+                        .filter(|t| t.state == TaskState::Running)
+                        .map(|t| view(state, t))
+                        .collect(),
+                    pending_total: pending.len(),
+                    pending_truncated: pending.len() > MAX_QUEUE_PENDING,
+                    pending: pending
+                        .iter()
+                        .take(MAX_QUEUE_PENDING)
+                        .map(|t| view(state, t))
+                        .collect(),
+                    recent: state
+                        .tasks
+                        .recent(session)
+                        .take(MAX_QUEUE_RECENT)
+                        .map(|t| view(state, t))
+                        .collect(),
+                })
+            })
+            .ok_or_else(|| TaskError::UnknownSession(session.to_string()))
+    }
+
+    /// Up to `max` bytes of the task's final text (redacted) from byte `offset`. Offsets that
+    /// fall inside a character move back to its start.
+    pub fn result(&self, task: &str, offset: usize, max: usize) -> Result<ResultChunk, TaskError> {
+        if max == 0 || max > MAX_RESULT_CHUNK {
+            return Err(TaskError::Invalid(format!(
+                "`maxBytes` must be between 1 and {MAX_RESULT_CHUNK}"
+            )));
+        }
+        let (state, text) = self
+            .core()
+            .read(|s| s.tasks.get(task).map(|t| (t.state, t.result.clone())))
+            .ok_or_else(|| TaskError::UnknownTask(task.to_string()))?;
+        let Some(text) = text.filter(|_| state.is_finished()) else {
+            return Ok(ResultChunk {
+                task_id: task.to_string(),
+                state,
+                available: false,
+                offset,
+                next_offset: offset,
+                total_bytes: 0,
+                eof: state.is_finished(),
+                text: String::new(),
+            });
+        };
+        let text = redacted(&text);
+        if offset > text.len() {
+            return Err(TaskError::Invalid(format!(
+                "`offset` {offset} is past the end of the result ({} bytes)",
+                text.len()
+            )));
+        }
+        let mut start = offset;
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut chunk = cut(&text[start..], max);
+        if chunk.is_empty() && start < text.len() {
+            // `max` is smaller than the next character: return that one character.
+            let width = text[start..].chars().next().map_or(0, char::len_utf8);
+            chunk = &text[start..start + width];
+        }
+        let next = start + chunk.len();
+        Ok(ResultChunk {
+            task_id: task.to_string(),
+            state,
+            available: true,
+            offset: start,
+            next_offset: next,
+            total_bytes: text.len(),
+            eof: next >= text.len(),
+            text: chunk.to_string(),
+        })
+    }
+
+    fn record(&self, task: &str) -> Result<TaskRecord, TaskError> {
+        self.core()
+            .read(|s| s.tasks.get(task).cloned())
+            .ok_or_else(|| TaskError::UnknownTask(task.to_string()))
+    }
+
+    /// Replaces a waiting task's prompt in place, if its revision is still `revision`.
+    pub async fn edit(
+        &self,
+        task: &str,
+        revision: u64,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<EditResult, TaskError> {
+        check_prompt(text)?;
+        check_key(&key)?;
+        let session = self.record(task)?.session;
+        let lock = self.lock_of(&session);
+        let _guard = lock.lock().await;
+        let record = self.record(task)?;
+        if let Some(key) = &key
+            && record.edit_keys.contains(key)
+        {
+            return Ok(EditResult {
+                task: self.task_view(task)?,
+                superseded: None,
+                replayed: true,
+            });
+        }
+        if record.state != TaskState::Waiting {
+            return Err(TaskError::NotWaiting {
+                task: task.to_string(),
+                state: record.state,
+            });
+        }
+        if record.revision != revision {
+            return Err(TaskError::Conflict {
+                task: task.to_string(),
+                expected: revision,
+                current: record.revision,
+            });
+        }
+        if record.edit_keys.len() >= MAX_EDITS {
+            return Err(TaskError::EditLimit(task.to_string()));
+        }
+        self.append(
+            &session,
+            EventKind::TaskEdited(TaskEdited {
+                task_id: task.to_string(),
+                prompt: text.to_string(),
+                revision: revision + 1,
+                edit_key: key,
+            }),
+        )
+        .await?;
+        Ok(EditResult {
+            task: self.task_view(task)?,
+            superseded: None,
+            replayed: false,
+        })
+    }
+
+    /// Cancels a waiting task and queues a replacement in its place, if its revision is still
+    /// `revision`. A retry with the same key returns the same replacement.
+    pub async fn supersede(
+        &self,
+        task: &str,
+        revision: u64,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<EditResult, TaskError> {
+        check_prompt(text)?;
+        check_key(&key)?;
+        let session = self.record(task)?.session;
+        let lock = self.lock_of(&session);
+        let _guard = lock.lock().await;
+        let record = self.record(task)?;
+        if let Some(key) = &key
+            && let Some(existing) = self.core().read(|s| s.tasks.by_key(&session, key).cloned())
+        {
+            if existing.supersedes.as_deref() == Some(task) {
+                return Ok(EditResult {
+                    task: self.task_view(&existing.id)?,
+                    superseded: Some(self.task_view(task)?),
+                    replayed: true,
+                });
+            }
+            return Err(TaskError::Invalid(format!(
+                "idempotency key already used by task `{}`",
+                existing.id
+            )));
+        }
+        if record.state != TaskState::Waiting {
+            return Err(TaskError::NotWaiting {
+                task: task.to_string(),
+                state: record.state,
+            });
+        }
+        if record.revision != revision {
+            return Err(TaskError::Conflict {
+                task: task.to_string(),
+                expected: revision,
+                current: record.revision,
+            });
+        }
+        let replacement = new_task_id();
+        // The old task ends before the new one exists: a crash between leaves one waiting task
+        // at most, never two.
+        self.append(
+            &session,
+            EventKind::TaskFinished(TaskFinished {
+                task_id: task.to_string(),
+                state: TaskState::Cancelled,
+                cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                error: None,
+                superseded_by: Some(replacement.clone()),
+            }),
+        )
+        .await?;
+        self.append(
+            &session,
+            EventKind::TaskQueued(TaskQueued {
+                task_id: replacement.clone(),
+                prompt: text.to_string(),
+                source: record.source.clone(),
+                idempotency_key: key,
+                order: Some(record.order),
+                supersedes: Some(task.to_string()),
+            }),
+        )
+        .await?;
+        Ok(EditResult {
+            task: self.task_view(&replacement)?,
+            superseded: Some(self.task_view(task)?),
+            replayed: false,
+        })
+    }
+
+    /// Cancels a task. Waiting: it never runs. Running: its turn is interrupted only while the
+    /// lease is managed at `lease_generation` (default: the current one).
+    pub async fn cancel(
+        &self,
+        task: &str,
+        lease_generation: Option<u64>,
+    ) -> Result<CancelResult, TaskError> {
+        let session = self.record(task)?.session;
+        let lock = self.lock_of(&session);
+        let _guard = lock.lock().await;
+        let record = self.record(task)?;
+        if record.is_finished() || record.cancel_requested {
+            let task = self.task_view(task)?;
+            let outcome = task.cancel_outcome.or_else(|| {
+                (task.state != TaskState::Cancelled).then_some(CancelOutcome::FinishedBeforeAbort)
+            });
+            return Ok(CancelResult {
+                task,
+                outcome,
+                replayed: true,
+            });
+        }
+        if record.state == TaskState::Waiting {
+            self.append(
+                &session,
+                EventKind::TaskFinished(TaskFinished {
+                    task_id: task.to_string(),
+                    state: TaskState::Cancelled,
+                    cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                    error: None,
+                    superseded_by: None,
+                }),
+            )
+            .await?;
+            return Ok(CancelResult {
+                task: self.task_view(task)?,
+                outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                replayed: false,
+            });
+        }
+        let lease = self.core().read(|s| s.tasks.lease(&session));
+        let generation = lease_generation.unwrap_or(lease.generation);
+        self.append(
+            &session,
+            EventKind::TaskCancelRequested(TaskCancelRequested {
+                task_id: task.to_string(),
+                lease_generation: generation,
+            }),
+        )
+        .await?;
+        if record.phase == TaskPhase::Accepted {
+            self.abort_locked(&session, task).await?;
+        }
+        // Delivered but not accepted yet: the delivery aborts it when the agent takes it.
+        let task = self.task_view(task)?;
+        Ok(CancelResult {
+            outcome: task.cancel_outcome,
+            task,
+            replayed: false,
+        })
+    }
+
+    /// With the session's lock held: sends the interrupt for a cancel-requested, accepted task,
+    /// or withholds it, and logs which.
+    async fn abort_locked(&self, session: &str, task: &str) -> Result<(), TaskError> {
+        let record = self.record(task)?;
+        if record.is_finished() || record.cancel_outcome.is_some() {
+            return Ok(());
+        }
+        let lease = self.core().read(|s| s.tasks.lease(session));
+        let withheld = if lease.holder == LeaseHolder::Human {
+            Some("human_control")
+        } else if Some(lease.generation) != record.cancel_lease_generation {
+            Some("lease_changed")
+        } else {
+            None
+        };
+        let outcome = if withheld.is_some() {
+            CancelOutcome::AbortWithheld
+        } else {
+            CancelOutcome::AbortSent
+        };
+        self.append(
+            session,
+            EventKind::TaskAbort(TaskAbort {
+                task_id: task.to_string(),
+                outcome,
+                reason: withheld.map(str::to_string),
+            }),
+        )
+        .await?;
+        if withheld.is_none() {
+            let interrupted = match self.runtime(session)? {
+                Runtime::Codex => self.inner.codex.interrupt(session).await,
+                Runtime::Claude => self.inner.claude.interrupt(session).await,
+            };
+            if let Err(error) = interrupted {
+                tracing::warn!(%session, %task, %error, "interrupt for a cancelled task failed");
+            }
+        }
+        Ok(())
+    }
+
+    pub fn lease(&self, session: &str) -> Result<Lease, TaskError> {
+        self.core()
+            .read(|s| s.sessions.get(session).map(|_| s.tasks.lease(session)))
+            .ok_or_else(|| TaskError::UnknownSession(session.to_string()))
+    }
+
+    /// Gives the session to a human; queued work waits until a human releases it.
+    pub async fn takeover(
+        &self,
+        session: &str,
+        by: Option<String>,
+        reason: &str,
+    ) -> Result<Lease, TaskError> {
+        let lock = self.lock_of(session);
+        let _guard = lock.lock().await;
+        self.set_lease(session, LeaseHolder::Human, by, reason)
+            .await
+    }
+
+    async fn set_lease(
+        &self,
+        session: &str,
+        holder: LeaseHolder,
+        by: Option<String>,
+        reason: &str,
+    ) -> Result<Lease, TaskError> {
+        let current = self.lease(session)?;
+        if current.holder == holder {
+            return Ok(current);
+        }
+        self.append(
+            session,
+            EventKind::LeaseChanged(Lease {
+                holder,
+                generation: current.generation + 1,
+                since: 0,
+                reason: Some(reason.to_string()),
+                by,
+            }),
+        )
+        .await?;
+        self.lease(session)
+    }
+
+    /// A human hands the session back to the queue; with `drop_queued`, waiting tasks are
+    /// cancelled first. Not offered over MCP.
+    pub async fn release(
+        &self,
+        session: &str,
+        by: Option<String>,
+        drop_queued: bool,
+    ) -> Result<(Lease, Vec<String>), TaskError> {
+        let lock = self.lock_of(session);
+        let _guard = lock.lock().await;
+        self.lease(session)?;
+        let mut dropped = Vec::new();
+        if drop_queued {
+            let waiting: Vec<String> = self.core().read(|s| {
+                s.tasks
+                    .open(session)
+                    .filter(|t| t.state == TaskState::Waiting)
+                    .map(|t| t.id.clone())
+                    .collect()
+            });
+            for task in waiting {
+                self.append(
+                    session,
+                    EventKind::TaskFinished(TaskFinished {
+                        task_id: task.clone(),
+                        state: TaskState::Cancelled,
+                        cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                        error: Some("dropped when control was released".into()),
+                        superseded_by: None,
+                    }),
+                )
+                .await?;
+                dropped.push(task);
+            }
+        }
+        let lease = self
+            .set_lease(session, LeaseHolder::Managed, by, "release")
+            .await?;
+        Ok((lease, dropped))
+    }
+
+    /// Settles tasks a previous daemon left in flight, then runs the dispatcher until `cancel`.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut events = self.core().subscribe();
+        self.recover().await;
+        for session in self.core().read(|s| s.tasks.sessions_with_waiting()) {
+            self.pump(&session);
+        }
+        let mut retry = tokio::time::interval(RETRY_INTERVAL);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = retry.tick() => {
+                    for session in self.core().read(|s| s.tasks.sessions_with_waiting()) {
+                        self.pump(&session);
+                    }
+                }
+                received = events.recv() => match received {
+                    Ok(stored) => {
+                        if stored.ephemeral {
+                            continue;
+                        }
+                        let Ok(event) = serde_json::from_str::<Event>(&stored.json) else {
+                            continue;
+                        };
+                        self.on_event(&event).await;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        for session in self.core().read(|s| s.tasks.sessions_with_waiting()) {
+                            self.pump(&session);
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+        tracing::debug!("task dispatcher exited: shutdown");
+    }
+
+    /// Tasks in flight when the daemon stopped: a codex turn died with its backend; a Claude
+    /// TUI outlives the daemon, so its turn's end still finishes the task.
+    async fn recover(&self) {
+        let open = self.core().read(|s| {
+            s.tasks
+                .all_open()
+                .into_iter()
+                .filter(|t| t.state == TaskState::Running)
+                .map(|t| {
+                    let runtime = s.sessions.get(&t.session).map(|r| r.created.runtime);
+                    let sent = s
+                        .sessions
+                        .get(&t.session)
+                        .and_then(|r| r.sent(&format!("task:{}", t.id)).cloned());
+                    (t, runtime, sent)
+                })
+                .collect::<Vec<_>>()
+        });
+        for (task, runtime, sent) in open {
+            let lock = self.lock_of(&task.session);
+            let _guard = lock.lock().await;
+            let result = match (task.phase, runtime, sent) {
+                (TaskPhase::Delivered, Some(Runtime::Claude), Some(sent)) => {
+                    self.accept(&task.session, &task.id, &sent.turn_id, &sent.outcome)
+                        .await
+                }
+                (TaskPhase::Accepted, Some(Runtime::Claude), _) => Ok(()),
+                _ => self
+                    .append(
+                        &task.session,
+                        EventKind::TaskFinished(TaskFinished {
+                            task_id: task.id.clone(),
+                            state: TaskState::Unknown,
+                            cancel_outcome: task
+                                .cancel_requested
+                                .then_some(CancelOutcome::OutcomeUnknown),
+                            error: Some("the daemon restarted while the task was in flight".into()),
+                            superseded_by: None,
+                        }),
+                    )
+                    .await
+                    .map(|_| ()),
+            };
+            if let Err(error) = result {
+                tracing::warn!(task = %task.id, %error, "could not settle a task after restart");
+            }
+        }
+    }
+
+    async fn accept(
+        &self,
+        session: &str,
+        task: &str,
+        turn_id: &str,
+        outcome: &str,
+    ) -> Result<(), TaskError> {
+        let accepted_as = match outcome {
+            "started" => "turn",
+            "steered" => "steer",
+            other => other,
+        };
+        self.append(
+            session,
+            EventKind::TaskAccepted(TaskAccepted {
+                task_id: task.to_string(),
+                turn_id: turn_id.to_string(),
+                accepted_as: accepted_as.to_string(),
+            }),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn on_event(&self, event: &Event) {
+        let Some(session) = event.session.as_deref() else {
+            return;
+        };
+        match &event.kind {
+            // A human typed a turn into the session's terminal: the session is theirs now.
+            EventKind::TurnStarted(turn) if turn.source == TurnSource::Terminal => {
+                let managed = self.core().read(|s| {
+                    s.sessions.get(session).is_some()
+                        && s.tasks.lease(session).holder == LeaseHolder::Managed
+                });
+                if managed {
+                    let this = self.clone();
+                    let session = session.to_string();
+                    tokio::spawn(async move {
+                        if let Err(error) = this.takeover(&session, None, "terminal_input").await {
+                            tracing::warn!(%session, %error, "could not move the lease to the human");
+                        }
+                    });
+                }
+            }
+            EventKind::TaskQueued(_)
+            | EventKind::TaskReturned(_)
+            | EventKind::TaskFinished(_)
+            | EventKind::TurnCompleted(_)
+            | EventKind::LeaseChanged(_)
+            | EventKind::SessionBound(_)
+            | EventKind::SessionStatus(_) => self.pump(session),
+            _ => {}
+        }
+    }
+
+    /// Looks at the session on its own task: delivers its next task if the session is managed,
+    /// live and idle. Waits for the session's lock (a send, a cancel, a delivery in progress),
+    /// so the dispatcher itself never blocks.
+    fn pump(&self, session: &str) {
+        let this = self.clone();
+        let session = session.to_string();
+        tokio::spawn(async move {
+            let guard = this.lock_of(&session).lock_owned().await;
+            this.pump_locked(&session, guard).await;
+        });
+    }
+
+    async fn pump_locked(&self, session: &str, _guard: tokio::sync::OwnedMutexGuard<()>) {
+        let next = self.core().read(|s| {
+            let record = s.sessions.get(session)?;
+            if record.is_closed() || record.state != "live" || record.active_turn.is_some() {
+                return None;
+            }
+            let lease = s.tasks.lease(session);
+            if lease.holder != LeaseHolder::Managed {
+                return None;
+            }
+            let mut open = s.tasks.open(session);
+            let head = open.next()?;
+            if head.state != TaskState::Waiting {
+                return None;
+            }
+            Some((head.clone(), lease.generation, record.created.runtime))
+        });
+        let Some((task, generation, runtime)) = next else {
+            return;
+        };
+        if let Err(error) = self
+            .append(
+                session,
+                EventKind::TaskDelivered(TaskDelivered {
+                    task_id: task.id.clone(),
+                    lease_generation: generation,
+                }),
+            )
+            .await
+        {
+            tracing::warn!(%session, task = %task.id, %error, "could not record a delivery");
+            return;
+        }
+        // The delivery can take seconds (a paste into Claude); the session's lock is held
+        // throughout, so nothing else is delivered, and a cancel waits to see its outcome.
+        self.deliver(session, &task, runtime).await;
+    }
+
+    async fn deliver(&self, session: &str, task: &TaskRecord, runtime: Runtime) {
+        let key = Some(format!("task:{}", task.id));
+        let sent: Result<InjectOutcome, HostError> = match runtime {
+            Runtime::Codex => self.inner.codex.inject(session, &task.prompt, key).await,
+            Runtime::Claude => self.inner.claude.inject(session, &task.prompt, key).await,
+        };
+        let result = match sent {
+            Ok(outcome) => {
+                let accepted = self
+                    .accept(session, &task.id, &outcome.turn_id, &outcome.outcome)
+                    .await;
+                // A cancel that came while the agent was taking the prompt acts now.
+                let cancelled = self
+                    .core()
+                    .read(|s| s.tasks.get(&task.id).map(|t| t.cancel_requested))
+                    .unwrap_or(false);
+                match accepted {
+                    Ok(()) if cancelled => self.abort_locked(session, &task.id).await,
+                    other => other,
+                }
+            }
+            Err(HostError::HumanTyping(_)) => {
+                // Someone is typing in the box: that is human input, so the human has control.
+                let lease = self
+                    .set_lease(session, LeaseHolder::Human, None, "human_typing")
+                    .await;
+                match lease {
+                    Ok(_) => {
+                        self.put_back(session, &task.id, WaitingReason::HumanControl)
+                            .await
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            Err(HostError::NotReady(_)) => {
+                self.put_back(session, &task.id, WaitingReason::NotReady)
+                    .await
+            }
+            Err(error) => self
+                .append(
+                    session,
+                    EventKind::TaskFinished(TaskFinished {
+                        task_id: task.id.clone(),
+                        state: TaskState::Failed,
+                        cancel_outcome: task
+                            .cancel_requested
+                            .then_some(CancelOutcome::CancelledBeforeDelivery),
+                        error: Some(format!("delivery failed: {error}")),
+                        superseded_by: None,
+                    }),
+                )
+                .await
+                .map(|_| ()),
+        };
+        if let Err(error) = result {
+            tracing::warn!(%session, task = %task.id, %error, "could not record a delivery's outcome");
+        }
+    }
+
+    /// Returns an undelivered task to the queue (or ends it, when a cancel came meanwhile).
+    async fn put_back(
+        &self,
+        session: &str,
+        task: &str,
+        reason: WaitingReason,
+    ) -> Result<(), TaskError> {
+        let cancelled = self
+            .core()
+            .read(|s| s.tasks.get(task).map(|t| t.cancel_requested))
+            .unwrap_or(false);
+        let kind = if cancelled {
+            EventKind::TaskFinished(TaskFinished {
+                task_id: task.to_string(),
+                state: TaskState::Cancelled,
+                cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                error: None,
+                superseded_by: None,
+            })
+        } else {
+            EventKind::TaskReturned(TaskReturned {
+                task_id: task.to_string(),
+                reason,
+                message: None,
+            })
+        };
+        self.append(session, kind).await.map(|_| ())
+    }
+}
