@@ -282,11 +282,21 @@ pub async fn create(
         // does not send the prompt twice.
         let key = body.idempotency_key.map(|k| format!("create:{k}"));
         let injected = match runtime {
-            Runtime::Codex => state.codex.inject(&view.id, &prompt, key).await,
-            Runtime::Claude => state.claude.inject(&view.id, &prompt, key).await,
+            Runtime::Codex => state.codex.inject(&view.id, &prompt, key.clone()).await,
+            Runtime::Claude => state.claude.inject(&view.id, &prompt, key.clone()).await,
         };
         match injected {
-            Ok(outcome) => answer["inject"] = json!(outcome),
+            Ok(outcome) => {
+                // Tracked as a task like every prompt.
+                if let Ok(task) = state
+                    .tasks
+                    .record_direct(&view.id, &prompt, key, &outcome)
+                    .await
+                {
+                    answer["taskId"] = json!(task);
+                }
+                answer["inject"] = json!(outcome)
+            }
             Err(error) => {
                 answer["injectError"] = json!({ "code": inject_error(error).code, "message": "the prompt was not sent" })
             }

@@ -12,9 +12,11 @@ use crate::support::mock_responses::Step;
 use crate::support::*;
 
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 21] = [
+    "cancel_task",
+    "edit_task",
     "events",
     "fork",
     "get_session",
@@ -26,9 +28,13 @@ const TOOLS: [&str; 15] = [
     "list_models",
     "list_sessions",
     "post_agent_event",
+    "queue",
     "resolve_approval",
     "send",
     "start_session",
+    "supersede_task",
+    "task_result",
+    "task_status",
     "tracker_state",
 ];
 
@@ -88,7 +94,21 @@ fn run_client(
     daemon: &TestDaemon,
     transport: Transport,
     plan: &Value,
+    on_call: impl FnMut(&str),
+) -> Run {
+    run_client_with(daemon, transport, plan, on_call, |label, _| {
+        panic!("no pause expected, the plan paused at {label}")
+    })
+}
+
+/// [`run_client`] for plans with `{"pause": LABEL}` steps: `on_pause(label, saved values)` runs
+/// while the client waits, and the client goes on when it returns.
+fn run_client_with(
+    daemon: &TestDaemon,
+    transport: Transport,
+    plan: &Value,
     mut on_call: impl FnMut(&str),
+    mut on_pause: impl FnMut(&str, &Value),
 ) -> Run {
     let mut command = Command::new(python());
     command.arg(client_script());
@@ -115,8 +135,8 @@ fn run_client(
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python().display()));
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(plan.to_string().as_bytes()).unwrap();
-    drop(stdin);
+    stdin.write_all(format!("{plan}\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let stderr_thread = std::thread::spawn(move || {
         let mut text = String::new();
@@ -145,12 +165,18 @@ fn run_client(
                 if let Some(tool) = value["calling"].as_str() {
                     on_call(tool);
                 }
+                if let Some(label) = value["paused"].as_str() {
+                    on_pause(label, &value["vars"]);
+                    let _ = stdin.write_all(b"go\n");
+                    let _ = stdin.flush();
+                }
                 done = value["done"] == true;
                 lines.push(value);
             }
             Err(_) => break,
         }
     }
+    drop(stdin);
     if !done {
         let _ = child.kill();
     }
@@ -451,7 +477,8 @@ fn mcp_send_then_events_runs_a_codex_turn_to_completion() {
     let session = ok(run.one(0));
     assert_eq!(session["session"]["id"], id.as_str());
     let sent = ok(run.one(1));
-    assert_eq!(sent["outcome"]["outcome"], "started", "{sent:#}");
+    assert_eq!(sent["replayed"], false, "{sent:#}");
+    assert_eq!(sent["task"]["sessionId"], id.as_str(), "{sent:#}");
     let pages = run.step(2);
     let events: Vec<&Value> = pages
         .iter()
@@ -534,15 +561,289 @@ fn mcp_starts_sessions_only_under_the_allowed_roots() {
     assert_eq!(refused(run.one(2))["kind"], "operational");
     let first = ok(run.one(3));
     let id = first["session"]["id"].as_str().unwrap().to_string();
-    assert_eq!(first["inject"]["outcome"], "started", "{first:#}");
+    let task = first["task"]["taskId"].as_str().unwrap().to_string();
     let again = ok(run.one(4));
     assert_eq!(
         again["session"]["id"],
         id.as_str(),
         "the retry returns the first session"
     );
-    assert_eq!(again["inject"]["duplicate"], true, "{again:#}");
+    assert_eq!(
+        again["task"]["taskId"],
+        task.as_str(),
+        "the retry returns the first task: {again:#}"
+    );
     fx.wait_turns_completed(&id, 1);
     let mains = fx.mock.main_requests();
     assert_eq!(mains.len(), 1, "the prompt was sent once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tasks and leases over MCP.
+
+/// The answer of the last call of step `index` (a polling step calls several times).
+#[track_caller]
+fn last(run: &Run, index: usize) -> &Value {
+    run.step(index)
+        .last()
+        .copied()
+        .unwrap_or_else(|| panic!("no answer for step {index}"))
+}
+
+/// A long reply (about 40 KB, more than two result chunks) with a fake key planted in it.
+fn long_reply() -> String {
+    let mut text = String::from("Report start. ");
+    let mut n = 0;
+    while text.len() < 40_000 {
+        text.push_str(&format!("Line {n}: all systems nominal, ünïcödé ok. "));
+        if n == 300 {
+            text.push_str(&format!("The deploy key is {FAKE_KEY} (do not share). "));
+        }
+        n += 1;
+    }
+    text.push_str("Report end.");
+    text
+}
+
+/// The chunks of steps `from..to` (task_result answers), checked and joined.
+fn joined_chunks(run: &Run, steps: std::ops::Range<usize>) -> (String, Value) {
+    let mut text = String::new();
+    let mut offset = 0;
+    let mut last_chunk = Value::Null;
+    for index in steps {
+        let chunk = ok(run.one(index)).clone();
+        assert_eq!(chunk["available"], true, "{chunk:#}");
+        assert_eq!(
+            chunk["offset"], offset,
+            "chunks follow each other: {chunk:#}"
+        );
+        let piece = chunk["text"].as_str().unwrap();
+        assert!(piece.len() <= 16 * 1024, "a chunk is at most 16 KiB");
+        text.push_str(piece);
+        offset = chunk["nextOffset"].as_u64().unwrap();
+        assert_eq!(offset as usize, text.len());
+        last_chunk = chunk;
+    }
+    (text, last_chunk)
+}
+
+#[test]
+fn mcp_stdio_codex_task_runs_to_completion_with_a_chunked_redacted_result() {
+    let root_dir = temp_dir("cohost-mcp-root-");
+    let root = root_dir.path().canonicalize().unwrap();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let fx = CodexFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
+    let reply = long_reply();
+    fx.mock
+        .push(Step::text(reply.clone()).when_user_contains("Write the long report"));
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "idempotency_key": "start-1" }, "save": { "session": "/session/id" } },
+        { "tool": "send", "arguments": { "session_id": "$session",
+          "text": "Write the long report", "idempotency_key": "send-1" },
+          "save": { "task": "/task/taskId" } },
+        { "tool": "send", "arguments": { "session_id": "$session",
+          "text": "Write the long report", "idempotency_key": "send-1" } },
+        { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
+          "until_type": "turn.completed", "max_calls": 60 },
+        { "tool": "task_status", "arguments": { "task_id": "$task" },
+          "until": { "/task/phase": ["finished"] } },
+        { "tool": "task_result", "arguments": { "task_id": "$task" }, "save": { "o1": "/nextOffset" } },
+        { "tool": "task_result", "arguments": { "task_id": "$task", "offset": "$o1" },
+          "save": { "o2": "/nextOffset" } },
+        { "tool": "task_result", "arguments": { "task_id": "$task", "offset": "$o2" } },
+        { "tool": "queue", "arguments": { "session_id": "$session" } },
+        { "tool": "task_result", "arguments": { "task_id": "$task", "max_bytes": 100000 } },
+        { "tool": "task_status", "arguments": { "task_id": "task_nope" } },
+    ]);
+    let run = run_client(&fx.daemon, Transport::Stdio, &plan, |_| {});
+    check_tools(&run);
+    let id = ok(run.one(0))["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sent = ok(run.one(1));
+    assert_eq!(sent["replayed"], false, "{sent:#}");
+    assert_eq!(sent["task"]["state"], "waiting", "{sent:#}");
+    let task = sent["task"]["taskId"].as_str().unwrap().to_string();
+    let again = ok(run.one(2));
+    assert_eq!(again["replayed"], true, "{again:#}");
+    assert_eq!(
+        again["task"]["taskId"],
+        task.as_str(),
+        "the retry is the same task"
+    );
+
+    // The event pages carry the task's own events, in order.
+    let events: Vec<Value> = run
+        .step(3)
+        .iter()
+        .flat_map(|page| ok(page)["events"].as_array().unwrap().clone())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e["data"]["taskId"] == task.as_str())
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["task.queued", "task.delivered", "task.accepted"],
+        "the turn's end finishes the task without another task event: {kinds:?}"
+    );
+    assert!(events.iter().any(|e| e["type"] == "turn.completed"));
+
+    let status = ok(last(&run, 4));
+    let view = &status["task"];
+    assert_eq!(view["state"], "completed", "{status:#}");
+    assert_eq!(view["phase"], "finished");
+    assert_eq!(view["acceptedAs"], "turn");
+    assert!(view["turnId"].is_string());
+    let expected = reply.replace(FAKE_KEY, "sk-[REDACTED]");
+    assert_eq!(view["resultBytes"], expected.len(), "{status:#}");
+    assert_eq!(view["resultExcerptTruncated"], true);
+    let excerpt = view["resultExcerpt"].as_str().unwrap();
+    assert!(excerpt.len() <= 4096 && expected.starts_with(excerpt));
+
+    // Three chunks make up the whole reply, with the key redacted.
+    let (text, last_chunk) = joined_chunks(&run, 5..8);
+    assert_eq!(last_chunk["eof"], true, "{last_chunk:#}");
+    assert_eq!(last_chunk["totalBytes"], expected.len());
+    assert!(!text.contains("FAKEfake"), "the planted key is redacted");
+    assert!(text.contains("The deploy key is sk-[REDACTED] (do not share)."));
+    assert_eq!(text, expected);
+
+    let queue = ok(run.one(8));
+    assert_eq!(queue["lease"]["holder"], "managed", "{queue:#}");
+    assert_eq!(queue["pendingTotal"], 0);
+    assert_eq!(queue["recent"][0]["taskId"], task.as_str());
+
+    assert_eq!(refused(run.one(9))["kind"], "operational");
+    assert_eq!(refused(run.one(10))["code"], "task_not_found");
+    assert_eq!(
+        fx.mock.main_requests().len(),
+        1,
+        "the retried send was not delivered twice"
+    );
+    drop(id);
+}
+
+#[test]
+fn mcp_http_cancels_waiting_and_running_tasks_under_each_lease() {
+    let fx = CodexFixture::start();
+    fx.mock.set_default(Step::text("Default reply."));
+    fx.mock
+        .push(Step::hang().when_user_contains("Task A hangs"));
+    fx.mock
+        .push(Step::hang().when_user_contains("Task C hangs"));
+    let id = fx.create(json!({ "approvalPolicy": "never", "sandbox": "workspace-write" }));
+    let plan = json!([
+        // 0-4: under the managed lease, a waiting task and a running one.
+        { "tool": "send", "arguments": { "session_id": id, "text": "Task A hangs" },
+          "save": { "a": "/task/taskId" } },
+        { "tool": "task_status", "arguments": { "task_id": "$a" },
+          "until": { "/task/phase": ["accepted"] } },
+        { "tool": "send", "arguments": { "session_id": id, "text": "Task B waits" },
+          "save": { "b": "/task/taskId" } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$b" } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$a" } },
+        // 5: A's turn ends interrupted.
+        { "tool": "task_status", "arguments": { "task_id": "$a" },
+          "until": { "/task/phase": ["finished"] } },
+        // 6-7: another running task, then a human takes over.
+        { "tool": "send", "arguments": { "session_id": id, "text": "Task C hangs" },
+          "save": { "c": "/task/taskId" } },
+        { "tool": "task_status", "arguments": { "task_id": "$c" },
+          "until": { "/task/phase": ["accepted"] } },
+        { "pause": "takeover" },
+        // 9-12: under the human lease.
+        { "tool": "queue", "arguments": { "session_id": id } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$c" } },
+        { "tool": "send", "arguments": { "session_id": id, "text": "Task D waits for the human" },
+          "save": { "d": "/task/taskId" } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$d" } },
+        { "tool": "interrupt", "arguments": { "session_id": id } },
+        { "pause": "human interrupts" },
+        { "tool": "task_status", "arguments": { "task_id": "$c" },
+          "until": { "/task/phase": ["finished"] } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$c" } },
+    ]);
+    let run = run_client_with(
+        &fx.daemon,
+        Transport::Http,
+        &plan,
+        |_| {},
+        |label, _| match label {
+            "takeover" => {
+                let out = fx.daemon.cli_ok(&["takeover", &id]);
+                assert!(out.contains("human now holds"), "{out}");
+            }
+            "human interrupts" => {
+                let answer = fx
+                    .daemon
+                    .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+                    .assert_ok();
+                assert_eq!(answer["interrupted"], true, "{answer}");
+            }
+            other => panic!("unexpected pause {other}"),
+        },
+    );
+    // Waiting under the managed lease: cancelled at once, never delivered.
+    let b = ok(run.one(3));
+    assert_eq!(b["outcome"], "cancelled_before_delivery", "{b:#}");
+    assert_eq!(b["task"]["state"], "cancelled");
+    assert_eq!(b["task"]["phase"], "finished");
+    // Running under the managed lease: the interrupt is sent, and the turn ends aborted.
+    let a = ok(run.one(4));
+    assert_eq!(a["outcome"], "abort_sent", "{a:#}");
+    let a = ok(last(&run, 5));
+    assert_eq!(a["task"]["state"], "cancelled", "{a:#}");
+    assert_eq!(a["task"]["cancelOutcome"], "aborted", "{a:#}");
+    assert!(a["task"].get("humanIntervened").is_none(), "{a:#}");
+
+    let queue = ok(run.one(9));
+    assert_eq!(queue["lease"]["holder"], "human", "{queue:#}");
+    assert_eq!(queue["lease"]["generation"], 1, "{queue:#}");
+    assert_eq!(
+        queue["running"][0]["taskId"],
+        ok(run.one(6))["task"]["taskId"]
+    );
+    // Running under the human lease: the abort is withheld, the turn belongs to the human.
+    let c = ok(run.one(10));
+    assert_eq!(c["outcome"], "abort_withheld", "{c:#}");
+    assert_eq!(c["task"]["abortWithheld"], "human_control", "{c:#}");
+    assert_eq!(c["task"]["state"], "running", "{c:#}");
+    // Waiting under the human lease: it waits for the human, and cancelling it is immediate.
+    let d = ok(run.one(11));
+    assert_eq!(d["task"]["waitingReason"], "human_control", "{d:#}");
+    let d = ok(run.one(12));
+    assert_eq!(d["outcome"], "cancelled_before_delivery", "{d:#}");
+    // MCP does not interrupt a human's session.
+    let refused_interrupt = refused(run.one(13));
+    assert_eq!(
+        refused_interrupt["kind"], "permission",
+        "{refused_interrupt:#}"
+    );
+    assert_eq!(refused_interrupt["code"], "human_control");
+    // The human's interrupt ends C; the withheld outcome stays, marked as the human's doing.
+    let c = ok(last(&run, 15));
+    assert_eq!(c["task"]["state"], "cancelled", "{c:#}");
+    assert_eq!(c["task"]["cancelOutcome"], "abort_withheld", "{c:#}");
+    assert_eq!(c["task"]["humanIntervened"], true, "{c:#}");
+    let again = ok(run.one(16));
+    assert_eq!(again["replayed"], true, "{again:#}");
+    assert_eq!(again["outcome"], "abort_withheld");
+    // B and D never reached the model.
+    let texts: Vec<String> = fx
+        .mock
+        .main_requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains("Task B") || t.contains("Task D")),
+        "{texts:?}"
+    );
 }

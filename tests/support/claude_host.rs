@@ -28,6 +28,11 @@ impl ClaudeFixture {
     /// A mock Messages server, a throwaway HOME seeded for the work directory, a private tmux
     /// server with a session `work`, and a daemon whose claude sessions open panes there.
     pub fn start() -> ClaudeFixture {
+        ClaudeFixture::start_with_args(&[])
+    }
+
+    /// [`ClaudeFixture::start`] with extra `cohost serve` arguments.
+    pub fn start_with_args(args: &[&str]) -> ClaudeFixture {
         let mock = MockMessages::start();
         let work_dir = temp_dir("cohost-claude-work-");
         let work = work_dir.path().canonicalize().unwrap();
@@ -39,7 +44,7 @@ impl ClaudeFixture {
             claude_bin().to_string_lossy().into_owned(),
         ));
         let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), &[], &refs);
+        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &refs);
         ClaudeFixture {
             mock,
             env,
