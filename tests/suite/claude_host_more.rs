@@ -77,7 +77,7 @@ fn send_expecting(fx: &ClaudeFixture, id: &str, text: &str, outcome: &str) -> Va
 
 /// Types `text` into the pane the way a person does (no paste), waits until the TUI shows it,
 /// then presses Enter.
-fn type_in_pane(fx: &ClaudeFixture, pane: &str, text: &str) {
+pub fn type_in_pane(fx: &ClaudeFixture, pane: &str, text: &str) {
     fx.tmux.run(&["send-keys", "-t", pane, "-l", text]);
     wait_for(fx, &format!("{text:?} on the screen of {pane}"), || {
         fx.tmux

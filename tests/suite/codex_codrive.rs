@@ -161,7 +161,7 @@ fn wait_screen_until(
 
 /// A session with `extra` settings whose first turn (`prompt` → `reply`, from the API) is done
 /// and whose TUI has resumed it. Returns the session id and the pane.
-fn session_with_tui(fx: &CodexFixture, extra: Value, reply: &str) -> (String, String) {
+pub fn session_with_tui(fx: &CodexFixture, extra: Value, reply: &str) -> (String, String) {
     let prompt = format!("First prompt for {reply}");
     fx.mock
         .push(Step::text(reply).when_user_contains(prompt.as_str()));

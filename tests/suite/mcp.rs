@@ -847,3 +847,166 @@ fn mcp_http_cancels_waiting_and_running_tasks_under_each_lease() {
         "{texts:?}"
     );
 }
+
+#[test]
+fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the_queue() {
+    use super::codex_codrive::{session_with_tui, type_prompt, wait_screen};
+    let fx = CodexFixture::start();
+    fx.mock
+        .push(Step::text("Reply to the human.").when_user_contains("Hello from the human"));
+    fx.mock.push(
+        Step::text("Reply to the queued task.").when_user_contains("Queued while the human drives"),
+    );
+    let (id, pane) = session_with_tui(&fx, json!({ "approvalPolicy": "never" }), "TUI is up.");
+    // The human types a turn: the session is theirs.
+    type_prompt(&fx, &pane, "Hello from the human");
+    wait_screen(&fx, &pane, "Reply to the human.");
+    fx.wait_event(&id, "the lease moving to the human", |e| {
+        e["type"] == "lease.changed" && e["data"]["holder"] == "human"
+    });
+    fx.wait_turns_completed(&id, 2);
+
+    let plan = json!([
+        { "tool": "queue", "arguments": { "session_id": id } },
+        { "tool": "send", "arguments": { "session_id": id,
+          "text": "Queued while the human drives", "idempotency_key": "q1" },
+          "save": { "task": "/task/taskId" } },
+        { "tool": "events", "arguments": { "session_id": id, "after": fx.daemon.head(), "wait_seconds": 2 } },
+        { "tool": "task_status", "arguments": { "task_id": "$task" } },
+        { "pause": "release" },
+        { "tool": "events", "arguments": { "session_id": id, "after": fx.daemon.head(), "wait_seconds": 10 },
+          "until_type": "turn.completed", "max_calls": 30 },
+        { "tool": "task_status", "arguments": { "task_id": "$task" },
+          "until": { "/task/phase": ["finished"] } },
+        { "tool": "task_result", "arguments": { "task_id": "$task" } },
+        { "tool": "send", "arguments": { "session_id": id,
+          "text": "Queued while the human drives", "idempotency_key": "q1" } },
+    ]);
+    let run = run_client_with(
+        &fx.daemon,
+        Transport::Http,
+        &plan,
+        |_| {},
+        |label, _| {
+            assert_eq!(label, "release");
+            // Still waiting after a while: nothing is delivered under the human's lease.
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_eq!(fx.mock.main_requests().len(), 2, "nothing was delivered");
+            let out = fx.daemon.cli_ok(&["release", &id]);
+            assert!(out.contains("is managed (generation 2)"), "{out}");
+        },
+    );
+    let queue = ok(run.one(0));
+    assert_eq!(queue["lease"]["holder"], "human", "{queue:#}");
+    assert_eq!(queue["lease"]["reason"], "terminal_input", "{queue:#}");
+    let sent = ok(run.one(1));
+    assert_eq!(sent["task"]["state"], "waiting", "{sent:#}");
+    assert_eq!(sent["task"]["waitingReason"], "human_control", "{sent:#}");
+    let status = ok(run.one(3));
+    assert_eq!(status["task"]["state"], "waiting", "{status:#}");
+    assert_eq!(status["task"]["phase"], "queued", "{status:#}");
+    assert_eq!(
+        status["task"]["waitingReason"], "human_control",
+        "{status:#}"
+    );
+
+    let done = ok(last(&run, 6));
+    assert_eq!(done["task"]["state"], "completed", "{done:#}");
+    assert_eq!(done["task"]["leaseGenerationAtDelivery"], 2, "{done:#}");
+    let result = ok(run.one(7));
+    assert_eq!(result["text"], "Reply to the queued task.", "{result:#}");
+    assert_eq!(result["eof"], true);
+    let again = ok(run.one(8));
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["task"]["taskId"], done["task"]["taskId"]);
+    // The human sees the delivered turn in the TUI.
+    wait_screen(&fx, &pane, "Reply to the queued task.");
+}
+
+#[test]
+fn mcp_stdio_claude_task_completes_then_a_human_typing_takes_control_until_release() {
+    use super::claude_host_more::type_in_pane;
+    use crate::support::claude_host::ClaudeFixture;
+    use crate::support::mock_messages::Step as Reply;
+    let fx = ClaudeFixture::start_with_args(&["--mcp-allowed-root", fx_root()]);
+    fn fx_root() -> &'static str {
+        // Claude's fixture seeds its work directory; the allowed root is its parent.
+        "/"
+    }
+    fx.mock
+        .push(Reply::text("Claude finished the task.").when_user_contains("First task for Claude"));
+    fx.mock
+        .push(Reply::text("Claude answers the human.").when_user_contains("Typed by the human"));
+    fx.mock.push(
+        Reply::text("Claude ran the queued task.").when_user_contains("Second task for Claude"),
+    );
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "claude", "cwd": fx.work,
+          "prompt": "First task for Claude", "idempotency_key": "claude-start" },
+          "save": { "session": "/session/id", "first": "/task/taskId" } },
+        { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
+          "until_type": "turn.completed", "max_calls": 30 },
+        { "tool": "task_status", "arguments": { "task_id": "$first" },
+          "until": { "/task/phase": ["finished"] } },
+        { "tool": "task_result", "arguments": { "task_id": "$first" } },
+        { "pause": "human types" },
+        { "tool": "send", "arguments": { "session_id": "$session", "text": "Second task for Claude" },
+          "save": { "second": "/task/taskId" } },
+        { "tool": "task_status", "arguments": { "task_id": "$second" } },
+        { "pause": "release" },
+        { "tool": "task_status", "arguments": { "task_id": "$second" },
+          "until": { "/task/phase": ["finished"] } },
+        { "tool": "task_result", "arguments": { "task_id": "$second" } },
+        { "tool": "start_session", "arguments": { "runtime": "claude", "cwd": fx.work,
+          "prompt": "First task for Claude", "idempotency_key": "claude-start" } },
+    ]);
+    let run = run_client_with(
+        &fx.daemon,
+        Transport::Stdio,
+        &plan,
+        |_| {},
+        |label, vars| {
+            let id = vars["session"].as_str().unwrap();
+            match label {
+                "human types" => {
+                    let pane = fx.pane(id);
+                    type_in_pane(&fx, &pane, "Typed by the human");
+                    fx.wait_event(id, "the lease moving to the human", |e| {
+                        e["type"] == "lease.changed" && e["data"]["holder"] == "human"
+                    });
+                    fx.wait_turns_completed(id, 2);
+                }
+                "release" => {
+                    std::thread::sleep(Duration::from_millis(1500));
+                    let queued = fx
+                        .daemon
+                        .get(&format!("/api/sessions/{id}/queue"))
+                        .assert_ok();
+                    assert_eq!(queued["pendingTotal"], 1, "{queued:#}");
+                    let out = fx.daemon.cli_ok(&["release", id]);
+                    assert!(out.contains("is managed"), "{out}");
+                }
+                other => panic!("unexpected pause {other}"),
+            }
+        },
+    );
+    let started = ok(run.one(0));
+    assert_eq!(started["session"]["runtime"], "claude", "{started:#}");
+    let first = ok(last(&run, 2));
+    assert_eq!(first["task"]["state"], "completed", "{first:#}");
+    assert_eq!(ok(run.one(3))["text"], "Claude finished the task.");
+
+    let second = ok(run.one(6));
+    assert_eq!(second["task"]["state"], "waiting", "{second:#}");
+    assert_eq!(
+        second["task"]["waitingReason"], "human_control",
+        "{second:#}"
+    );
+    let second = ok(last(&run, 8));
+    assert_eq!(second["task"]["state"], "completed", "{second:#}");
+    assert_eq!(ok(run.one(9))["text"], "Claude ran the queued task.");
+    // A retried start returns the same session and the same first task.
+    let again = ok(run.one(10));
+    assert_eq!(again["session"]["id"], started["session"]["id"]);
+    assert_eq!(again["task"]["taskId"], started["task"]["taskId"]);
+}
