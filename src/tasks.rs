@@ -70,7 +70,7 @@ pub enum TaskError {
         current: u64,
     },
     /// The operation needs a waiting task.
-    #[error("task `{task}` is {state:?}, no longer waiting")]
+    #[error("task `{task}` is {}, no longer waiting", state.as_str())]
     NotWaiting { task: String, state: TaskState },
     #[error("session `{0}` already has {MAX_WAITING} waiting tasks")]
     QueueFull(String),
@@ -534,7 +534,7 @@ impl TaskManager {
                 current: record.revision,
             });
         }
-        if record.edit_keys.len() >= MAX_EDITS {
+        if record.edits >= MAX_EDITS {
             return Err(TaskError::EditLimit(task.to_string()));
         }
         self.append(

@@ -49,6 +49,9 @@ pub struct TaskRecord {
     pub cancel_outcome: Option<CancelOutcome>,
     pub abort_withheld: Option<String>,
     pub edit_keys: Vec<String>,
+    /// In-place edits applied (keyed or not).
+    #[serde(default)]
+    pub edits: usize,
     pub supersedes: Option<String>,
     pub superseded_by: Option<String>,
     pub human_intervened: bool,
@@ -258,6 +261,7 @@ impl Tasks {
                 if let Some(task) = self.tasks.get_mut(&edited.task_id) {
                     task.prompt = edited.prompt.clone();
                     task.revision = edited.revision;
+                    task.edits += 1;
                     task.updated_at = ts;
                     if let Some(key) = &edited.edit_key {
                         task.edit_keys.push(key.clone());
@@ -404,6 +408,7 @@ impl Tasks {
             cancel_outcome: None,
             abort_withheld: None,
             edit_keys: Vec::new(),
+            edits: 0,
             supersedes: queued.supersedes.clone(),
             superseded_by: None,
             human_intervened: false,

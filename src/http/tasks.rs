@@ -150,13 +150,27 @@ pub async fn status(
     Ok(Json(json!({ "task": state.tasks.status(&id)? })))
 }
 
+/// Strings, parsed here so a bad number gets our JSON error naming the field.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct ResultQuery {
     #[serde(default)]
-    offset: Option<usize>,
+    offset: Option<String>,
     #[serde(default)]
-    max_bytes: Option<usize>,
+    max_bytes: Option<String>,
+}
+
+fn parse_usize(name: &str, value: Option<&str>, default: usize) -> Result<usize, ApiError> {
+    match value {
+        None => Ok(default),
+        Some(value) => value.parse().map_err(|_| {
+            ApiError::field(
+                "invalid_field",
+                name,
+                format!("`{name}` must be a non-negative integer, got `{value}`"),
+            )
+        }),
+    }
 }
 
 /// `GET /api/tasks/{id}/result?offset=&maxBytes=`.
@@ -165,11 +179,9 @@ pub async fn result(
     Path(id): Path<String>,
     Query(query): Query<ResultQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let chunk = state.tasks.result(
-        &id,
-        query.offset.unwrap_or(0),
-        query.max_bytes.unwrap_or(MAX_RESULT_CHUNK),
-    )?;
+    let offset = parse_usize("offset", query.offset.as_deref(), 0)?;
+    let max = parse_usize("maxBytes", query.max_bytes.as_deref(), MAX_RESULT_CHUNK)?;
+    let chunk = state.tasks.result(&id, offset, max)?;
     Ok(Json(json!(chunk)))
 }
 

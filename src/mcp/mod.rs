@@ -58,7 +58,7 @@ impl CohostMcp {
 
 #[tool_handler(
     name = "cohost",
-    instructions = "cohost hosts codex and claude sessions and tracks agents in tmux. Read with list_sessions, get_session, tracker_state and events (cursor `after`, optional blocking `wait_seconds`); act with send, interrupt, resolve_approval, goal_*, fork. Failed calls have isError with structuredContent.error.kind `permission` or `operational`."
+    instructions = "cohost hosts codex and claude sessions and tracks agents in tmux. Read with list_sessions, get_session, tracker_state and events (cursor `after`, optional blocking `wait_seconds`); act with send (queues a task), interrupt, resolve_approval, goal_*, fork. Follow a task with task_status, queue and task_result (chunks by offset); cancel_task, edit_task and supersede_task change it. While a human holds a session's control lease, queued tasks wait (waitingReason human_control) and only the human releases it. Failed calls have isError with structuredContent.error.kind `permission` or `operational`."
 )]
 impl ServerHandler for CohostMcp {}
 

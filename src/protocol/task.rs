@@ -26,6 +26,17 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Waiting => "waiting",
+            TaskState::Running => "running",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Cancelled => "cancelled",
+            TaskState::Unknown => "unknown",
+        }
+    }
+
     pub fn is_finished(self) -> bool {
         !matches!(self, TaskState::Waiting | TaskState::Running)
     }

@@ -16,5 +16,7 @@ mod events_sse;
 mod mcp;
 mod metadata;
 mod security;
+mod tasks;
+mod tasks_claude;
 mod tmux_hooks;
 mod tracker_api;

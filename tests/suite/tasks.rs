@@ -1,0 +1,1 @@
+//! Tasks and leases over HTTP and the CLI, on codex sessions.
