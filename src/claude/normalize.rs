@@ -389,6 +389,7 @@ impl Normalizer {
                                 .unwrap_or_else(|| "the turn failed".into())
                         }),
                         duration_ms: None,
+                        lost: false,
                     };
                     if failed {
                         out.push(Output::Store(EventKind::Error(ErrorEvent {
@@ -420,6 +421,7 @@ impl Normalizer {
                                 str_of(&payload, "reason").unwrap_or_default()
                             )),
                             duration_ms: None,
+                            lost: false,
                         },
                         &mut out,
                     );
@@ -522,6 +524,7 @@ impl Normalizer {
                                                 status: TurnStatus::Interrupted,
                                                 error: None,
                                                 duration_ms: None,
+                                                lost: false,
                                             },
                                             &mut out,
                                         );
@@ -660,6 +663,7 @@ impl Normalizer {
                                     status: TurnStatus::Completed,
                                     error: None,
                                     duration_ms: duration,
+                                    lost: false,
                                 },
                                 &mut out,
                             );
@@ -709,6 +713,7 @@ impl Normalizer {
                     status: TurnStatus::Interrupted,
                     error: None,
                     duration_ms: None,
+                    lost: false,
                 },
                 &mut out,
             );
@@ -736,6 +741,7 @@ impl Normalizer {
                     status: TurnStatus::Interrupted,
                     error: None,
                     duration_ms: None,
+                    lost: false,
                 },
                 &mut out,
             );

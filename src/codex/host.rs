@@ -1229,6 +1229,7 @@ impl Inner {
                     status: TurnStatus::Interrupted,
                     error: Some("the codex backend exited during the turn".into()),
                     duration_ms: None,
+                    lost: true,
                 },
             )
             .await;

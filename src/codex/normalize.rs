@@ -186,6 +186,7 @@ pub fn turn_completed(turn: &Value) -> Option<TurnCompleted> {
             .and_then(Value::as_str)
             .map(str::to_string),
         duration_ms: turn.get("durationMs").and_then(Value::as_u64),
+        lost: false,
     })
 }
 

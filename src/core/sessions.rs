@@ -354,6 +354,7 @@ mod tests {
                 status: TurnStatus::Interrupted,
                 error: None,
                 duration_ms: None,
+                lost: false,
             }),
         ));
         let record = sessions.get("s1").unwrap();

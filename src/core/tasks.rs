@@ -68,12 +68,23 @@ impl TaskRecord {
     }
 }
 
+/// How a turn ended, as far as its task is concerned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnEnd {
+    status: TurnStatus,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    lost: bool,
+}
+
 /// What a session remembers about a recent turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TurnNote {
     last_message: Option<String>,
-    status: Option<TurnStatus>,
+    ended: Option<TurnEnd>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -209,7 +220,8 @@ impl Tasks {
     }
 
     /// Ends the task its turn consumed, with the turn's outcome and last message.
-    fn finish_with_turn(&mut self, session: &str, id: &str, status: TurnStatus, ts: u64) {
+    fn finish_with_turn(&mut self, session: &str, id: &str, turn: TurnEnd, ts: u64) {
+        let status = turn.status;
         let result = self
             .sessions
             .get(session)
@@ -225,6 +237,17 @@ impl Tasks {
             return;
         }
         task.result = result;
+        if turn.lost {
+            // The process holding the turn went away: nobody knows how it ended.
+            task.state = TaskState::Unknown;
+            task.error = turn.error;
+            if task.cancel_requested {
+                task.cancel_outcome = Some(CancelOutcome::OutcomeUnknown);
+            }
+            self.finish(session, id, ts);
+            return;
+        }
+        task.error = turn.error;
         task.state = match status {
             TurnStatus::Completed => TaskState::Completed,
             TurnStatus::Failed => TaskState::Failed,
@@ -309,9 +332,9 @@ impl Tasks {
                     .sessions
                     .get(session)
                     .and_then(|s| s.turn(&accepted.turn_id))
-                    .and_then(|note| note.status);
-                if let Some(status) = ended {
-                    self.finish_with_turn(session, &accepted.task_id, status, ts);
+                    .and_then(|note| note.ended.clone());
+                if let Some(end) = ended {
+                    self.finish_with_turn(session, &accepted.task_id, end, ts);
                 }
             }
             EventKind::TaskFinished(finished) => {
@@ -364,11 +387,16 @@ impl Tasks {
                 }
             }
             EventKind::TurnCompleted(turn) => {
+                let end = TurnEnd {
+                    status: turn.status,
+                    error: turn.error.clone(),
+                    lost: turn.lost,
+                };
                 if let Some(entry) = self.sessions.get_mut(session) {
-                    entry.turn_mut(&turn.turn_id).status = Some(turn.status);
+                    entry.turn_mut(&turn.turn_id).ended = Some(end.clone());
                 }
                 if let Some(id) = self.open_task_of_turn(session, &turn.turn_id) {
-                    self.finish_with_turn(session, &id, turn.status, ts);
+                    self.finish_with_turn(session, &id, end, ts);
                 }
             }
             EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
@@ -485,6 +513,7 @@ mod tests {
             status,
             error: None,
             duration_ms: None,
+            lost: false,
         })
     }
 
@@ -605,6 +634,34 @@ mod tests {
         let c = tasks.get("c").unwrap();
         assert_eq!(c.state, TaskState::Cancelled);
         assert!(c.human_intervened);
+    }
+
+    #[test]
+    fn a_lost_turn_leaves_its_task_unknown() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, queued("a", None, None)));
+        tasks.apply(&event(
+            2,
+            EventKind::TaskAccepted(TaskAccepted {
+                task_id: "a".into(),
+                turn_id: "t1".into(),
+                accepted_as: "turn".into(),
+            }),
+        ));
+        tasks.apply(&event(
+            3,
+            EventKind::TurnCompleted(TurnCompleted {
+                turn_id: "t1".into(),
+                status: TurnStatus::Interrupted,
+                error: Some("the backend exited".into()),
+                duration_ms: None,
+                lost: true,
+            }),
+        ));
+        let a = tasks.get("a").unwrap();
+        assert_eq!(a.state, TaskState::Unknown);
+        assert_eq!(a.error.as_deref(), Some("the backend exited"));
+        assert!(!a.human_intervened);
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub struct TurnCompleted {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The process running the turn went away: how the turn ended is not known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lost: bool,
 }
 
 /// `item.started` / `item.completed`: one unit of a turn.
