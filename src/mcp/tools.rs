@@ -233,6 +233,23 @@ fn to_value(value: impl serde::Serialize) -> Value {
 }
 
 impl CohostMcp {
+    /// A session view with who controls it and how many tasks wait.
+    fn with_control(&self, view: crate::protocol::HostedSessionView) -> Value {
+        let (lease, waiting) = self.state.core.read(|s| {
+            (
+                s.tasks.lease(&view.id),
+                s.tasks
+                    .open(&view.id)
+                    .filter(|t| t.state == crate::protocol::TaskState::Waiting)
+                    .count(),
+            )
+        });
+        let mut value = to_value(view);
+        value["lease"] = to_value(lease);
+        value["waitingTasks"] = json!(waiting);
+        value
+    }
+
     fn runtime_of(&self, id: &str) -> Result<Runtime, CallToolResult> {
         self.state
             .core
@@ -281,11 +298,17 @@ impl CohostMcp {
 #[tool_router(vis = "pub(crate)")]
 impl CohostMcp {
     #[tool(
-        description = "List hosted sessions (codex and claude) with their state.",
+        description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks.",
         annotations(read_only_hint = true)
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let sessions = self.state.codex.list();
+        let sessions: Vec<Value> = self
+            .state
+            .codex
+            .list()
+            .into_iter()
+            .map(|view| self.with_control(view))
+            .collect();
         let total = sessions.len();
         let bounded = bound(
             json!({ "sessions": sessions, "total": total }),
@@ -302,12 +325,12 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "One hosted session: runtime, status, thread, pending approvals.",
+        description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks.",
         annotations(read_only_hint = true)
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.state.codex.view(&args.session_id) {
-            Ok(view) => answer(json!({ "session": view })),
+            Ok(view) => answer(json!({ "session": self.with_control(view) })),
             Err(error) => host_failure(error),
         })
     }

@@ -881,6 +881,7 @@ fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the
         { "tool": "task_result", "arguments": { "task_id": "$task" } },
         { "tool": "send", "arguments": { "session_id": id,
           "text": "Queued while the human drives", "idempotency_key": "q1" } },
+        { "tool": "get_session", "arguments": { "session_id": id } },
     ]);
     let run = run_client_with(
         &fx.daemon,
@@ -919,6 +920,13 @@ fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the
     let again = ok(run.one(8));
     assert_eq!(again["replayed"], true);
     assert_eq!(again["task"]["taskId"], done["task"]["taskId"]);
+    let session = ok(run.one(9));
+    assert_eq!(
+        session["session"]["lease"]["holder"], "managed",
+        "{session:#}"
+    );
+    assert_eq!(session["session"]["lease"]["generation"], 2, "{session:#}");
+    assert_eq!(session["session"]["waitingTasks"], 0, "{session:#}");
     // The human sees the delivered turn in the TUI.
     wait_screen(&fx, &pane, "Reply to the queued task.");
 }
