@@ -363,12 +363,18 @@ impl TaskManager {
     ) -> Result<String, TaskError> {
         let lock = self.lock_of(session);
         let _guard = lock.lock().await;
-        if let Some(key) = &key
+        let mut key = key;
+        if let Some(held) = &key
             && let Some(task) = self
                 .core()
-                .read(|s| s.tasks.by_key(session, key).map(|t| t.id.clone()))
+                .read(|s| s.tasks.by_key(session, held).map(|t| t.id.clone()))
         {
-            return Ok(task);
+            if outcome.duplicate {
+                return Ok(task);
+            }
+            // The key belongs to a queued task, yet this prompt was sent: it is a task of its
+            // own, and the key keeps naming the queued one.
+            key = None;
         }
         let task_id = new_task_id();
         let generation = self.core().read(|s| s.tasks.lease(session).generation);
@@ -643,8 +649,11 @@ impl TaskManager {
         let record = self.record(task)?;
         if record.is_finished() || record.cancel_requested {
             let task = self.task_view(task)?;
-            let outcome = task.cancel_outcome.or_else(|| {
-                (task.state != TaskState::Cancelled).then_some(CancelOutcome::FinishedBeforeAbort)
+            // Finished without a cancel: an `unknown` task's end is not known either.
+            let outcome = task.cancel_outcome.or(match task.state {
+                TaskState::Cancelled => None,
+                TaskState::Unknown => Some(CancelOutcome::OutcomeUnknown),
+                _ => Some(CancelOutcome::FinishedBeforeAbort),
             });
             return Ok(CancelResult {
                 task,
