@@ -843,6 +843,7 @@ impl TaskManager {
                     for session in self.core().read(|s| s.tasks.sessions_with_waiting()) {
                         self.pump(&session);
                     }
+                    self.watch_drafts();
                 }
                 received = events.recv() => match received {
                     Ok(stored) => {
@@ -971,6 +972,73 @@ impl TaskManager {
         }
     }
 
+    /// Text a human types into Claude's box is human input, whether or not they submit it: for
+    /// each managed claude session with tasks in play, a draft in the box moves the lease to
+    /// the human. Sessions whose lock is held (a delivery pasting our own text) are skipped.
+    fn watch_drafts(&self) {
+        let sessions: Vec<String> = self.core().read(|s| {
+            s.sessions
+                .iter()
+                .filter(|r| r.created.runtime == Runtime::Claude && r.state == "live")
+                .filter(|r| s.tasks.lease(&r.id).holder == LeaseHolder::Managed)
+                .filter(|r| s.tasks.open(&r.id).next().is_some())
+                .map(|r| r.id.clone())
+                .collect()
+        });
+        for session in sessions {
+            let Ok(guard) = self.lock_of(&session).try_lock_owned() else {
+                continue;
+            };
+            let this = self.clone();
+            tokio::spawn(async move {
+                let _guard = guard;
+                if let Ok(Some(draft)) = this.inner.claude.draft(&session).await
+                    && !this.clear_if_ours(&session, &draft).await
+                    && let Err(error) = this
+                        .set_lease(&session, LeaseHolder::Human, None, "human_typing")
+                        .await
+                {
+                    tracing::warn!(%session, %error, "could not move the lease to the human");
+                }
+            });
+        }
+    }
+
+    /// Whether the box holds a prompt of ours that Claude handed back (then cleared).
+    async fn restored_prompt(&self, session: &str) -> bool {
+        match self.inner.claude.draft(session).await {
+            Ok(Some(draft)) => self.clear_if_ours(session, &draft).await,
+            _ => false,
+        }
+    }
+
+    /// A draft that is one of the session's delivered prompts is Claude handing back an
+    /// interrupted prompt of ours, not human input: clear it. True when it was ours.
+    async fn clear_if_ours(&self, session: &str, draft: &str) -> bool {
+        let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let draft = words(draft);
+        let ours = self.core().read(|s| {
+            s.tasks
+                .open(session)
+                .chain(s.tasks.recent(session).take(MAX_QUEUE_RECENT))
+                .filter(|t| t.delivered_at.is_some())
+                .any(|t| words(&t.prompt) == draft)
+        });
+        if !ours {
+            return false;
+        }
+        match self.inner.claude.draft(session).await {
+            Ok(Some(current)) => {
+                if let Err(error) = self.inner.claude.clear_draft(session, &current).await {
+                    tracing::warn!(%session, %error, "could not clear a restored prompt");
+                }
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%session, %error, "could not read the input box"),
+        }
+        true
+    }
+
     /// Looks at the session on its own task: delivers its next task if the session is managed,
     /// live and idle. Waits for the session's lock (a send, a cancel, a delivery in progress),
     /// so the dispatcher itself never blocks.
@@ -1041,6 +1109,10 @@ impl TaskManager {
                     Ok(()) if cancelled => self.abort_locked(session, &task.id).await,
                     other => other,
                 }
+            }
+            Err(HostError::HumanTyping(_)) if self.restored_prompt(session).await => {
+                self.put_back(session, &task.id, WaitingReason::NotReady)
+                    .await
             }
             Err(HostError::HumanTyping(_)) => {
                 // Someone is typing in the box: that is human input, so the human has control.

@@ -468,6 +468,38 @@ impl ClaudeHost {
     }
 
     /// The session's pane, verified: it must still run the runner cohost started there.
+    /// The text in the session's input box right now, if any (the caller holds the session's
+    /// delivery lock, so it is not a paste of ours in progress).
+    pub async fn draft(&self, session_id: &str) -> Result<Option<String>, HostError> {
+        let live = self.live_session(session_id)?;
+        if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let pane = self.verified_pane(session_id).await?;
+        let capture = self
+            .tmux()
+            .capture(&pane)
+            .await
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        let screen = screen::analyze(&capture);
+        Ok(screen.has_draft().then(|| screen.input.unwrap_or_default()))
+    }
+
+    /// Clears the input box if it still holds exactly `text` (Claude puts a prompt back in the
+    /// box when its turn is interrupted before the first token). Two Escapes clear a box with
+    /// text in it; they are never sent to an empty box (that opens the rewind dialog).
+    pub async fn clear_draft(&self, session_id: &str, text: &str) -> Result<bool, HostError> {
+        if self.draft(session_id).await?.as_deref() != Some(text) {
+            return Ok(false);
+        }
+        let pane = self.verified_pane(session_id).await?;
+        self.tmux()
+            .send_keys(&pane, &["Escape", "Escape"])
+            .await
+            .map_err(|e| HostError::Claude(e.to_string()))?;
+        Ok(true)
+    }
+
     async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
         let pane = self
             .inner

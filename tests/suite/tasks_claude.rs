@@ -158,3 +158,34 @@ fn a_claude_task_in_flight_finishes_after_a_daemon_restart() {
     );
     assert_eq!(fx.mock.main_requests().len(), 1, "delivered once");
 }
+
+#[test]
+fn typing_into_claudes_box_during_a_task_takes_control_and_withholds_its_cancel() {
+    let fx = ClaudeFixture::start();
+    fx.mock
+        .push(Step::hang().when_user_contains("A long claude task"));
+    let id = fx.create(json!({}));
+    let task = queue_task(&fx, &id, "A long claude task");
+    wait_task(&fx, &task, "accepted", |t| t["phase"] == "accepted");
+    let pane = fx.pane(&id);
+    fx.tmux
+        .run(&["send-keys", "-t", &pane, "-l", "wait, let me add something"]);
+    wait_screen(&fx, &id, "wait, let me add something");
+    let lease = fx.wait_event(&id, "the lease moving to the human", |e| {
+        e["type"] == "lease.changed" && e["data"]["holder"] == "human"
+    });
+    assert_eq!(lease["data"]["reason"], "human_typing", "{lease}");
+    let cancelled = fx
+        .daemon
+        .post(&format!("/api/tasks/{task}/cancel"), &json!({}))
+        .assert_ok();
+    assert_eq!(cancelled["outcome"], "abort_withheld", "{cancelled:#}");
+    assert_eq!(
+        cancelled["task"]["abortWithheld"], "human_control",
+        "{cancelled:#}"
+    );
+    assert_eq!(cancelled["task"]["state"], "running", "{cancelled:#}");
+    // No Escape reached the pane: the human's text is still there.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(fx.screen(&id).contains("wait, let me add something"));
+}
