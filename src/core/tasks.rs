@@ -101,15 +101,18 @@ pub struct SessionTasks {
 
 impl SessionTasks {
     fn turn_mut(&mut self, turn_id: &str) -> &mut TurnNote {
-        if let Some(i) = self.turns.iter().position(|(id, _)| id == turn_id) {
-            return &mut self.turns[i].1;
-        }
-        if self.turns.len() >= RECENT_TURNS {
-            self.turns.pop_front();
-        }
-        self.turns
-            .push_back((turn_id.to_string(), TurnNote::default()));
-        &mut self.turns.back_mut().expect("just pushed").1
+        let index = match self.turns.iter().position(|(id, _)| id == turn_id) {
+            Some(index) => index,
+            None => {
+                if self.turns.len() >= RECENT_TURNS {
+                    self.turns.pop_front();
+                }
+                self.turns
+                    .push_back((turn_id.to_string(), TurnNote::default()));
+                self.turns.len() - 1
+            }
+        };
+        &mut self.turns[index].1
     }
 
     fn turn(&self, turn_id: &str) -> Option<&TurnNote> {
