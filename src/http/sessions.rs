@@ -348,6 +348,24 @@ pub async fn message(
             "`text` must not be empty",
         ));
     }
+    // A key a queued task holds is that task's: a direct send must not reuse it.
+    if let Some(key) = &body.idempotency_key {
+        let held = state.core.read(|s| {
+            let sent = s.sessions.get(&id).is_some_and(|r| r.sent(key).is_some());
+            s.tasks
+                .by_key(&id, key)
+                .filter(|_| !sent)
+                .map(|t| t.id.clone())
+        });
+        if let Some(task) = held {
+            return Err(ApiError::field(
+                "idempotency_key_in_use",
+                "idempotencyKey",
+                format!("`idempotencyKey` already names queued task `{task}`"),
+            )
+            .with_status(StatusCode::CONFLICT));
+        }
+    }
     let outcome = match runtime_of(&state, &id)
         .map_err(|_| ApiError::not_found("not_live", format!("no session `{id}`")))?
     {

@@ -664,9 +664,6 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
         .push(Step::text("Direct reply.").when_user_contains("Direct prompt"));
     fx.mock
         .push(Step::text("Keyed direct reply.").when_user_contains("Keyed direct prompt"));
-    fx.mock.push(
-        Step::text("Reply with the shared key.").when_user_contains("Direct with a shared key"),
-    );
     let id = fx.create(session_opts());
 
     let sent = fx.send(&id, "Direct prompt");
@@ -710,8 +707,8 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
     let recent: Vec<String> = q["recent"].as_array().unwrap().iter().map(id_of).collect();
     assert_eq!(recent, [keyed, direct], "{q:#}");
 
-    // A key a queued task already holds: the direct message still goes (the owner's route is
-    // not gated by the lease), and its answer names its own task, not the queued one.
+    // A key a queued task already holds is that task's: a direct message with it is refused,
+    // nothing is sent, and the key still finds the queued task.
     set_lease(d, &id, json!({ "action": "takeover" })).assert_ok();
     let queued = id_of(&queue_task(
         d,
@@ -719,31 +716,20 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
         "Queued with a shared key",
         Some("shared"),
     ));
-    let direct = d
-        .post(
-            &format!("/api/sessions/{id}/messages"),
-            &json!({ "text": "Direct with a shared key", "idempotencyKey": "shared" }),
-        )
-        .assert_ok();
-    assert_eq!(direct["outcome"], "started", "{direct:#}");
-    let shared = direct["taskId"].as_str().unwrap().to_string();
-    assert_ne!(
-        shared, queued,
-        "the answer names the task that was sent: {direct:#}"
+    let refused = d.post(
+        &format!("/api/sessions/{id}/messages"),
+        &json!({ "text": "Direct with a shared key", "idempotencyKey": "shared" }),
     );
-    let done = wait_finished(d, &shared);
-    assert_eq!(
-        done["promptPreview"], "Direct with a shared key",
-        "{done:#}"
-    );
-    assert_eq!(
-        done["resultExcerpt"], "Reply with the shared key.",
-        "{done:#}"
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    let error = &refused.json()["error"];
+    assert_eq!(error["code"], "idempotency_key_in_use", "{error}");
+    assert_eq!(error["field"], "idempotencyKey", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains(&queued),
+        "{error}"
     );
     let waiting = task(d, &queued);
     assert_eq!(waiting["state"], "waiting", "{waiting:#}");
-    assert_eq!(waiting["promptPreview"], "Queued with a shared key");
-    // The key still finds the queued task.
     let again = post_task(
         d,
         &id,
@@ -753,9 +739,9 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
     assert_eq!(again.json()["task"]["taskId"], queued.as_str());
     set_lease(d, &id, json!({ "action": "release", "dropQueued": true })).assert_ok();
     assert_eq!(task(d, &queued)["state"], "cancelled");
+    std::thread::sleep(Duration::from_millis(500));
     let seen = prompts(&fx);
-    assert_eq!(seen.len(), 3, "{seen:?}");
-    assert!(seen[2].contains("Direct with a shared key"), "{seen:?}");
+    assert_eq!(seen.len(), 2, "nothing more was sent: {seen:?}");
 }
 
 #[test]
