@@ -158,6 +158,22 @@ fn check_key(key: &Option<String>) -> Result<(), TaskError> {
     Ok(())
 }
 
+/// Whether a stored event line can matter to the dispatcher, judged from its `type` without
+/// parsing the line (tracker reports, items and usage are most of the log and never do).
+fn concerns_tasks(json: &str) -> bool {
+    const KINDS: [&str; 5] = [
+        "task.",
+        "lease.",
+        "turn.started",
+        "turn.completed",
+        "session.",
+    ];
+    json.find("\"type\":\"").is_some_and(|at| {
+        let kind = &json[at + 8..];
+        KINDS.iter().any(|prefix| kind.starts_with(prefix))
+    })
+}
+
 fn new_task_id() -> String {
     let mut bytes = [0u8; 12];
     let _ = getrandom::fill(&mut bytes);
@@ -847,7 +863,7 @@ impl TaskManager {
                 }
                 received = events.recv() => match received {
                     Ok(stored) => {
-                        if stored.ephemeral {
+                        if stored.ephemeral || !concerns_tasks(&stored.json) {
                             continue;
                         }
                         let Ok(event) = serde_json::from_str::<Event>(&stored.json) else {
@@ -1179,5 +1195,36 @@ impl TaskManager {
             })
         };
         self.append(session, kind).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_events_that_move_tasks_are_parsed() {
+        assert!(concerns_tasks(
+            r#"{"seq":1,"ts":2,"session":"s","type":"turn.completed","data":{}}"#
+        ));
+        assert!(concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"task.queued","data":{}}"#
+        ));
+        assert!(concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"session.status","data":{}}"#
+        ));
+        assert!(!concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"agent.updated","data":{"type":"turn.started"}}"#
+        ));
+        assert!(!concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"item.completed","data":{}}"#
+        ));
+    }
+
+    #[test]
+    fn cut_keeps_char_boundaries() {
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(cut("héllo", 3), "hé");
+        assert_eq!(cut("abc", 10), "abc");
     }
 }
