@@ -137,6 +137,8 @@ pub enum Command {
     },
     /// Print the bearer token.
     Token,
+    /// Print the web page's URL, with the token in its fragment (open it in a browser).
+    Web,
     /// Serve MCP on stdin/stdout for a client that spawns it, forwarding to the running daemon.
     Mcp,
     /// Re-read tmux sessions (the daemon's tmux hooks call this).

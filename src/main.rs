@@ -401,6 +401,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", client.token()?);
             Ok(())
         }
+        Command::Web => {
+            let client = Client::new(cli.home, cli.listen)?;
+            // Fails with "not running" rather than print a URL nothing answers.
+            let _: serde_json::Value = client.get("/api/health")?;
+            println!("{}", web_url(client.base_url(), &client.token()?));
+            Ok(())
+        }
         Command::Mcp => cohost::mcp::bridge::run(cli.home, cli.listen),
         Command::TmuxRefresh => {
             let client = Client::new(cli.home, cli.listen)?;
@@ -408,6 +415,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `http://ADDR/#token=TOKEN`: the fragment never leaves the browser. A daemon listening on
+/// every address is reached on loopback (its guard only trusts a loopback `Origin`).
+fn web_url(base: &str, token: &str) -> String {
+    let addr = base.strip_prefix("http://").unwrap_or(base);
+    let addr = match addr.parse::<std::net::SocketAddr>() {
+        Ok(mut socket) if socket.ip().is_unspecified() => {
+            socket.set_ip(match socket {
+                std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+            socket.to_string()
+        }
+        _ => addr.to_string(),
+    };
+    let token: String = token
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("http://{addr}/#token={token}")
 }
 
 fn serve(config: ServeConfig) -> anyhow::Result<()> {
@@ -590,5 +623,27 @@ fn run_task(client: Client, command: TaskCommand) -> anyhow::Result<()> {
             &format!("/api/tasks/{task}/supersede"),
             &json!({ "text": text, "revision": revision, "idempotencyKey": idempotency_key }),
         )?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::web_url;
+
+    #[test]
+    fn web_url_is_loopback_with_an_escaped_token() {
+        assert_eq!(
+            web_url("http://127.0.0.1:7391", "ab12"),
+            "http://127.0.0.1:7391/#token=ab12"
+        );
+        assert_eq!(
+            web_url("http://0.0.0.0:7391", "ab12"),
+            "http://127.0.0.1:7391/#token=ab12"
+        );
+        assert_eq!(web_url("http://[::]:80", "t"), "http://[::1]:80/#token=t");
+        assert_eq!(
+            web_url("http://localhost:7391", "a b+c/%"),
+            "http://localhost:7391/#token=a%20b%2Bc%2F%25"
+        );
     }
 }

@@ -60,7 +60,8 @@ fn check(
             ));
         }
     }
-    if path == "/api/health" {
+    // `GET /` is the web page: static, no data; it reads the token from its URL fragment.
+    if path == "/api/health" || (method == Method::GET && path == "/") {
         return Ok(());
     }
     let authorization = headers.get(header::AUTHORIZATION);

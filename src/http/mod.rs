@@ -12,6 +12,7 @@ mod routes;
 mod sessions;
 mod stream;
 mod tasks;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -56,6 +57,7 @@ pub(crate) async fn state_view(state: &AppState) -> crate::protocol::StateView {
 
 pub fn router(state: AppState) -> Router {
     Router::new()
+        .route("/", get(web::index))
         .route("/api/health", get(routes::health))
         .route("/api/state", get(routes::state))
         .route("/api/agent-event", post(routes::agent_event))

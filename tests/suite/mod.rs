@@ -20,3 +20,4 @@ mod tasks;
 mod tasks_claude;
 mod tmux_hooks;
 mod tracker_api;
+mod web;
