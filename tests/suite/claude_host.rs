@@ -22,8 +22,10 @@ fn a_turn_is_seen_as_events_in_order_each_item_once() {
     let kinds: Vec<String> = events
         .iter()
         .filter(|e| {
-            !["usage", "session.status", "message.sent", "session.pane"]
-                .contains(&e["type"].as_str().unwrap())
+            let kind = e["type"].as_str().unwrap();
+            // The inject's records race the turn: checked on their own below.
+            !["usage", "session.status", "message.sent", "session.pane"].contains(&kind)
+                && !kind.starts_with("task.")
         })
         .map(|e| {
             let t = e["type"].as_str().unwrap().to_string();
@@ -53,6 +55,15 @@ fn a_turn_is_seen_as_events_in_order_each_item_once() {
         .find(|e| e["data"]["item"]["type"] == "agentMessage")
         .unwrap();
     assert_eq!(reply["data"]["item"]["text"], "Hello from the mock.");
+    // The prompt is tracked as a task that the turn finished.
+    let task = sent["taskId"].as_str().unwrap();
+    let view = fx.daemon.get(&format!("/api/tasks/{task}")).assert_ok();
+    assert_eq!(view["task"]["state"], "completed", "{view:#}");
+    assert_eq!(view["task"]["turnId"], sent["turnId"], "{view:#}");
+    assert_eq!(
+        view["task"]["resultExcerpt"], "Hello from the mock.",
+        "{view:#}"
+    );
 }
 
 #[test]

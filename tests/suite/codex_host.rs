@@ -34,7 +34,9 @@ fn a_full_turn_is_streamed_into_session_events_in_order() {
         // `message.sent` records the inject's outcome when `turn/start` answers, which races
         // the turn's own notifications; it is checked on its own below.
         .filter(|e| {
-            !["usage", "session.status", "message.sent"].contains(&e["type"].as_str().unwrap())
+            let kind = e["type"].as_str().unwrap();
+            !["usage", "session.status", "message.sent"].contains(&kind)
+                && !kind.starts_with("task.")
         })
         .map(|e| {
             let t = e["type"].as_str().unwrap().to_string();
@@ -88,6 +90,24 @@ fn a_full_turn_is_streamed_into_session_events_in_order() {
         .collect();
     assert_eq!(sent_events.len(), 1, "{:?}", types(&events));
     assert_eq!(sent_events[0]["data"]["turnId"], turn_id.as_str());
+    // The prompt is tracked as a task: queued, delivered and accepted once each, and the turn
+    // finished it with its reply.
+    let task = sent["taskId"].as_str().unwrap();
+    let task_kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e["data"]["taskId"] == task)
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        task_kinds,
+        ["task.queued", "task.delivered", "task.accepted"]
+    );
+    let view = fx.daemon.get(&format!("/api/tasks/{task}")).assert_ok();
+    assert_eq!(view["task"]["state"], "completed", "{view:#}");
+    assert_eq!(
+        view["task"]["resultExcerpt"], "Hello from the mock model!",
+        "{view:#}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -600,7 +600,7 @@ fn non_loopback_host_is_403() {
 fn unknown_routes_and_methods_get_json_errors() {
     let (_tmux, daemon) = daemon_with_state();
     let before = daemon.stored_fingerprint();
-    for path in ["/nope", "/api/nope", "/api/state/extra", "/"] {
+    for path in ["/nope", "/api/nope", "/api/state/extra", "/api"] {
         daemon.get(path).assert_error(404, "not_found", None);
         daemon
             .post(path, &json!({}))
