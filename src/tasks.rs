@@ -197,6 +197,24 @@ fn redacted(text: &str) -> String {
     crate::mcp::redact::redact(text).into_owned()
 }
 
+/// A compare-and-swap's precondition: the task still waits, at the revision the caller saw.
+fn waiting_at(record: &TaskRecord, revision: u64) -> Result<(), TaskError> {
+    if record.state != TaskState::Waiting {
+        return Err(TaskError::NotWaiting {
+            task: record.id.clone(),
+            state: record.state,
+        });
+    }
+    if record.revision != revision {
+        return Err(TaskError::Conflict {
+            task: record.id.clone(),
+            expected: revision,
+            current: record.revision,
+        });
+    }
+    Ok(())
+}
+
 /// Why a waiting task waits, from the session's state.
 fn waiting_reason(state: &State, task: &TaskRecord, position: usize) -> WaitingReason {
     let lease = state.tasks.lease(&task.session);
@@ -514,6 +532,16 @@ impl TaskManager {
         })
     }
 
+    /// The task, read again under its session's lock (held until the guard drops).
+    async fn locked(
+        &self,
+        task: &str,
+    ) -> Result<(tokio::sync::OwnedMutexGuard<()>, TaskRecord), TaskError> {
+        let session = self.record(task)?.session;
+        let guard = self.lock_of(&session).lock_owned().await;
+        Ok((guard, self.record(task)?))
+    }
+
     fn record(&self, task: &str) -> Result<TaskRecord, TaskError> {
         self.core()
             .read(|s| s.tasks.get(task).cloned())
@@ -530,10 +558,8 @@ impl TaskManager {
     ) -> Result<EditResult, TaskError> {
         check_prompt(text)?;
         check_key(&key)?;
-        let session = self.record(task)?.session;
-        let lock = self.lock_of(&session);
-        let _guard = lock.lock().await;
-        let record = self.record(task)?;
+        let (_guard, record) = self.locked(task).await?;
+        let session = record.session.clone();
         if let Some(key) = &key
             && record.edit_keys.contains(key)
         {
@@ -543,19 +569,7 @@ impl TaskManager {
                 replayed: true,
             });
         }
-        if record.state != TaskState::Waiting {
-            return Err(TaskError::NotWaiting {
-                task: task.to_string(),
-                state: record.state,
-            });
-        }
-        if record.revision != revision {
-            return Err(TaskError::Conflict {
-                task: task.to_string(),
-                expected: revision,
-                current: record.revision,
-            });
-        }
+        waiting_at(&record, revision)?;
         if record.edits >= MAX_EDITS {
             return Err(TaskError::EditLimit(task.to_string()));
         }
@@ -587,10 +601,8 @@ impl TaskManager {
     ) -> Result<EditResult, TaskError> {
         check_prompt(text)?;
         check_key(&key)?;
-        let session = self.record(task)?.session;
-        let lock = self.lock_of(&session);
-        let _guard = lock.lock().await;
-        let record = self.record(task)?;
+        let (_guard, record) = self.locked(task).await?;
+        let session = record.session.clone();
         if let Some(key) = &key
             && let Some(existing) = self.core().read(|s| s.tasks.by_key(&session, key).cloned())
         {
@@ -606,19 +618,7 @@ impl TaskManager {
                 existing.id
             )));
         }
-        if record.state != TaskState::Waiting {
-            return Err(TaskError::NotWaiting {
-                task: task.to_string(),
-                state: record.state,
-            });
-        }
-        if record.revision != revision {
-            return Err(TaskError::Conflict {
-                task: task.to_string(),
-                expected: revision,
-                current: record.revision,
-            });
-        }
+        waiting_at(&record, revision)?;
         let replacement = new_task_id();
         // The old task ends before the new one exists: a crash between leaves one waiting task
         // at most, never two.
@@ -659,10 +659,8 @@ impl TaskManager {
         task: &str,
         lease_generation: Option<u64>,
     ) -> Result<CancelResult, TaskError> {
-        let session = self.record(task)?.session;
-        let lock = self.lock_of(&session);
-        let _guard = lock.lock().await;
-        let record = self.record(task)?;
+        let (_guard, record) = self.locked(task).await?;
+        let session = record.session.clone();
         if record.is_finished() || record.cancel_requested {
             let task = self.task_view(task)?;
             // Finished without a cancel: an `unknown` task's end is not known either.
