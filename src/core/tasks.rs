@@ -326,10 +326,15 @@ impl Tasks {
                 task.state = TaskState::Running;
                 task.phase = TaskPhase::Accepted;
                 task.accepted_at = Some(ts);
-                task.turn_id = Some(accepted.turn_id.clone());
                 task.accepted_as = Some(accepted.accepted_as.clone());
                 task.revision += 1;
                 task.updated_at = ts;
+                if accepted.accepted_as == "queued" {
+                    // Claude queued it behind a running turn: its own turn starts later, and
+                    // the user message carrying its text names it (see `ItemCompleted`).
+                    return;
+                }
+                task.turn_id = Some(accepted.turn_id.clone());
                 // The turn may have ended before the acceptance was logged (a fast turn).
                 let ended = self
                     .sessions
@@ -382,13 +387,29 @@ impl Tasks {
                 entry.lease = lease.clone();
                 entry.lease.since = ts;
             }
-            EventKind::ItemCompleted(item) => {
-                if let Item::AgentMessage { text, .. } = &item.item
-                    && let Some(entry) = self.sessions.get_mut(session)
-                {
-                    entry.turn_mut(&item.turn_id).last_message = Some(text.clone());
+            EventKind::ItemCompleted(item) => match &item.item {
+                Item::AgentMessage { text, .. } => {
+                    if let Some(entry) = self.sessions.get_mut(session) {
+                        entry.turn_mut(&item.turn_id).last_message = Some(text.clone());
+                    }
                 }
-            }
+                Item::UserMessage { text, .. } => {
+                    // A prompt the agent queued reaches its turn: bind the task to it.
+                    let waiting = self
+                        .open(session)
+                        .find(|t| {
+                            t.phase == TaskPhase::Accepted
+                                && t.turn_id.is_none()
+                                && t.prompt.trim() == text.trim()
+                        })
+                        .map(|t| t.id.clone());
+                    if let Some(task) = waiting.and_then(|id| self.tasks.get_mut(&id)) {
+                        task.turn_id = Some(item.turn_id.clone());
+                        task.updated_at = ts;
+                    }
+                }
+                _ => {}
+            },
             EventKind::TurnCompleted(turn) => {
                 let end = TurnEnd {
                     status: turn.status,
@@ -637,6 +658,40 @@ mod tests {
         let c = tasks.get("c").unwrap();
         assert_eq!(c.state, TaskState::Cancelled);
         assert!(c.human_intervened);
+    }
+
+    #[test]
+    fn a_prompt_the_agent_queued_finishes_with_its_own_turn() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, queued("a", None, None)));
+        tasks.apply(&event(
+            2,
+            EventKind::TaskAccepted(TaskAccepted {
+                task_id: "a".into(),
+                turn_id: "human-turn".into(),
+                accepted_as: "queued".into(),
+            }),
+        ));
+        // The human's turn ends: not the task's.
+        tasks.apply(&event(3, message("human-turn", "for the human")));
+        tasks.apply(&event(4, completed("human-turn", TurnStatus::Completed)));
+        assert_eq!(tasks.get("a").unwrap().state, TaskState::Running);
+        tasks.apply(&event(
+            5,
+            EventKind::ItemCompleted(ItemEvent {
+                turn_id: "t2".into(),
+                item: Item::UserMessage {
+                    id: "t2:u".into(),
+                    text: "prompt a\n".into(),
+                },
+            }),
+        ));
+        tasks.apply(&event(6, message("t2", "for the task")));
+        tasks.apply(&event(7, completed("t2", TurnStatus::Completed)));
+        let a = tasks.get("a").unwrap();
+        assert_eq!(a.state, TaskState::Completed);
+        assert_eq!(a.turn_id.as_deref(), Some("t2"));
+        assert_eq!(a.result.as_deref(), Some("for the task"));
     }
 
     #[test]
