@@ -919,3 +919,52 @@ fn bad_task_requests_are_refused_and_change_nothing() {
     post_task(d, &id, json!({ "text": "hi" })).assert_error(409, "session_closed", None);
     assert_eq!(fx.mock.main_requests().len(), 1);
 }
+
+#[test]
+fn a_cancel_asked_under_an_older_lease_generation_withholds_the_abort() {
+    let fx = CodexFixture::start();
+    let d = &fx.daemon;
+    fx.mock.set_default(Step::text("Default reply."));
+    fx.mock
+        .push(Step::hang().when_user_contains("Hang for the stale cancel"));
+    let id = fx.create(session_opts());
+    let running = id_of(&queue_task(d, &id, "Hang for the stale cancel", None));
+    d.wait_for("the task accepted", TURN_TIMEOUT, |d| {
+        (task(d, &running)["phase"] == "accepted").then_some(())
+    });
+    // The client saw generation 0; control went to a human and came back meanwhile.
+    set_lease(d, &id, json!({ "action": "takeover" })).assert_ok();
+    let lease = set_lease(d, &id, json!({ "action": "release" })).assert_ok();
+    assert_eq!(lease["lease"]["generation"], 2, "{lease:#}");
+    let cancelled = d
+        .post(
+            &format!("/api/tasks/{running}/cancel"),
+            &json!({ "leaseGeneration": 0 }),
+        )
+        .assert_ok();
+    assert_eq!(cancelled["outcome"], "abort_withheld", "{cancelled:#}");
+    assert_eq!(
+        cancelled["task"]["abortWithheld"], "lease_changed",
+        "{cancelled:#}"
+    );
+    assert_eq!(cancelled["task"]["state"], "running", "{cancelled:#}");
+    // A repeat reports the same outcome and sends nothing.
+    let again = d
+        .post(&format!("/api/tasks/{running}/cancel"), &json!({}))
+        .assert_ok();
+    assert_eq!(again["replayed"], true, "{again:#}");
+    assert_eq!(again["outcome"], "abort_withheld", "{again:#}");
+    std::thread::sleep(QUIET);
+    assert_eq!(
+        task(d, &running)["state"],
+        "running",
+        "the turn was not interrupted"
+    );
+    // The owner interrupts it themselves; the outcome stays withheld.
+    d.post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    let done = wait_finished(d, &running);
+    assert_eq!(done["state"], "cancelled", "{done:#}");
+    assert_eq!(done["cancelOutcome"], "abort_withheld", "{done:#}");
+    assert_eq!(done["humanIntervened"], true, "{done:#}");
+}
