@@ -6,6 +6,7 @@
 //! - [`core`] — the single writer: seq assignment, the event log, the tracker, fan-out.
 //! - [`tmux`] — the only module that speaks tmux.
 //! - [`codex`] — the only module that speaks codex's `app-server` JSON-RPC and runs its children.
+//! - [`host`] — what the codex and claude hosts share: `HostError`, `InjectOutcome`, `Capability`.
 //! - [`tasks`] — the task queue and control leases: delivery, cancel, takeover/release.
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
@@ -19,6 +20,7 @@ pub mod codex;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod host;
 pub mod http;
 pub mod mcp;
 pub mod protocol;

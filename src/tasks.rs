@@ -22,9 +22,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::claude::host::ClaudeHost;
-use crate::codex::host::{CodexHost, HostError, InjectOutcome};
+use crate::codex::host::CodexHost;
 use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
+use crate::host::{HostError, InjectOutcome};
 use crate::protocol::{
     CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
     SendResult, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited,

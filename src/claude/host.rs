@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use super::normalize::{self, Normalizer, Output};
 use super::screen;
 use super::tail::{self, Checkpoint, TailItem};
-use crate::codex::host::{HostError, InjectOutcome};
 use crate::core::{CoreError, CoreHandle, now_ms};
+use crate::host::{HostError, InjectOutcome};
 use crate::protocol::{
     AgentStatus, AgentUpdate, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness,
     MessageSent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,

@@ -24,6 +24,7 @@ use super::normalize::{self, Normalized};
 use super::process::{AppServerProcess, CodexBin, Listen};
 use super::rpc::{Incoming, RequestId, RpcClient, RpcError};
 use crate::core::{CoreError, CoreHandle};
+use crate::host::{Capability, HostError, InjectOutcome};
 use crate::protocol::{
     AgentStatus, AgentUpdate, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin,
     HostedSessionView, Item, ItemEvent, MessageSent, Runtime, SessionBound, SessionClosed,
@@ -60,51 +61,10 @@ pub struct HostConfig {
     pub park_timeout: Duration,
 }
 
-/// Why a host operation failed; the HTTP layer maps each variant once.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error("no session `{0}`")]
-    UnknownSession(String),
-    #[error("session `{0}` is closed")]
-    Closed(String),
-    #[error("session `{0}` has no live thread yet; retry shortly")]
-    NotReady(String),
-    /// A human has a half-typed draft in the session's input box; cohost does not type into it.
-    #[error("someone is typing in session `{0}`'s input box; not typing over their draft")]
-    HumanTyping(String),
-    #[error("codex is not available: {0}")]
-    CodexUnavailable(String),
-    #[error("claude is not available: {0}")]
-    ClaudeUnavailable(String),
-    #[error("claude failed: {0}")]
-    Claude(String),
-    #[error("codex failed: {0}")]
-    Codex(String),
-    #[error("no approval `{0}` in this session")]
-    UnknownApproval(String),
-    #[error("approval `{0}` was already resolved")]
-    ApprovalResolved(String),
-    #[error(transparent)]
-    Core(#[from] CoreError),
-}
-
 impl From<RpcError> for HostError {
     fn from(error: RpcError) -> Self {
         HostError::Codex(error.to_string())
     }
-}
-
-/// What an inject did.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InjectOutcome {
-    /// `started` (a new turn) or `steered` (added to the running turn).
-    pub outcome: String,
-    pub turn_id: String,
-    /// True when an idempotency key matched an earlier inject: nothing was sent again.
-    pub duplicate: bool,
 }
 
 /// The environment variable that carries the WebSocket token to the co-driving TUI.
@@ -151,40 +111,6 @@ pub struct CreateParams {
 
 pub const APPROVAL_POLICIES: [&str; 4] = ["untrusted", "on-request", "on-failure", "never"];
 pub const SANDBOXES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
-
-/// A capability answer: `{ok:true,data}` or `{ok:false,reason,message}`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Capability {
-    pub ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-    /// `unsupported`, `no_active_thread` or `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl Capability {
-    pub fn ok(data: Value) -> Self {
-        Capability {
-            ok: true,
-            data: Some(data),
-            reason: None,
-            message: None,
-        }
-    }
-
-    pub fn fail(reason: &str, message: impl Into<String>) -> Self {
-        Capability {
-            ok: false,
-            data: None,
-            reason: Some(reason.to_string()),
-            message: Some(message.into()),
-        }
-    }
-}
 
 #[derive(Clone)]
 pub struct CodexHost {

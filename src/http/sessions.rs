@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::claude::host::{CreateClaude, PERMISSION_MODES};
-use crate::codex::host::{APPROVAL_POLICIES, Capability, CreateParams, HostError, SANDBOXES};
+use crate::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
+use crate::host::{Capability, HostError};
 use crate::protocol::{Budget, HostedSessionView, Runtime};
 
 impl From<HostError> for ApiError {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::{CohostMcp, answer, bound, failure};
-use crate::codex::host::HostError;
 use crate::core::now_ms;
+use crate::host::HostError;
 use crate::http::ApiError;
 use crate::protocol::{AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime};
 use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
