@@ -1331,6 +1331,7 @@ impl Inner {
                     &live.session_id,
                     EventKind::Error(ErrorEvent {
                         turn_id: None,
+                        id: None,
                         message: line
                             .get("message")
                             .and_then(Value::as_str)
@@ -1461,6 +1462,7 @@ fn fork_parent(dir: &Path) -> Option<String> {
 fn parse_error(source: &str, offset: u64, error: &str) -> Output {
     Output::Store(EventKind::Error(ErrorEvent {
         turn_id: None,
+        id: Some(format!("parse:{source}:{offset}")),
         message: format!("a malformed line in {source} at byte {offset}: {error}"),
         code: Some("parse_error".into()),
     }))

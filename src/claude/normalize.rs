@@ -394,6 +394,7 @@ impl Normalizer {
                     if failed {
                         out.push(Output::Store(EventKind::Error(ErrorEvent {
                             turn_id: Some(done.turn_id.clone()),
+                            id: Some(format!("turn-failed:{}", done.turn_id)),
                             message: done.error.clone().unwrap_or_default(),
                             code: str_of(&payload, "error"),
                         })));
@@ -549,6 +550,10 @@ impl Normalizer {
                         .unwrap_or("API error")
                         .to_string();
                     out.push(Output::Store(EventKind::Error(ErrorEvent {
+                        id: line
+                            .get("uuid")
+                            .and_then(Value::as_str)
+                            .map(|uuid| format!("transcript:{uuid}")),
                         turn_id: Some(turn_id),
                         message: text,
                         code: line.get("apiErrorStatus").map(|s| s.to_string()),
@@ -616,6 +621,10 @@ impl Normalizer {
                             + get("output_tokens"),
                     };
                     out.push(Output::Store(EventKind::Usage(Usage {
+                        id: line
+                            .get("uuid")
+                            .and_then(Value::as_str)
+                            .map(|uuid| format!("transcript:{uuid}")),
                         turn_id,
                         total: counts.clone(),
                         last: counts,

@@ -101,6 +101,7 @@ pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
             .get("tokenUsage")
             .map(|usage| {
                 vec![Normalized::Store(EventKind::Usage(Usage {
+                    id: None,
                     turn_id: turn_of(params),
                     total: counts(usage.get("total")),
                     last: counts(usage.get("last")),
@@ -111,6 +112,7 @@ pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
         "error" => {
             let error = params.get("error").cloned().unwrap_or(Value::Null);
             vec![Normalized::Store(EventKind::Error(ErrorEvent {
+                id: None,
                 turn_id: str_field(params, "turnId"),
                 message: str_field(&error, "message")
                     .unwrap_or_else(|| "codex reported an error".into()),

@@ -110,6 +110,8 @@ pub(crate) fn dedupe_key(kind: &EventKind) -> Option<String> {
         EventKind::ItemCompleted(i) => Some(format!("item.completed:{}", i.id())),
         EventKind::ApprovalRequested(a) => Some(format!("approval.requested:{}", a.approval_id)),
         EventKind::ApprovalResolved(a) => Some(format!("approval.resolved:{}", a.approval_id)),
+        EventKind::Usage(u) => u.id.as_ref().map(|id| format!("usage:{id}")),
+        EventKind::Error(e) => e.id.as_ref().map(|id| format!("error:{id}")),
         _ => None,
     }
 }
@@ -357,6 +359,21 @@ mod tests {
                 lost: false,
             }),
         ));
+        // Usage and errors with an identity are stored once; without one, every time.
+        let usage = |id: Option<&str>| {
+            EventKind::Usage(crate::protocol::Usage {
+                turn_id: "u1".into(),
+                id: id.map(Into::into),
+                total: Default::default(),
+                last: Default::default(),
+                context_window: None,
+            })
+        };
+        sessions.apply(&event(7, usage(Some("transcript:x"))));
+        assert!(sessions.is_duplicate("s1", &usage(Some("transcript:x"))));
+        assert!(!sessions.is_duplicate("s1", &usage(Some("transcript:y"))));
+        sessions.apply(&event(8, usage(None)));
+        assert!(!sessions.is_duplicate("s1", &usage(None)));
         let record = sessions.get("s1").unwrap();
         assert_eq!(record.active_turn, None);
         assert_eq!(record.pending_approvals().count(), 0);

@@ -283,6 +283,10 @@ pub struct ApprovalResolved {
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub turn_id: String,
+    /// Set when the runtime's record has an id of its own (a Claude transcript line): a
+    /// replay of the same record is then recognised and not stored twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub total: TokenCounts,
     pub last: TokenCounts,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -305,6 +309,10 @@ pub struct TokenCounts {
 pub struct ErrorEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
+    /// Set when the error comes from a record with an identity (a transcript line, a byte
+    /// offset of a tailed file): a replay of it is recognised and not stored twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,

@@ -437,6 +437,19 @@ fn a_daemon_restart_picks_the_session_up_again(how: Restart) {
         ],
     );
     assert_eq!(fx.mock.main_requests().len(), 4, "{}", fx.mock.summary());
+    // Usage comes from transcript lines, each under the line's own id: a tail that replays
+    // lines after the restart cannot store one twice.
+    let usage: Vec<&str> = of_type(&events, "usage")
+        .iter()
+        .map(|e| {
+            e["data"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("usage without an id: {e}"))
+        })
+        .collect();
+    assert!(!usage.is_empty(), "{}", dump(&events));
+    let unique: std::collections::HashSet<&&str> = usage.iter().collect();
+    assert_eq!(unique.len(), usage.len(), "{usage:?}");
 }
 
 #[test]
