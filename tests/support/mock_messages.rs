@@ -15,22 +15,22 @@
 //! The server runs on its own background thread with its own tokio runtime, so it works from
 //! plain `#[test]` functions; dropping the [`MockMessages`] stops it.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+
+use super::mock_server::{
+    self, Finish, Gone, OnDrop, Server, Sse, chunks, header_map, sse_response,
+};
 
 /// The title a side title-generation request is answered with (as `{"title": MOCK_TITLE}`).
 pub const MOCK_TITLE: &str = "Mock title";
@@ -379,62 +379,34 @@ fn classify(body: &Value, headers: &BTreeMap<String, String>) -> RequestKind {
     RequestKind::Main
 }
 
-struct Inner {
-    queue: VecDeque<(usize, Step)>,
-    pushed: usize,
-    default_step: Step,
+/// What the Messages mock keeps besides the shared log.
+struct Extra {
     side_replies: BTreeMap<RequestKind, Step>,
-    received: Vec<Received>,
-    disconnects: usize,
-    other_requests: Vec<String>,
     not_found: Vec<String>,
 }
 
-struct Shared {
-    inner: Mutex<Inner>,
-    changed: Condvar,
-    ids: AtomicU64,
-}
+type Shared = mock_server::Shared<Step, Received, Extra>;
+type Inner = mock_server::Log<Step, Received, Extra>;
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn next_id(&self) -> u64 {
-        self.ids.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    fn note_disconnect(&self, seq: usize) {
-        let mut inner = self.lock();
+/// Counts a disconnect and marks request `seq` as cut short.
+fn note_disconnect(shared: &Shared, seq: usize) {
+    shared.update(|inner| {
         inner.disconnects += 1;
         if let Some(received) = inner.received.get_mut(seq) {
             received.disconnected = true;
         }
-        drop(inner);
-        self.changed.notify_all();
-    }
+    });
 }
 
 /// The mock server. Dropping it shuts the server down (open streams are cut).
 pub struct MockMessages {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
+    server: Server,
 }
 
 impl MockMessages {
     /// Binds 127.0.0.1:0 and serves on a background runtime thread.
     pub fn start() -> MockMessages {
-        let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").expect("mock messages: bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("mock messages: set_nonblocking");
-        let addr = listener.local_addr().expect("mock messages: local_addr");
         let side_replies = BTreeMap::from([
             (
                 RequestKind::Title,
@@ -444,21 +416,11 @@ impl MockMessages {
             (RequestKind::Subagent, Step::text(MOCK_SUBAGENT_REPLY)),
             (RequestKind::Side, Step::text(DEFAULT_REPLY)),
         ]);
-        let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner {
-                queue: VecDeque::new(),
-                pushed: 0,
-                default_step: Step::text(DEFAULT_REPLY),
-                side_replies,
-                received: Vec::new(),
-                disconnects: 0,
-                other_requests: Vec::new(),
-                not_found: Vec::new(),
-            }),
-            changed: Condvar::new(),
-            ids: AtomicU64::new(0),
-        });
-        let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+        let extra = Extra {
+            side_replies,
+            not_found: Vec::new(),
+        };
+        let shared = Shared::new("mock messages", Step::text(DEFAULT_REPLY), extra, describe);
         let app = Router::new()
             .route("/v1/messages", post(messages_handler))
             .route("/v1/messages/count_tokens", post(count_tokens))
@@ -468,58 +430,28 @@ impl MockMessages {
             .fallback(other)
             .layer(DefaultBodyLimit::disable())
             .with_state(shared.clone());
-        let thread = thread::Builder::new()
-            .name(format!("mock-messages-{}", addr.port()))
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .expect("mock messages: tokio runtime");
-                runtime.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener)
-                        .expect("mock messages: listener");
-                    tokio::select! {
-                        result = axum::serve(listener, app) => {
-                            if let Err(e) = result {
-                                eprintln!("mock messages: server error: {e}");
-                            }
-                        }
-                        _ = shutdown_rx => {}
-                    }
-                });
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })
-            .expect("mock messages: spawn thread");
-        MockMessages {
-            addr,
-            shared,
-            shutdown: Some(shutdown_tx),
-            thread: Some(thread),
-        }
+        let server = Server::start("mock messages", app);
+        MockMessages { shared, server }
     }
 
     /// `http://127.0.0.1:PORT` — the `ANTHROPIC_BASE_URL` for claude (no `/v1`).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.addr())
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// Enqueues a scripted reply for a main-conversation request.
     pub fn push(&self, step: Step) -> &Self {
-        let mut inner = self.shared.lock();
-        let index = inner.pushed;
-        inner.pushed += 1;
-        inner.queue.push_back((index, step));
+        self.shared.push(step);
         self
     }
 
     /// Replaces the reply used when no queued step matches (default: text "ok").
     pub fn set_default(&self, step: Step) {
-        self.shared.lock().default_step = step;
+        self.shared.set_default(step);
     }
 
     /// Replaces the canned answer for a side request kind (`Main` replaces the default reply).
@@ -528,28 +460,23 @@ impl MockMessages {
         if kind == RequestKind::Main {
             inner.default_step = step;
         } else {
-            inner.side_replies.insert(kind, step);
+            inner.extra.side_replies.insert(kind, step);
         }
     }
 
     /// How many pushed steps have not been consumed yet.
     pub fn pending_steps(&self) -> usize {
-        self.shared.lock().queue.len()
+        self.shared.pending_steps()
     }
 
     /// Bodies of every `POST /v1/messages` received, side requests included, in arrival order.
     pub fn requests(&self) -> Vec<Value> {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
+        self.received().into_iter().map(|r| r.body).collect()
     }
 
     /// Every `POST /v1/messages` received, with its classification and the step that answered it.
     pub fn received(&self) -> Vec<Received> {
-        self.shared.lock().received.clone()
+        self.shared.received_where(|_| true)
     }
 
     /// Only the main-conversation requests.
@@ -559,38 +486,27 @@ impl MockMessages {
 
     /// Only the requests of one kind.
     pub fn requests_of(&self, kind: RequestKind) -> Vec<Received> {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .filter(|r| r.kind == kind)
-            .cloned()
-            .collect()
+        self.shared.received_where(|r| r.kind == kind)
     }
 
     /// How many main requests found no step and got the default reply.
     pub fn defaulted(&self) -> usize {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .filter(|r| r.defaulted)
-            .count()
+        self.shared.count_received(|r| r.defaulted)
     }
 
     /// How many answers were cut because the client hung up before the mock finished.
     pub fn disconnects(&self) -> usize {
-        self.shared.lock().disconnects
+        self.shared.disconnects()
     }
 
     /// `METHOD uri` of every request that was not `POST /v1/messages` (answered or not).
     pub fn other_requests(&self) -> Vec<String> {
-        self.shared.lock().other_requests.clone()
+        self.shared.other_requests()
     }
 
     /// `METHOD uri` of every request answered 404 (paths the mock does not know).
     pub fn not_found(&self) -> Vec<String> {
-        self.shared.lock().not_found.clone()
+        self.shared.lock().extra.not_found.clone()
     }
 
     /// Waits until at least `n` main-conversation requests arrived; returns them all.
@@ -606,60 +522,22 @@ impl MockMessages {
         n: usize,
         timeout: Duration,
     ) -> Vec<Received> {
-        self.wait_for(
+        self.shared.wait_for_received(
             &format!("{n} {kind:?} /v1/messages requests"),
+            n,
             timeout,
-            |inner| {
-                let matching: Vec<Received> = inner
-                    .received
-                    .iter()
-                    .filter(|r| r.kind == kind)
-                    .cloned()
-                    .collect();
-                (matching.len() >= n).then_some(matching)
-            },
+            |r| r.kind == kind,
         )
     }
 
     /// Waits until at least `n` answers were cut by the client (an interrupt drops the stream).
     pub fn wait_for_disconnects(&self, n: usize, timeout: Duration) -> usize {
-        self.wait_for(&format!("{n} client disconnects"), timeout, |inner| {
-            (inner.disconnects >= n).then_some(inner.disconnects)
-        })
+        self.shared.wait_for_disconnects(n, timeout)
     }
 
     /// A one-line-per-request summary, for failure messages.
     pub fn summary(&self) -> String {
-        let inner = self.shared.lock();
-        describe(&inner)
-    }
-
-    fn wait_for<T>(
-        &self,
-        what: &str,
-        timeout: Duration,
-        mut check: impl FnMut(&Inner) -> Option<T>,
-    ) -> T {
-        let deadline = Instant::now() + timeout;
-        let mut inner = self.shared.lock();
-        loop {
-            if let Some(value) = check(&inner) {
-                return value;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                panic!(
-                    "mock messages: timed out after {timeout:?} waiting for {what}; {}",
-                    describe(&inner)
-                );
-            }
-            inner = self
-                .shared
-                .changed
-                .wait_timeout(inner, deadline - now)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
-        }
+        self.shared.describe()
     }
 }
 
@@ -697,20 +575,8 @@ fn describe(inner: &Inner) -> String {
     )
 }
 
-impl Drop for MockMessages {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 fn note_other(shared: &Shared, method: &Method, uri: &Uri) {
-    shared.lock().other_requests.push(format!("{method} {uri}"));
-    shared.changed.notify_all();
+    shared.note_other(format!("{method} {uri}"));
 }
 
 fn model_entry(id: &str) -> Value {
@@ -755,13 +621,11 @@ async fn root(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> St
 }
 
 async fn other(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> impl IntoResponse {
-    {
-        let mut inner = shared.lock();
-        let line = format!("{method} {uri}");
+    let line = format!("{method} {uri}");
+    shared.update(|inner| {
         inner.other_requests.push(line.clone());
-        inner.not_found.push(line);
-    }
-    shared.changed.notify_all();
+        inner.extra.not_found.push(line);
+    });
     error_response(StatusCode::NOT_FOUND, "not mocked")
 }
 
@@ -793,41 +657,19 @@ async fn messages_handler(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            let text = String::from_utf8_lossy(&body).into_owned();
-            shared.lock().other_requests.push(format!(
-                "POST {uri} with a non-JSON body ({e}): {text:.200}"
-            ));
-            shared.changed.notify_all();
-            return error_response(StatusCode::BAD_REQUEST, "mock messages: body is not JSON");
-        }
+    let Some(body) = shared.json_body(&uri.to_string(), &body) else {
+        return error_response(StatusCode::BAD_REQUEST, "mock messages: body is not JSON");
     };
-    let headers: BTreeMap<String, String> = headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = header_map(&headers);
     let kind = classify(&body, &headers);
     let model = body["model"].as_str().unwrap_or(MOCK_MODEL).to_owned();
     let stream = body["stream"].as_bool().unwrap_or(false);
-    let (seq, step) = {
-        let mut inner = shared.lock();
+    let (seq, step) = shared.update(|inner| {
         let (step_index, defaulted, step) = match kind {
-            RequestKind::Main => match inner.queue.iter().position(|(_, s)| s.matches(&body)) {
-                Some(pos) => {
-                    let (index, step) = inner.queue.remove(pos).expect("position is in range");
-                    (Some(index), false, step)
-                }
-                None => (None, true, inner.default_step.clone()),
-            },
+            RequestKind::Main => inner.take_step(|s| s.matches(&body)),
             side => {
                 let step = inner
+                    .extra
                     .side_replies
                     .get(&side)
                     .cloned()
@@ -848,8 +690,7 @@ async fn messages_handler(
             at: Instant::now(),
         });
         (seq, step)
-    };
-    shared.changed.notify_all();
+    });
     let answer = Answer {
         shared,
         seq,
@@ -867,22 +708,13 @@ struct Answer {
     request_id: String,
 }
 
-/// Notes a disconnect when dropped while armed: the client went away before the answer was done.
-struct DisconnectGuard {
-    shared: Arc<Shared>,
-    seq: usize,
-    armed: bool,
-}
-
-impl Drop for DisconnectGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            self.shared.note_disconnect(self.seq);
-        }
-    }
-}
-
 impl Answer {
+    /// Notes this request's disconnect.
+    fn on_gone(&self) -> impl FnOnce() + Send + 'static {
+        let (shared, seq) = (self.shared.clone(), self.seq);
+        move || note_disconnect(&shared, seq)
+    }
+
     async fn respond(mut self, step: Step, stream: bool) -> Response {
         self.request_id = format!("req_mock_{:04}", self.shared.next_id());
         if let Reply::HttpStatus { status, message } = &step.reply {
@@ -911,11 +743,7 @@ impl Answer {
             Reply::Message(blocks) if !step.hang_after => blocks.clone(),
             _ => {
                 // Hold the answer back until the client gives up (hyper drops this future).
-                let _guard = DisconnectGuard {
-                    shared: self.shared.clone(),
-                    seq: self.seq,
-                    armed: true,
-                };
+                let _gone = OnDrop::new(self.on_gone());
                 std::future::pending::<()>().await;
                 unreachable!("pending never resolves");
             }
@@ -955,41 +783,9 @@ impl Answer {
     }
 
     fn stream(self, step: Step) -> Response {
-        let (tx, rx) = mpsc::channel::<String>(16);
-        tokio::spawn(async move {
-            let sse = Sse {
-                tx,
-                delay: step.delay,
-            };
-            let guard = DisconnectGuard {
-                shared: self.shared.clone(),
-                seq: self.seq,
-                armed: true,
-            };
-            match self.run(&step, &sse).await {
-                // The client went away mid-answer; the guard records it.
-                Err(Gone) => drop(guard),
-                Ok(Finish::Hang) => {
-                    sse.tx.closed().await;
-                    drop(guard);
-                }
-                Ok(Finish::Done) => {
-                    let mut guard = guard;
-                    guard.armed = false;
-                }
-            }
-        });
-        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-            rx.recv()
-                .await
-                .map(|chunk| (Ok::<Bytes, Infallible>(Bytes::from(chunk)), rx))
-        });
-        Response::builder()
-            .status(StatusCode::OK)
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .header(header::CACHE_CONTROL, "no-cache")
-            .body(Body::from_stream(stream))
-            .expect("valid SSE response")
+        sse_response(step.delay, self.on_gone(), move |sse| async move {
+            self.run(&step, &sse).await
+        })
     }
 
     /// Streams the step's events.
@@ -1080,60 +876,10 @@ impl Answer {
     }
 }
 
-/// How a streamed answer ended.
-enum Finish {
-    /// `message_stop` was sent.
-    Done,
-    /// Hold the stream open until the client goes away.
-    Hang,
-}
-
 fn stop_reason(blocks: &[Block]) -> &'static str {
     if blocks.iter().any(|b| matches!(b, Block::ToolUse { .. })) {
         "tool_use"
     } else {
         "end_turn"
     }
-}
-
-/// Writes SSE events for one answer into `tx`; `Gone` once the client has hung up.
-struct Sse {
-    tx: mpsc::Sender<String>,
-    delay: Duration,
-}
-
-struct Gone;
-
-impl Sse {
-    async fn send(&self, event: Value) -> Result<(), Gone> {
-        let kind = event["type"].as_str().unwrap_or("message").to_owned();
-        self.tx
-            .send(format!("event: {kind}\ndata: {event}\n\n"))
-            .await
-            .map_err(|_| Gone)
-    }
-
-    async fn pause(&self) {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-    }
-}
-
-/// Splits text into word-sized chunks that concatenate back to it ("You ", "said: ", "hi").
-fn chunks(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut in_space = false;
-    for c in text.chars() {
-        if !c.is_whitespace() && in_space && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        in_space = c.is_whitespace();
-        current.push(c);
-    }
-    if !current.is_empty() || out.is_empty() {
-        out.push(current);
-    }
-    out
 }

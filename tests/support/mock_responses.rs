@@ -7,22 +7,20 @@
 //! The server runs on its own background thread with its own tokio runtime, so it works from
 //! plain `#[test]` functions; dropping the [`MockResponses`] stops it.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+
+use super::mock_server::{self, Finish, Gone, Server, Sse, chunks, header_map, sse_response};
 
 /// The text a hidden title-generation request is answered with.
 pub const MOCK_TITLE: &str = "Mock title";
@@ -344,271 +342,130 @@ fn classify(body: &Value) -> RequestKind {
     RequestKind::Main
 }
 
-struct Inner {
-    queue: VecDeque<(usize, Step)>,
-    pushed: usize,
-    default_step: Step,
-    received: Vec<Received>,
-    disconnects: usize,
-    other_requests: Vec<String>,
-}
-
-struct Shared {
-    inner: Mutex<Inner>,
-    changed: Condvar,
-    ids: AtomicU64,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn next_id(&self) -> u64 {
-        self.ids.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    fn note_disconnect(&self) {
-        self.lock().disconnects += 1;
-        self.changed.notify_all();
-    }
-}
+type Shared = mock_server::Shared<Step, Received>;
+type Inner = mock_server::Log<Step, Received>;
 
 /// The mock server. Dropping it shuts the server down (open streams are cut).
 pub struct MockResponses {
-    addr: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<thread::JoinHandle<()>>,
+    server: Server,
 }
 
 impl MockResponses {
     /// Binds 127.0.0.1:0 and serves on a background runtime thread.
     pub fn start() -> MockResponses {
-        let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").expect("mock responses: bind 127.0.0.1:0");
-        listener
-            .set_nonblocking(true)
-            .expect("mock responses: set_nonblocking");
-        let addr = listener.local_addr().expect("mock responses: local_addr");
-        let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner {
-                queue: VecDeque::new(),
-                pushed: 0,
-                default_step: Step::text(DEFAULT_REPLY),
-                received: Vec::new(),
-                disconnects: 0,
-                other_requests: Vec::new(),
-            }),
-            changed: Condvar::new(),
-            ids: AtomicU64::new(0),
-        });
-        let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+        let shared = Shared::new("mock responses", Step::text(DEFAULT_REPLY), (), describe);
         let app = Router::new()
             .route("/v1/responses", post(responses))
             .route("/v1/models", get(models))
             .fallback(other)
             .layer(DefaultBodyLimit::disable())
             .with_state(shared.clone());
-        let thread = thread::Builder::new()
-            .name(format!("mock-responses-{}", addr.port()))
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .expect("mock responses: tokio runtime");
-                runtime.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener)
-                        .expect("mock responses: listener");
-                    tokio::select! {
-                        result = axum::serve(listener, app) => {
-                            if let Err(e) = result {
-                                eprintln!("mock responses: server error: {e}");
-                            }
-                        }
-                        _ = shutdown_rx => {}
-                    }
-                });
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            })
-            .expect("mock responses: spawn thread");
-        MockResponses {
-            addr,
-            shared,
-            shutdown: Some(shutdown_tx),
-            thread: Some(thread),
-        }
+        let server = Server::start("mock responses", app);
+        MockResponses { shared, server }
     }
 
     /// `http://127.0.0.1:PORT/v1` — the provider `base_url` for codex.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.addr())
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// Enqueues a scripted reply for a main-conversation request.
     pub fn push(&self, step: Step) -> &Self {
-        let mut inner = self.shared.lock();
-        let index = inner.pushed;
-        inner.pushed += 1;
-        inner.queue.push_back((index, step));
+        self.shared.push(step);
         self
     }
 
     /// Replaces the reply used when no queued step matches (default: text "ok", default usage).
     pub fn set_default(&self, step: Step) {
-        self.shared.lock().default_step = step;
+        self.shared.set_default(step);
     }
 
     /// How many pushed steps have not been consumed yet.
     pub fn pending_steps(&self) -> usize {
-        self.shared.lock().queue.len()
+        self.shared.pending_steps()
     }
 
     /// Bodies of every `POST /v1/responses` received, hidden calls included, in arrival order.
     pub fn requests(&self) -> Vec<Value> {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
+        self.received().into_iter().map(|r| r.body).collect()
     }
 
     /// Every `POST /v1/responses` received, with its classification and the step that answered it.
     pub fn received(&self) -> Vec<Received> {
-        self.shared.lock().received.clone()
+        self.shared.received_where(|_| true)
     }
 
     /// Only the main-conversation requests.
     pub fn main_requests(&self) -> Vec<Received> {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .filter(|r| r.kind == RequestKind::Main)
-            .cloned()
-            .collect()
+        self.shared.received_where(|r| r.kind == RequestKind::Main)
     }
 
     /// How many main requests found no step and got the default reply.
     pub fn defaulted(&self) -> usize {
-        self.shared
-            .lock()
-            .received
-            .iter()
-            .filter(|r| r.defaulted)
-            .count()
+        self.shared.count_received(|r| r.defaulted)
     }
 
     /// How many response streams ended because the client hung up before the mock finished.
     pub fn disconnects(&self) -> usize {
-        self.shared.lock().disconnects
+        self.shared.disconnects()
     }
 
     /// `METHOD path` of every request that was not `POST /v1/responses` or `GET /v1/models`.
     pub fn other_requests(&self) -> Vec<String> {
-        self.shared.lock().other_requests.clone()
+        self.shared.other_requests()
     }
 
     /// Waits until at least `n` main-conversation requests arrived; returns them all.
     /// Panics (listing what did arrive) after `timeout`.
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<Received> {
-        self.wait_for(
+        self.shared.wait_for_received(
             &format!("{n} main /v1/responses requests"),
+            n,
             timeout,
-            |inner| {
-                let main: Vec<Received> = inner
-                    .received
-                    .iter()
-                    .filter(|r| r.kind == RequestKind::Main)
-                    .cloned()
-                    .collect();
-                (main.len() >= n).then_some(main)
-            },
+            |r| r.kind == RequestKind::Main,
         )
     }
 
     /// Waits until at least `n` streams were cut by the client (steer/interrupt drop the stream).
     pub fn wait_for_disconnects(&self, n: usize, timeout: Duration) -> usize {
-        self.wait_for(&format!("{n} client disconnects"), timeout, |inner| {
-            (inner.disconnects >= n).then_some(inner.disconnects)
-        })
-    }
-
-    fn wait_for<T>(
-        &self,
-        what: &str,
-        timeout: Duration,
-        mut check: impl FnMut(&Inner) -> Option<T>,
-    ) -> T {
-        let deadline = Instant::now() + timeout;
-        let mut inner = self.shared.lock();
-        loop {
-            if let Some(value) = check(&inner) {
-                return value;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                let seen: Vec<String> = inner
-                    .received
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "#{} {:?} step={:?} last_user={:?}",
-                            r.seq,
-                            r.kind,
-                            r.step,
-                            r.last_user_text()
-                        )
-                    })
-                    .collect();
-                panic!(
-                    "mock responses: timed out after {timeout:?} waiting for {what}; received {}: {seen:#?}; \
-                     disconnects {}; other requests {:?}",
-                    inner.received.len(),
-                    inner.disconnects,
-                    inner.other_requests
-                );
-            }
-            inner = self
-                .shared
-                .changed
-                .wait_timeout(inner, deadline - now)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
-        }
+        self.shared.wait_for_disconnects(n, timeout)
     }
 }
 
-impl Drop for MockResponses {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// What a timed-out wait reports.
+fn describe(inner: &Inner) -> String {
+    let seen: Vec<String> = inner
+        .received
+        .iter()
+        .map(|r| {
+            format!(
+                "#{} {:?} step={:?} last_user={:?}",
+                r.seq,
+                r.kind,
+                r.step,
+                r.last_user_text()
+            )
+        })
+        .collect();
+    format!(
+        "received {}: {seen:#?}; disconnects {}; other requests {:?}",
+        inner.received.len(),
+        inner.disconnects,
+        inner.other_requests
+    )
 }
 
 async fn models() -> impl IntoResponse {
     axum::Json(json!({ "object": "list", "data": [], "models": [] }))
 }
 
-async fn other(
-    State(shared): State<Arc<Shared>>,
-    method: axum::http::Method,
-    uri: Uri,
-) -> impl IntoResponse {
-    shared.lock().other_requests.push(format!("{method} {uri}"));
-    shared.changed.notify_all();
+async fn other(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> impl IntoResponse {
+    shared.note_other(format!("{method} {uri}"));
     (
         StatusCode::NOT_FOUND,
         axum::Json(json!({ "error": { "message": "not mocked", "type": "not_found" } })),
@@ -616,31 +473,12 @@ async fn other(
 }
 
 async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            let text = String::from_utf8_lossy(&body).into_owned();
-            let mut inner = shared.lock();
-            inner.other_requests.push(format!(
-                "POST /v1/responses with a non-JSON body ({e}): {text:.200}"
-            ));
-            drop(inner);
-            shared.changed.notify_all();
-            return (StatusCode::BAD_REQUEST, "mock responses: body is not JSON").into_response();
-        }
+    let Some(body) = shared.json_body("/v1/responses", &body) else {
+        return (StatusCode::BAD_REQUEST, "mock responses: body is not JSON").into_response();
     };
-    let headers: BTreeMap<String, String> = headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
+    let headers = header_map(&headers);
     let kind = classify(&body);
-    let step = {
-        let mut inner = shared.lock();
+    let step = shared.update(|inner| {
         let (step_index, defaulted, step) = match kind {
             RequestKind::Title => (
                 None,
@@ -648,13 +486,7 @@ async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
                 Step::text(json!({ "title": MOCK_TITLE }).to_string()),
             ),
             RequestKind::Compaction => (None, false, Step::text(MOCK_COMPACTION_SUMMARY)),
-            RequestKind::Main => match inner.queue.iter().position(|(_, s)| s.matches(&body)) {
-                Some(pos) => {
-                    let (index, step) = inner.queue.remove(pos).expect("position is in range");
-                    (Some(index), false, step)
-                }
-                None => (None, true, inner.default_step.clone()),
-            },
+            RequestKind::Main => inner.take_step(|s| s.matches(&body)),
         };
         let seq = inner.received.len();
         inner.received.push(Received {
@@ -667,8 +499,7 @@ async fn responses(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: 
             at: Instant::now(),
         });
         step
-    };
-    shared.changed.notify_all();
+    });
     respond(shared, step)
 }
 
@@ -684,61 +515,13 @@ fn respond(shared: Arc<Shared>, step: Step) -> Response {
         });
         return (status, axum::Json(body)).into_response();
     }
-    let (tx, rx) = mpsc::channel::<String>(16);
-    tokio::spawn(stream_step(shared, step, tx));
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<Bytes, Infallible>(Bytes::from(chunk)), rx))
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(stream))
-        .expect("valid SSE response")
-}
-
-/// Writes SSE events for one step into `tx`; stops quietly when the client has gone.
-struct Sse {
-    tx: mpsc::Sender<String>,
-    delay: Duration,
-}
-
-struct Gone;
-
-impl Sse {
-    async fn send(&self, event: Value) -> Result<(), Gone> {
-        let kind = event["type"].as_str().unwrap_or("message").to_owned();
-        self.tx
-            .send(format!("event: {kind}\ndata: {event}\n\n"))
-            .await
-            .map_err(|_| Gone)
-    }
-
-    async fn pause(&self) {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-    }
-}
-
-/// Splits text into word-sized chunks that concatenate back to it ("You ", "said: ", "hi").
-fn chunks(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut in_space = false;
-    for c in text.chars() {
-        if !c.is_whitespace() && in_space && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        in_space = c.is_whitespace();
-        current.push(c);
-    }
-    if !current.is_empty() || out.is_empty() {
-        out.push(current);
-    }
-    out
+    let on_gone = {
+        let shared = shared.clone();
+        move || shared.update(|inner| inner.disconnects += 1)
+    };
+    sse_response(step.delay, on_gone, move |sse| async move {
+        run_step(&shared, &step, &sse).await
+    })
 }
 
 fn now_secs() -> u64 {
@@ -748,25 +531,8 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-async fn stream_step(shared: Arc<Shared>, step: Step, tx: mpsc::Sender<String>) {
-    let sse = Sse {
-        tx,
-        delay: step.delay,
-    };
-    let finished = run_step(&shared, &step, &sse).await;
-    match finished {
-        Err(Gone) => shared.note_disconnect(),
-        Ok(true) => {
-            // Hold the stream open until the client goes away.
-            sse.tx.closed().await;
-            shared.note_disconnect();
-        }
-        Ok(false) => {}
-    }
-}
-
-/// Streams the step. `Ok(true)` means "now hang until the client disconnects".
-async fn run_step(shared: &Shared, step: &Step, sse: &Sse) -> Result<bool, Gone> {
+/// Streams the step; `Finish::Hang` means "now hang until the client disconnects".
+async fn run_step(shared: &Shared, step: &Step, sse: &Sse) -> Result<Finish, Gone> {
     let response_id = format!("resp_mock_{}", shared.next_id());
     let created_at = now_secs();
     let response = |status: &str, output: &[Value]| {
@@ -783,8 +549,8 @@ async fn run_step(shared: &Shared, step: &Step, sse: &Sse) -> Result<bool, Gone>
         .await?;
 
     let outputs: Vec<Output> = match &step.reply {
-        Reply::Hang => return Ok(true),
-        Reply::HttpStatus(_) => return Ok(false),
+        Reply::Hang => return Ok(Finish::Hang),
+        Reply::HttpStatus(_) => return Ok(Finish::Done),
         Reply::Stream(outputs) => outputs.clone(),
         Reply::Failed { .. } | Reply::Truncated => step.extra.clone(),
     };
@@ -797,7 +563,7 @@ async fn run_step(shared: &Shared, step: &Step, sse: &Sse) -> Result<bool, Gone>
         let hang_here = step.hang_after && index + 1 == outputs.len();
         match stream_output(shared, sse, index, output, hang_here).await? {
             Some(item) => done_items.push(item),
-            None => return Ok(true),
+            None => return Ok(Finish::Hang),
         }
     }
 
@@ -827,7 +593,7 @@ async fn run_step(shared: &Shared, step: &Step, sse: &Sse) -> Result<bool, Gone>
                 .await?;
         }
     }
-    Ok(false)
+    Ok(Finish::Done)
 }
 
 /// Streams one output item; returns its final form, or `None` when the step hangs mid-item.

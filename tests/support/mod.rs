@@ -167,3 +167,4 @@ pub mod codex_home;
 pub mod codex_host;
 pub mod mock_messages;
 pub mod mock_responses;
+pub mod mock_server;
