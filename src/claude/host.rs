@@ -123,6 +123,9 @@ struct Live {
     dir: PathBuf,
     home: Option<PathBuf>,
     inject: tokio::sync::Mutex<()>,
+    /// Held by whoever sends Escape to the box (an interrupt, a clear of a handed-back prompt),
+    /// so one never reads the box while the other changes it.
+    keys: tokio::sync::Mutex<()>,
     /// `(turn id, text)` of each prompt Claude confirmed.
     submitted: broadcast::Sender<(String, String)>,
     /// The TUI's session-file status: `idle`, `busy`, `waiting`, …
@@ -489,6 +492,12 @@ impl ClaudeHost {
     /// box when its turn is interrupted before the first token). Two Escapes clear a box with
     /// text in it; they are never sent to an empty box (that opens the rewind dialog).
     pub async fn clear_draft(&self, session_id: &str, text: &str) -> Result<bool, HostError> {
+        let live = self.live_session(session_id)?;
+        // No paste and no interrupt in progress while the box is read and cleared.
+        let Ok(_inject) = live.inject.try_lock() else {
+            return Ok(false);
+        };
+        let _keys = live.keys.lock().await;
         if self.draft(session_id).await?.as_deref() != Some(text) {
             return Ok(false);
         }
@@ -684,6 +693,7 @@ impl ClaudeHost {
     /// One Escape while a turn runs; `Ok(false)` when Claude is idle.
     pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
+        let _keys = live.keys.lock().await;
         let pane = self.verified_pane(session_id).await?;
         let active_turn = self.inner.core.read(|state| {
             state
@@ -1055,6 +1065,7 @@ impl Inner {
             dir,
             home,
             inject: tokio::sync::Mutex::new(()),
+            keys: tokio::sync::Mutex::new(()),
             submitted: broadcast::channel(64).0,
             status: watch::channel(String::new()).0,
             started: watch::channel(restored && running.is_some()).0,
