@@ -25,14 +25,14 @@
 //! event is missing, a tailed line is malformed or lost). A missed target is reported, not a
 //! failure. See `docs/benchmarks-claude.md`.
 
+mod support;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::net::SocketAddr;
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
@@ -44,11 +44,11 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use support::{CpuUse, Daemon, Failures, TmuxServer, loadavg, ms, percentile};
 
 /// The tmux session the claude pane opens in.
 const SESSION: &str = "bench";
@@ -69,6 +69,8 @@ const BACKGROUND_INTERVAL: Duration = Duration::from_millis(2);
 /// How long the subscriber gets for the last events once all lines are written.
 const DELIVERY_GRACE: Duration = Duration::from_secs(15);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the daemon gets to shut down after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(15);
 const TARGET_P99: Duration = Duration::from_millis(10);
 
 /// Size of the generated transcript backlog.
@@ -102,50 +104,7 @@ const SCRUBBED_ENV: [&str; 15] = [
 ];
 
 fn main() -> ExitCode {
-    // `cargo bench` passes `--bench` (and any filter); this benchmark has a single fixed plan.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("claude bench: cannot start the tokio runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // On Ctrl-C or SIGTERM, dropping `run` drops the fixture, which stops the daemon and the
-    // private tmux server (and with it the pane's runner and its stand-in claude).
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            outcome = run() => outcome,
-            signal = interrupted() => Err(anyhow::anyhow!("interrupted by {signal}")),
-        }
-    });
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("claude bench: FAILED (see above)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("claude bench: FAILED: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
-            _ = interrupt.recv() => "SIGINT",
-            _ = terminate.recv() => "SIGTERM",
-        },
-        _ => std::future::pending().await,
-    }
+    support::main("claude", "see above", run())
 }
 
 fn now_ms() -> u64 {
@@ -155,52 +114,8 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
-}
-
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Failures across the run: counted, and the first few kept for the report.
-#[derive(Default)]
-struct Failures {
-    count: AtomicU64,
-    samples: std::sync::Mutex<Vec<String>>,
-}
-
-impl Failures {
-    fn record(&self, what: String) {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        if samples.len() < 8 {
-            samples.push(what);
-        }
-    }
-
-    fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -245,181 +160,76 @@ fn helper_binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
 // ---------------------------------------------------------------------------------------------
 // The daemon fixture.
 
-/// Everything that must be torn down: the daemon, the tmux server and the temp directory.
+/// Everything that must be torn down, dropped in this order: the daemon, the tmux server (and
+/// with it the pane's runner and its stand-in claude) and the temp directory.
 struct Fixture {
+    daemon: Daemon,
+    _tmux: TmuxServer,
+    /// The daemon's `COHOST_HOME`.
+    home: PathBuf,
+    /// The tmux session's directory and the claude session's cwd.
+    work: PathBuf,
+    /// The transcript path the stand-in claude and the hook lines report.
+    transcript: PathBuf,
     dir: tempfile::TempDir,
-    socket: PathBuf,
-    daemon: Option<Child>,
-    addr: SocketAddr,
-    host: String,
-    token: String,
 }
 
 impl Fixture {
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-
-    fn transcript(&self) -> PathBuf {
-        self.dir
-            .path()
-            .join("user/.claude/projects/-bench-work")
-            .join(format!("{CLAUDE_SESSION}.jsonl"))
-    }
-
-    fn stderr_path(&self) -> PathBuf {
-        self.dir.path().join("daemon.stderr")
-    }
-
-    fn stderr_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.stderr_path()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
     fn start(runner: &Path, hook: &Path) -> anyhow::Result<Fixture> {
         let dir = tempfile::Builder::new()
             .prefix("cohost-claude-bench")
             .tempdir()?;
-        let socket = dir.path().join("tmux.sock");
-        let mut fixture = Fixture {
-            dir,
-            socket,
-            daemon: None,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            host: String::new(),
-            token: String::new(),
-        };
-        let user_home = fixture.dir.path().join("user");
-        let bin = fixture.dir.path().join("bin");
-        for path in [&user_home, &bin, &fixture.work()] {
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        let transcript = dir
+            .path()
+            .join("user/.claude/projects/-bench-work")
+            .join(format!("{CLAUDE_SESSION}.jsonl"));
+        let user_home = dir.path().join("user");
+        let bin = dir.path().join("bin");
+        for path in [&user_home, &bin, &work] {
             std::fs::create_dir_all(path)?;
         }
-        if let Some(parent) = fixture.transcript().parent() {
+        if let Some(parent) = transcript.parent() {
             std::fs::create_dir_all(parent)?;
         }
         let fake_claude = bin.join("claude");
-        std::fs::write(&fake_claude, fake_claude_script(&fixture))?;
+        std::fs::write(&fake_claude, fake_claude_script(&transcript, &work))?;
         std::fs::set_permissions(&fake_claude, std::fs::Permissions::from_mode(0o755))?;
 
-        let status = Command::new("tmux")
-            .arg("-S")
-            .arg(&fixture.socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", SESSION])
-            .arg("-c")
-            .arg(fixture.work())
-            .env_remove("TMUX")
-            .status()
-            .context("failed to run tmux (is it installed?)")?;
-        if !status.success() {
-            bail!("tmux new-session failed: {status}");
-        }
-        let stderr = std::fs::File::create(fixture.stderr_path())?;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cohost"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
-            .arg(&fixture.socket);
+        let tmux = TmuxServer::start(dir.path(), SESSION, Some(&work))?;
+        let mut command = support::serve_command(&tmux);
         for name in SCRUBBED_ENV {
             command.env_remove(name);
         }
-        let mut child = command
-            .env("COHOST_HOME", fixture.home())
+        command
             // The runner seeds `$HOME/.claude.json` for the TUI: keep that in the temp dir.
             .env("HOME", &user_home)
             .env("COHOST_CLAUDE_BIN", &fake_claude)
             .env("COHOST_RUNNER_BIN", runner)
-            .env("COHOST_HOOK_BIN", hook)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .context("failed to start cohost serve")?;
-        let stdout = child.stdout.take();
-        fixture.daemon = Some(child);
-        let mut line = String::new();
-        if let Some(stdout) = stdout {
-            BufReader::new(stdout).read_line(&mut line)?;
-        }
-        let Some(addr) = line.trim().strip_prefix("cohost listening on ") else {
-            bail!(
-                "cohost serve did not announce its address (stdout: {line:?}); stderr:\n{}",
-                fixture.stderr_tail()
-            );
-        };
-        fixture.addr = addr
-            .parse()
-            .with_context(|| format!("bad address {addr:?}"))?;
-        fixture.host = fixture.addr.to_string();
-        fixture.token = std::fs::read_to_string(fixture.home().join("token"))?
-            .trim()
-            .to_string();
-        Ok(fixture)
-    }
-
-    fn pid(&self) -> u32 {
-        self.daemon.as_ref().map(Child::id).unwrap_or(0)
-    }
-
-    /// SIGTERM and wait for the graceful shutdown; SIGKILL if it takes too long.
-    fn stop_daemon(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.daemon.take() else {
-            return Ok(());
-        };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                if !status.success() {
-                    bail!(
-                        "cohost serve exited with {status}; stderr:\n{}",
-                        self.stderr_tail()
-                    );
-                }
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("cohost serve did not stop within 15 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.daemon.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .env_remove("TMUX")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+            .env("COHOST_HOOK_BIN", hook);
+        let daemon = Daemon::start(command, &home, dir.path().join("daemon.stderr"))?;
+        Ok(Fixture {
+            daemon,
+            _tmux: tmux,
+            home,
+            work,
+            transcript,
+            dir,
+        })
     }
 }
 
 /// The stand-in for `claude`: reports `SessionStart` the way `cohost-hook` would (one line
 /// appended to `$COHOST_SESSION_DIR/hooks.jsonl`), then idles like a TUI waiting for a prompt.
 /// The runner kills it when the tmux server goes away; `sleep` bounds it regardless.
-fn fake_claude_script(fixture: &Fixture) -> String {
+fn fake_claude_script(transcript: &Path, work: &Path) -> String {
     let line = hook_line(
         "SessionStart",
         json!({
             "session_id": CLAUDE_SESSION,
-            "transcript_path": fixture.transcript(),
-            "cwd": fixture.work(),
+            "transcript_path": transcript,
+            "cwd": work,
             "hook_event_name": "SessionStart",
             "source": "startup",
             "model": "claude-opus-4-8[1m]",
@@ -463,16 +273,10 @@ struct Conn {
 }
 
 async fn connect(fixture: &Fixture) -> anyhow::Result<Conn> {
-    let stream = TcpStream::connect(fixture.addr).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
     Ok(Conn {
-        sender,
-        host: fixture.host.clone(),
-        token: fixture.token.clone(),
+        sender: support::handshake(fixture.daemon.addr).await?,
+        host: fixture.daemon.host.clone(),
+        token: fixture.daemon.token.clone(),
     })
 }
 
@@ -518,12 +322,8 @@ impl Conn {
         let request = self.request(Method::GET, path, Bytes::new())?;
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
-        if response.status() != StatusCode::OK {
-            let status = response.status();
-            let body = response.into_body().collect().await?.to_bytes();
-            bail!("GET {path}: {status}: {}", String::from_utf8_lossy(&body));
-        }
-        Ok((self, response.into_body()))
+        let body = support::stream_body(response, &format!("GET {path}")).await?;
+        Ok((self, body))
     }
 }
 
@@ -571,8 +371,8 @@ async fn read_stream(mut body: Incoming, tx: mpsc::UnboundedSender<Seen>) -> any
 fn payload_base(fixture: &Fixture) -> serde_json::Map<String, Value> {
     let mut base = serde_json::Map::new();
     base.insert("session_id".into(), json!(CLAUDE_SESSION));
-    base.insert("transcript_path".into(), json!(fixture.transcript()));
-    base.insert("cwd".into(), json!(fixture.work()));
+    base.insert("transcript_path".into(), json!(fixture.transcript));
+    base.insert("cwd".into(), json!(fixture.work));
     base.insert("prompt_id".into(), json!(PROMPT_ID));
     base.insert("permission_mode".into(), json!("default"));
     base.insert("effort".into(), json!({ "level": "high" }));
@@ -863,7 +663,7 @@ struct HookReport {
 
 async fn hook_benchmark(fixture: &Fixture, failures: &Arc<Failures>) -> anyhow::Result<HookReport> {
     let mut conn = connect(fixture).await?;
-    let body = json!({ "runtime": "claude", "cwd": fixture.work(), "tmuxSession": SESSION });
+    let body = json!({ "runtime": "claude", "cwd": fixture.work, "tmuxSession": SESSION });
     let create_started = Instant::now();
     let (status, answer) = conn
         .send(Method::POST, "/api/sessions", Bytes::from(body.to_string()))
@@ -873,7 +673,7 @@ async fn hook_benchmark(fixture: &Fixture, failures: &Arc<Failures>) -> anyhow::
         bail!(
             "POST /api/sessions answered {status}: {}\ndaemon stderr:\n{}",
             String::from_utf8_lossy(&answer),
-            fixture.stderr_tail()
+            fixture.daemon.stderr_tail()
         );
     }
     let answer: Value = serde_json::from_slice(&answer)?;
@@ -882,7 +682,7 @@ async fn hook_benchmark(fixture: &Fixture, failures: &Arc<Failures>) -> anyhow::
         .and_then(Value::as_str)
         .context("no session id in the POST /api/sessions answer")?
         .to_string();
-    let hooks = fixture.home().join("claude").join(&id).join("hooks.jsonl");
+    let hooks = fixture.home.join("claude").join(&id).join("hooks.jsonl");
     let start_line = std::fs::read_to_string(&hooks)
         .with_context(|| format!("the stand-in claude wrote no {}", hooks.display()))?;
     if !start_line.contains("SessionStart") {
@@ -915,7 +715,7 @@ async fn hook_benchmark(fixture: &Fixture, failures: &Arc<Failures>) -> anyhow::
             Ok(None) => bail!("the SSE subscriber stopped before turn.started"),
             Err(_) => bail!(
                 "no turn.started within 10 s of UserPromptSubmit; daemon stderr:\n{}",
-                fixture.stderr_tail()
+                fixture.daemon.stderr_tail()
             ),
         }
     }
@@ -1371,63 +1171,6 @@ fn breakdown(lines: &[&str]) -> anyhow::Result<[Duration; 3]> {
     Ok([check, parse, normalize])
 }
 
-/// CPU time in clock ticks: the whole machine (`/proc/stat`) and this bench plus the daemon,
-/// so that a run disturbed by other work on the machine says so.
-#[derive(Clone, Copy)]
-struct CpuUse {
-    total: u64,
-    busy: u64,
-    ours: u64,
-}
-
-impl CpuUse {
-    fn sample(daemon: Option<u32>) -> Option<CpuUse> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let fields: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal (guest time is inside user).
-        let total: u64 = fields.iter().take(8).sum();
-        let idle = fields.get(3)? + fields.get(4)?;
-        let process = |path: String| -> Option<u64> {
-            let text = std::fs::read_to_string(path).ok()?;
-            // Fields after `(comm)`: utime and stime are the 12th and 13th.
-            let after = text.rsplit_once(')')?.1;
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        };
-        let mut ours = process("/proc/self/stat".into())?;
-        if let Some(pid) = daemon {
-            ours += process(format!("/proc/{pid}/stat")).unwrap_or(0);
-        }
-        Some(CpuUse {
-            total,
-            busy: total.saturating_sub(idle),
-            ours,
-        })
-    }
-
-    /// How many CPUs other processes kept busy on average between `start` and `end`.
-    fn others(start: Option<CpuUse>, end: Option<CpuUse>, cpus: usize) -> String {
-        match (start, end) {
-            (Some(start), Some(end)) if end.total > start.total => {
-                let busy = end.busy.saturating_sub(start.busy);
-                let ours = end.ours.saturating_sub(start.ours);
-                let elapsed = (end.total - start.total) as f64 / cpus.max(1) as f64;
-                format!(
-                    "{:.2} of {cpus} CPUs busy with other processes",
-                    busy.saturating_sub(ours) as f64 / elapsed
-                )
-            }
-            _ => "CPU use by other processes unknown".into(),
-        }
-    }
-}
-
 /// What a tail run consumed.
 #[derive(Default)]
 struct Consumed {
@@ -1674,12 +1417,10 @@ async fn transcript_benchmark() -> anyhow::Result<TranscriptReport> {
 // ---------------------------------------------------------------------------------------------
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
+    let cpus = support::cpus();
     let started = Instant::now();
     let (runner, hook) = helper_binaries()?;
-    let failures = Arc::new(Failures::default());
+    let failures = Arc::new(Failures::new(8));
     println!("cohost claude benchmark ({cpus} CPUs, release build)");
     println!("load average at start: {}", loadavg());
 
@@ -1687,15 +1428,15 @@ async fn run() -> anyhow::Result<bool> {
     let mut fixture = Fixture::start(&runner, &hook)?;
     println!(
         "daemon pid {} on {} (fsync=always); stand-in claude via cohost-runner in tmux session `{SESSION}`",
-        fixture.pid(),
-        fixture.addr
+        fixture.daemon.pid(),
+        fixture.daemon.addr
     );
     // How fast this disk syncs right now: the hook path waits for several fsyncs per line.
     let disk_before = checkpoint_floor(fixture.dir.path(), 100)?;
-    let cpu_start = CpuUse::sample(Some(fixture.pid()));
+    let cpu_start = CpuUse::sample(Some(fixture.daemon.pid()));
     let hooks = hook_benchmark(&fixture, &failures).await;
-    let hook_cpu = CpuUse::others(cpu_start, CpuUse::sample(Some(fixture.pid())), cpus);
-    let stopped = fixture.stop_daemon();
+    let hook_cpu = CpuUse::others(cpu_start, CpuUse::sample(Some(fixture.daemon.pid())), cpus);
+    let stopped = fixture.daemon.stop(STOP_GRACE);
     let hooks = hooks?;
     stopped?;
     drop(fixture);
@@ -1877,12 +1618,7 @@ async fn run() -> anyhow::Result<bool> {
     if failed > 0 {
         println!();
         println!("{failed} failures, first ones:");
-        for sample in failures
-            .samples
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        for sample in failures.first() {
             println!("  {sample}");
         }
     }

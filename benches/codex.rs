@@ -23,12 +23,12 @@
 //! a daemon that does not start or stop cleanly). A missed target is reported, not a failure.
 //! See `docs/benchmarks-codex.md`.
 
+mod support;
+
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -39,10 +39,10 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+use support::{Daemon, TmuxServer, loadavg, ms, percentile};
 
 /// Set on a process to make this binary act as a fake `codex app-server`.
 const FAKE_ENV: &str = "COHOST_BENCH_FAKE_APP_SERVER";
@@ -73,6 +73,8 @@ const TURN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the disk probe fdatasyncs.
 const PROBE_INTERVAL: Duration = Duration::from_millis(10);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a daemon gets to shut down (and stop its codex backends) after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(20);
 
 const TARGET_ADDED_P99: Duration = Duration::from_millis(2);
 const PINNED_CODEX: &str = "@openai/codex@0.169.0";
@@ -99,50 +101,7 @@ fn main() -> ExitCode {
     if std::env::var_os(FAKE_ENV).is_some_and(|v| v == "1") {
         return fake::run();
     }
-    // `cargo bench` passes `--bench` (and any filter); this benchmark has a single fixed plan.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("codex bench: cannot start the tokio runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // On Ctrl-C or SIGTERM, dropping `run` drops the fixtures, which stop the daemons, their
-    // backends and the private tmux server.
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            outcome = run() => outcome,
-            signal = interrupted() => Err(anyhow::anyhow!("interrupted by {signal}")),
-        }
-    });
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("codex bench: FAILED (see above)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("codex bench: FAILED: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
-            _ = interrupt.recv() => "SIGINT",
-            _ = terminate.recv() => "SIGTERM",
-        },
-        _ => std::future::pending().await,
-    }
+    support::main("codex", "see above", run())
 }
 
 /// CLOCK_REALTIME in nanoseconds: the fake and the readers run on the same machine.
@@ -724,18 +683,6 @@ impl Samples {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
-}
-
 fn signed_ms(a: Duration, b: Duration) -> String {
     format!("{:+.3}", (a.as_secs_f64() - b.as_secs_f64()) * 1000.0)
 }
@@ -1010,170 +957,33 @@ impl DirectPeer {
 
 // ---- the daemon ----
 
-/// A private tmux server, killed on drop (tmux daemonizes).
-struct TmuxServer {
-    socket: PathBuf,
-}
-
-impl TmuxServer {
-    fn start(dir: &Path) -> anyhow::Result<TmuxServer> {
-        let socket = dir.join("tmux.sock");
-        // Its one session lives in a directory unrelated to the work directory, so codex
-        // sessions are not mirrored into it (that is measured by the ingest benchmark).
-        let session_dir = dir.join("tmux-session");
-        std::fs::create_dir_all(&session_dir)?;
-        let status = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "bench", "-c"])
-            .arg(&session_dir)
-            .env_remove("TMUX")
-            .status()
-            .context("failed to run tmux (is it installed?)")?;
-        if !status.success() {
-            bail!("tmux new-session failed: {status}");
-        }
-        Ok(TmuxServer { socket })
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .env_remove("TMUX")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// One `cohost serve` process (release build).
-struct Daemon {
-    child: Option<Child>,
-    addr: SocketAddr,
-    host: String,
-    token: String,
+/// Starts `cohost serve` (release build) with `home`, `args` and `env`, and its stderr appended to
+/// `stderr_path`.
+fn start_daemon(
+    home: &Path,
+    tmux: &TmuxServer,
+    args: &[&str],
+    env: &[(&str, OsString)],
     stderr_path: PathBuf,
+) -> anyhow::Result<Daemon> {
+    let mut command = support::serve_command(tmux);
+    command.args(args);
+    for name in SCRUBBED_ENV {
+        command.env_remove(name);
+    }
+    command.env_remove(FAKE_ENV);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    Daemon::start(command, home, stderr_path)
 }
 
-impl Daemon {
-    fn start(
-        home: &Path,
-        tmux: &TmuxServer,
-        args: &[&str],
-        env: &[(&str, OsString)],
-        stderr_path: PathBuf,
-    ) -> anyhow::Result<Daemon> {
-        let stderr = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&stderr_path)?;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cohost"));
-        command
-            .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
-            .arg(&tmux.socket)
-            .args(args);
-        for name in SCRUBBED_ENV {
-            command.env_remove(name);
-        }
-        command.env_remove(FAKE_ENV).env("COHOST_HOME", home);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .context("failed to start cohost serve")?;
-        let stdout = child.stdout.take();
-        let mut daemon = Daemon {
-            child: Some(child),
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            host: String::new(),
-            token: String::new(),
-            stderr_path,
-        };
-        let mut line = String::new();
-        if let Some(stdout) = stdout {
-            BufReader::new(stdout).read_line(&mut line)?;
-        }
-        let Some(addr) = line.trim().strip_prefix("cohost listening on ") else {
-            bail!(
-                "cohost serve did not announce its address (stdout: {line:?}); stderr:\n{}",
-                daemon.stderr_tail()
-            );
-        };
-        daemon.addr = addr
-            .parse()
-            .with_context(|| format!("bad address {addr:?}"))?;
-        daemon.host = daemon.addr.to_string();
-        daemon.token = std::fs::read_to_string(home.join("token"))?
-            .trim()
-            .to_string();
-        Ok(daemon)
-    }
-
-    fn stderr_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    /// SIGTERM and wait for the graceful shutdown (which stops the codex backends).
-    fn stop(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.child.take() else {
-            return Ok(());
-        };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                if !status.success() {
-                    bail!(
-                        "cohost serve exited with {status}; stderr:\n{}",
-                        self.stderr_tail()
-                    );
-                }
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("cohost serve did not stop within 20 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    async fn connect(&self) -> anyhow::Result<Conn> {
-        let stream = TcpStream::connect(self.addr).await?;
-        stream.set_nodelay(true)?;
-        let (sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(Conn {
-            sender,
-            host: self.host.clone(),
-            bearer: format!("Bearer {}", self.token),
-        })
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
+    Ok(Conn {
+        sender: support::handshake(daemon.addr).await?,
+        host: daemon.host.clone(),
+        bearer: format!("Bearer {}", daemon.token),
+    })
 }
 
 /// One keep-alive HTTP/1.1 connection to the daemon, with the token.
@@ -1315,25 +1125,13 @@ async fn read_stream(mut body: Incoming) -> anyhow::Result<TurnResult> {
 
 /// Sends one turn through the daemon and collects the session's events over SSE.
 async fn cohost_turn(daemon: &Daemon, session: &str, spec: TurnSpec) -> anyhow::Result<TurnResult> {
-    let mut stream_conn = daemon.connect().await?;
-    let response = stream_conn
-        .send(
-            Method::GET,
-            &format!("/api/sessions/{session}/events/stream"),
-            None,
-        )
-        .await?;
-    if response.status() != StatusCode::OK {
-        let status = response.status();
-        let body = response.into_body().collect().await?.to_bytes();
-        bail!(
-            "GET /api/sessions/{session}/events/stream: {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    }
+    let mut stream_conn = connect(daemon).await?;
+    let path = format!("/api/sessions/{session}/events/stream");
+    let response = stream_conn.send(Method::GET, &path, None).await?;
+    let body = support::stream_body(response, &format!("GET {path}")).await?;
     // The stream is subscribed once its headers are here; only now start the turn.
-    let reader = tokio::spawn(read_stream(response.into_body()));
-    let mut conn = daemon.connect().await?;
+    let reader = tokio::spawn(read_stream(body));
+    let mut conn = connect(daemon).await?;
     let answer = conn
         .call(
             Method::POST,
@@ -1354,17 +1152,6 @@ async fn cohost_turn(daemon: &Daemon, session: &str, spec: TurnSpec) -> anyhow::
             bail!("turn.completed did not arrive over SSE within {TURN_TIMEOUT:?}")
         }
     }
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The pinned codex (`$COHOST_TEST_CODEX_BIN`, else where `./scripts/test` installs it).
@@ -1652,14 +1439,14 @@ async fn fake_daemon(
         ("CODEX_HOME", codex_home.as_os_str().to_owned()),
     ];
     env.extend(transport.env());
-    let daemon = Daemon::start(
+    let daemon = start_daemon(
         &dir.join(format!("home-{name}")),
         tmux,
         args,
         &env,
         dir.join(format!("daemon-{name}.stderr")),
     )?;
-    let mut conn = daemon.connect().await?;
+    let mut conn = connect(&daemon).await?;
     conn.call(Method::GET, "/api/health", None, StatusCode::OK)
         .await?;
     let (session, cold) = create_session(&mut conn, work).await?;
@@ -1796,9 +1583,9 @@ async fn latency(dir: &Path, tmux: &TmuxServer) -> anyhow::Result<LatencyReport>
     let probe = probe.finish();
     pipe.stop().await?;
     direct_ws.stop().await?;
-    ws.stop()?;
-    stdio.stop()?;
-    nosync.stop()?;
+    ws.stop(STOP_GRACE)?;
+    stdio.stop(STOP_GRACE)?;
+    nosync.stop(STOP_GRACE)?;
 
     let expected = per_round * ROUNDS;
     Ok(LatencyReport {
@@ -1839,14 +1626,14 @@ async fn creation(
     for _ in 0..cold_samples {
         // The same home each time, with every session closed before the stop: the restarted
         // daemon restores nothing, so its first session spawns the backend.
-        let mut daemon = Daemon::start(
+        let mut daemon = start_daemon(
             &home,
             tmux,
             &[],
             &env,
             dir.join(format!("daemon-{name}.stderr")),
         )?;
-        let mut conn = daemon.connect().await?;
+        let mut conn = connect(&daemon).await?;
         conn.call(Method::GET, "/api/health", None, StatusCode::OK)
             .await?;
         let mut ids = Vec::new();
@@ -1868,7 +1655,7 @@ async fn creation(
             .await?;
         }
         drop(conn);
-        daemon.stop()?;
+        daemon.stop(STOP_GRACE)?;
     }
     Ok((cold, warm))
 }
@@ -1932,9 +1719,7 @@ fn creation_row(name: &str, values: &[Duration], each: bool) {
 }
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
+    let cpus = support::cpus();
     let started = Instant::now();
     println!(
         "cohost codex-host benchmark ({cpus} CPUs, release build); load average at start: {}",
@@ -1944,7 +1729,11 @@ async fn run() -> anyhow::Result<bool> {
     let dir = tempfile::Builder::new()
         .prefix("cohost-bench-codex")
         .tempdir()?;
-    let tmux = TmuxServer::start(dir.path())?;
+    // The tmux session lives in a directory unrelated to the work directories, so codex
+    // sessions are not mirrored into it (that is measured by the ingest benchmark).
+    let session_dir = dir.path().join("tmux-session");
+    std::fs::create_dir_all(&session_dir)?;
+    let tmux = TmuxServer::start(dir.path(), "bench", Some(&session_dir))?;
 
     let latency = latency(dir.path(), &tmux).await?;
     let (ws_cold, ws_warm) = creation(

@@ -10,11 +10,11 @@
 //! Exits non-zero if any request fails (non-200, transport error) or an SSE subscriber misses an
 //! event. See `docs/benchmarks.md`.
 
+mod support;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,8 +25,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Request, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+
+use support::{CpuUse, Daemon, Failures, TmuxServer, loadavg, ms, percentile};
 
 const SESSION: &str = "bench";
 const THROUGHPUT_LEVELS: [usize; 3] = [1, 8, 64];
@@ -39,181 +39,43 @@ const RSS_EVENTS: u64 = 100_000;
 /// How long subscribers get to deliver the last events after the sender has finished.
 const DELIVERY_GRACE: Duration = Duration::from_secs(10);
 
+/// How long the daemon gets to shut down after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
 const TARGET_EVENTS_PER_SEC: f64 = 10_000.0;
 const TARGET_P99: Duration = Duration::from_millis(5);
 
 fn main() -> ExitCode {
-    // `cargo bench` passes `--bench` (and any filter); this benchmark has a single fixed plan.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("ingest bench: cannot start the tokio runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // On Ctrl-C or SIGTERM, dropping `run` drops its `Fixture`, which stops the daemon and the
-    // private tmux server (tmux daemonizes, so nothing else would).
-    let outcome = runtime.block_on(async {
-        tokio::select! {
-            outcome = run() => outcome,
-            signal = interrupted() => Err(anyhow::anyhow!("interrupted by {signal}")),
-        }
-    });
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("ingest bench: FAILED (requests or deliveries failed, see above)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("ingest bench: FAILED: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    support::main("ingest", "requests or deliveries failed, see above", run())
 }
 
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
-            _ = interrupt.recv() => "SIGINT",
-            _ = terminate.recv() => "SIGTERM",
-        },
-        _ => std::future::pending().await,
-    }
-}
-
-/// Everything that must be torn down: the daemon, the tmux server and the temp directory.
+/// Everything that must be torn down, dropped in this order: the daemon, the tmux server and
+/// the temp directory.
 struct Fixture {
+    daemon: Daemon,
+    _tmux: TmuxServer,
     dir: tempfile::TempDir,
-    socket: PathBuf,
-    daemon: Option<Child>,
-    addr: SocketAddr,
-    token: String,
-    host: String,
 }
 
 impl Fixture {
     fn start() -> anyhow::Result<Fixture> {
         let dir = tempfile::Builder::new().prefix("cohost-bench").tempdir()?;
-        let socket = dir.path().join("tmux.sock");
-        let home = dir.path().join("home");
-        let status = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", SESSION])
-            .env_remove("TMUX")
-            .status()
-            .context("failed to run tmux (is it installed?)")?;
-        if !status.success() {
-            bail!("tmux new-session failed: {status}");
-        }
-        let mut fixture = Fixture {
-            dir,
-            socket,
-            daemon: None,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            token: String::new(),
-            host: String::new(),
-        };
-        let stderr = std::fs::File::create(fixture.stderr_path())?;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cohost"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
-            .arg(&fixture.socket)
-            .env("COHOST_HOME", &home)
+        let tmux = TmuxServer::start(dir.path(), SESSION, None)?;
+        let mut command = support::serve_command(&tmux);
+        command
             .env_remove("COHOST_FSYNC")
             .env_remove("COHOST_LISTEN")
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .context("failed to start cohost serve")?;
-        let stdout = child.stdout.take();
-        fixture.daemon = Some(child);
-        let mut line = String::new();
-        if let Some(stdout) = stdout {
-            BufReader::new(stdout).read_line(&mut line)?;
-        }
-        let Some(addr) = line.trim().strip_prefix("cohost listening on ") else {
-            bail!(
-                "cohost serve did not announce its address (stdout: {line:?}); stderr:\n{}",
-                fixture.stderr_tail()
-            );
-        };
-        fixture.addr = addr
-            .parse()
-            .with_context(|| format!("bad address {addr:?}"))?;
-        fixture.host = fixture.addr.to_string();
-        fixture.token = std::fs::read_to_string(home.join("token"))?
-            .trim()
-            .to_string();
-        Ok(fixture)
-    }
-
-    fn pid(&self) -> u32 {
-        self.daemon.as_ref().map(Child::id).unwrap_or(0)
-    }
-
-    fn stderr_path(&self) -> PathBuf {
-        self.dir.path().join("daemon.stderr")
-    }
-
-    fn stderr_tail(&self) -> String {
-        let text = std::fs::read_to_string(self.stderr_path()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    /// SIGTERM and wait for the graceful shutdown; SIGKILL if it takes too long.
-    fn stop_daemon(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.daemon.take() else {
-            return Ok(());
-        };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                if !status.success() {
-                    bail!(
-                        "cohost serve exited with {status}; stderr:\n{}",
-                        self.stderr_tail()
-                    );
-                }
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("cohost serve did not stop within 15 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.daemon.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .env_remove("TMUX")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+            .env_remove("TMUX");
+        let daemon = Daemon::start(
+            command,
+            &dir.path().join("home"),
+            dir.path().join("daemon.stderr"),
+        )?;
+        Ok(Fixture {
+            daemon,
+            _tmux: tmux,
+            dir,
+        })
     }
 }
 
@@ -236,16 +98,10 @@ struct Conn {
     host: String,
 }
 
-async fn connect(addr: SocketAddr, host: &str) -> anyhow::Result<Conn> {
-    let stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
+async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
     Ok(Conn {
-        sender,
-        host: host.to_string(),
+        sender: support::handshake(daemon.addr).await?,
+        host: daemon.host.clone(),
     })
 }
 
@@ -279,39 +135,6 @@ fn parse_seq(body: &[u8]) -> Option<u64> {
     }
 }
 
-/// Failures across the run: counted, and the first few kept for the report.
-#[derive(Default)]
-struct Failures {
-    count: AtomicU64,
-    samples: std::sync::Mutex<Vec<String>>,
-}
-
-impl Failures {
-    fn record(&self, what: String) {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        if samples.len() < 5 {
-            samples.push(what);
-        }
-    }
-
-    fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1000.0)
-}
-
 struct ThroughputRow {
     concurrency: usize,
     events: u64,
@@ -333,7 +156,7 @@ async fn throughput(
 ) -> anyhow::Result<ThroughputRow> {
     let mut conns = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        conns.push(connect(fixture.addr, &fixture.host).await?);
+        conns.push(connect(&fixture.daemon).await?);
     }
     let failed_before = failures.count();
     let start = Instant::now() + Duration::from_millis(20);
@@ -401,22 +224,15 @@ struct LatencyRow {
 /// Opens one SSE stream and returns its body once the response headers arrive (by then the
 /// daemon has subscribed to the live broadcast).
 async fn open_stream(fixture: &Fixture) -> anyhow::Result<(Conn, Incoming)> {
-    let mut conn = connect(fixture.addr, &fixture.host).await?;
+    let mut conn = connect(&fixture.daemon).await?;
     let request = Request::get("/api/events/stream")
         .header(HOST, &conn.host)
-        .header(AUTHORIZATION, format!("Bearer {}", fixture.token))
+        .header(AUTHORIZATION, format!("Bearer {}", fixture.daemon.token))
         .body(Full::new(Bytes::new()))?;
     conn.sender.ready().await?;
     let response = conn.sender.send_request(request).await?;
-    if response.status() != StatusCode::OK {
-        let status = response.status();
-        let body = response.into_body().collect().await?.to_bytes();
-        bail!(
-            "GET /api/events/stream: {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    }
-    Ok((conn, response.into_body()))
+    let body = support::stream_body(response, "GET /api/events/stream").await?;
+    Ok((conn, body))
 }
 
 /// Reads SSE frames, timestamping each `data:` line with the seq of the `id:` before it,
@@ -480,7 +296,7 @@ async fn delivery_latency(
         stream_conns.push(conn);
         tasks.push(tokio::spawn(subscriber(body, last_rx.clone())));
     }
-    let mut sender = connect(fixture.addr, &fixture.host).await?;
+    let mut sender = connect(&fixture.daemon).await?;
     let body = event_body("latency");
     // A few unmeasured events first so that every path is warm.
     for _ in 0..20 {
@@ -576,7 +392,7 @@ async fn fill_to(
 ) -> anyhow::Result<()> {
     let mut workers = Vec::new();
     for worker in 0..64 {
-        let mut conn = connect(fixture.addr, &fixture.host).await?;
+        let mut conn = connect(&fixture.daemon).await?;
         let posted = Arc::clone(posted);
         let failures = Arc::clone(failures);
         workers.push(tokio::spawn(async move {
@@ -609,7 +425,7 @@ async fn fill_to(
 }
 
 async fn health_seq(fixture: &Fixture) -> anyhow::Result<u64> {
-    let mut conn = connect(fixture.addr, &fixture.host).await?;
+    let mut conn = connect(&fixture.daemon).await?;
     let request = Request::get("/api/health")
         .header(HOST, &conn.host)
         .body(Full::new(Bytes::new()))?;
@@ -625,56 +441,6 @@ async fn health_seq(fixture: &Fixture) -> anyhow::Result<u64> {
         .get("seq")
         .and_then(serde_json::Value::as_u64)
         .context("GET /api/health without a seq")
-}
-
-/// The 1/5/15-minute load averages: other work on the machine skews every figure here.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-/// CPU time in clock ticks: the whole machine (`/proc/stat`) and this bench plus the daemon,
-/// so that a run disturbed by other work on the machine says so.
-#[derive(Clone, Copy)]
-struct CpuUse {
-    total: u64,
-    busy: u64,
-    ours: u64,
-}
-
-impl CpuUse {
-    fn sample(daemon: u32) -> Option<CpuUse> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let fields: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal (guest time is inside user).
-        let total: u64 = fields.iter().take(8).sum();
-        let idle = fields.get(3)? + fields.get(4)?;
-        let process = |path: String| -> Option<u64> {
-            let text = std::fs::read_to_string(path).ok()?;
-            // Fields after the `(comm)`: state is the 3rd field, utime and stime the 14th and 15th.
-            let after = text.rsplit_once(')')?.1;
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        };
-        let ours = process("/proc/self/stat".into())? + process(format!("/proc/{daemon}/stat"))?;
-        Some(CpuUse {
-            total,
-            busy: total.saturating_sub(idle),
-            ours,
-        })
-    }
 }
 
 fn mib(kib: u64) -> String {
@@ -694,20 +460,18 @@ fn log_bytes(home: &Path) -> u64 {
 }
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
+    let cpus = support::cpus();
     let started = Instant::now();
     let mut fixture = Fixture::start()?;
-    let pid = fixture.pid();
-    let cpu_start = CpuUse::sample(pid);
+    let pid = fixture.daemon.pid();
+    let cpu_start = CpuUse::sample(Some(pid));
     println!(
         "cohost ingest benchmark: daemon pid {pid} on {} ({cpus} CPUs, fsync=always, release build)",
-        fixture.addr
+        fixture.daemon.addr
     );
     println!("load average at start: {}", loadavg());
     let posted = Arc::new(AtomicU64::new(0));
-    let failures = Arc::new(Failures::default());
+    let failures = Arc::new(Failures::new(5));
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (rss_idle, _) = rss_kib(pid)?;
@@ -734,7 +498,7 @@ async fn run() -> anyhow::Result<bool> {
     let total_posted = posted.load(Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (rss_end, hwm) = rss_kib(pid)?;
-    let cpu_end = CpuUse::sample(pid);
+    let cpu_end = CpuUse::sample(Some(pid));
     let head = health_seq(&fixture).await?;
     let log_size = log_bytes(&fixture.dir.path().join("home"));
 
@@ -842,16 +606,11 @@ async fn run() -> anyhow::Result<bool> {
         println!("log head seq {head} is below the {total_posted} events acknowledged");
         ok = false;
     }
-    fixture.stop_daemon()?;
+    fixture.daemon.stop(STOP_GRACE)?;
     let failed = failures.count();
     if failed > 0 {
         println!("{failed} FAILURES; first ones:");
-        for sample in failures
-            .samples
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        for sample in failures.first() {
             println!("  {sample}");
         }
         ok = false;
