@@ -1019,10 +1019,12 @@ impl TaskManager {
         }
     }
 
-    /// Whether the box holds a prompt of ours that Claude handed back (then cleared).
-    async fn restored_prompt(&self, session: &str) -> bool {
+    /// Whether the box holds a human's draft, looked at again after the inject saw text there:
+    /// text that is still there and is not a prompt of ours that Claude handed back (which is
+    /// cleared instead).
+    async fn human_draft(&self, session: &str) -> bool {
         match self.inner.claude.draft(session).await {
-            Ok(Some(draft)) => self.clear_if_ours(session, &draft).await,
+            Ok(Some(draft)) => !self.clear_if_ours(session, &draft).await,
             _ => false,
         }
     }
@@ -1040,6 +1042,7 @@ impl TaskManager {
                 .any(|t| words(&t.prompt) == draft)
         });
         if !ours {
+            tracing::info!(%session, draft = %draft, "text in Claude's box is human input");
             return false;
         }
         match self.inner.claude.draft(session).await {
@@ -1125,11 +1128,7 @@ impl TaskManager {
                     other => other,
                 }
             }
-            Err(HostError::HumanTyping(_)) if self.restored_prompt(session).await => {
-                self.put_back(session, &task.id, WaitingReason::NotReady)
-                    .await
-            }
-            Err(HostError::HumanTyping(_)) => {
+            Err(HostError::HumanTyping(_)) if self.human_draft(session).await => {
                 // Someone is typing in the box: that is human input, so the human has control.
                 let lease = self
                     .set_lease(session, LeaseHolder::Human, None, "human_typing")
@@ -1141,6 +1140,12 @@ impl TaskManager {
                     }
                     Err(error) => Err(error),
                 }
+            }
+            // Text that is gone when looked at again (the TUI redrawing, an interrupt clearing
+            // the box), or a prompt of ours handed back and now cleared: try again shortly.
+            Err(HostError::HumanTyping(_)) => {
+                self.put_back(session, &task.id, WaitingReason::NotReady)
+                    .await
             }
             Err(HostError::NotReady(_)) => {
                 self.put_back(session, &task.id, WaitingReason::NotReady)

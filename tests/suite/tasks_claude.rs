@@ -18,7 +18,17 @@ fn wait_task(fx: &ClaudeFixture, task: &str, what: &str, pred: impl Fn(&Value) -
             return view;
         }
         if Instant::now() >= deadline {
-            fx.fail(&format!("task {task} never became {what}: {view:#}"));
+            let session = view["sessionId"].as_str().unwrap_or_default();
+            let events: Vec<String> = fx
+                .events(session)
+                .iter()
+                .filter(|e| e["type"] != "usage")
+                .map(|e| format!("{} {}", e["type"], e["data"]))
+                .collect();
+            fx.fail(&format!(
+                "task {task} never became {what}: {view:#}\nevents:\n{}",
+                events.join("\n")
+            ));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
