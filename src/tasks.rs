@@ -133,6 +133,8 @@ struct Inner {
     codex: CodexHost,
     claude: ClaudeHost,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The text last seen in each claude session's box by `watch_drafts`.
+    drafts: Mutex<HashMap<String, String>>,
 }
 
 fn check_prompt(text: &str) -> Result<(), TaskError> {
@@ -293,6 +295,7 @@ impl TaskManager {
                 codex,
                 claude,
                 locks: Mutex::new(HashMap::new()),
+                drafts: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -1007,7 +1010,23 @@ impl TaskManager {
             let this = self.clone();
             tokio::spawn(async move {
                 let _guard = guard;
-                if let Ok(Some(draft)) = this.inner.claude.draft(&session).await
+                let draft = this.inner.claude.draft(&session).await.ok().flatten();
+                // Text counts once it stays: the same text on two ticks in a row. The box shows
+                // a prompt for a moment while Claude takes it; a human's draft stays.
+                let steady = {
+                    let mut seen = this.inner.drafts.lock().unwrap_or_else(|e| e.into_inner());
+                    match &draft {
+                        Some(text) => {
+                            seen.insert(session.clone(), text.clone()).as_ref() == Some(text)
+                        }
+                        None => {
+                            seen.remove(&session);
+                            false
+                        }
+                    }
+                };
+                if steady
+                    && let Some(draft) = draft
                     && !this.clear_if_ours(&session, &draft).await
                     && let Err(error) = this
                         .set_lease(&session, LeaseHolder::Human, None, "human_typing")

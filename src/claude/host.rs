@@ -471,10 +471,25 @@ impl ClaudeHost {
     }
 
     /// The session's pane, verified: it must still run the runner cohost started there.
-    /// The text in the session's input box right now, if any (the caller holds the session's
-    /// delivery lock, so it is not a paste of ours in progress).
+    /// The text a human could have typed into the session's input box right now: none while a
+    /// paste of ours is in progress (the inject lock is held) or the TUI has exited.
     pub async fn draft(&self, session_id: &str) -> Result<Option<String>, HostError> {
         let live = self.live_session(session_id)?;
+        let Ok(_inject) = live.inject.try_lock() else {
+            return Ok(None);
+        };
+        Ok(self
+            .box_screen(&live, session_id)
+            .await?
+            .filter(|screen| screen.has_draft())
+            .map(|screen| screen.input.unwrap_or_default()))
+    }
+
+    async fn box_screen(
+        &self,
+        live: &Live,
+        session_id: &str,
+    ) -> Result<Option<screen::Screen>, HostError> {
         if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok(None);
         }
@@ -484,13 +499,13 @@ impl ClaudeHost {
             .capture(&pane)
             .await
             .map_err(|e| HostError::Claude(e.to_string()))?;
-        let screen = screen::analyze(&capture);
-        Ok(screen.has_draft().then(|| screen.input.unwrap_or_default()))
+        Ok(Some(screen::analyze(&capture)))
     }
 
-    /// Clears the input box if it still holds exactly `text` (Claude puts a prompt back in the
-    /// box when its turn is interrupted before the first token). Two Escapes clear a box with
-    /// text in it; they are never sent to an empty box (that opens the rewind dialog).
+    /// Clears the input box if it still holds exactly `text` and Claude is idle (Claude puts a
+    /// prompt back in the box when its turn is interrupted before the first token). Two Escapes
+    /// clear a box with text in it; they are never sent to an empty box (that opens the rewind
+    /// dialog) nor while a turn runs (they would interrupt it).
     pub async fn clear_draft(&self, session_id: &str, text: &str) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
         // No paste and no interrupt in progress while the box is read and cleared.
@@ -498,7 +513,23 @@ impl ClaudeHost {
             return Ok(false);
         };
         let _keys = live.keys.lock().await;
-        if self.draft(session_id).await?.as_deref() != Some(text) {
+        let turn_open = self.inner.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .is_some_and(|s| s.active_turn.is_some())
+        });
+        if turn_open || live.status.borrow().as_str() == "busy" {
+            return Ok(false);
+        }
+        let Some(screen) = self.box_screen(&live, session_id).await? else {
+            return Ok(false);
+        };
+        if screen.busy
+            || screen.dialog
+            || !screen.has_draft()
+            || screen.input.as_deref() != Some(text)
+        {
             return Ok(false);
         }
         let pane = self.verified_pane(session_id).await?;
