@@ -768,6 +768,33 @@ impl CodexHost {
         })
     }
 
+    /// Makes a thread that has had no turn resumable by another client: `thread/name/set`
+    /// writes its rollout (codex 0.169 writes none until the first turn otherwise). The name,
+    /// `cohost <session>`, shows in the TUI's footer. False when codex refused.
+    async fn persist_thread(&self, session_id: &str) -> bool {
+        let Ok(live) = self.inner.live_session(session_id) else {
+            return false;
+        };
+        let Ok(binding) = self.inner.wait_bound(&live).await else {
+            return false;
+        };
+        let named = binding
+            .backend
+            .rpc
+            .request(
+                "thread/name/set",
+                json!({ "threadId": binding.thread_id, "name": format!("cohost {session_id}") }),
+            )
+            .await;
+        match named {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::info!(session = %session_id, %error, "could not persist the thread before its first turn; the terminal waits for it");
+                false
+            }
+        }
+    }
+
     /// Opens a tmux pane running `cohost-runner`, which launches the TUI from the terminal spec
     /// and relaunches it on request. Records `session.pane`.
     pub async fn open_terminal(
@@ -782,10 +809,11 @@ impl CodexHost {
                 "session `{session_id}` already has a terminal"
             )));
         }
-        // codex cannot resume a thread before its first turn wrote the rollout ("no rollout
-        // found"): until then the runner waits without a launch.json, and the TUI is started
-        // when the first turn ends.
-        let ready = self.view(session_id)?.turns > 0;
+        // codex cannot resume a thread that has no rollout ("no rollout found"). Naming the
+        // thread writes one without any model call, so the TUI can attach at once; should that
+        // fail, the runner waits without a launch.json and the TUI starts when the first turn
+        // ends.
+        let ready = self.view(session_id)?.turns > 0 || self.persist_thread(session_id).await;
         let dir = if ready {
             self.write_terminal_launch(session_id).await?
         } else {

@@ -45,7 +45,6 @@ fn a_turn_typed_in_the_tui_appears_in_the_stream_and_an_api_turn_on_screen() {
         .push(Step::text("Reply to the human.").when_user_contains("Hello from the TUI"));
     fx.mock
         .push(Step::text("Reply to the API.").when_user_contains("Hello from the API"));
-    // codex cannot resume a thread before its first turn: the TUI opens once that turn is done.
     let id = fx.create(
         json!({ "terminal": true, "approvalPolicy": "never", "prompt": "First from the API" }),
     );
@@ -103,6 +102,40 @@ fn a_turn_typed_in_the_tui_appears_in_the_stream_and_an_api_turn_on_screen() {
         !with_token["args"].to_string().contains(token),
         "the token is never an argument"
     );
+}
+
+#[test]
+fn the_tui_attaches_to_a_new_thread_before_any_turn() {
+    let fx = CodexFixture::start();
+    fx.mock.push(
+        Step::text("Reply to the very first prompt.").when_user_contains("First words, typed"),
+    );
+    // No prompt: the thread has had no turn, yet the TUI resumes it right away (cohost names
+    // the thread, which makes codex write its rollout without a model call).
+    let id = fx.create(json!({ "terminal": true, "approvalPolicy": "never" }));
+    let pane = pane_of(&fx, &id);
+    let shown = wait_screen_until(&fx, &pane, "an attached, empty TUI", |s| {
+        s.contains("Ask Codex to do anything")
+            && !s.contains("Resuming session")
+            && !s.contains("Reconnecting")
+    });
+    assert!(
+        !shown.contains("no rollout found"),
+        "the TUI attached: {shown}"
+    );
+    assert!(
+        fx.mock.main_requests().is_empty(),
+        "no model call was needed"
+    );
+    assert_eq!(fx.view(&id)["turns"], 0);
+
+    // The human's first prompt is the thread's first turn, in the stream.
+    type_prompt(&fx, &pane, "First words, typed");
+    wait_screen(&fx, &pane, "Reply to the very first prompt.");
+    let started = terminal_turn(&fx, &id, 1);
+    assert_eq!(started["data"]["source"], "terminal", "{started}");
+    fx.wait_turns_completed(&id, 1);
+    assert_eq!(fx.mock.main_requests().len(), 1);
 }
 
 // ---------------------------------------------------------------------------------------------
