@@ -279,10 +279,12 @@ impl ClaudeHost {
             .map_err(HostError::ClaudeUnavailable)?;
         let _guard = self.inner.create_lock.lock().await;
         if let Some(key) = &params.idempotency_key
-            && let Some(view) = self
-                .inner
-                .core
-                .read(|state| state.sessions.by_creation_key(key).map(|s| s.view()))
+            && let Some(view) = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .by_creation_key(key)
+                    .and_then(|s| state.session_view(&s.id))
+            })
         {
             return Ok(view);
         }
@@ -424,7 +426,7 @@ impl ClaudeHost {
     pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
         self.inner
             .core
-            .read(|state| state.sessions.get(session_id).map(|s| s.view()))
+            .read(|state| state.session_view(session_id))
             .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
     }
 

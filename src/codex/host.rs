@@ -270,10 +270,12 @@ impl CodexHost {
         }
         let _guard = self.inner.create_lock.lock().await;
         if let Some(key) = &params.idempotency_key
-            && let Some(view) = self
-                .inner
-                .core
-                .read(|state| state.sessions.by_creation_key(key).map(|s| s.view()))
+            && let Some(view) = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .by_creation_key(key)
+                    .and_then(|s| state.session_view(&s.id))
+            })
         {
             return Ok(view);
         }
@@ -306,14 +308,18 @@ impl CodexHost {
     pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
         self.inner
             .core
-            .read(|state| state.sessions.get(session_id).map(|s| s.view()))
+            .read(|state| state.session_view(session_id))
             .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
     }
 
     pub fn list(&self) -> Vec<HostedSessionView> {
-        self.inner
-            .core
-            .read(|state| state.sessions.iter().map(|s| s.view()).collect())
+        self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter_map(|s| state.session_view(&s.id))
+                .collect()
+        })
     }
 
     /// Sends text to the session: `turn/start` when no turn is open, `turn/steer` when one is.

@@ -61,6 +61,18 @@ pub struct State {
 }
 
 impl State {
+    /// A hosted session as clients see it, with its control lease and waiting tasks.
+    pub fn session_view(&self, id: &str) -> Option<crate::protocol::HostedSessionView> {
+        let mut view = self.sessions.get(id)?.view();
+        view.lease = self.tasks.lease(id);
+        view.waiting_tasks = self
+            .tasks
+            .open(id)
+            .filter(|t| t.state == crate::protocol::TaskState::Waiting)
+            .count();
+        Some(view)
+    }
+
     fn apply(&mut self, event: &Event) {
         self.tracker.apply(event);
         self.sessions.apply(event);

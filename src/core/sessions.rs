@@ -87,6 +87,8 @@ impl SessionRecord {
             forked_from: self.created.forked_from.clone(),
             pane_id: self.pane.as_ref().map(|p| p.pane_id.clone()),
             tmux_session: self.pane.as_ref().map(|p| p.tmux_session.clone()),
+            lease: Default::default(),
+            waiting_tasks: 0,
             created_at: self.created_at,
             updated_at: self.updated_at,
         }

@@ -233,23 +233,6 @@ fn to_value(value: impl serde::Serialize) -> Value {
 }
 
 impl CohostMcp {
-    /// A session view with who controls it and how many tasks wait.
-    fn with_control(&self, view: crate::protocol::HostedSessionView) -> Value {
-        let (lease, waiting) = self.state.core.read(|s| {
-            (
-                s.tasks.lease(&view.id),
-                s.tasks
-                    .open(&view.id)
-                    .filter(|t| t.state == crate::protocol::TaskState::Waiting)
-                    .count(),
-            )
-        });
-        let mut value = to_value(view);
-        value["lease"] = to_value(lease);
-        value["waitingTasks"] = json!(waiting);
-        value
-    }
-
     fn runtime_of(&self, id: &str) -> Result<Runtime, CallToolResult> {
         self.state
             .core
@@ -302,13 +285,7 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let sessions: Vec<Value> = self
-            .state
-            .codex
-            .list()
-            .into_iter()
-            .map(|view| self.with_control(view))
-            .collect();
+        let sessions = self.state.codex.list();
         let total = sessions.len();
         let bounded = bound(
             json!({ "sessions": sessions, "total": total }),
@@ -330,7 +307,7 @@ impl CohostMcp {
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.state.codex.view(&args.session_id) {
-            Ok(view) => answer(json!({ "session": self.with_control(view) })),
+            Ok(view) => answer(json!({ "session": view })),
             Err(error) => host_failure(error),
         })
     }

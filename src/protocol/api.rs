@@ -378,6 +378,12 @@ pub struct HostedSessionView {
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_session: Option<String>,
+    /// Who drives the session: the task queue (`managed`) or a human.
+    #[serde(default)]
+    pub lease: super::task::Lease,
+    /// Tasks waiting in the session's queue.
+    #[serde(default)]
+    pub waiting_tasks: usize,
     pub created_at: u64,
     pub updated_at: u64,
 }

@@ -406,6 +406,10 @@ fn idempotency_keys_and_the_lease_survive_a_daemon_restart() {
     assert_eq!(lease["lease"]["holder"], "human", "{lease:#}");
     assert_eq!(lease["lease"]["generation"], 1, "{lease:#}");
     assert_eq!(lease["lease"]["reason"], "takeover", "{lease:#}");
+    // The session view says it too.
+    let view = fx.view(&id);
+    assert_eq!(view["lease"]["holder"], "human", "{view:#}");
+    assert_eq!(view["waitingTasks"], 1, "{view:#}");
 
     // The retried create: the same session and the same start task, nothing sent again.
     let retry = d.post("/api/sessions", &create);
