@@ -119,12 +119,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "idle"
                 };
                 println!(
-                    "{:<20} {:<7} {:<10} {:<8} {:>3} turns  {}",
+                    "{:<20} {:<7} {:<10} {:<8} {:>3} turns  {:<7} {:>3} waiting  {}",
                     s["id"].as_str().unwrap_or(""),
                     s["runtime"].as_str().unwrap_or(""),
                     s["state"].as_str().unwrap_or(""),
                     turn,
                     s["turns"],
+                    s["lease"]["holder"].as_str().unwrap_or("managed"),
+                    s["waitingTasks"].as_u64().unwrap_or(0),
                     s["cwd"].as_str().unwrap_or("")
                 );
             }
@@ -143,9 +145,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let answer: serde_json::Value =
                 client.post(&format!("/api/sessions/{id}/messages"), &body)?;
             println!(
-                "{} {}",
+                "{} {} (task {})",
                 answer["outcome"].as_str().unwrap_or(""),
-                answer["turnId"].as_str().unwrap_or("")
+                answer["turnId"].as_str().unwrap_or(""),
+                answer["taskId"].as_str().unwrap_or("?")
             );
             Ok(())
         }

@@ -225,9 +225,17 @@ fn the_cli_drives_a_hosted_session() {
         line.contains("codex") && line.contains("live") && line.contains("idle"),
         "{line}"
     );
+    assert!(
+        line.contains("managed") && line.contains("0 waiting"),
+        "{line}"
+    );
 
     let sent = d.cli_ok(&["send", &id, "once more"]);
     assert!(sent.starts_with("started "), "{sent:?}");
+    assert!(
+        sent.contains("(task task_"),
+        "the send is tracked as a task: {sent:?}"
+    );
     fx.wait_turns_completed(&id, 2);
 
     let transcript = d.cli_ok(&["events", &id]);
