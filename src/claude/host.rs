@@ -37,6 +37,8 @@ const HOOK_CONNECT_GRACE: Duration = Duration::from_secs(10);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long Claude gets to confirm a pasted prompt before Enter is sent once more.
 const SUBMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a prompt Claude took from the box may still wait for its confirmation.
+const LATE_SUBMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a processed line's checkpoint waits to be saved while lines keep coming.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(200);
 /// How often the TUI's session file and pending turn ends are checked.
@@ -238,10 +240,12 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn hook_settings(hook_bin: &Path) -> Value {
     let mut hooks = serde_json::Map::new();
     for (event, matcher) in HOOK_EVENTS {
+        // Our hook only appends a line, but a loaded machine can take seconds to start it; a
+        // hook Claude kills for being slow is an event lost, so the bound is generous.
         let timeout = if event == "PermissionRequest" {
             PERMISSION_TIMEOUT.as_secs() + 30
         } else {
-            10
+            30
         };
         hooks.insert(
             event.to_string(),
@@ -647,15 +651,29 @@ impl ClaudeHost {
                 match self.confirm(&pane, &mut submitted, text, busy).await? {
                     Some(outcome) => outcome,
                     None => {
-                        // Take our text back out of the box rather than leave it for someone to send.
                         let capture = tmux
                             .capture(&pane)
                             .await
                             .map_err(|e| HostError::Claude(e.to_string()))?;
                         if screen::analyze(&capture).has_draft() {
+                            // Take our text back out of the box rather than leave it for
+                            // someone to send.
                             let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                            return Err(HostError::Claude(
+                                "claude did not accept the prompt".into(),
+                            ));
                         }
-                        return Err(HostError::Claude("claude did not accept the prompt".into()));
+                        // The box is empty: Claude took the prompt, and its confirmation (the
+                        // UserPromptSubmit hook) is late — a loaded machine, a slow hook. Wait
+                        // for it rather than report a prompt that runs as not sent.
+                        match wait_submitted(&mut submitted, text, LATE_SUBMIT_TIMEOUT).await {
+                            Some(turn) => Confirmed::Started(turn),
+                            None => {
+                                return Err(HostError::Claude(
+                                    "claude took the prompt but never confirmed it".into(),
+                                ));
+                            }
+                        }
                     }
                 }
             }

@@ -199,3 +199,37 @@ fn typing_into_claudes_box_during_a_task_takes_control_and_withholds_its_cancel(
     std::thread::sleep(Duration::from_millis(500));
     assert!(fx.screen(&id).contains("wait, let me add something"));
 }
+
+#[test]
+fn a_prompt_claude_took_but_confirmed_late_is_reported_sent_not_failed() {
+    // A slow UserPromptSubmit hook (a loaded machine): it writes its line 12 s after Claude
+    // took the prompt, past the 10 s cohost first waits for the confirmation. Every other hook
+    // runs as usual.
+    let dir = crate::support::temp_dir("cohost-slow-hook-");
+    let real = std::path::Path::new(crate::support::BIN).with_file_name("cohost-hook");
+    let wrapper = dir.path().join("slow-hook");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = UserPromptSubmit ] && sleep 12\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fx = ClaudeFixture::start_with(&[], &[("COHOST_HOOK_BIN", wrapper.to_str().unwrap())]);
+    fx.mock.push(
+        Step::text("Answered after a late confirmation.").when_user_contains("Confirm me late"),
+    );
+    let id = fx.create(json!({}));
+    let task = queue_task(&fx, &id, "Confirm me late");
+    let done = wait_task(&fx, &task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(done["acceptedAs"], "turn", "{done:#}");
+    assert_eq!(
+        done["resultExcerpt"], "Answered after a late confirmation.",
+        "{done:#}"
+    );
+    assert_eq!(fx.mock.main_requests().len(), 1, "sent once");
+}

@@ -33,6 +33,11 @@ impl ClaudeFixture {
 
     /// [`ClaudeFixture::start`] with extra `cohost serve` arguments.
     pub fn start_with_args(args: &[&str]) -> ClaudeFixture {
+        ClaudeFixture::start_with(args, &[])
+    }
+
+    /// [`ClaudeFixture::start`] with extra `cohost serve` arguments and daemon environment.
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> ClaudeFixture {
         let mock = MockMessages::start();
         let work_dir = temp_dir("cohost-claude-work-");
         let work = work_dir.path().canonicalize().unwrap();
@@ -43,6 +48,9 @@ impl ClaudeFixture {
             "COHOST_CLAUDE_BIN".into(),
             claude_bin().to_string_lossy().into_owned(),
         ));
+        for (key, value) in extra_env {
+            vars.push((key.to_string(), value.to_string()));
+        }
         let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &refs);
         ClaudeFixture {
