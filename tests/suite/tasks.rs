@@ -761,7 +761,16 @@ fn bad_task_requests_are_refused_and_change_nothing() {
     let reply = "Grüße aus dem Mock.";
     assert_eq!(done["resultBytes"], reply.len(), "{done:#}");
 
-    let head = d.head();
+    // The turn's trailing events (usage, the tracker's status) settle first.
+    let mut head = d.head();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = d.head();
+        if now == head {
+            break;
+        }
+        head = now;
+    }
     let fingerprint = d.stored_fingerprint();
     let tasks = format!("/api/sessions/{id}/tasks");
 
