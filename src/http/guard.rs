@@ -24,8 +24,46 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         request.uri().path(),
         request.headers(),
     ) {
-        Ok(()) => next.run(request).await,
+        Ok(()) => match read_body(request).await {
+            Ok(request) => next.run(request).await,
+            Err(error) => error.into_response(),
+        },
         Err(error) => error.into_response(),
+    }
+}
+
+/// Reads the whole request body before the handler runs. A handler that ignores the body
+/// (interrupt, relaunch…) would otherwise answer before a body sent in a second write has
+/// arrived, and hyper then closes the connection: a client that reuses it sees a disconnect.
+/// `/mcp` streams its own bodies.
+async fn read_body(request: Request) -> Result<Request, ApiError> {
+    let headers = request.headers();
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    if request.uri().path() == "/mcp" || (length.unwrap_or(0) == 0 && !chunked) {
+        return Ok(request);
+    }
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
+        )
+    };
+    if length.is_some_and(|n| n > super::MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, super::MAX_BODY_BYTES).await {
+        Ok(bytes) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Err(error) if error.to_string().contains("length limit") => Err(too_large()),
+        Err(error) => Err(ApiError::bad_request(
+            "invalid_body",
+            format!("the body could not be read: {error}"),
+        )),
     }
 }
 

@@ -711,3 +711,62 @@ fn a_session_holds_at_most_256_instances() {
         &json!({"agent": "bot", "threadId": "t0", "status": "running", "tmuxSession": "s1"}),
     );
 }
+
+/// A client that writes the headers and the body separately (as many HTTP clients do) keeps
+/// its connection: the daemon reads the whole body before answering, even on routes that do
+/// not use it, so the connection can be reused for the next request.
+#[test]
+fn a_body_sent_after_the_headers_keeps_the_connection_reusable() {
+    use std::io::{Read, Write};
+    let daemon = TestDaemon::start_with(None, &[]);
+    let token = daemon.token();
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", daemon.port())).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let port = daemon.port();
+    write!(
+        socket,
+        "POST /api/sessions/cs_nope/interrupt HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: 2\r\n\r\n"
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    socket.write_all(b"{}").unwrap();
+    let first = read_response(&mut socket);
+    assert!(first.starts_with("HTTP/1.1 404"), "{first}");
+    assert!(first.contains("session_not_found"), "{first}");
+    // The same connection answers the next request.
+    write!(
+        socket,
+        "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
+    let second = read_response(&mut socket);
+    assert!(second.starts_with("HTTP/1.1 200"), "{second:?}");
+
+    fn read_response(socket: &mut std::net::TcpStream) -> String {
+        // Headers, then exactly Content-Length bytes of body.
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") {
+            match socket.read(&mut byte) {
+                Ok(1) => buf.push(byte[0]),
+                _ => return String::from_utf8_lossy(&buf).into_owned(),
+            }
+        }
+        let head = String::from_utf8_lossy(&buf).into_owned();
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length: ")
+                    .map(|v| v.trim().parse::<usize>().unwrap())
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; length];
+        socket.read_exact(&mut body).unwrap();
+        head + &String::from_utf8_lossy(&body)
+    }
+}
