@@ -32,6 +32,9 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
 }
 
+/// The largest refused body that is still read to its end before the 413.
+const DRAIN_BYTES: usize = 1024 * 1024;
+
 /// Reads the whole request body before the handler runs. A handler that ignores the body
 /// (interrupt, relaunch…) would otherwise answer before a body sent in a second write has
 /// arrived, and hyper then closes the connection: a client that reuses it sees a disconnect.
@@ -53,7 +56,13 @@ async fn read_body(request: Request) -> Result<Request, ApiError> {
             format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
         )
     };
-    if length.is_some_and(|n| n > super::MAX_BODY_BYTES as u64) {
+    if let Some(n) = length.filter(|&n| n > super::MAX_BODY_BYTES as u64) {
+        // Read a moderately oversized body to its end before refusing it, so the client can
+        // finish sending and read the 413 (answering mid-upload closes the connection under
+        // it). A body past the drain bound is not read: that connection closes.
+        if n <= DRAIN_BYTES as u64 {
+            let _ = axum::body::to_bytes(request.into_body(), DRAIN_BYTES).await;
+        }
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
