@@ -51,10 +51,6 @@ pub const MAX_QUEUE_RECENT: usize = 10;
 /// How often sessions with waiting tasks are looked at even without an event (a `not_ready`
 /// session becoming ready says nothing).
 const RETRY_INTERVAL: Duration = Duration::from_secs(1);
-/// How long after an interrupted turn nothing is pasted into Claude's box: Claude puts an
-/// interrupted prompt back into the box, sometimes well after the turn ended, and a paste in
-/// between would be merged with it.
-const AFTER_INTERRUPT: Duration = Duration::from_secs(2);
 
 /// Why a task operation was refused.
 #[derive(Debug, thiserror::Error)]
@@ -139,9 +135,6 @@ struct Inner {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The text last seen in each claude session's box by `watch_drafts`.
     drafts: Mutex<HashMap<String, String>>,
-    /// When each claude session's last turn ended interrupted: Claude may still put that turn's
-    /// prompt back into the box, so nothing is pasted there for a moment.
-    interrupted: Mutex<HashMap<String, tokio::time::Instant>>,
 }
 
 fn check_prompt(text: &str) -> Result<(), TaskError> {
@@ -303,7 +296,6 @@ impl TaskManager {
                 claude,
                 locks: Mutex::new(HashMap::new()),
                 drafts: Mutex::new(HashMap::new()),
-                interrupted: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -987,17 +979,8 @@ impl TaskManager {
                     });
                 }
             }
-            EventKind::TurnCompleted(turn) => {
-                if turn.status == crate::protocol::TurnStatus::Interrupted {
-                    self.inner
-                        .interrupted
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(session.to_string(), tokio::time::Instant::now());
-                }
-                self.pump(session)
-            }
             EventKind::TaskQueued(_)
+            | EventKind::TurnCompleted(_)
             | EventKind::TaskReturned(_)
             | EventKind::TaskFinished(_)
             | EventKind::LeaseChanged(_)
@@ -1125,19 +1108,6 @@ impl TaskManager {
         let Some((task, generation, runtime)) = next else {
             return;
         };
-        if runtime == Runtime::Claude {
-            let settling = self
-                .inner
-                .interrupted
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(session)
-                .is_some_and(|at| at.elapsed() < AFTER_INTERRUPT);
-            if settling {
-                // The retry tick looks again.
-                return;
-            }
-        }
         if let Err(error) = self
             .append(
                 session,

@@ -37,6 +37,8 @@ const HOOK_CONNECT_GRACE: Duration = Duration::from_secs(10);
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long Claude gets to confirm a pasted prompt before Enter is sent once more.
 const SUBMIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long after an interrupted turn nothing is pasted into the box.
+const AFTER_INTERRUPT: Duration = Duration::from_secs(2);
 /// How long a prompt Claude took from the box may still wait for its confirmation.
 const LATE_SUBMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a processed line's checkpoint waits to be saved while lines keep coming.
@@ -128,6 +130,8 @@ struct Live {
     /// Held by whoever sends Escape to the box (an interrupt, a clear of a handed-back prompt),
     /// so one never reads the box while the other changes it.
     keys: tokio::sync::Mutex<()>,
+    /// When the last turn ended interrupted: Claude may still put its prompt back into the box.
+    interrupted_at: Mutex<Option<tokio::time::Instant>>,
     /// `(turn id, text)` of each prompt Claude confirmed.
     submitted: broadcast::Sender<(String, String)>,
     /// The TUI's session-file status: `idle`, `busy`, `waiting`, …
@@ -592,6 +596,12 @@ impl ClaudeHost {
         // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
         if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(HostError::NotReady(session_id.to_string()));
+        }
+        // Claude hands an interrupted prompt back into the box, sometimes well after the turn
+        // ended; a paste in between would merge with it. Let that settle first.
+        let since_interrupt = lock(&live.interrupted_at).map(|at| at.elapsed());
+        if let Some(since) = since_interrupt.filter(|since| *since < AFTER_INTERRUPT) {
+            tokio::time::sleep(AFTER_INTERRUPT - since).await;
         }
         let mut started = live.started.subscribe();
         if tokio::time::timeout(READY_TIMEOUT, started.wait_for(|s| *s))
@@ -1117,6 +1127,7 @@ impl Inner {
             home,
             inject: tokio::sync::Mutex::new(()),
             keys: tokio::sync::Mutex::new(()),
+            interrupted_at: Mutex::new(None),
             submitted: broadcast::channel(64).0,
             status: watch::channel(String::new()).0,
             started: watch::channel(restored && running.is_some()).0,
@@ -1300,7 +1311,14 @@ impl Inner {
         let _ = normalizer;
         for output in outputs {
             match output {
-                Output::Store(kind) => self.store(&live.session_id, kind).await,
+                Output::Store(kind) => {
+                    if let EventKind::TurnCompleted(done) = &kind
+                        && done.status == crate::protocol::TurnStatus::Interrupted
+                    {
+                        *lock(&live.interrupted_at) = Some(tokio::time::Instant::now());
+                    }
+                    self.store(&live.session_id, kind).await
+                }
                 Output::Bound {
                     claude_session_id, ..
                 } if live.fork_of.as_deref() == Some(claude_session_id.as_str()) => {
