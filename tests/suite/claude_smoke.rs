@@ -22,7 +22,8 @@ use crate::support::claude_env::{ClaudeEnv, is_running};
 use crate::support::http::{Resp, raw_request};
 use crate::support::mock_messages::{MockMessages, RequestKind, Step};
 use crate::support::tmux::{TmuxServer, require_tmux};
-use crate::support::{run_with_timeout, temp_dir};
+use crate::support::{pinned_version, run_with_timeout, temp_dir};
+use cohost::peers::CLAUDE;
 
 /// How long any single wait on the TUI may take (startup on a loaded 2-core machine included).
 const WAIT: Duration = Duration::from_secs(20);
@@ -786,13 +787,24 @@ fn claude_smoke_side_requests_do_not_consume_steps() {
     tui.submit("Please write a function that parses ISO dates in Rust");
     tui.wait_text("Main answer, not a title.");
     tui.wait_ready("the box after the reply");
-    let titles = tui.mock.wait_for_requests_of(RequestKind::Title, 1, WAIT);
-    assert_eq!(titles[0].tool_count(), 0);
-    let (_, lines) = tui.wait_transcript("the ai-title", |line| line["type"] == "ai-title");
-    assert!(
-        lines.iter().any(|l| l["aiTitle"] == "Mock title"),
-        "the title lands in the transcript"
-    );
+    if pinned_version(&CLAUDE) == CLAUDE.oldest {
+        let titles = tui.mock.wait_for_requests_of(RequestKind::Title, 1, WAIT);
+        assert_eq!(titles[0].tool_count(), 0);
+        let (_, lines) = tui.wait_transcript("the ai-title", |line| line["type"] == "ai-title");
+        assert!(
+            lines.iter().any(|l| l["aiTitle"] == "Mock title"),
+            "the title lands in the transcript"
+        );
+    } else {
+        // Newer releases send no session-title request (seen on 2.1.332); nothing may wait for
+        // one. Should it come back, this says so.
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(
+            tui.mock.requests_of(RequestKind::Title).is_empty(),
+            "a title request came back: {}",
+            tui.mock.summary()
+        );
+    }
     let main = tui.mock.main_requests();
     assert_eq!(main.len(), 1, "{}", tui.mock.summary());
     assert_eq!(main[0].step, Some(0));

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::codex_host::{api, post_message};
 use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
-use crate::support::{TestDaemon, TmuxServer, temp_dir};
+use crate::support::{TestDaemon, TmuxServer, pinned_version, temp_dir};
 
 #[test]
 fn doctor_reports_a_missing_codex_and_sessions_are_refused() {
@@ -65,7 +65,7 @@ fn doctor_finds_the_installed_codex() {
     assert!(
         doctor["codexVersion"]
             .as_str()
-            .is_some_and(|v| v.contains("0.169.0")),
+            .is_some_and(|v| v.contains(&pinned_version(&cohost::peers::CODEX))),
         "{doctor}"
     );
     assert!(doctor["codexPath"].is_string(), "{doctor}");
