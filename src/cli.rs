@@ -218,6 +218,16 @@ pub struct ServeArgs {
         value_delimiter = ':'
     )]
     pub mcp_allowed_roots: Vec<PathBuf>,
+    /// A Claude permission mode that skips cohost's approvals, allowed for sessions only when
+    /// named here: `auto` (Claude decides which tool calls need no prompt) or `bypassPermissions`
+    /// (nothing asks). Repeat it, or a comma-separated list in the environment. Without it,
+    /// sessions may only use `default`, `acceptEdits` and `plan`.
+    #[arg(
+        long = "allow-permission-mode",
+        env = "COHOST_ALLOW_PERMISSION_MODES",
+        value_delimiter = ','
+    )]
+    pub allow_permission_modes: Vec<String>,
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use crate::claude::PermissionPolicy;
 use crate::cli::ServeArgs;
 use crate::core::event_log::{FsyncPolicy, LogConfig};
 use crate::core::tracker::TrackerConfig;
@@ -24,6 +25,8 @@ pub struct ServeConfig {
     pub tracker: TrackerConfig,
     /// Canonical project roots under which MCP clients may start sessions.
     pub mcp_roots: Vec<PathBuf>,
+    /// The Claude permission modes sessions may use.
+    pub permission_modes: PermissionPolicy,
 }
 
 impl ServeConfig {
@@ -81,8 +84,10 @@ impl ServeConfig {
             }
             mcp_roots.push(canonical);
         }
+        let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)?;
         Ok(ServeConfig {
             mcp_roots,
+            permission_modes,
             home,
             listen,
             tmux_socket: args.tmux_socket.clone(),

@@ -102,6 +102,7 @@ pub async fn run(
             cohost_home: config.home.clone(),
             url: format!("http://{local_addr}"),
             token_file: config.home.join(TOKEN_FILE),
+            permission_modes: config.permission_modes.clone(),
         },
     );
     claude.restore();

@@ -2,5 +2,8 @@
 
 pub mod host;
 pub mod normalize;
+pub mod policy;
 pub mod screen;
 pub mod tail;
+
+pub use policy::PermissionPolicy;

@@ -285,6 +285,7 @@ impl CodexHost {
             cwd: params.cwd.to_string_lossy().into_owned(),
             model: params.model,
             approval_policy: params.approval_policy,
+            permission_mode: None,
             sandbox: params.sandbox,
             budget: params.budget,
             forked_from: None,
@@ -662,6 +663,7 @@ impl CodexHost {
             cwd: parent.cwd.clone(),
             model: parent.model.clone(),
             approval_policy: parent.approval_policy.clone(),
+            permission_mode: None,
             sandbox: parent.sandbox.clone(),
             budget: self.inner.core.read(|s| {
                 s.sessions

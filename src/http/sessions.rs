@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::claude::host::{CreateClaude, PERMISSION_MODES};
+use crate::claude::host::CreateClaude;
 use crate::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
 use crate::host::{Capability, HostError};
 use crate::protocol::{Budget, HostedSessionView, Runtime};
@@ -111,7 +111,8 @@ pub struct CreateBody {
     idempotency_key: Option<String>,
     #[serde(default)]
     budget: Option<Budget>,
-    /// claude only: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
+    /// claude only: `default` (the default), `acceptEdits`, `plan`; `auto` and
+    /// `bypassPermissions` only where the daemon's owner allows them.
     #[serde(default)]
     permission_mode: Option<String>,
     /// The tmux session to open the pane in (default `cohost`): claude always, codex with
@@ -204,7 +205,11 @@ pub async fn create(
             )?;
         }
     }
-    check_choice("permissionMode", &body.permission_mode, &PERMISSION_MODES)?;
+    if let Some(mode) = &body.permission_mode
+        && let Some(refusal) = state.claude.permission_policy().refusal(mode)
+    {
+        return Err(ApiError::field("invalid_field", "permissionMode", refusal));
+    }
     if let Some(name) = &body.tmux_session
         && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
     {
