@@ -244,9 +244,13 @@ pub struct StartArgs {
     pub cwd: Option<PathBuf>,
     #[arg(long)]
     pub model: Option<String>,
-    /// untrusted, on-request, on-failure or never.
+    /// codex: untrusted, on-request, on-failure or never.
     #[arg(long)]
     pub approval_policy: Option<String>,
+    /// claude: default (the default), acceptEdits or plan; auto and bypassPermissions only where
+    /// the daemon allows them.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
     /// read-only, workspace-write or danger-full-access.
     #[arg(long)]
     pub sandbox: Option<String>,

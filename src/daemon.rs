@@ -123,6 +123,12 @@ pub async fn run(
         shutdown: cancel.clone(),
     };
 
+    tasks.spawn(log_peers(
+        codex.clone(),
+        claude.clone(),
+        config.home.clone(),
+        cancel.clone(),
+    ));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
     tasks.spawn(queue.run(cancel.clone()));
     tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
@@ -364,4 +370,42 @@ fn write_daemon_file(
     fs::write(&tmp, serde_json::to_vec(&file)?)?;
     fs::rename(&tmp, home.join(DAEMON_FILE))?;
     Ok(())
+}
+
+/// Logs, once at start, which codex and claude this daemon found, their releases and whether
+/// they are inside the tested range (`cohost doctor` says the same, with more).
+async fn log_peers(codex: CodexHost, claude: ClaudeHost, home: PathBuf, cancel: CancellationToken) {
+    let check = async {
+        // A missing codex was warned about by the codex host already.
+        if let Ok(bin) = codex.codex_bin() {
+            let mut bin = bin.clone();
+            let scratch = home.join("codex").join("doctor-home");
+            let _ = std::fs::create_dir_all(&scratch);
+            match bin.detect_version(&scratch).await {
+                Ok(version) => match crate::peers::CODEX.warning(&version) {
+                    Some(warning) => tracing::warn!(%version, "{warning}"),
+                    None => {
+                        tracing::info!(%version, tested = %crate::peers::CODEX.range(), "codex found")
+                    }
+                },
+                Err(error) => tracing::warn!(%error, "codex found, but `codex --version` failed"),
+            }
+        }
+        let doctor = claude.doctor().await;
+        match &doctor.version {
+            Some(version) => match doctor.warnings.first() {
+                Some(warning) => tracing::warn!(%version, "{warning}"),
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::CLAUDE.range(), permission_mode = doctor.permission_mode, "claude found")
+                }
+            },
+            None => {
+                tracing::info!(issues = ?doctor.issues, "claude is not usable; claude sessions are unavailable")
+            }
+        }
+    };
+    tokio::select! {
+        _ = check => {}
+        _ = cancel.cancelled() => {}
+    }
 }

@@ -287,6 +287,15 @@ impl ClaudeHost {
         &self.inner.config.permission_modes
     }
 
+    /// `cohost doctor`'s claude section.
+    pub async fn doctor(&self) -> super::doctor::ClaudeDoctor {
+        super::doctor::doctor(
+            &self.inner.config.cohost_home.join("claude"),
+            &self.inner.config.permission_modes,
+        )
+        .await
+    }
+
     /// Starts the claude TUI in a new pane and follows it.
     pub async fn create(&self, params: CreateClaude) -> Result<HostedSessionView, HostError> {
         let permission_mode = params

@@ -1,5 +1,6 @@
 //! The Claude Code adapter: the only module that knows Claude's hooks, transcripts and TUI.
 
+pub mod doctor;
 pub mod host;
 pub mod normalize;
 pub mod policy;

@@ -638,8 +638,27 @@ pub async fn command(
     Ok(Json(capability).into_response())
 }
 
+/// `GET /api/doctor`: codex's checks at the top level (as before claude was covered), claude's
+/// under `claude`; `ok` when neither found an issue, `warnings` from both.
 pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
-    Json(json!(state.codex.doctor().await))
+    Json(doctor_report(&state.codex, &state.claude).await)
+}
+
+pub async fn doctor_report(
+    codex: &crate::codex::host::CodexHost,
+    claude: &crate::claude::host::ClaudeHost,
+) -> Value {
+    let (codex, claude) = tokio::join!(codex.doctor(), claude.doctor());
+    let mut issues = codex.issues.clone();
+    issues.extend(claude.issues.iter().map(|i| format!("claude: {i}")));
+    let mut warnings = codex.warnings.clone();
+    warnings.extend(claude.warnings.iter().cloned());
+    let mut answer = json!(codex);
+    answer["ok"] = json!(issues.is_empty());
+    answer["issues"] = json!(issues);
+    answer["warnings"] = json!(warnings);
+    answer["claude"] = json!(claude);
+    answer
 }
 
 /// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.

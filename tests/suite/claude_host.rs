@@ -325,3 +325,21 @@ fn a_mode_the_daemon_does_not_allow_still_asks_through_cohost() {
         "the declined command did not run"
     );
 }
+
+#[test]
+fn doctor_reports_the_installed_claude() {
+    let fx = ClaudeFixture::start();
+    let doctor = fx.daemon.get("/api/doctor").assert_ok();
+    let claude = &doctor["claude"];
+    assert_eq!(claude["found"], true, "{doctor:#}");
+    assert_eq!(
+        claude["version"],
+        pinned_version(&CLAUDE).as_str(),
+        "{doctor:#}"
+    );
+    assert_eq!(claude["versionPlace"], "tested", "{doctor:#}");
+    assert_eq!(claude["hooksInstallable"], true, "{doctor:#}");
+    assert_eq!(claude["permissionMode"], "default", "{doctor:#}");
+    assert_eq!(claude["issues"], json!([]), "{doctor:#}");
+    assert_eq!(claude["warnings"], json!([]), "{doctor:#}");
+}
