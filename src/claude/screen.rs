@@ -3,7 +3,9 @@
 //!
 //! Pure: it takes the captured text and does no IO, so it never talks to tmux itself; the
 //! Claude host captures the pane and asks [`analyze`] before pasting. The rules come from
-//! watching claude 2.1.197 (reference `claude-code-observed.md` §6, "Readiness heuristic"):
+//! watching claude 2.1.197 and hold unchanged on 2.1.332 (real captures of both are in
+//! `tests/fixtures/claude/screens/<release>/`; 2.1.332 adds a mode footer and an effort line,
+//! which the rules ignore):
 //!
 //! - The live input box is the last line starting with `❯` and a NO-BREAK SPACE (U+00A0) with a
 //!   rule line (`─` at least 20 times) directly above it; it ends at the next rule line. Prompts
@@ -423,10 +425,15 @@ mod tests {
         assert!(analyze(&capture).ready());
     }
 
-    /// Reads a real capture from `tests/fixtures/claude/screens/` (see the README there).
-    fn fixture(name: &str) -> String {
+    /// The releases with captured screens: both ends of the supported range.
+    const RELEASES: [&str; 2] = [crate::peers::CLAUDE.oldest, crate::peers::CLAUDE.newest];
+
+    /// Reads a real capture of `release` from `tests/fixtures/claude/screens/<release>/` (see
+    /// the README there).
+    fn fixture(release: &str, name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/claude/screens")
+            .join(release)
             .join(name);
         std::fs::read_to_string(&path)
             .unwrap_or_else(|err| panic!("cannot read screen fixture {}: {err}", path.display()))
@@ -465,34 +472,43 @@ mod tests {
             ("idle_after_reply.txt", state(Some(""), false, false, false)),
             ("permission_dialog.txt", state(None, false, true, false)),
         ];
-        for (name, expected) in &cases {
-            assert_eq!(&analyze(&fixture(name)), expected, "{name}");
+        for release in RELEASES {
+            for (name, expected) in &cases {
+                assert_eq!(
+                    &analyze(&fixture(release, name)),
+                    expected,
+                    "{release}/{name}"
+                );
+            }
+            let ready: Vec<&str> = cases
+                .iter()
+                .filter(|(name, _)| analyze(&fixture(release, name)).ready())
+                .map(|(name, _)| *name)
+                .collect();
+            assert_eq!(
+                ready,
+                [
+                    "idle_empty.txt",
+                    "interrupted_idle.txt",
+                    "idle_after_reply.txt"
+                ],
+                "{release}"
+            );
         }
-        let ready: Vec<&str> = cases
-            .iter()
-            .filter(|(name, _)| analyze(&fixture(name)).ready())
-            .map(|(name, _)| *name)
-            .collect();
-        assert_eq!(
-            ready,
-            [
-                "idle_empty.txt",
-                "interrupted_idle.txt",
-                "idle_after_reply.txt"
-            ]
-        );
     }
 
     #[test]
     fn real_spinner_alone_is_busy() {
         // The footer says `esc to interrupt` too; without it the spinner line must suffice.
-        let capture = fixture("busy_spinner.txt");
-        let without_footer: String = capture
-            .lines()
-            .filter(|line| !line.contains("esc to interrupt"))
-            .map(|line| format!("{line}\n"))
-            .collect();
-        assert!(analyze(&without_footer).busy);
+        for release in RELEASES {
+            let capture = fixture(release, "busy_spinner.txt");
+            let without_footer: String = capture
+                .lines()
+                .filter(|line| !line.contains("esc to interrupt"))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            assert!(analyze(&without_footer).busy, "{release}");
+        }
     }
 
     #[test]
