@@ -578,11 +578,49 @@ impl ClaudeHost {
             return Ok(false);
         }
         let pane = self.verified_pane(session_id).await?;
-        self.tmux()
-            .send_keys(&pane, &["Escape", "Escape"])
-            .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
-        Ok(true)
+        self.clear_box(&pane).await
+    }
+
+    /// Clears the input box, which holds text: Escape twice, then — only when Claude shows it
+    /// took just one of them (`esc again to clear`) — once more. Each step waits for the screen
+    /// to show its effect instead of assuming it: a loaded machine renders late, and one Escape
+    /// too many on the emptied box opens the Rewind dialog (which, should it open anyway, is
+    /// closed with one Escape). Returns whether the box ended empty.
+    async fn clear_box(&self, pane: &str) -> Result<bool, HostError> {
+        let keys = |keys: &'static [&'static str]| async move {
+            self.tmux()
+                .send_keys(pane, keys)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))
+        };
+        keys(&["Escape", "Escape"]).await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        let mut again = false;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let capture = self
+                .tmux()
+                .capture(pane)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))?;
+            let screen = screen::analyze(&capture);
+            if screen.rewind {
+                tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
+                keys(&["Escape"]).await?;
+                return Ok(true);
+            }
+            if screen.input.as_deref() == Some("") {
+                return Ok(true);
+            }
+            if screen.clear_pending && screen.has_draft() && !again {
+                keys(&["Escape"]).await?;
+                again = true;
+                continue;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+        }
     }
 
     async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
@@ -703,7 +741,7 @@ impl ClaudeHost {
                         if screen::analyze(&capture).has_draft() {
                             // Take our text back out of the box rather than leave it for
                             // someone to send.
-                            let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                            let _ = self.clear_box(&pane).await;
                             return Err(HostError::Claude(
                                 "claude did not accept the prompt".into(),
                             ));
@@ -816,7 +854,7 @@ impl ClaudeHost {
         // shows that text, or has stayed idle and empty for a moment.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         let mut idle_since = None;
-        let mut presses = 0;
+        let mut cleared = false;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let Ok(capture) = self.tmux().capture(&pane).await else {
@@ -827,19 +865,11 @@ impl ClaudeHost {
                 idle_since = None;
                 continue;
             }
-            if screen.has_draft() && screen.input != before && presses < 4 {
-                // Escape twice clears the box; when Claude took only one of them it shows "Esc
-                // again to clear", and one more does it. Keys go only to a box with text in it
-                // (two Escapes on an empty box open the rewind dialog).
-                let keys: &[&str] = if presses == 0 {
-                    &["Escape", "Escape"]
-                } else {
-                    &["Escape"]
-                };
-                let _ = self.tmux().send_keys(&pane, keys).await;
-                presses += 1;
+            if screen.has_draft() && screen.input != before && !cleared {
+                // The prompt Claude put back: clear it, watching the screen between keys.
+                cleared = true;
+                let _ = self.clear_box(&pane).await;
                 idle_since = None;
-                tokio::time::sleep(Duration::from_millis(300)).await;
                 continue;
             }
             let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);

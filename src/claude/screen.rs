@@ -32,6 +32,11 @@ pub struct Screen {
     pub dialog: bool,
     /// The box shows `Press up to edit queued messages`: prompts wait for the running turn.
     pub queued: bool,
+    /// Claude took one Escape on a box with text and waits for a second to clear it (`Esc again
+    /// to clear` in the footer on 2.1.197, `esc again to clear` above the box on 2.1.332).
+    pub clear_pending: bool,
+    /// The Rewind dialog is open (two Escapes on an empty box open it; one Escape closes it).
+    pub rewind: bool,
 }
 
 impl Screen {
@@ -68,6 +73,9 @@ const DIALOG_PHRASES: [&str; 4] = [
     "Enter to continue",
 ];
 
+/// The hint Claude shows after one Escape on a box with text (compared case-insensitively).
+const CLEAR_HINT: &str = "esc again to clear";
+
 /// Reads one `capture-pane -p` text.
 pub fn analyze(capture: &str) -> Screen {
     let lines: Vec<&str> = capture.lines().collect();
@@ -78,6 +86,8 @@ pub fn analyze(capture: &str) -> Screen {
             busy: false,
             dialog,
             queued: false,
+            clear_pending: false,
+            rewind: dialog && lines.iter().any(|line| line.trim() == "Rewind"),
         };
     };
 
@@ -117,6 +127,8 @@ pub fn analyze(capture: &str) -> Screen {
         busy: footer_busy || spinner_busy,
         dialog: false,
         queued,
+        clear_pending: capture.to_lowercase().contains(CLEAR_HINT),
+        rewind: false,
     }
 }
 
@@ -222,6 +234,7 @@ mod tests {
                 busy: false,
                 dialog: false,
                 queued: false,
+                ..Screen::default()
             }
         );
         assert!(seen.ready());
@@ -284,6 +297,7 @@ mod tests {
                 busy: true,
                 dialog: false,
                 queued: true,
+                ..Screen::default()
             }
         );
         assert!(!seen.has_draft());
@@ -386,6 +400,7 @@ mod tests {
                 busy: false,
                 dialog: true,
                 queued: false,
+                ..Screen::default()
             }
         );
         assert!(!seen.ready());
@@ -445,7 +460,33 @@ mod tests {
             busy,
             dialog,
             queued,
+            clear_pending: false,
+            rewind: false,
         }
+    }
+
+    #[test]
+    fn the_clear_hint_and_the_rewind_dialog() {
+        // Literal bottoms of captures of 2.1.197 and 2.1.332 (tests/fixtures/claude/screens/).
+        let rule = "─".repeat(60);
+        let hint_197 = format!(
+            "{rule}\n❯\u{a0}a draft in the box\n{rule}\n                                   Esc again to clear\n"
+        );
+        let hint_332 = format!(
+            "                                   esc again to clear\n{rule}\n❯\u{a0}a draft in the box\n{rule}\n  ⏸ manual mode on\n"
+        );
+        for capture in [hint_197, hint_332] {
+            let seen = analyze(&capture);
+            assert!(seen.clear_pending && seen.has_draft(), "{seen:?}");
+        }
+        let rewind = format!("{rule}\n  Rewind\n  Nothing to rewind to yet.\n  Esc to cancel\n");
+        let seen = analyze(&rewind);
+        assert!(
+            seen.rewind && seen.dialog && seen.input.is_none(),
+            "{seen:?}"
+        );
+        let idle = analyze(&format!("{rule}\n❯\u{a0}\n{rule}\n  ? for shortcuts\n"));
+        assert!(!idle.clear_pending && !idle.rewind);
     }
 
     #[test]

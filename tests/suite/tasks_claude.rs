@@ -143,7 +143,15 @@ fn cancelling_a_running_claude_task_interrupts_its_turn() {
     assert_eq!(ended["cancelOutcome"], "aborted", "{ended:#}");
     // The queue moves on.
     let done = wait_task(&fx, &next, "finished", |t| t["phase"] == "finished");
-    assert_eq!(done["state"], "completed", "{done:#}");
+    if done["state"] != "completed" {
+        let events: Vec<String> = fx
+            .events(&id)
+            .iter()
+            .filter(|e| e["type"] != "usage")
+            .map(|e| format!("{} {}", e["type"], e["data"]))
+            .collect();
+        fx.fail(&format!("{done:#}\nevents:\n{}", events.join("\n")));
+    }
     assert_eq!(done["resultExcerpt"], "The next task ran.", "{done:#}");
 }
 
