@@ -175,6 +175,14 @@ pub struct DaemonInfo {
     pub version: String,
 }
 
+/// An inclusive range of seqs with no stored event: what a reader skipped over (the `gaps` of a
+/// page, an SSE `gap` message) or what start-up found missing from the log (`log.damaged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqRange {
+    pub from: u64,
+    pub to: u64,
+}
+
 /// Agent status, with opensessions' spelling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
