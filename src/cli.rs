@@ -137,6 +137,9 @@ pub enum Command {
     },
     /// Print the bearer token.
     Token,
+    /// Check the event log on disk.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Print the web page's URL, with the token in its fragment (open it in a browser).
     Web,
     /// Serve MCP on stdin/stdout for a client that spawns it, forwarding to the running daemon.
@@ -144,6 +147,17 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Check every line of the event log and compare it with the snapshot, offline: nothing is
+    /// changed. Exits with 1 when anything is damaged (the next `cohost serve` repairs it).
+    Verify {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

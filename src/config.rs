@@ -30,6 +30,7 @@ impl ServeConfig {
     pub fn log(&self) -> LogConfig {
         LogConfig {
             dir: self.home.join("log"),
+            quarantine: self.home.join("quarantine.jsonl"),
             segment_bytes: self.segment_bytes,
             retain_bytes: self.retain_bytes,
             fsync: self.fsync,

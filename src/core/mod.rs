@@ -11,6 +11,9 @@
 //! through [`Store`], which serves recent events from the ring and older ones from disk.
 
 pub mod event_log;
+#[cfg(test)]
+mod fault_tests;
+pub mod log_line;
 pub mod sessions;
 mod snapshot;
 pub mod tasks;
@@ -24,8 +27,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::protocol::{DaemonInfo, Event, EventKind, SCHEMA_VERSION, SeqRange};
-use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError};
+use crate::protocol::{
+    DaemonInfo, Event, EventKind, LogDamage, MissingRange, QuarantinedLine, SCHEMA_VERSION,
+    SeqRange,
+};
+use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError, Recovery};
 use sessions::Sessions;
 pub use snapshot::Snapshot;
 use tracker::{Tracker, TrackerConfig};
@@ -354,12 +360,273 @@ impl CoreHandle {
 }
 
 /// What start-up found, for logging and tests.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StartInfo {
     pub head: u64,
     pub snapshot_seq: u64,
     pub replayed: usize,
     pub truncated_bytes: u64,
+    /// What was wrong with the log, also written as the `log.damaged` event.
+    pub damage: Option<LogDamage>,
+}
+
+/// The most quarantined lines a `log.damaged` event lists (all are counted).
+const MAX_LISTED_QUARANTINED: usize = 100;
+
+/// Compares what the log holds (`recovery`) with the snapshot taken at `snapshot_seq`, and says
+/// what is missing or was quarantined; `None` when nothing is. `notes` are findings in words
+/// (an unusable snapshot).
+pub fn damage_report(
+    recovery: &Recovery,
+    snapshot_seq: u64,
+    quarantine_file: &std::path::Path,
+    notes: Vec<String>,
+) -> Option<LogDamage> {
+    let mut ranges: Vec<SeqRange> = Vec::new();
+    // Before the oldest segment: retention deletes only what a snapshot covers, so seqs there
+    // that the snapshot does not cover are lost to both.
+    if let Some(oldest) = recovery.oldest_segment
+        && oldest > snapshot_seq + 1
+    {
+        ranges.push(SeqRange {
+            from: snapshot_seq + 1,
+            to: oldest - 1,
+        });
+    }
+    ranges.extend(recovery.missing.iter().copied());
+    // After the log's end: events the snapshot has seen but the log lost.
+    if recovery.segments > 0 && snapshot_seq > recovery.head {
+        ranges.push(SeqRange {
+            from: recovery.head + 1,
+            to: snapshot_seq,
+        });
+    }
+    let mut missing = Vec::new();
+    for range in ranges {
+        // Split at the snapshot: the state reflects what it covers.
+        if range.from <= snapshot_seq && range.to > snapshot_seq {
+            missing.push(MissingRange {
+                from: range.from,
+                to: snapshot_seq,
+                in_snapshot: true,
+            });
+            missing.push(MissingRange {
+                from: snapshot_seq + 1,
+                to: range.to,
+                in_snapshot: false,
+            });
+        } else {
+            missing.push(MissingRange {
+                from: range.from,
+                to: range.to,
+                in_snapshot: range.to <= snapshot_seq,
+            });
+        }
+    }
+    let mut notes = notes;
+    if recovery.segments == 0 && snapshot_seq > 0 {
+        notes.push(format!(
+            "the log has no segment while the snapshot is at seq {snapshot_seq}: every event up to it is gone from the log"
+        ));
+    }
+    if missing.is_empty() && recovery.quarantined.is_empty() && notes.is_empty() {
+        return None;
+    }
+    Some(LogDamage {
+        snapshot_seq,
+        log_first_seq: recovery.first_seq,
+        log_last_seq: recovery.last_seq,
+        missing_count: missing.iter().map(|range| range.to - range.from + 1).sum(),
+        missing,
+        quarantined: recovery
+            .quarantined
+            .iter()
+            .take(MAX_LISTED_QUARANTINED)
+            .map(|line| QuarantinedLine {
+                segment: line.segment.clone(),
+                offset: line.offset,
+                line: line.line_number as u64,
+                bytes: line.bytes,
+                reason: line.fault.as_str().to_string(),
+                seq: line.claimed_seq,
+            })
+            .collect(),
+        quarantined_count: recovery.quarantined.len() as u64,
+        quarantine_file: quarantine_file.display().to_string(),
+        notes,
+    })
+}
+
+/// What `cohost log verify` found in a home.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub home: PathBuf,
+    /// A daemon holds the home's lock: its last line may be a write in progress.
+    pub daemon_running: bool,
+    /// The snapshot's seq (0: none or unusable).
+    pub snapshot_seq: u64,
+    pub segments: usize,
+    pub events: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// A last line without its newline: a write a crash interrupted (or one in progress).
+    pub torn_bytes: u64,
+    /// Seqs missing that a `log.damaged` event already reported.
+    pub known_missing: Vec<SeqRange>,
+    pub damage: Option<LogDamage>,
+}
+
+/// Checks the log and snapshot of `home` without changing them (the start-up scan, read-only).
+pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
+    use anyhow::Context as _;
+    let mut notes = Vec::new();
+    let snapshot_seq = match Snapshot::load(home) {
+        snapshot::Loaded::Found(snapshot) => snapshot.seq,
+        snapshot::Loaded::Missing => 0,
+        snapshot::Loaded::Unusable { reason, damaged } => {
+            if damaged {
+                notes.push(format!(
+                    "{reason}; the next start rebuilds the state from the log alone"
+                ));
+            }
+            0
+        }
+    };
+    let dir = home.join("log");
+    let recovery = event_log::scan(&dir)
+        .with_context(|| format!("failed to read the event log in {}", dir.display()))?;
+    let daemon_running = std::fs::File::open(home.join("lock"))
+        .map(|lock| {
+            matches!(
+                lock.try_lock_shared(),
+                Err(std::fs::TryLockError::WouldBlock)
+            )
+        })
+        .unwrap_or(false);
+    let damage = damage_report(
+        &recovery,
+        snapshot_seq,
+        &home.join("quarantine.jsonl"),
+        notes,
+    );
+    Ok(Verification {
+        home: home.to_path_buf(),
+        daemon_running,
+        snapshot_seq,
+        segments: recovery.segments,
+        events: recovery.n_lines,
+        first_seq: recovery.first_seq,
+        last_seq: recovery.last_seq,
+        torn_bytes: recovery.truncated_bytes,
+        known_missing: recovery.known_missing,
+        damage,
+    })
+}
+
+impl Verification {
+    /// The report for a person.
+    pub fn render(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "home: {}", self.home.display())?;
+        if self.daemon_running {
+            writeln!(
+                out,
+                "a daemon is running on this home: its last line may be in progress"
+            )?;
+        }
+        match self.snapshot_seq {
+            0 => writeln!(out, "snapshot: none")?,
+            seq => writeln!(out, "snapshot: at seq {seq}")?,
+        }
+        writeln!(
+            out,
+            "log: {} segment(s), {} event(s), seq {}..={}",
+            self.segments, self.events, self.first_seq, self.last_seq
+        )?;
+        if self.torn_bytes > 0 {
+            writeln!(
+                out,
+                "torn last line: {} bytes (a write that did not complete; cut at the next start)",
+                self.torn_bytes
+            )?;
+        }
+        for range in &self.known_missing {
+            writeln!(
+                out,
+                "known gap: {}..={} (already reported by a log.damaged event)",
+                range.from, range.to
+            )?;
+        }
+        let Some(damage) = &self.damage else {
+            return writeln!(out, "ok: no damage found");
+        };
+        writeln!(
+            out,
+            "DAMAGED: {} event(s) missing, {} line(s) to quarantine",
+            damage.missing_count, damage.quarantined_count
+        )?;
+        for range in &damage.missing {
+            writeln!(
+                out,
+                "  missing {}..={}{}",
+                range.from,
+                range.to,
+                if range.in_snapshot {
+                    " (the snapshot still reflects them)"
+                } else {
+                    " (not in the snapshot either)"
+                }
+            )?;
+        }
+        for line in &damage.quarantined {
+            let seq = line
+                .seq
+                .map(|seq| format!(", seq {seq}"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  {}: line {} at byte {} ({} bytes{seq}): {}",
+                line.segment, line.line, line.offset, line.bytes, line.reason
+            )?;
+        }
+        for note in &damage.notes {
+            writeln!(out, "  {note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Logs a damage report: one error line with the totals, one warning per missing range.
+fn log_damage(damage: &LogDamage) {
+    tracing::error!(
+        missing = damage.missing_count,
+        quarantined = damage.quarantined_count,
+        snapshot = damage.snapshot_seq,
+        log_first = damage.log_first_seq,
+        log_last = damage.log_last_seq,
+        quarantine_file = %damage.quarantine_file,
+        "the event log is damaged: {} event(s) missing, {} line(s) quarantined (see the log.damaged event)",
+        damage.missing_count,
+        damage.quarantined_count,
+    );
+    for range in &damage.missing {
+        tracing::warn!(
+            from = range.from,
+            to = range.to,
+            in_snapshot = range.in_snapshot,
+            "events {}..={} are missing from the event log{}",
+            range.from,
+            range.to,
+            if range.in_snapshot {
+                " (the snapshot still reflects them)"
+            } else {
+                " and from the state"
+            }
+        );
+    }
+    for note in &damage.notes {
+        tracing::warn!("{note}");
+    }
 }
 
 struct Core {
@@ -378,21 +645,35 @@ pub fn start(
     config: CoreConfig,
 ) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
     use anyhow::Context as _;
-    let snapshot = Snapshot::load(&config.home).unwrap_or_default();
+    let mut notes = Vec::new();
+    let snapshot = match Snapshot::load(&config.home) {
+        snapshot::Loaded::Found(snapshot) => *snapshot,
+        snapshot::Loaded::Missing => Snapshot::default(),
+        snapshot::Loaded::Unusable { reason, damaged } => {
+            tracing::warn!("{reason}; replaying the whole log");
+            if damaged {
+                notes.push(format!(
+                    "{reason}; the state was rebuilt from the log alone"
+                ));
+            }
+            Snapshot::default()
+        }
+    };
     let snapshot_seq = snapshot.seq;
-    let (log, recovery) = EventLog::open(config.log.clone(), snapshot_seq).with_context(|| {
-        format!(
-            "failed to open the event log in {}",
-            config.log.dir.display()
-        )
-    })?;
+    let (log, mut recovery) =
+        EventLog::open(config.log.clone(), snapshot_seq).with_context(|| {
+            format!(
+                "failed to open the event log in {}",
+                config.log.dir.display()
+            )
+        })?;
 
     let mut state = snapshot.state;
     state.tracker.set_config(config.tracker);
     let mut session_seqs = snapshot.session_seqs;
     let mut ring = VecDeque::new();
     let replayed = recovery.lines.len();
-    for line in recovery.lines {
+    for line in std::mem::take(&mut recovery.lines) {
         match serde_json::from_str::<Event>(&line.json) {
             Ok(event) => state.apply(&event),
             // Kinds from a newer version are kept in the log and the ring but not applied.
@@ -408,7 +689,13 @@ pub fn start(
         }
         ring.push_back(Arc::new(StoredEvent::from(line)));
     }
-    let seq = recovery.last_seq.max(snapshot_seq);
+    let damage = damage_report(&recovery, snapshot_seq, &config.log.quarantine, notes);
+    if let Some(damage) = &damage {
+        log_damage(damage);
+    }
+    // Above every seq the log or the snapshot may have used: a seq a client has seen is
+    // never given to another event.
+    let seq = recovery.head.max(snapshot_seq);
     let store = Arc::new(Store {
         ring: RwLock::new(ring),
         reader: log.reader(),
@@ -422,6 +709,7 @@ pub fn start(
         snapshot_seq,
         replayed,
         truncated_bytes: recovery.truncated_bytes,
+        damage: damage.clone(),
     };
     let mut core = Core {
         config,
@@ -432,11 +720,15 @@ pub fn start(
         seq,
         session_seqs,
     };
-    let started = core.write_batch(vec![Entry::stored(
+    let mut first = vec![Entry::stored(
         None,
         EventKind::DaemonStarted(daemon_info()),
         None,
-    )]);
+    )];
+    if let Some(damage) = damage {
+        first.push(Entry::stored(None, EventKind::LogDamaged(damage), None));
+    }
+    let started = core.write_batch(first);
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
     }
@@ -653,8 +945,7 @@ impl Core {
             };
             // Serializing our own types into a Vec cannot fail.
             let json = serde_json::to_string(&event).unwrap_or_default();
-            buf.extend_from_slice(json.as_bytes());
-            buf.push(b'\n');
+            log_line::encode(&json, &mut buf);
             events.push((event, json, true));
             replies.push(entry.reply);
         }
@@ -775,6 +1066,7 @@ mod tests {
         let (mut log, _) = EventLog::open(
             LogConfig {
                 dir: dir.to_path_buf(),
+                quarantine: dir.join("quarantine.jsonl"),
                 segment_bytes: 1 << 20,
                 retain_bytes: u64::MAX,
                 fsync: FsyncPolicy::Never,

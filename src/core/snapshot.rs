@@ -3,7 +3,8 @@
 //!
 //! Written atomically (temporary file, fsync, rename, fsync of the directory) by the core thread
 //! whenever a log segment is closed and on clean shutdown. A missing or unreadable snapshot is not
-//! an error: the log is replayed from its oldest retained segment instead.
+//! an error: the log is replayed from its oldest retained segment instead (and an unreadable one
+//! is reported as damage).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -24,30 +25,46 @@ pub struct Snapshot {
 
 const FILE: &str = "snapshot.json";
 
+/// What [`Snapshot::load`] found.
+#[derive(Debug)]
+pub enum Loaded {
+    Missing,
+    Found(Box<Snapshot>),
+    /// A snapshot that cannot be used: the whole log is replayed instead. `damaged` is false
+    /// when it is only from another schema version.
+    Unusable {
+        reason: String,
+        damaged: bool,
+    },
+}
+
 impl Snapshot {
-    pub fn load(home: &Path) -> Option<Snapshot> {
+    /// Reads `$COHOST_HOME/snapshot.json`. Anything but a usable snapshot means replaying the
+    /// whole log; an unreadable one is also damage to report.
+    pub fn load(home: &Path) -> Loaded {
         let path = home.join(FILE);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Loaded::Missing,
             Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "cannot read the snapshot; replaying the whole log");
-                return None;
+                return Loaded::Unusable {
+                    reason: format!("cannot read {}: {error}", path.display()),
+                    damaged: true,
+                };
             }
         };
         match serde_json::from_slice::<Snapshot>(&bytes) {
-            Ok(snapshot) if snapshot.schema == crate::protocol::SCHEMA_VERSION => Some(snapshot),
-            Ok(snapshot) => {
-                tracing::warn!(
-                    schema = snapshot.schema,
-                    "snapshot has another schema; replaying the whole log"
-                );
-                None
+            Ok(snapshot) if snapshot.schema == crate::protocol::SCHEMA_VERSION => {
+                Loaded::Found(Box::new(snapshot))
             }
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "snapshot does not parse; replaying the whole log");
-                None
-            }
+            Ok(snapshot) => Loaded::Unusable {
+                reason: format!("the snapshot has schema {}", snapshot.schema),
+                damaged: false,
+            },
+            Err(error) => Loaded::Unusable {
+                reason: format!("{} does not parse: {error}", path.display()),
+                damaged: true,
+            },
         }
     }
 

@@ -132,3 +132,169 @@ fn r15_readers_never_stall_at_a_gap_in_seq() {
     assert_eq!(result["events"][0]["seq"], head + 2, "{answer}");
     assert_eq!(result["gaps"], gap, "{answer}");
 }
+
+// See: issue 15, defects 1 and 2 — a log cut to half was reported only as "truncated a torn
+// last line", and a changed byte replayed as different data with no warning.
+#[test]
+fn r15_start_up_reports_exactly_what_the_log_lost() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    for i in 0..20 {
+        daemon.report_status("s1", &format!("a{i}"), "running");
+    }
+    let head = daemon.head();
+    daemon.stop();
+    let stopped = head + 1;
+    // Cut the log after seq 10 and change one byte of seq 5's line.
+    let (name, _) = daemon.segments().pop().unwrap();
+    let path = daemon.log_dir().join(&name);
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().take(10).map(str::to_string).collect();
+    lines[4] = lines[4].replacen("\"a3\"", "\"b3\"", 1);
+    assert!(lines[4].contains("\"b3\""), "{}", lines[4]);
+    fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+
+    daemon.start_again();
+    let stderr = daemon.stderr_text();
+    let missing_count = stopped - 10 + 1;
+    assert!(
+        stderr.contains(&format!(
+            "the event log is damaged: {missing_count} event(s) missing, 1 line(s) quarantined"
+        )),
+        "{stderr}"
+    );
+    let events = daemon.events_after(0);
+    let damaged = events
+        .iter()
+        .find(|e| e["type"] == "log.damaged")
+        .unwrap_or_else(|| panic!("no log.damaged in {events:?}"));
+    assert_eq!(damaged["seq"], stopped + 2, "right after daemon.started");
+    let data = &damaged["data"];
+    assert_eq!(
+        data["missing"],
+        json!([
+            {"from": 5, "to": 5, "inSnapshot": true},
+            {"from": 11, "to": stopped, "inSnapshot": true}
+        ]),
+        "{data}"
+    );
+    assert_eq!(data["missingCount"], missing_count);
+    assert_eq!(data["quarantinedCount"], 1);
+    assert_eq!(data["quarantined"][0]["segment"], name.as_str());
+    assert_eq!(data["quarantined"][0]["line"], 5);
+    assert_eq!(data["quarantined"][0]["seq"], 5);
+    assert_eq!(data["quarantined"][0]["reason"], "checksum_mismatch");
+    assert_eq!(data["snapshotSeq"], stopped);
+    assert_eq!(data["logLastSeq"], 10);
+    // The changed line was moved out, byte for byte.
+    let quarantine = fs::read_to_string(daemon.home().join("quarantine.jsonl")).unwrap();
+    let record: Value = serde_json::from_str(quarantine.lines().next().unwrap()).unwrap();
+    assert_eq!(record["text"], lines[4].as_str());
+    assert_eq!(record["line"], 5);
+    // Readers get every other event; the state (from the snapshot) kept all 20 instances.
+    let seqs: Vec<u64> = seqs(&events);
+    let expected: Vec<u64> = (1..=10)
+        .filter(|s| *s != 5)
+        .chain(stopped + 1..=stopped + 2)
+        .collect();
+    assert_eq!(seqs, expected);
+    assert_eq!(daemon.session("s1")["agents"].as_array().unwrap().len(), 20);
+    assert!(
+        daemon.instance("s1", "b3").is_none(),
+        "the changed event never applied"
+    );
+    // The next start does not report the same damage again.
+    daemon.restart();
+    let events = daemon.events_after(stopped + 2);
+    assert!(
+        events.iter().all(|e| e["type"] != "log.damaged"),
+        "{events:?}"
+    );
+}
+
+/// Every file of the home's log, with its bytes.
+fn log_files(daemon: &TestDaemon) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(daemon.log_dir())
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                fs::read(entry.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn log_verify_checks_a_home_offline_and_changes_nothing() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    for i in 0..6 {
+        daemon.report_status("s1", &format!("a{i}"), "running");
+    }
+    daemon.stop();
+    let output = daemon.cli(&["log", "verify"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout} {output:?}");
+    assert!(stdout.contains("ok: no damage found"), "{stdout}");
+    assert!(stdout.contains("seq 1..=8"), "{stdout}");
+
+    // Change a byte in line 3 and drop the last line.
+    let (name, _) = daemon.segments().pop().unwrap();
+    let path = daemon.log_dir().join(&name);
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.pop();
+    lines[2] = lines[2].replacen("\"a1\"", "\"a7\"", 1);
+    fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let before = log_files(&daemon);
+    let output = daemon.cli(&["log", "verify"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stdout} {stderr}");
+    assert!(
+        stdout.contains("DAMAGED: 2 event(s) missing, 1 line(s) to quarantine"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("missing 3..=3 (the snapshot still reflects them)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("missing 8..=8"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{name}: line 3 at byte")) && stdout.contains("checksum_mismatch"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    let output = daemon.cli(&["log", "verify", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["damage"]["missingCount"], 2, "{report}");
+    assert_eq!(report["damage"]["quarantined"][0]["line"], 3, "{report}");
+    assert_eq!(report["daemonRunning"], false);
+    assert_eq!(log_files(&daemon), before, "verify changed the log");
+    assert!(!daemon.home().join("quarantine.jsonl").exists());
+
+    // The daemon repairs it; verify then sees only the gap it reported.
+    daemon.start_again();
+    let output = daemon.cli(&["log", "verify"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(stdout.contains("a daemon is running"), "{stdout}");
+    daemon.stop();
+    let output = daemon.cli(&["log", "verify"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("known gap: 3..=3"), "{stdout}");
+    assert!(stdout.contains("known gap: 8..=8"), "{stdout}");
+    assert!(stdout.contains("ok: no damage found"), "{stdout}");
+}
