@@ -307,18 +307,26 @@ fn lock_home(home: &Path) -> anyhow::Result<File> {
     }
 }
 
-/// Reads the token, or creates a random one with mode 0600 on first start.
+/// The longest token file read (a token is 64 hex digits and a newline).
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// Reads the token, or creates a random one with mode 0600 on first start. The file is opened
+/// without following links and must be a regular file of this user (a FIFO is refused at once,
+/// not waited on); one readable by others is tightened through its descriptor.
 pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
     let path = home.join(TOKEN_FILE);
-    match File::open(&path) {
-        Ok(mut file) => {
+    match crate::private_file::open(&path, false)? {
+        Some(file) => {
             let mode = file.metadata()?.permissions().mode();
             if mode & 0o077 != 0 {
                 tracing::warn!(path = %path.display(), "the token file was readable by others; restricting it to 0600");
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+                file.set_permissions(fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("failed to restrict {}", path.display()))?;
             }
             let mut token = String::new();
-            file.read_to_string(&mut token)?;
+            file.take(MAX_TOKEN_FILE_BYTES)
+                .read_to_string(&mut token)
+                .with_context(|| format!("failed to read {}", path.display()))?;
             let token = token.trim().to_string();
             if token.len() < 32 {
                 bail!(
@@ -328,11 +336,12 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             }
             Ok(token)
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             let mut bytes = [0u8; 32];
             getrandom::fill(&mut bytes)
                 .map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
             let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            // `create_new` never follows a link planted meanwhile: it fails instead.
             let mut file = OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -344,7 +353,6 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             file.sync_all()?;
             Ok(token)
         }
-        Err(error) => Err(error).with_context(|| format!("failed to read {}", path.display())),
     }
 }
 
@@ -359,8 +367,7 @@ fn write_daemon_file(
         version: env!("CARGO_PKG_VERSION").to_string(),
         tmux_socket,
     };
-    let tmp: PathBuf = home.join(format!("{DAEMON_FILE}.tmp"));
-    fs::write(&tmp, serde_json::to_vec(&file)?)?;
-    fs::rename(&tmp, home.join(DAEMON_FILE))?;
+    crate::private_file::write_atomic(&home.join(DAEMON_FILE), &serde_json::to_vec(&file)?, 0o600)
+        .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
     Ok(())
 }

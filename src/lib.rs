@@ -11,6 +11,7 @@
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
+//! - [`private_file`] — the daemon's own files: no-follow, regular, owned, replaced atomically.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
 pub mod claude;
@@ -23,6 +24,7 @@ pub mod daemon;
 pub mod host;
 pub mod http;
 pub mod mcp;
+pub mod private_file;
 pub mod protocol;
 pub mod tasks;
 pub mod tmux;

@@ -481,7 +481,7 @@ pub struct Verification {
 pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
     use anyhow::Context as _;
     let mut notes = Vec::new();
-    let snapshot_seq = match Snapshot::load(home) {
+    let snapshot_seq = match Snapshot::load(home)? {
         snapshot::Loaded::Found(snapshot) => snapshot.seq,
         snapshot::Loaded::Missing => 0,
         snapshot::Loaded::Unusable { reason, damaged } => {
@@ -646,7 +646,7 @@ pub fn start(
 ) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
     use anyhow::Context as _;
     let mut notes = Vec::new();
-    let snapshot = match Snapshot::load(&config.home) {
+    let snapshot = match Snapshot::load(&config.home)? {
         snapshot::Loaded::Found(snapshot) => *snapshot,
         snapshot::Loaded::Missing => Snapshot::default(),
         snapshot::Loaded::Unusable { reason, damaged } => {
