@@ -235,6 +235,16 @@ pub struct ServeArgs {
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,
+    /// HTTP connections served at once; one more is answered 503 `too_many_connections`.
+    #[arg(long, default_value_t = crate::http::server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Seconds a request head may take to arrive, counted from the connection's start or the
+    /// end of the previous answer (so also the idle keep-alive timeout).
+    #[arg(long, default_value_t = 30)]
+    pub header_timeout: u64,
+    /// Seconds a request body may take to arrive once its head is in.
+    #[arg(long, default_value_t = 30)]
+    pub body_timeout: u64,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,8 @@ pub struct ServeConfig {
     pub tracker: TrackerConfig,
     /// Canonical project roots under which MCP clients may start sessions.
     pub mcp_roots: Vec<PathBuf>,
+    /// HTTP connection cap and timeouts.
+    pub http: crate::http::server::Limits,
 }
 
 impl ServeConfig {
@@ -62,6 +64,12 @@ impl ServeConfig {
                 args.segment_mb
             );
         }
+        if args.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if args.header_timeout == 0 || args.body_timeout == 0 {
+            bail!("--header-timeout and --body-timeout must be at least 1 second");
+        }
         if args.stale_after == 0 || args.prune_after == 0 {
             bail!("--stale-after and --prune-after must be at least 1 second");
         }
@@ -84,6 +92,11 @@ impl ServeConfig {
         }
         Ok(ServeConfig {
             mcp_roots,
+            http: crate::http::server::Limits {
+                max_connections: args.max_connections,
+                header_timeout: std::time::Duration::from_secs(args.header_timeout),
+                body_timeout: std::time::Duration::from_secs(args.body_timeout),
+            },
             home,
             listen,
             tmux_socket: args.tmux_socket.clone(),

@@ -120,6 +120,7 @@ pub async fn run(
         local_addr,
         allow_remote: config.allow_remote,
         shutdown: cancel.clone(),
+        body_timeout: config.http.body_timeout,
     };
 
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
@@ -136,12 +137,16 @@ pub async fn run(
     on_listening(local_addr);
 
     let server_cancel = cancel.clone();
-    let server = axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+    let limits = http::server::Limits {
+        max_connections: http::server::fit_connection_cap(config.http.max_connections),
+        ..config.http
+    };
+    let server = http::server::serve(listener, http::router(state), limits, async move {
         shutdown.await;
         server_cancel.cancel();
     });
     let server_result = {
-        let serve = server.into_future();
+        let serve = server;
         tokio::pin!(serve);
         tokio::select! {
             result = &mut serve => result,

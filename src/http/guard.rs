@@ -4,6 +4,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::time::Duration;
 
 use super::{ApiError, AppState};
 
@@ -24,7 +25,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         request.uri().path(),
         request.headers(),
     ) {
-        Ok(()) => match read_body(request).await {
+        Ok(()) => match read_body(request, state.body_timeout).await {
             Ok(request) => next.run(request).await,
             Err(error) => error.into_response(),
         },
@@ -35,18 +36,20 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
 /// The largest refused body that is still read to its end before the 413.
 const DRAIN_BYTES: usize = 1024 * 1024;
 
-/// Reads the whole request body before the handler runs. A handler that ignores the body
-/// (interrupt, relaunch…) would otherwise answer before a body sent in a second write has
-/// arrived, and hyper then closes the connection: a client that reuses it sees a disconnect.
-/// `/mcp` streams its own bodies.
-async fn read_body(request: Request) -> Result<Request, ApiError> {
+/// Reads the whole request body before the handler runs, within `timeout`. A handler that
+/// ignores the body (interrupt, relaunch…) would otherwise answer before a body sent in a
+/// second write has arrived, and hyper then closes the connection: a client that reuses it
+/// sees a disconnect. `/mcp` bodies are read here too, so its limit and its timeout answer in
+/// JSON like every route. A body that does not arrive in time is `408 request_timeout`, and
+/// the connection closes (hyper does not reuse a connection whose body was not read).
+async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiError> {
     let headers = request.headers();
     let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let chunked = headers.contains_key(header::TRANSFER_ENCODING);
-    if request.uri().path() == "/mcp" || (length.unwrap_or(0) == 0 && !chunked) {
+    if length.unwrap_or(0) == 0 && !chunked {
         return Ok(request);
     }
     let too_large = || {
@@ -56,20 +59,32 @@ async fn read_body(request: Request) -> Result<Request, ApiError> {
             format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
         )
     };
+    let too_slow = || {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs()
+            ),
+        )
+    };
     if let Some(n) = length.filter(|&n| n > super::MAX_BODY_BYTES as u64) {
         // Read a moderately oversized body to its end before refusing it, so the client can
         // finish sending and read the 413 (answering mid-upload closes the connection under
         // it). A body past the drain bound is not read: that connection closes.
         if n <= DRAIN_BYTES as u64 {
-            let _ = axum::body::to_bytes(request.into_body(), DRAIN_BYTES).await;
+            let drain = axum::body::to_bytes(request.into_body(), DRAIN_BYTES);
+            let _ = tokio::time::timeout(timeout, drain).await;
         }
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, super::MAX_BODY_BYTES).await {
-        Ok(bytes) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
-        Err(error) if error.to_string().contains("length limit") => Err(too_large()),
-        Err(error) => Err(ApiError::bad_request(
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, super::MAX_BODY_BYTES)).await {
+        Err(_) => Err(too_slow()),
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(Err(error)) if error.to_string().contains("length limit") => Err(too_large()),
+        Ok(Err(error)) => Err(ApiError::bad_request(
             "invalid_body",
             format!("the body could not be read: {error}"),
         )),

@@ -9,6 +9,7 @@ mod error;
 mod extract;
 mod guard;
 mod routes;
+pub mod server;
 mod sessions;
 mod stream;
 mod tasks;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub allow_remote: bool,
     /// Cancelled on shutdown so that open streams end and graceful shutdown can finish.
     pub shutdown: CancellationToken,
+    /// How long a request body may take to arrive (the guard reads it).
+    pub body_timeout: std::time::Duration,
 }
 
 /// `GET /api/state`'s answer, for the MCP `tracker_state` tool.
