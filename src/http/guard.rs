@@ -97,6 +97,16 @@ fn check(
     path: &str,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
+    // Only the first of repeated headers would be checked, and another layer (a proxy, a
+    // library) might use the last: refuse the ambiguity.
+    for name in [header::HOST, header::ORIGIN, header::AUTHORIZATION] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Err(ApiError::bad_request(
+                "duplicate_header",
+                format!("the `{name}` header is given more than once"),
+            ));
+        }
+    }
     // A page on another site that resolves its own name to 127.0.0.1 still sends its own Host.
     if !state.allow_remote {
         let host = headers
@@ -123,7 +133,9 @@ fn check(
         }
     }
     // `GET /` is the web page: static, no data; it reads the token from its URL fragment.
-    if path == "/api/health" || (method == Method::GET && path == "/") {
+    // `HEAD` is answered like `GET` (without the body), so it is guarded like `GET`.
+    let reads = method == Method::GET || method == Method::HEAD;
+    if path == "/api/health" || (reads && path == "/") {
         return Ok(());
     }
     let authorization = headers.get(header::AUTHORIZATION);
@@ -158,16 +170,33 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+/// `localhost`, `127.x.y.z` or `[::1]`, with or without a numeric port: nothing else (no
+/// empty or non-numeric port, no second colon, no trailing dot).
 pub fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
         match rest.split_once(']') {
-            Some((inner, after)) if after.is_empty() || after.starts_with(':') => inner,
-            _ => return false,
+            Some((inner, "")) => (inner, None),
+            Some((inner, after)) => match after.strip_prefix(':') {
+                Some(port) => (inner, Some(port)),
+                None => return false,
+            },
+            None => return false,
         }
     } else {
-        host.rsplit_once(':').map(|(name, _)| name).unwrap_or(host)
+        match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
     };
+    let port_ok = port.is_none_or(|port| {
+        !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok()
+    });
+    if !port_ok {
+        return false;
+    }
     if name.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -210,6 +239,17 @@ mod tests {
             "localhost.evil.com",
             "[::2]:1",
             "127.0.0.1.nip.io",
+            "127.0.0.1:abc",
+            "127.0.0.1:",
+            "localhost:99999",
+            "localhost:7391:1",
+            "localhost.",
+            "[::1]:",
+            "[::1]x",
+            "[::1]:8a",
+            "::1",
+            "127.0.0.1:+80",
+            "127.0.0.1: 80",
         ] {
             assert!(!is_loopback_host(host), "{host}");
         }

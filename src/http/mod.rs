@@ -125,5 +125,6 @@ pub fn router(state: AppState) -> Router {
             guard::guard,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +17,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
+use super::extract::ApiQuery;
 use super::{ApiError, AppState};
 use crate::core::StoredEvent;
 use crate::protocol::SeqRange;
@@ -61,7 +62,7 @@ fn check_cursor(state: &AppState, after: u64) -> Result<(), ApiError> {
 
 pub async fn events(
     State(state): State<AppState>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     events_for(state, query, None).await
 }
@@ -70,7 +71,7 @@ pub async fn events(
 pub async fn session_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     known_session(&state, &id)?;
     events_for(state, query, Some(id)).await
@@ -263,7 +264,7 @@ pub struct StreamQuery {
 
 pub async fn events_stream(
     State(state): State<AppState>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     stream_for(state, query, headers, None).await
@@ -274,7 +275,7 @@ pub async fn events_stream(
 pub async fn session_events_stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     known_session(&state, &id)?;
