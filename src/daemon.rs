@@ -57,6 +57,8 @@ pub async fn run(
     prepare_home(&config.home)?;
     let _lock = lock_home(&config.home)?;
     let token = load_or_create_token(&config.home)?;
+    // A clean exit removes daemon.json: one still there is a predecessor that was killed.
+    let predecessor = read_daemon_file(&config.home);
 
     let (core, core_thread, info) = core::start(CoreConfig {
         home: config.home.clone(),
@@ -79,6 +81,9 @@ pub async fn run(
     let tmux = Tmux::new(config.tmux_socket.clone());
     let sessions = Arc::new(SessionCache::new(tmux.clone()));
     let hooks = HookInstaller::new(&config.home, local_addr)?;
+    if let Some(predecessor) = predecessor {
+        remove_predecessor_hooks(&predecessor, hooks.index).await;
+    }
     let initial = sessions.refresh().await;
     if initial.running {
         hooks.install(&tmux).await;
@@ -358,6 +363,29 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             file.sync_all()?;
             Ok(token)
         }
+    }
+}
+
+/// The `daemon.json` a previous daemon of this home left, if it left one.
+fn read_daemon_file(home: &Path) -> Option<DaemonFile> {
+    let bytes = crate::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
+        .ok()
+        .flatten()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Removes the hooks a killed predecessor (pid `predecessor.pid`) left on its tmux server: it
+/// had no chance to, and they would run `cohost` commands against a daemon that is gone — on a
+/// server this daemon may not even use. A server that is gone took its hooks with it.
+async fn remove_predecessor_hooks(predecessor: &DaemonFile, index: u32) {
+    let tmux = Tmux::new(predecessor.tmux_socket.clone());
+    match tmux.remove_hooks(index).await {
+        Ok(()) => tracing::info!(
+            pid = predecessor.pid,
+            socket = ?predecessor.tmux_socket,
+            "removed the tmux hooks a killed predecessor left"
+        ),
+        Err(error) => tracing::warn!(%error, "failed to remove a killed predecessor's tmux hooks"),
     }
 }
 
