@@ -19,7 +19,7 @@ mod snapshot;
 pub mod tasks;
 pub mod tracker;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -28,8 +28,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::protocol::{
-    DaemonInfo, Event, EventKind, LogDamage, MissingRange, QuarantinedLine, SCHEMA_VERSION,
-    SeqRange,
+    DaemonInfo, Event, EventKind, InstanceRef, LogDamage, MissingRange, QuarantinedLine,
+    SCHEMA_VERSION, SeqRange,
 };
 use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError, Recovery};
 use sessions::Sessions;
@@ -121,8 +121,10 @@ pub enum CoreError {
     /// The daemon is stopping and takes no new events.
     #[error("the daemon is shutting down")]
     ShuttingDown,
-    /// The session already holds the most instances allowed.
-    #[error("session `{session}` already tracks {max} agent instances")]
+    /// The session holds the most instances allowed (the cap) and none has finished.
+    #[error(
+        "session `{session}` is at its cap of {max} agent instances and none of them has finished (finished ones make room)"
+    )]
     TooManyInstances { session: String, max: usize },
     /// Writing the log failed; nothing of the batch was applied.
     #[error("the event log could not be written: {0}")]
@@ -851,23 +853,54 @@ impl Core {
         }
     }
 
-    /// Refuses, before anything is written, reports for new instances beyond the per-session
-    /// cap and events that repeat a stored turn, item or approval (a backfill, a replay).
+    /// Refuses, before anything is written, events that repeat a stored turn, item or approval
+    /// (a backfill, a replay), and reports for new instances beyond the per-session cap unless
+    /// a finished instance can make room: it is pruned first (`agent.pruned`, logged right
+    /// before the report), seen ones before unseen ones, the least recently updated first.
     fn handle_batch(&mut self, batch: Vec<Entry>) {
         let mut accepted = Vec::with_capacity(batch.len());
         {
             let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let max_instances = state.tracker.config().max_instances;
             // Keys admitted earlier in this same batch are duplicates too.
             let mut batch_keys = std::collections::HashSet::new();
+            // Each session's instance keys as this batch leaves them, and the keys it reported.
+            let mut instances: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
             for entry in batch {
                 let refusal = match (&entry.session, &entry.kind) {
-                    (Some(session), EventKind::AgentUpdated(update))
-                        if !state.tracker.admits(session, &update.key()) =>
-                    {
-                        Some(CoreError::TooManyInstances {
-                            session: session.clone(),
-                            max: state.tracker.config().max_instances,
-                        })
+                    (Some(session), EventKind::AgentUpdated(update)) => {
+                        let (keys, reported) =
+                            instances.entry(session.clone()).or_insert_with(|| {
+                                (state.tracker.instance_keys(session), HashSet::new())
+                            });
+                        let key = update.key();
+                        let mut refusal = None;
+                        if !keys.contains(&key) && keys.len() >= max_instances {
+                            let victim = state.tracker.eviction_candidate(session, |k| {
+                                !keys.contains(k) || reported.contains(k)
+                            });
+                            match victim {
+                                Some(victim) => {
+                                    keys.remove(&victim);
+                                    accepted.push(Entry::stored(
+                                        Some(session.clone()),
+                                        EventKind::AgentPruned(InstanceRef { key: victim }),
+                                        None,
+                                    ));
+                                }
+                                None => {
+                                    refusal = Some(CoreError::TooManyInstances {
+                                        session: session.clone(),
+                                        max: max_instances,
+                                    });
+                                }
+                            }
+                        }
+                        if refusal.is_none() {
+                            keys.insert(key.clone());
+                            reported.insert(key);
+                        }
+                        refusal
                     }
                     (Some(session), kind)
                         if !entry.ephemeral

@@ -905,3 +905,61 @@ fn r15_head_is_guarded_like_get() {
         assert_eq!(head.content_type, get.content_type, "HEAD {path}");
     }
 }
+
+// See: issue 15, defect 5 — "a token-less client can fill a session to the 256-instance cap
+// with finished instances, after which that session refuses new agents".
+#[test]
+fn r15_at_the_instance_cap_finished_instances_make_room() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--fsync", "never"]);
+    let flood = |i: usize, status: &str| {
+        daemon
+            .post_no_token(
+                "/api/agent-event",
+                &json!({"agent": "bot", "threadId": format!("t{i}"), "status": status, "tmuxSession": "s1"}),
+            )
+            .assert_ok();
+    };
+    for i in 0..255 {
+        flood(i, "done");
+    }
+    // Seen: the user looked at the session. One more finished, unseen.
+    daemon
+        .post("/api/focus", &json!({"session": "s1"}))
+        .assert_ok();
+    flood(255, "done");
+    let count = || daemon.session("s1")["agents"].as_array().unwrap().len();
+    assert_eq!(count(), 256);
+
+    // A new agent gets in: the oldest seen finished instance makes room, logged before it.
+    let seq = daemon.report_status("s1", "claude", "running");
+    assert_eq!(count(), 256);
+    assert!(daemon.instance("s1", "bot:t0").is_none());
+    assert!(
+        daemon.instance("s1", "bot:t255").is_some(),
+        "unseen ones go last"
+    );
+    let events = daemon.events_after(seq - 2);
+    assert_eq!(events[0]["type"], "agent.pruned", "{events:?}");
+    assert_eq!(events[0]["data"]["key"], "bot:t0");
+    assert_eq!(events[0]["seq"], seq - 1);
+    assert_eq!(events[1]["seq"], seq);
+
+    // Only busy or idle instances left: a new one is refused, and the answer names the cap.
+    for i in 1..256 {
+        flood(i, "running");
+    }
+    assert_eq!(count(), 256);
+    let before = daemon.stored_fingerprint();
+    let error = daemon
+        .post(
+            "/api/agent-event",
+            &json!({"agent": "bot", "threadId": "one-more", "status": "running", "tmuxSession": "s1"}),
+        )
+        .assert_error(429, "too_many_instances", None);
+    assert!(
+        error["message"].as_str().unwrap().contains("cap of 256"),
+        "{error}"
+    );
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
