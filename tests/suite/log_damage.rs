@@ -298,3 +298,109 @@ fn log_verify_checks_a_home_offline_and_changes_nothing() {
     assert!(stdout.contains("known gap: 8..=8"), "{stdout}");
     assert!(stdout.contains("ok: no damage found"), "{stdout}");
 }
+
+/// Posts agent events as fast as it can until told to stop, each named by a unique
+/// `threadName`; returns `(seq, name)` for every event the daemon acknowledged.
+fn poster(
+    port: u16,
+    token: String,
+    worker: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(u64, String)>> {
+    std::thread::spawn(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        let mut acknowledged = Vec::new();
+        let mut i = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            i += 1;
+            let name = format!("w{worker}-{i}");
+            let body = json!({"agent": "load", "threadId": format!("w{worker}"), "status": "running", "tmuxSession": "s1", "threadName": name});
+            let response = agent
+                .post(format!("http://127.0.0.1:{port}/api/agent-event"))
+                .header("Authorization", &format!("Bearer {token}"))
+                .header("Content-Type", "application/json")
+                .send(body.to_string());
+            let Ok(mut response) = response else {
+                // The daemon is gone: nothing more can be acknowledged.
+                break;
+            };
+            if response.status() != 200 {
+                continue;
+            }
+            let Ok(text) = response.body_mut().read_to_string() else {
+                break;
+            };
+            let answer: Value = serde_json::from_str(&text).unwrap();
+            acknowledged.push((answer["seq"].as_u64().unwrap(), name));
+        }
+        acknowledged
+    })
+}
+
+/// kill -9 while four clients post as fast as they can, three times over (with fsync, then
+/// without): every acknowledged event is in the log after the restart, under its seq, once.
+#[test]
+fn kill_9_under_load_loses_no_acknowledged_event_and_duplicates_none() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    let mut acknowledged: Vec<(u64, String)> = Vec::new();
+    for round in 0..4 {
+        if round == 3 {
+            daemon.stop();
+            daemon.set_args(&["--fsync", "never"]);
+            daemon.start_again();
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..4)
+            .map(|w| poster(daemon.port(), daemon.token(), round * 10 + w, stop.clone()))
+            .collect();
+        std::thread::sleep(Duration::from_millis(700));
+        daemon.kill9();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let before = acknowledged.len();
+        for worker in workers {
+            acknowledged.extend(worker.join().unwrap());
+        }
+        assert!(
+            acknowledged.len() > before + 20,
+            "round {round}: only {} events acknowledged",
+            acknowledged.len() - before
+        );
+        daemon.start_again();
+
+        let events = daemon.events_after(0);
+        let seqs = seqs(&events);
+        assert!(
+            seqs.windows(2).all(|pair| pair[0] < pair[1]),
+            "round {round}: seqs not strictly increasing"
+        );
+        let mut names = std::collections::HashMap::new();
+        for event in &events {
+            if let Some(name) = event["data"]["threadName"].as_str() {
+                assert!(
+                    names
+                        .insert(name.to_string(), event["seq"].as_u64().unwrap())
+                        .is_none(),
+                    "round {round}: {name} stored twice"
+                );
+            }
+            assert_ne!(event["type"], "log.damaged", "round {round}: {event}");
+        }
+        for (seq, name) in &acknowledged {
+            assert_eq!(
+                names.get(name),
+                Some(seq),
+                "round {round}: acknowledged {name} at seq {seq} is not there"
+            );
+        }
+        assert_contiguous(&seqs, 1, *seqs.last().unwrap());
+    }
+    eprintln!(
+        "{} events acknowledged over 4 kill -9 rounds",
+        acknowledged.len()
+    );
+}
