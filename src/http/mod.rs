@@ -53,6 +53,36 @@ pub struct AppState {
     pub body_timeout: std::time::Duration,
 }
 
+/// Parses `bytes` as the body of one of the JSON routes (chosen by `route`, modulo their
+/// number) the way the route does, with the body's own checks where it has them. For the fuzz
+/// targets (`fuzz/`): every input must give `Ok` or an [`ApiError`], never a panic.
+#[doc(hidden)]
+pub fn parse_request_body(route: u8, bytes: &[u8]) -> Result<(), ApiError> {
+    use crate::protocol::{
+        AgentEventParams, LogParams, SessionParams, SetProgressParams, SetStatusParams,
+    };
+    use extract::parse;
+    match route % 16 {
+        0 => parse::<AgentEventParams>(bytes)?.validate()?,
+        1 => parse::<SetStatusParams>(bytes)?.validate()?,
+        2 => parse::<SetProgressParams>(bytes)?.validate()?,
+        3 => parse::<LogParams>(bytes)?.validate()?,
+        4 => parse::<SessionParams>(bytes)?.validate()?,
+        5 => drop(parse::<routes::FocusParams>(bytes)?),
+        6 => drop(parse::<sessions::CreateBody>(bytes)?),
+        7 => drop(parse::<sessions::MessageBody>(bytes)?),
+        8 => drop(parse::<sessions::DecisionBody>(bytes)?),
+        9 => drop(parse::<sessions::GoalBody>(bytes)?),
+        10 => drop(parse::<sessions::ForkBody>(bytes)?),
+        11 => drop(parse::<sessions::CommandBody>(bytes)?),
+        12 => drop(parse::<sessions::PermissionBody>(bytes)?),
+        13 => drop(parse::<tasks::SendBody>(bytes)?),
+        14 => drop(parse::<tasks::LeaseBody>(bytes)?),
+        _ => drop(parse::<tasks::EditBody>(bytes)?),
+    }
+    Ok(())
+}
+
 /// `GET /api/state`'s answer, for the MCP `tracker_state` tool.
 pub(crate) async fn state_view(state: &AppState) -> crate::protocol::StateView {
     routes::state(axum::extract::State(state.clone())).await.0
