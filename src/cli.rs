@@ -137,6 +137,9 @@ pub enum Command {
     },
     /// Print the bearer token.
     Token,
+    /// Check the event log on disk.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Print the web page's URL, with the token in its fragment (open it in a browser).
     Web,
     /// Serve MCP on stdin/stdout for a client that spawns it, forwarding to the running daemon.
@@ -144,6 +147,17 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Check every line of the event log and compare it with the snapshot, offline: nothing is
+    /// changed. Exits with 1 when anything is damaged (the next `cohost serve` repairs it).
+    Verify {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -231,6 +245,16 @@ pub struct ServeArgs {
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,
+    /// HTTP connections served at once; one more is answered 503 `too_many_connections`.
+    #[arg(long, default_value_t = crate::http::server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Seconds a request head may take to arrive, counted from the connection's start or the
+    /// end of the previous answer (so also the idle keep-alive timeout).
+    #[arg(long, default_value_t = 30)]
+    pub header_timeout: u64,
+    /// Seconds a request body may take to arrive once its head is in.
+    #[arg(long, default_value_t = 30)]
+    pub body_timeout: u64,
 }
 
 #[derive(Debug, Args)]

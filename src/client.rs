@@ -207,6 +207,9 @@ impl Client {
                 let page: serde_json::Value =
                     self.get(&format!("{base}?after={cursor}&limit=1000"))?;
                 let events = page["events"].as_array().cloned().unwrap_or_default();
+                for gap in page["gaps"].as_array().into_iter().flatten() {
+                    report_gap(gap);
+                }
                 for event in &events {
                     f(&event.to_string())?;
                 }
@@ -247,9 +250,21 @@ impl Client {
             };
             backoff = Duration::from_millis(200);
             let reader = BufReader::new(response.body_mut().as_reader());
+            // The `event:` name of the message being read (none for events).
+            let mut message_name = String::new();
             for line in reader.lines() {
                 let Ok(line) = line else { break };
-                if let Some(id) = line
+                if line.is_empty() {
+                    message_name.clear();
+                } else if let Some(name) = line.strip_prefix("event:") {
+                    message_name = name.trim().to_string();
+                } else if message_name == "gap" {
+                    if let Some(data) = line.strip_prefix("data:")
+                        && let Ok(gap) = serde_json::from_str(data.trim())
+                    {
+                        report_gap(&gap);
+                    }
+                } else if let Some(id) = line
                     .strip_prefix("id: ")
                     .or_else(|| line.strip_prefix("id:"))
                 {
@@ -269,6 +284,15 @@ impl Client {
     pub fn state(&self) -> anyhow::Result<StateView> {
         self.get("/api/state")
     }
+}
+
+/// Tells the user, on stderr, that the daemon skipped seqs missing from its log (a damaged log;
+/// see the `log.damaged` event): stdout keeps only events.
+fn report_gap(gap: &serde_json::Value) {
+    let (Some(from), Some(to)) = (gap["from"].as_u64(), gap["to"].as_u64()) else {
+        return;
+    };
+    eprintln!("cohost: events {from}..={to} are missing from the daemon's log (skipped)");
 }
 
 fn read_daemon_file(home: &Path) -> Option<DaemonFile> {

@@ -27,12 +27,15 @@ pub struct ServeConfig {
     pub mcp_roots: Vec<PathBuf>,
     /// The Claude permission modes sessions may use.
     pub permission_modes: PermissionPolicy,
+    /// HTTP connection cap and timeouts.
+    pub http: crate::http::server::Limits,
 }
 
 impl ServeConfig {
     pub fn log(&self) -> LogConfig {
         LogConfig {
             dir: self.home.join("log"),
+            quarantine: self.home.join("quarantine.jsonl"),
             segment_bytes: self.segment_bytes,
             retain_bytes: self.retain_bytes,
             fsync: self.fsync,
@@ -64,6 +67,12 @@ impl ServeConfig {
                 args.segment_mb
             );
         }
+        if args.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if args.header_timeout == 0 || args.body_timeout == 0 {
+            bail!("--header-timeout and --body-timeout must be at least 1 second");
+        }
         if args.stale_after == 0 || args.prune_after == 0 {
             bail!("--stale-after and --prune-after must be at least 1 second");
         }
@@ -88,6 +97,11 @@ impl ServeConfig {
         Ok(ServeConfig {
             mcp_roots,
             permission_modes,
+            http: crate::http::server::Limits {
+                max_connections: args.max_connections,
+                header_timeout: std::time::Duration::from_secs(args.header_timeout),
+                body_timeout: std::time::Duration::from_secs(args.body_timeout),
+            },
             home,
             listen,
             tmux_socket: args.tmux_socket.clone(),

@@ -57,6 +57,8 @@ pub async fn run(
     prepare_home(&config.home)?;
     let _lock = lock_home(&config.home)?;
     let token = load_or_create_token(&config.home)?;
+    // A clean exit removes daemon.json: one still there is a predecessor that was killed.
+    let predecessor = read_daemon_file(&config.home);
 
     let (core, core_thread, info) = core::start(CoreConfig {
         home: config.home.clone(),
@@ -79,6 +81,9 @@ pub async fn run(
     let tmux = Tmux::new(config.tmux_socket.clone());
     let sessions = Arc::new(SessionCache::new(tmux.clone()));
     let hooks = HookInstaller::new(&config.home, local_addr)?;
+    if let Some(predecessor) = predecessor {
+        remove_predecessor_hooks(&predecessor, hooks.index).await;
+    }
     let initial = sessions.refresh().await;
     if initial.running {
         hooks.install(&tmux).await;
@@ -121,6 +126,7 @@ pub async fn run(
         local_addr,
         allow_remote: config.allow_remote,
         shutdown: cancel.clone(),
+        body_timeout: config.http.body_timeout,
     };
 
     tasks.spawn(log_peers(
@@ -143,12 +149,16 @@ pub async fn run(
     on_listening(local_addr);
 
     let server_cancel = cancel.clone();
-    let server = axum::serve(listener, http::router(state)).with_graceful_shutdown(async move {
+    let limits = http::server::Limits {
+        max_connections: http::server::fit_connection_cap(config.http.max_connections),
+        ..config.http
+    };
+    let server = http::server::serve(listener, http::router(state), limits, async move {
         shutdown.await;
         server_cancel.cancel();
     });
     let server_result = {
-        let serve = server.into_future();
+        let serve = server;
         tokio::pin!(serve);
         tokio::select! {
             result = &mut serve => result,
@@ -314,18 +324,26 @@ fn lock_home(home: &Path) -> anyhow::Result<File> {
     }
 }
 
-/// Reads the token, or creates a random one with mode 0600 on first start.
+/// The longest token file read (a token is 64 hex digits and a newline).
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// Reads the token, or creates a random one with mode 0600 on first start. The file is opened
+/// without following links and must be a regular file of this user (a FIFO is refused at once,
+/// not waited on); one readable by others is tightened through its descriptor.
 pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
     let path = home.join(TOKEN_FILE);
-    match File::open(&path) {
-        Ok(mut file) => {
+    match crate::private_file::open(&path, false)? {
+        Some(file) => {
             let mode = file.metadata()?.permissions().mode();
             if mode & 0o077 != 0 {
                 tracing::warn!(path = %path.display(), "the token file was readable by others; restricting it to 0600");
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+                file.set_permissions(fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("failed to restrict {}", path.display()))?;
             }
             let mut token = String::new();
-            file.read_to_string(&mut token)?;
+            file.take(MAX_TOKEN_FILE_BYTES)
+                .read_to_string(&mut token)
+                .with_context(|| format!("failed to read {}", path.display()))?;
             let token = token.trim().to_string();
             if token.len() < 32 {
                 bail!(
@@ -335,11 +353,12 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             }
             Ok(token)
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+        None => {
             let mut bytes = [0u8; 32];
             getrandom::fill(&mut bytes)
                 .map_err(|e| anyhow::anyhow!("no randomness for the token: {e}"))?;
             let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            // `create_new` never follows a link planted meanwhile: it fails instead.
             let mut file = OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -351,7 +370,29 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
             file.sync_all()?;
             Ok(token)
         }
-        Err(error) => Err(error).with_context(|| format!("failed to read {}", path.display())),
+    }
+}
+
+/// The `daemon.json` a previous daemon of this home left, if it left one.
+fn read_daemon_file(home: &Path) -> Option<DaemonFile> {
+    let bytes = crate::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
+        .ok()
+        .flatten()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Removes the hooks a killed predecessor (pid `predecessor.pid`) left on its tmux server: it
+/// had no chance to, and they would run `cohost` commands against a daemon that is gone — on a
+/// server this daemon may not even use. A server that is gone took its hooks with it.
+async fn remove_predecessor_hooks(predecessor: &DaemonFile, index: u32) {
+    let tmux = Tmux::new(predecessor.tmux_socket.clone());
+    match tmux.remove_hooks(index).await {
+        Ok(()) => tracing::info!(
+            pid = predecessor.pid,
+            socket = ?predecessor.tmux_socket,
+            "removed the tmux hooks a killed predecessor left"
+        ),
+        Err(error) => tracing::warn!(%error, "failed to remove a killed predecessor's tmux hooks"),
     }
 }
 
@@ -366,9 +407,8 @@ fn write_daemon_file(
         version: env!("CARGO_PKG_VERSION").to_string(),
         tmux_socket,
     };
-    let tmp: PathBuf = home.join(format!("{DAEMON_FILE}.tmp"));
-    fs::write(&tmp, serde_json::to_vec(&file)?)?;
-    fs::rename(&tmp, home.join(DAEMON_FILE))?;
+    crate::private_file::write_atomic(&home.join(DAEMON_FILE), &serde_json::to_vec(&file)?, 0o600)
+        .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
     Ok(())
 }
 

@@ -12,6 +12,7 @@
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`peers`] — the supported range of each peer CLI (codex, claude), written once.
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
+//! - [`private_file`] — the daemon's own files: no-follow, regular, owned, replaced atomically.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
 pub mod claude;
@@ -25,6 +26,7 @@ pub mod host;
 pub mod http;
 pub mod mcp;
 pub mod peers;
+pub mod private_file;
 pub mod protocol;
 pub mod tasks;
 pub mod tmux;

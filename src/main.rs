@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::json;
 
-use cohost::cli::{Cli, Command, TaskCommand};
+use cohost::cli::{Cli, Command, LogCommand, TaskCommand};
 use cohost::client::{Client, render_event, render_state};
 use cohost::config::ServeConfig;
 
@@ -413,6 +413,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Mcp => cohost::mcp::bridge::run(cli.home, cli.listen),
+        Command::Log(LogCommand::Verify { json }) => {
+            let home = cohost::config::resolve_home(cli.home)?;
+            let report = cohost::core::verify(&home)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                report.render(&mut out)?;
+            }
+            if report.damage.is_some() {
+                anyhow::bail!(
+                    "the event log in {} is damaged; the next `cohost serve` quarantines the bad lines and reports the rest",
+                    home.display()
+                );
+            }
+            Ok(())
+        }
         Command::TmuxRefresh => {
             let client = Client::new(cli.home, cli.listen)?;
             let _: serde_json::Value = client.post("/api/tmux/refresh", &json!({}))?;

@@ -228,18 +228,7 @@ pub fn find_claude() -> Result<PathBuf, String> {
 }
 
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    crate::private_file::write_atomic(path, bytes, 0o600)
 }
 
 /// The `--settings` JSON registering `cohost-hook` for every event cohost follows, and the

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::fs::File;
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -186,39 +186,42 @@ pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(),
         path: checkpoint.path.clone(),
         source,
     })?;
-    let mut tmp_name = file.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
-    let write_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CheckpointError::Write { path, source }
-    };
-    let mut out = File::create(&tmp).await.map_err(write_err(&tmp))?;
-    out.write_all(&bytes).await.map_err(write_err(&tmp))?;
-    out.sync_all().await.map_err(write_err(&tmp))?;
-    drop(out);
-    tokio::fs::rename(&tmp, file)
+    // Never through a link planted at the temporary path, and no temporary file left behind.
+    let target = file.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::private_file::write_atomic(&target, &bytes, 0o600))
         .await
-        .map_err(write_err(file))?;
-    let dir = parent_dir(file);
-    File::open(&dir)
-        .await
-        .map_err(write_err(&dir))?
-        .sync_all()
-        .await
-        .map_err(write_err(&dir))?;
-    Ok(())
+        .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
+        .map_err(|source| CheckpointError::Write {
+            path: file.to_path_buf(),
+            source,
+        })
 }
 
+/// The largest checkpoint file read (one holds a path and two numbers).
+const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024;
+
 /// Reads a checkpoint written by [`save_checkpoint`]; `Ok(None)` when `file` does not exist.
+/// A link, a FIFO or another user's file is refused (at once: a FIFO is not waited on).
 pub async fn load_checkpoint(file: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
-    let bytes = match tokio::fs::read(file).await {
-        Ok(bytes) => bytes,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
+    let target = file.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        crate::private_file::read(&target, MAX_CHECKPOINT_BYTES)
+    })
+    .await
+    .unwrap_or_else(|join| {
+        Err(crate::private_file::PrivateFileError::Io {
+            path: file.to_path_buf(),
+            source: std::io::Error::other(join.to_string()),
+        })
+    });
+    let bytes = match read {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
+        Err(error) => {
+            tracing::warn!(%error, "ignoring a tail checkpoint");
             return Err(CheckpointError::Read {
                 path: file.to_path_buf(),
-                source,
+                source: error.into(),
             });
         }
     };

@@ -11,12 +11,15 @@
 //! through [`Store`], which serves recent events from the ring and older ones from disk.
 
 pub mod event_log;
+#[cfg(test)]
+mod fault_tests;
+pub mod log_line;
 pub mod sessions;
 mod snapshot;
 pub mod tasks;
 pub mod tracker;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -24,8 +27,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::protocol::{DaemonInfo, Event, EventKind, SCHEMA_VERSION};
-use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError};
+use crate::protocol::{
+    DaemonInfo, Event, EventKind, InstanceRef, LogDamage, MissingRange, QuarantinedLine,
+    SCHEMA_VERSION, SeqRange,
+};
+use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError, Recovery};
 use sessions::Sessions;
 pub use snapshot::Snapshot;
 use tracker::{Tracker, TrackerConfig};
@@ -37,6 +43,8 @@ pub const INPUT_CAPACITY: usize = 8192;
 pub const RING_CAPACITY: usize = 65_536;
 /// Live events buffered per subscriber before it lags and falls back to the store.
 pub const BROADCAST_CAPACITY: usize = 4096;
+/// How often a read retries when the ring drops the events it was about to continue from.
+const RING_RACE_RETRIES: usize = 3;
 /// The most inputs handled in one batch (one write, one fsync).
 const MAX_BATCH: usize = 1024;
 
@@ -113,8 +121,10 @@ pub enum CoreError {
     /// The daemon is stopping and takes no new events.
     #[error("the daemon is shutting down")]
     ShuttingDown,
-    /// The session already holds the most instances allowed.
-    #[error("session `{session}` already tracks {max} agent instances")]
+    /// The session holds the most instances allowed (the cap) and none has finished.
+    #[error(
+        "session `{session}` is at its cap of {max} agent instances and none of them has finished (finished ones make room)"
+    )]
     TooManyInstances { session: String, max: usize },
     /// Writing the log failed; nothing of the batch was applied.
     #[error("the event log could not be written: {0}")]
@@ -161,6 +171,25 @@ pub struct Store {
 pub struct ReadPage {
     pub events: Vec<Arc<StoredEvent>>,
     pub head: u64,
+    /// Seqs between `after` and the last returned event that have no stored event (lost to a
+    /// damaged log): the read skipped them, and says so once.
+    pub gaps: Vec<SeqRange>,
+}
+
+/// The seqs missing between `after` and each of `events` (in seq order).
+pub fn gaps_between(after: u64, events: &[Arc<StoredEvent>]) -> Vec<SeqRange> {
+    let mut gaps = Vec::new();
+    let mut previous = after;
+    for event in events {
+        if event.seq > previous + 1 {
+            gaps.push(SeqRange {
+                from: previous + 1,
+                to: event.seq - 1,
+            });
+        }
+        previous = previous.max(event.seq);
+    }
+    gaps
 }
 
 impl Store {
@@ -171,6 +200,10 @@ impl Store {
 
     /// Up to `limit` events with `seq > after`, from the ring when it reaches back far enough,
     /// else from disk. Blocking when it goes to disk: call through [`Store::read_after_async`].
+    ///
+    /// Seqs are contiguous unless the log was damaged (lost lines, a quarantined line, a
+    /// snapshot ahead of the log): the read then returns the next stored event whatever lies
+    /// between, and lists what it skipped in [`ReadPage::gaps`], so no cursor stalls at a gap.
     pub fn read_after(&self, after: u64, limit: usize) -> Result<ReadPage, ReadError> {
         // Retention decides what is readable: an event deleted from disk is gone, even if the
         // ring still holds a copy (a restart would not have it).
@@ -184,42 +217,62 @@ impl Store {
             return Ok(ReadPage {
                 events: Vec::new(),
                 head,
+                gaps: Vec::new(),
             });
         }
+        let page = |events: Vec<Arc<StoredEvent>>| ReadPage {
+            gaps: gaps_between(after, &events),
+            events,
+            head,
+        };
         {
             let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
             if let Some(front) = ring.front()
                 && front.seq <= after + 1
             {
-                // Seqs in the ring are contiguous, so the index is arithmetic.
-                let start = (after + 1 - front.seq) as usize;
-                let events = ring.iter().skip(start).take(limit).cloned().collect();
-                return Ok(ReadPage { events, head });
+                // The ring holds every stored event from its front on, in seq order.
+                let start = ring.partition_point(|event| event.seq <= after);
+                let events = ring.range(start..).take(limit).cloned().collect();
+                return Ok(page(events));
             }
         }
-        let ring_front = self
-            .ring
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .front()
-            .map(|event| event.seq);
-        let lines = self.reader.read_after(after, limit, ring_front)?;
-        let mut events: Vec<Arc<StoredEvent>> = lines
+        // The ring may drop its oldest events while the disk is read; then the read starts over
+        // (the disk holds what the ring dropped), so nothing between the two is skipped.
+        for _ in 0..RING_RACE_RETRIES {
+            let ring_front = self
+                .ring
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .front()
+                .map(|event| event.seq);
+            let lines = self.reader.read_after(after, limit, ring_front)?;
+            let mut events: Vec<Arc<StoredEvent>> = lines
+                .into_iter()
+                .map(|line| Arc::new(line.into()))
+                .collect();
+            if events.len() == limit {
+                return Ok(page(events));
+            }
+            // Fewer than `limit` from disk: the disk holds nothing more before the ring's
+            // front, so the ring continues from the first event after the last one read, even
+            // when seqs are missing in between.
+            let last = events.last().map(|event| event.seq).unwrap_or(after);
+            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
+            if ring.front().map(|event| event.seq) != ring_front {
+                continue;
+            }
+            let start = ring.partition_point(|event| event.seq <= last);
+            events.extend(ring.range(start..).take(limit - events.len()).cloned());
+            return Ok(page(events));
+        }
+        // Still racing a ring that turns over faster than the disk is read: the caller reads
+        // again from where this page ends.
+        let lines = self.reader.read_after(after, limit, None)?;
+        let events = lines
             .into_iter()
             .map(|line| Arc::new(line.into()))
             .collect();
-        if events.len() < limit
-            && let Some(last) = events.last().map(|event| event.seq).or(Some(after))
-        {
-            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(front) = ring.front()
-                && front.seq <= last + 1
-            {
-                let start = (last + 1 - front.seq) as usize;
-                events.extend(ring.iter().skip(start).take(limit - events.len()).cloned());
-            }
-        }
-        Ok(ReadPage { events, head })
+        Ok(page(events))
     }
 
     pub async fn read_after_async(
@@ -309,12 +362,273 @@ impl CoreHandle {
 }
 
 /// What start-up found, for logging and tests.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StartInfo {
     pub head: u64,
     pub snapshot_seq: u64,
     pub replayed: usize,
     pub truncated_bytes: u64,
+    /// What was wrong with the log, also written as the `log.damaged` event.
+    pub damage: Option<LogDamage>,
+}
+
+/// The most quarantined lines a `log.damaged` event lists (all are counted).
+const MAX_LISTED_QUARANTINED: usize = 100;
+
+/// Compares what the log holds (`recovery`) with the snapshot taken at `snapshot_seq`, and says
+/// what is missing or was quarantined; `None` when nothing is. `notes` are findings in words
+/// (an unusable snapshot).
+pub fn damage_report(
+    recovery: &Recovery,
+    snapshot_seq: u64,
+    quarantine_file: &std::path::Path,
+    notes: Vec<String>,
+) -> Option<LogDamage> {
+    let mut ranges: Vec<SeqRange> = Vec::new();
+    // Before the oldest segment: retention deletes only what a snapshot covers, so seqs there
+    // that the snapshot does not cover are lost to both.
+    if let Some(oldest) = recovery.oldest_segment
+        && oldest > snapshot_seq + 1
+    {
+        ranges.push(SeqRange {
+            from: snapshot_seq + 1,
+            to: oldest - 1,
+        });
+    }
+    ranges.extend(recovery.missing.iter().copied());
+    // After the log's end: events the snapshot has seen but the log lost.
+    if recovery.segments > 0 && snapshot_seq > recovery.head {
+        ranges.push(SeqRange {
+            from: recovery.head + 1,
+            to: snapshot_seq,
+        });
+    }
+    let mut missing = Vec::new();
+    for range in ranges {
+        // Split at the snapshot: the state reflects what it covers.
+        if range.from <= snapshot_seq && range.to > snapshot_seq {
+            missing.push(MissingRange {
+                from: range.from,
+                to: snapshot_seq,
+                in_snapshot: true,
+            });
+            missing.push(MissingRange {
+                from: snapshot_seq + 1,
+                to: range.to,
+                in_snapshot: false,
+            });
+        } else {
+            missing.push(MissingRange {
+                from: range.from,
+                to: range.to,
+                in_snapshot: range.to <= snapshot_seq,
+            });
+        }
+    }
+    let mut notes = notes;
+    if recovery.segments == 0 && snapshot_seq > 0 {
+        notes.push(format!(
+            "the log has no segment while the snapshot is at seq {snapshot_seq}: every event up to it is gone from the log"
+        ));
+    }
+    if missing.is_empty() && recovery.quarantined.is_empty() && notes.is_empty() {
+        return None;
+    }
+    Some(LogDamage {
+        snapshot_seq,
+        log_first_seq: recovery.first_seq,
+        log_last_seq: recovery.last_seq,
+        missing_count: missing.iter().map(|range| range.to - range.from + 1).sum(),
+        missing,
+        quarantined: recovery
+            .quarantined
+            .iter()
+            .take(MAX_LISTED_QUARANTINED)
+            .map(|line| QuarantinedLine {
+                segment: line.segment.clone(),
+                offset: line.offset,
+                line: line.line_number as u64,
+                bytes: line.bytes,
+                reason: line.fault.as_str().to_string(),
+                seq: line.claimed_seq,
+            })
+            .collect(),
+        quarantined_count: recovery.quarantined.len() as u64,
+        quarantine_file: quarantine_file.display().to_string(),
+        notes,
+    })
+}
+
+/// What `cohost log verify` found in a home.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub home: PathBuf,
+    /// A daemon holds the home's lock: its last line may be a write in progress.
+    pub daemon_running: bool,
+    /// The snapshot's seq (0: none or unusable).
+    pub snapshot_seq: u64,
+    pub segments: usize,
+    pub events: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// A last line without its newline: a write a crash interrupted (or one in progress).
+    pub torn_bytes: u64,
+    /// Seqs missing that a `log.damaged` event already reported.
+    pub known_missing: Vec<SeqRange>,
+    pub damage: Option<LogDamage>,
+}
+
+/// Checks the log and snapshot of `home` without changing them (the start-up scan, read-only).
+pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
+    use anyhow::Context as _;
+    let mut notes = Vec::new();
+    let snapshot_seq = match Snapshot::load(home)? {
+        snapshot::Loaded::Found(snapshot) => snapshot.seq,
+        snapshot::Loaded::Missing => 0,
+        snapshot::Loaded::Unusable { reason, damaged } => {
+            if damaged {
+                notes.push(format!(
+                    "{reason}; the next start rebuilds the state from the log alone"
+                ));
+            }
+            0
+        }
+    };
+    let dir = home.join("log");
+    let recovery = event_log::scan(&dir)
+        .with_context(|| format!("failed to read the event log in {}", dir.display()))?;
+    let daemon_running = std::fs::File::open(home.join("lock"))
+        .map(|lock| {
+            matches!(
+                lock.try_lock_shared(),
+                Err(std::fs::TryLockError::WouldBlock)
+            )
+        })
+        .unwrap_or(false);
+    let damage = damage_report(
+        &recovery,
+        snapshot_seq,
+        &home.join("quarantine.jsonl"),
+        notes,
+    );
+    Ok(Verification {
+        home: home.to_path_buf(),
+        daemon_running,
+        snapshot_seq,
+        segments: recovery.segments,
+        events: recovery.n_lines,
+        first_seq: recovery.first_seq,
+        last_seq: recovery.last_seq,
+        torn_bytes: recovery.truncated_bytes,
+        known_missing: recovery.known_missing,
+        damage,
+    })
+}
+
+impl Verification {
+    /// The report for a person.
+    pub fn render(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "home: {}", self.home.display())?;
+        if self.daemon_running {
+            writeln!(
+                out,
+                "a daemon is running on this home: its last line may be in progress"
+            )?;
+        }
+        match self.snapshot_seq {
+            0 => writeln!(out, "snapshot: none")?,
+            seq => writeln!(out, "snapshot: at seq {seq}")?,
+        }
+        writeln!(
+            out,
+            "log: {} segment(s), {} event(s), seq {}..={}",
+            self.segments, self.events, self.first_seq, self.last_seq
+        )?;
+        if self.torn_bytes > 0 {
+            writeln!(
+                out,
+                "torn last line: {} bytes (a write that did not complete; cut at the next start)",
+                self.torn_bytes
+            )?;
+        }
+        for range in &self.known_missing {
+            writeln!(
+                out,
+                "known gap: {}..={} (already reported by a log.damaged event)",
+                range.from, range.to
+            )?;
+        }
+        let Some(damage) = &self.damage else {
+            return writeln!(out, "ok: no damage found");
+        };
+        writeln!(
+            out,
+            "DAMAGED: {} event(s) missing, {} line(s) to quarantine",
+            damage.missing_count, damage.quarantined_count
+        )?;
+        for range in &damage.missing {
+            writeln!(
+                out,
+                "  missing {}..={}{}",
+                range.from,
+                range.to,
+                if range.in_snapshot {
+                    " (the snapshot still reflects them)"
+                } else {
+                    " (not in the snapshot either)"
+                }
+            )?;
+        }
+        for line in &damage.quarantined {
+            let seq = line
+                .seq
+                .map(|seq| format!(", seq {seq}"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  {}: line {} at byte {} ({} bytes{seq}): {}",
+                line.segment, line.line, line.offset, line.bytes, line.reason
+            )?;
+        }
+        for note in &damage.notes {
+            writeln!(out, "  {note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Logs a damage report: one error line with the totals, one warning per missing range.
+fn log_damage(damage: &LogDamage) {
+    tracing::error!(
+        missing = damage.missing_count,
+        quarantined = damage.quarantined_count,
+        snapshot = damage.snapshot_seq,
+        log_first = damage.log_first_seq,
+        log_last = damage.log_last_seq,
+        quarantine_file = %damage.quarantine_file,
+        "the event log is damaged: {} event(s) missing, {} line(s) quarantined (see the log.damaged event)",
+        damage.missing_count,
+        damage.quarantined_count,
+    );
+    for range in &damage.missing {
+        tracing::warn!(
+            from = range.from,
+            to = range.to,
+            in_snapshot = range.in_snapshot,
+            "events {}..={} are missing from the event log{}",
+            range.from,
+            range.to,
+            if range.in_snapshot {
+                " (the snapshot still reflects them)"
+            } else {
+                " and from the state"
+            }
+        );
+    }
+    for note in &damage.notes {
+        tracing::warn!("{note}");
+    }
 }
 
 struct Core {
@@ -333,21 +647,35 @@ pub fn start(
     config: CoreConfig,
 ) -> anyhow::Result<(CoreHandle, std::thread::JoinHandle<()>, StartInfo)> {
     use anyhow::Context as _;
-    let snapshot = Snapshot::load(&config.home).unwrap_or_default();
+    let mut notes = Vec::new();
+    let snapshot = match Snapshot::load(&config.home)? {
+        snapshot::Loaded::Found(snapshot) => *snapshot,
+        snapshot::Loaded::Missing => Snapshot::default(),
+        snapshot::Loaded::Unusable { reason, damaged } => {
+            tracing::warn!("{reason}; replaying the whole log");
+            if damaged {
+                notes.push(format!(
+                    "{reason}; the state was rebuilt from the log alone"
+                ));
+            }
+            Snapshot::default()
+        }
+    };
     let snapshot_seq = snapshot.seq;
-    let (log, recovery) = EventLog::open(config.log.clone(), snapshot_seq).with_context(|| {
-        format!(
-            "failed to open the event log in {}",
-            config.log.dir.display()
-        )
-    })?;
+    let (log, mut recovery) =
+        EventLog::open(config.log.clone(), snapshot_seq).with_context(|| {
+            format!(
+                "failed to open the event log in {}",
+                config.log.dir.display()
+            )
+        })?;
 
     let mut state = snapshot.state;
     state.tracker.set_config(config.tracker);
     let mut session_seqs = snapshot.session_seqs;
     let mut ring = VecDeque::new();
     let replayed = recovery.lines.len();
-    for line in recovery.lines {
+    for line in std::mem::take(&mut recovery.lines) {
         match serde_json::from_str::<Event>(&line.json) {
             Ok(event) => state.apply(&event),
             // Kinds from a newer version are kept in the log and the ring but not applied.
@@ -363,7 +691,13 @@ pub fn start(
         }
         ring.push_back(Arc::new(StoredEvent::from(line)));
     }
-    let seq = recovery.last_seq.max(snapshot_seq);
+    let damage = damage_report(&recovery, snapshot_seq, &config.log.quarantine, notes);
+    if let Some(damage) = &damage {
+        log_damage(damage);
+    }
+    // Above every seq the log or the snapshot may have used: a seq a client has seen is
+    // never given to another event.
+    let seq = recovery.head.max(snapshot_seq);
     let store = Arc::new(Store {
         ring: RwLock::new(ring),
         reader: log.reader(),
@@ -377,6 +711,7 @@ pub fn start(
         snapshot_seq,
         replayed,
         truncated_bytes: recovery.truncated_bytes,
+        damage: damage.clone(),
     };
     let mut core = Core {
         config,
@@ -387,11 +722,15 @@ pub fn start(
         seq,
         session_seqs,
     };
-    let started = core.write_batch(vec![Entry::stored(
+    let mut first = vec![Entry::stored(
         None,
         EventKind::DaemonStarted(daemon_info()),
         None,
-    )]);
+    )];
+    if let Some(damage) = damage {
+        first.push(Entry::stored(None, EventKind::LogDamaged(damage), None));
+    }
+    let started = core.write_batch(first);
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
     }
@@ -514,23 +853,54 @@ impl Core {
         }
     }
 
-    /// Refuses, before anything is written, reports for new instances beyond the per-session
-    /// cap and events that repeat a stored turn, item or approval (a backfill, a replay).
+    /// Refuses, before anything is written, events that repeat a stored turn, item or approval
+    /// (a backfill, a replay), and reports for new instances beyond the per-session cap unless
+    /// a finished instance can make room: it is pruned first (`agent.pruned`, logged right
+    /// before the report), seen ones before unseen ones, the least recently updated first.
     fn handle_batch(&mut self, batch: Vec<Entry>) {
         let mut accepted = Vec::with_capacity(batch.len());
         {
             let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let max_instances = state.tracker.config().max_instances;
             // Keys admitted earlier in this same batch are duplicates too.
             let mut batch_keys = std::collections::HashSet::new();
+            // Each session's instance keys as this batch leaves them, and the keys it reported.
+            let mut instances: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
             for entry in batch {
                 let refusal = match (&entry.session, &entry.kind) {
-                    (Some(session), EventKind::AgentUpdated(update))
-                        if !state.tracker.admits(session, &update.key()) =>
-                    {
-                        Some(CoreError::TooManyInstances {
-                            session: session.clone(),
-                            max: state.tracker.config().max_instances,
-                        })
+                    (Some(session), EventKind::AgentUpdated(update)) => {
+                        let (keys, reported) =
+                            instances.entry(session.clone()).or_insert_with(|| {
+                                (state.tracker.instance_keys(session), HashSet::new())
+                            });
+                        let key = update.key();
+                        let mut refusal = None;
+                        if !keys.contains(&key) && keys.len() >= max_instances {
+                            let victim = state.tracker.eviction_candidate(session, |k| {
+                                !keys.contains(k) || reported.contains(k)
+                            });
+                            match victim {
+                                Some(victim) => {
+                                    keys.remove(&victim);
+                                    accepted.push(Entry::stored(
+                                        Some(session.clone()),
+                                        EventKind::AgentPruned(InstanceRef { key: victim }),
+                                        None,
+                                    ));
+                                }
+                                None => {
+                                    refusal = Some(CoreError::TooManyInstances {
+                                        session: session.clone(),
+                                        max: max_instances,
+                                    });
+                                }
+                            }
+                        }
+                        if refusal.is_none() {
+                            keys.insert(key.clone());
+                            reported.insert(key);
+                        }
+                        refusal
                     }
                     (Some(session), kind)
                         if !entry.ephemeral
@@ -608,8 +978,7 @@ impl Core {
             };
             // Serializing our own types into a Vec cannot fail.
             let json = serde_json::to_string(&event).unwrap_or_default();
-            buf.extend_from_slice(json.as_bytes());
-            buf.push(b'\n');
+            log_line::encode(&json, &mut buf);
             events.push((event, json, true));
             replies.push(entry.reply);
         }
@@ -701,6 +1070,109 @@ impl Core {
             Err(error) => {
                 tracing::error!(%error, "failed to write the state snapshot");
                 false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use event_log::FsyncPolicy;
+
+    fn line(seq: u64) -> String {
+        format!("{{\"seq\":{seq},\"ts\":0,\"type\":\"meta.log_cleared\",\"data\":{{}}}}\n")
+    }
+
+    fn stored(seq: u64) -> Arc<StoredEvent> {
+        Arc::new(StoredEvent {
+            seq,
+            session: None,
+            session_seq: None,
+            json: line(seq).trim_end().into(),
+            ephemeral: false,
+        })
+    }
+
+    /// A store whose disk holds `on_disk` and whose ring holds `in_ring` (also on disk).
+    fn store(dir: &std::path::Path, on_disk: &[u64], in_ring: &[u64]) -> (EventLog, Store) {
+        let (mut log, _) = EventLog::open(
+            LogConfig {
+                dir: dir.to_path_buf(),
+                quarantine: dir.join("quarantine.jsonl"),
+                segment_bytes: 1 << 20,
+                retain_bytes: u64::MAX,
+                fsync: FsyncPolicy::Never,
+            },
+            0,
+        )
+        .unwrap();
+        for seq in on_disk {
+            log.append(line(*seq).as_bytes()).unwrap();
+        }
+        let store = Store {
+            ring: RwLock::new(in_ring.iter().map(|seq| stored(*seq)).collect()),
+            reader: log.reader(),
+            head: AtomicU64::new(*on_disk.last().unwrap()),
+        };
+        (log, store)
+    }
+
+    fn seqs(page: &ReadPage) -> Vec<u64> {
+        page.events.iter().map(|event| event.seq).collect()
+    }
+
+    // See: issue 15, defect 1 — a cursor just before a gap got `[]` for ever.
+    #[test]
+    fn r15_a_read_skips_a_gap_between_the_disk_and_the_ring() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_log, store) = store(dir.path(), &[1, 2, 3, 4, 5, 10, 11, 12], &[10, 11, 12]);
+        let page = store.read_after(3, 100).unwrap();
+        assert_eq!(seqs(&page), [4, 5, 10, 11, 12]);
+        assert_eq!(page.gaps, [SeqRange { from: 6, to: 9 }]);
+        let page = store.read_after(5, 100).unwrap();
+        assert_eq!(seqs(&page), [10, 11, 12]);
+        assert_eq!(page.gaps, [SeqRange { from: 6, to: 9 }]);
+        let page = store.read_after(5, 1).unwrap();
+        assert_eq!(seqs(&page), [10]);
+        // Inside the gap: the next stored event, and only the rest of the gap is reported.
+        let page = store.read_after(7, 2).unwrap();
+        assert_eq!(seqs(&page), [10, 11]);
+        assert_eq!(page.gaps, [SeqRange { from: 8, to: 9 }]);
+        // Past the gap nothing is reported again.
+        let page = store.read_after(10, 100).unwrap();
+        assert_eq!(seqs(&page), [11, 12]);
+        assert!(page.gaps.is_empty());
+    }
+
+    #[test]
+    fn r15_a_read_skips_gaps_inside_the_ring_and_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_log, store) = store(dir.path(), &[1, 2, 6, 7, 9, 20, 21], &[7, 9, 20, 21]);
+        let page = store.read_after(0, 100).unwrap();
+        assert_eq!(seqs(&page), [1, 2, 6, 7, 9, 20, 21]);
+        assert_eq!(
+            page.gaps,
+            [
+                SeqRange { from: 3, to: 5 },
+                SeqRange { from: 8, to: 8 },
+                SeqRange { from: 10, to: 19 }
+            ]
+        );
+        let page = store.read_after(7, 100).unwrap();
+        assert_eq!(seqs(&page), [9, 20, 21]);
+        let page = store.read_after(9, 1).unwrap();
+        assert_eq!(seqs(&page), [20]);
+        assert_eq!(page.gaps, [SeqRange { from: 10, to: 19 }]);
+        // Every cursor up to the head reaches the head by following `next`.
+        for start in 0..21 {
+            let mut cursor = start;
+            let mut steps = 0;
+            while cursor < 21 {
+                let page = store.read_after(cursor, 1).unwrap();
+                cursor = page.events.last().map(|event| event.seq).unwrap();
+                steps += 1;
+                assert!(steps < 10, "cursor {start} does not reach the head");
             }
         }
     }

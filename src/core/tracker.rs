@@ -118,6 +118,30 @@ impl Tracker {
         }
     }
 
+    /// The keys of the session's instances.
+    pub fn instance_keys(&self, session: &str) -> std::collections::HashSet<String> {
+        self.sessions
+            .get(session)
+            .map(|entry| entry.instances.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The instance to drop so that a new one fits under `max_instances`: a finished or stale
+    /// one, seen ones before unseen ones, the least recently updated first; never one `skip`
+    /// names. `None` when every instance is busy or idle: the new one is then refused.
+    pub fn eviction_candidate(&self, session: &str, skip: impl Fn(&str) -> bool) -> Option<String> {
+        let entry = self.sessions.get(session)?;
+        entry
+            .instances
+            .iter()
+            .filter(|(key, instance)| {
+                let status = instance.update.status;
+                (status.is_terminal() || status == AgentStatus::Stale) && !skip(key)
+            })
+            .min_by_key(|(key, instance)| (instance.unseen, instance.updated_at, (*key).clone()))
+            .map(|(key, _)| key.clone())
+    }
+
     /// Applies one logged event. Events without a session, or of kinds the tracker does not
     /// follow, change nothing.
     pub fn apply(&mut self, event: &Event) {
@@ -506,6 +530,45 @@ mod tests {
         assert!(fx.tracker.admits("s", "a"));
         assert!(!fx.tracker.admits("s", "c"));
         assert!(fx.tracker.admits("other", "c"));
+    }
+
+    #[test]
+    fn eviction_picks_finished_seen_instances_first_then_the_oldest() {
+        let mut fx = Fixture::new();
+        fx.report("s", 10, "busy", None, AgentStatus::Running);
+        fx.report("s", 20, "idle", None, AgentStatus::Idle);
+        assert_eq!(fx.tracker.eviction_candidate("s", |_| false), None);
+        fx.report("s", 30, "unseen-old", None, AgentStatus::Done);
+        fx.report("s", 40, "unseen-new", None, AgentStatus::Error);
+        assert_eq!(
+            fx.tracker.eviction_candidate("s", |_| false).as_deref(),
+            Some("unseen-old")
+        );
+        fx.apply(
+            "s",
+            50,
+            EventKind::SessionFocused(Focus {
+                source: "api".into(),
+            }),
+        );
+        fx.report("s", 60, "unseen-newest", None, AgentStatus::Interrupted);
+        // Seen ones first, even if newer than an unseen one.
+        assert_eq!(
+            fx.tracker.eviction_candidate("s", |_| false).as_deref(),
+            Some("unseen-old")
+        );
+        fx.report("s", 70, "unseen-old", None, AgentStatus::Done);
+        assert_eq!(
+            fx.tracker.eviction_candidate("s", |_| false).as_deref(),
+            Some("unseen-new")
+        );
+        assert_eq!(
+            fx.tracker
+                .eviction_candidate("s", |key| key == "unseen-new")
+                .as_deref(),
+            Some("unseen-newest")
+        );
+        assert_eq!(fx.tracker.eviction_candidate("other", |_| false), None);
     }
 
     #[test]

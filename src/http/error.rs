@@ -1,6 +1,10 @@
-//! `ApiError`: the one place HTTP errors become `{"error":{"code","message"}}` responses.
+//! `ApiError`: the one place HTTP errors become `{"error":{"code","message"}}` responses, and
+//! [`json_errors`], the outermost layer that turns any other error answer (an axum extractor's
+//! rejection, rmcp's transport errors) into the same shape.
 
-use axum::http::StatusCode;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::core::CoreError;
@@ -107,4 +111,56 @@ impl IntoResponse for ApiError {
         };
         (self.status, axum::Json(body)).into_response()
     }
+}
+
+/// The longest error text kept from an answer that was not JSON.
+const MAX_ERROR_TEXT: usize = 1024;
+
+/// Rewrites an error answer (4xx, 5xx) that is not JSON into `{"error":{"code","message"}}`
+/// with the same status and headers: the code follows the status, the message is the
+/// original text. Every route the daemon serves then answers errors in one shape.
+pub async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error())
+        || super::extract::is_json(response.headers())
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+        .unwrap_or_default();
+    let mut message: String = text.chars().take(MAX_ERROR_TEXT).collect();
+    if message.is_empty() {
+        message = status
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_string();
+    }
+    let code = match status {
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
+        StatusCode::UNAUTHORIZED => "unauthorized",
+        StatusCode::FORBIDDEN => "forbidden",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::CONFLICT => "conflict",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::TOO_MANY_REQUESTS => "too_many_requests",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        status if status.is_server_error() => "internal_error",
+        _ => "request_failed",
+    };
+    let mut answer = ApiError::new(status, code, message).into_response();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.remove(header::CONTENT_TYPE);
+    for (name, value) in answer.headers() {
+        parts.headers.insert(name, value.clone());
+    }
+    *answer.headers_mut() = parts.headers;
+    answer
 }

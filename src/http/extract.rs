@@ -1,7 +1,9 @@
-//! `ApiJson<T>`: a JSON body extractor whose every failure is an [`ApiError`] naming the field.
+//! `ApiJson<T>`: a JSON body extractor whose every failure is an [`ApiError`] naming the field,
+//! and `ApiQuery<T>`, the same for query strings.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
@@ -36,6 +38,39 @@ where
             }
         })?;
         parse(&bytes).map(ApiJson)
+    }
+}
+
+/// A query string extractor: a parameter given twice (`?after=1&after=2`) or of the wrong
+/// type is a JSON `400`, naming the parameter when it can.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::try_from_uri(&parts.uri) {
+            Ok(Query(query)) => Ok(ApiQuery(query)),
+            Err(rejection) => {
+                let text = rejection.body_text();
+                let duplicate = text
+                    .split_once("duplicate field `")
+                    .and_then(|(_, rest)| rest.split_once('`'))
+                    .map(|(name, _)| name.to_string());
+                Err(match duplicate {
+                    Some(name) => ApiError::field(
+                        "invalid_field",
+                        name.clone(),
+                        format!("`{name}` is given more than once"),
+                    ),
+                    None => ApiError::bad_request("invalid_query", text),
+                })
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::time::Duration;
 
 use super::{ApiError, AppState};
 
@@ -24,7 +25,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         request.uri().path(),
         request.headers(),
     ) {
-        Ok(()) => match read_body(request).await {
+        Ok(()) => match read_body(request, state.body_timeout).await {
             Ok(request) => next.run(request).await,
             Err(error) => error.into_response(),
         },
@@ -35,18 +36,20 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
 /// The largest refused body that is still read to its end before the 413.
 const DRAIN_BYTES: usize = 1024 * 1024;
 
-/// Reads the whole request body before the handler runs. A handler that ignores the body
-/// (interrupt, relaunch…) would otherwise answer before a body sent in a second write has
-/// arrived, and hyper then closes the connection: a client that reuses it sees a disconnect.
-/// `/mcp` streams its own bodies.
-async fn read_body(request: Request) -> Result<Request, ApiError> {
+/// Reads the whole request body before the handler runs, within `timeout`. A handler that
+/// ignores the body (interrupt, relaunch…) would otherwise answer before a body sent in a
+/// second write has arrived, and hyper then closes the connection: a client that reuses it
+/// sees a disconnect. `/mcp` bodies are read here too, so its limit and its timeout answer in
+/// JSON like every route. A body that does not arrive in time is `408 request_timeout`, and
+/// the connection closes (hyper does not reuse a connection whose body was not read).
+async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiError> {
     let headers = request.headers();
     let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let chunked = headers.contains_key(header::TRANSFER_ENCODING);
-    if request.uri().path() == "/mcp" || (length.unwrap_or(0) == 0 && !chunked) {
+    if length.unwrap_or(0) == 0 && !chunked {
         return Ok(request);
     }
     let too_large = || {
@@ -56,20 +59,32 @@ async fn read_body(request: Request) -> Result<Request, ApiError> {
             format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
         )
     };
+    let too_slow = || {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs()
+            ),
+        )
+    };
     if let Some(n) = length.filter(|&n| n > super::MAX_BODY_BYTES as u64) {
         // Read a moderately oversized body to its end before refusing it, so the client can
         // finish sending and read the 413 (answering mid-upload closes the connection under
         // it). A body past the drain bound is not read: that connection closes.
         if n <= DRAIN_BYTES as u64 {
-            let _ = axum::body::to_bytes(request.into_body(), DRAIN_BYTES).await;
+            let drain = axum::body::to_bytes(request.into_body(), DRAIN_BYTES);
+            let _ = tokio::time::timeout(timeout, drain).await;
         }
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
-    match axum::body::to_bytes(body, super::MAX_BODY_BYTES).await {
-        Ok(bytes) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
-        Err(error) if error.to_string().contains("length limit") => Err(too_large()),
-        Err(error) => Err(ApiError::bad_request(
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, super::MAX_BODY_BYTES)).await {
+        Err(_) => Err(too_slow()),
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
+        Ok(Err(error)) if error.to_string().contains("length limit") => Err(too_large()),
+        Ok(Err(error)) => Err(ApiError::bad_request(
             "invalid_body",
             format!("the body could not be read: {error}"),
         )),
@@ -82,6 +97,16 @@ fn check(
     path: &str,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
+    // Only the first of repeated headers would be checked, and another layer (a proxy, a
+    // library) might use the last: refuse the ambiguity.
+    for name in [header::HOST, header::ORIGIN, header::AUTHORIZATION] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Err(ApiError::bad_request(
+                "duplicate_header",
+                format!("the `{name}` header is given more than once"),
+            ));
+        }
+    }
     // A page on another site that resolves its own name to 127.0.0.1 still sends its own Host.
     if !state.allow_remote {
         let host = headers
@@ -108,7 +133,9 @@ fn check(
         }
     }
     // `GET /` is the web page: static, no data; it reads the token from its URL fragment.
-    if path == "/api/health" || (method == Method::GET && path == "/") {
+    // `HEAD` is answered like `GET` (without the body), so it is guarded like `GET`.
+    let reads = method == Method::GET || method == Method::HEAD;
+    if path == "/api/health" || (reads && path == "/") {
         return Ok(());
     }
     let authorization = headers.get(header::AUTHORIZATION);
@@ -143,16 +170,33 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
+/// `localhost`, `127.x.y.z` or `[::1]`, with or without a numeric port: nothing else (no
+/// empty or non-numeric port, no second colon, no trailing dot).
 pub fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
         match rest.split_once(']') {
-            Some((inner, after)) if after.is_empty() || after.starts_with(':') => inner,
-            _ => return false,
+            Some((inner, "")) => (inner, None),
+            Some((inner, after)) => match after.strip_prefix(':') {
+                Some(port) => (inner, Some(port)),
+                None => return false,
+            },
+            None => return false,
         }
     } else {
-        host.rsplit_once(':').map(|(name, _)| name).unwrap_or(host)
+        match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
     };
+    let port_ok = port.is_none_or(|port| {
+        !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok()
+    });
+    if !port_ok {
+        return false;
+    }
     if name.eq_ignore_ascii_case("localhost") {
         return true;
     }
@@ -195,6 +239,17 @@ mod tests {
             "localhost.evil.com",
             "[::2]:1",
             "127.0.0.1.nip.io",
+            "127.0.0.1:abc",
+            "127.0.0.1:",
+            "localhost:99999",
+            "localhost:7391:1",
+            "localhost.",
+            "[::1]:",
+            "[::1]x",
+            "[::1]:8a",
+            "::1",
+            "127.0.0.1:+80",
+            "127.0.0.1: 80",
         ] {
             assert!(!is_loopback_host(host), "{host}");
         }

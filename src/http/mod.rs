@@ -9,6 +9,7 @@ mod error;
 mod extract;
 mod guard;
 mod routes;
+pub mod server;
 mod sessions;
 mod stream;
 mod tasks;
@@ -48,6 +49,38 @@ pub struct AppState {
     pub allow_remote: bool,
     /// Cancelled on shutdown so that open streams end and graceful shutdown can finish.
     pub shutdown: CancellationToken,
+    /// How long a request body may take to arrive (the guard reads it).
+    pub body_timeout: std::time::Duration,
+}
+
+/// Parses `bytes` as the body of one of the JSON routes (chosen by `route`, modulo their
+/// number) the way the route does, with the body's own checks where it has them. For the fuzz
+/// targets (`fuzz/`): every input must give `Ok` or an [`ApiError`], never a panic.
+#[doc(hidden)]
+pub fn parse_request_body(route: u8, bytes: &[u8]) -> Result<(), ApiError> {
+    use crate::protocol::{
+        AgentEventParams, LogParams, SessionParams, SetProgressParams, SetStatusParams,
+    };
+    use extract::parse;
+    match route % 16 {
+        0 => parse::<AgentEventParams>(bytes)?.validate()?,
+        1 => parse::<SetStatusParams>(bytes)?.validate()?,
+        2 => parse::<SetProgressParams>(bytes)?.validate()?,
+        3 => parse::<LogParams>(bytes)?.validate()?,
+        4 => parse::<SessionParams>(bytes)?.validate()?,
+        5 => drop(parse::<routes::FocusParams>(bytes)?),
+        6 => drop(parse::<sessions::CreateBody>(bytes)?),
+        7 => drop(parse::<sessions::MessageBody>(bytes)?),
+        8 => drop(parse::<sessions::DecisionBody>(bytes)?),
+        9 => drop(parse::<sessions::GoalBody>(bytes)?),
+        10 => drop(parse::<sessions::ForkBody>(bytes)?),
+        11 => drop(parse::<sessions::CommandBody>(bytes)?),
+        12 => drop(parse::<sessions::PermissionBody>(bytes)?),
+        13 => drop(parse::<tasks::SendBody>(bytes)?),
+        14 => drop(parse::<tasks::LeaseBody>(bytes)?),
+        _ => drop(parse::<tasks::EditBody>(bytes)?),
+    }
+    Ok(())
 }
 
 /// `GET /api/state`'s answer, for the MCP `tracker_state` tool.
@@ -122,5 +155,6 @@ pub fn router(state: AppState) -> Router {
             guard::guard,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,8 +17,10 @@ use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
+use super::extract::ApiQuery;
 use super::{ApiError, AppState};
 use crate::core::StoredEvent;
+use crate::protocol::SeqRange;
 
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
@@ -60,7 +62,7 @@ fn check_cursor(state: &AppState, after: u64) -> Result<(), ApiError> {
 
 pub async fn events(
     State(state): State<AppState>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     events_for(state, query, None).await
 }
@@ -69,7 +71,7 @@ pub async fn events(
 pub async fn session_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     known_session(&state, &id)?;
     events_for(state, query, Some(id)).await
@@ -86,6 +88,16 @@ fn known_session(state: &AppState, id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// One read of [`read_filtered`].
+pub(crate) struct FilteredPage {
+    pub events: Vec<Arc<StoredEvent>>,
+    /// Where the read stopped: the cursor for the next read.
+    pub next: u64,
+    pub head: u64,
+    /// Seqs up to `next` with no stored event (a damaged log), skipped by this read.
+    pub gaps: Vec<SeqRange>,
+}
+
 /// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at most
 /// `MAX_SCAN` events per call so a filtered read of a busy log answers promptly; `next` then
 /// tells the caller where the scan stopped.
@@ -94,15 +106,30 @@ pub(crate) async fn read_filtered(
     after: u64,
     limit: usize,
     session: Option<&str>,
-) -> Result<(Vec<Arc<StoredEvent>>, u64, u64), ApiError> {
+) -> Result<FilteredPage, ApiError> {
     let Some(session) = session else {
         let page = state.core.store.read_after_async(after, limit).await?;
         let next = page.events.last().map(|e| e.seq).unwrap_or(after);
-        return Ok((page.events, next, page.head));
+        return Ok(FilteredPage {
+            events: page.events,
+            next,
+            head: page.head,
+            gaps: page.gaps,
+        });
     };
     let mut cursor = after;
     let mut out = Vec::new();
+    let mut gaps = Vec::new();
     let mut scanned = 0;
+    let finish = |events, next, head, mut gaps: Vec<SeqRange>| {
+        gaps.retain(|gap: &SeqRange| gap.to < next);
+        Ok(FilteredPage {
+            events,
+            next,
+            head,
+            gaps,
+        })
+    };
     loop {
         let page = state
             .core
@@ -110,20 +137,21 @@ pub(crate) async fn read_filtered(
             .read_after_async(cursor, STREAM_PAGE)
             .await?;
         let Some(last) = page.events.last().map(|e| e.seq) else {
-            return Ok((out, cursor, page.head));
+            return finish(out, cursor, page.head, gaps);
         };
+        gaps.extend(page.gaps);
         for event in page.events {
             scanned += 1;
             if event.session.as_deref() == Some(session) {
                 out.push(event.clone());
                 if out.len() == limit {
-                    return Ok((out, event.seq, page.head));
+                    return finish(out, event.seq, page.head, gaps);
                 }
             }
         }
         cursor = last;
         if scanned >= MAX_SCAN {
-            return Ok((out, cursor, page.head));
+            return finish(out, cursor, page.head, gaps);
         }
     }
 }
@@ -179,13 +207,16 @@ async fn events_for(
     let mut live = state.core.subscribe();
     let deadline = tokio::time::Instant::now() + wait;
     let mut cursor = after;
+    // Gaps crossed while waiting for this filter's next event are reported with it.
+    let mut gaps = Vec::new();
     loop {
-        let (events, next, head) = read_filtered(&state, cursor, limit, session.as_deref()).await?;
-        if !events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
-            return Ok(page_response(&events, next, head));
+        let page = read_filtered(&state, cursor, limit, session.as_deref()).await?;
+        gaps.extend(page.gaps);
+        if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
+            return Ok(page_response(&page.events, page.next, page.head, &gaps));
         }
         // Nothing for this filter yet: wait from where the scan stopped.
-        cursor = next;
+        cursor = page.next;
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => {}
             _ = state.shutdown.cancelled() => {}
@@ -198,8 +229,9 @@ async fn events_for(
     }
 }
 
-/// Builds `{"events":[…],"next":N,"head":H}` from the stored lines without re-serializing them.
-fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64) -> Response {
+/// Builds `{"events":[…],"next":N,"head":H}` (plus `"gaps":[…]` when the read skipped missing
+/// seqs) from the stored lines without re-serializing them.
+fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64, gaps: &[SeqRange]) -> Response {
     let mut body =
         String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
     body.push_str("{\"events\":[");
@@ -209,7 +241,12 @@ fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64) -> Response 
         }
         body.push_str(&event.json);
     }
-    body.push_str(&format!("],\"next\":{next},\"head\":{head}}}"));
+    body.push_str(&format!("],\"next\":{next},\"head\":{head}"));
+    if !gaps.is_empty() {
+        body.push_str(",\"gaps\":");
+        body.push_str(&serde_json::to_string(gaps).unwrap_or_else(|_| "[]".into()));
+    }
+    body.push('}');
     (
         [(
             header::CONTENT_TYPE,
@@ -227,7 +264,7 @@ pub struct StreamQuery {
 
 pub async fn events_stream(
     State(state): State<AppState>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     stream_for(state, query, headers, None).await
@@ -238,7 +275,7 @@ pub async fn events_stream(
 pub async fn session_events_stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     known_session(&state, &id)?;
@@ -312,6 +349,14 @@ fn ephemeral_sse_event(event: &StoredEvent) -> SseEvent {
     SseEvent::default().data(&*event.json)
 }
 
+/// `event: gap`: seqs with no stored event, skipped. Named, so `onmessage` handlers that
+/// expect events only never see it; no `id:`, so a reconnect resumes from the last event.
+fn gap_sse_event(gap: SeqRange) -> SseEvent {
+    SseEvent::default()
+        .event("gap")
+        .data(serde_json::to_string(&gap).unwrap_or_default())
+}
+
 fn sse_event(event: &StoredEvent) -> SseEvent {
     SseEvent::default()
         .id(event.seq.to_string())
@@ -338,6 +383,17 @@ fn event_stream(
         }
         loop {
             if let Some(event) = cursor.pending.pop_front() {
+                // Seqs missing from a damaged log are skipped, and said so once, before the
+                // event that follows them.
+                if event.seq > cursor.last + 1 {
+                    let gap = SeqRange {
+                        from: cursor.last + 1,
+                        to: event.seq - 1,
+                    };
+                    cursor.last = event.seq - 1;
+                    cursor.pending.push_front(event);
+                    return Some((Ok(gap_sse_event(gap)), cursor));
+                }
                 cursor.last = event.seq;
                 if !cursor.wants(&event) {
                     continue;

@@ -15,7 +15,9 @@ use super::{CohostMcp, answer, bound, failure};
 use crate::core::now_ms;
 use crate::host::HostError;
 use crate::http::ApiError;
-use crate::protocol::{AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime};
+use crate::protocol::{
+    AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime, SeqRange,
+};
 use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
@@ -253,20 +255,24 @@ impl CohostMcp {
         limit: usize,
         session: Option<&str>,
         wait: Duration,
-    ) -> Result<(Vec<Value>, u64, u64), ApiError> {
+    ) -> Result<(Vec<Value>, u64, u64, Vec<SeqRange>), ApiError> {
         let state = &self.state;
         let mut live = state.core.subscribe();
         let deadline = tokio::time::Instant::now() + wait;
         let mut cursor = after;
+        let mut gaps = Vec::new();
         loop {
-            let (events, next, head) =
-                crate::http::read_filtered(state, cursor, limit, session).await?;
-            if !events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
-                let events = events
+            let page = crate::http::read_filtered(state, cursor, limit, session).await?;
+            gaps.extend(page.gaps);
+            let next = page.next;
+            if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline
+            {
+                let events = page
+                    .events
                     .iter()
                     .map(|e| serde_json::from_str(&e.json).unwrap_or(Value::Null))
                     .collect();
-                return Ok((events, next, head));
+                return Ok((events, next, page.head, gaps));
             }
             cursor = next;
             tokio::select! {
@@ -679,7 +685,7 @@ impl CohostMcp {
                 &format!("cursor {after} is ahead of the newest event {head}"),
             ));
         }
-        let (events, next, head) = match self
+        let (events, next, head, mut gaps) = match self
             .read_events(
                 after,
                 limit as usize,
@@ -692,13 +698,14 @@ impl CohostMcp {
             Err(error) => return Ok(CallToolResult::from(error)),
         };
         let total = events.len();
-        let bounded = bound(
-            json!({ "events": events, "next": next, "head": head }),
-            Some("events"),
-        );
+        let mut answer = json!({ "events": events, "next": next, "head": head });
+        if !gaps.is_empty() {
+            answer["gaps"] = json!(gaps);
+        }
+        let bounded = bound(answer, Some("events"));
         let mut value = bounded.value;
         if bounded.kept < total {
-            // The cursor moves only past what was returned.
+            // The cursor moves only past what was returned, and so do the reported gaps.
             let next = value["events"]
                 .as_array()
                 .and_then(|kept| kept.last())
@@ -706,6 +713,14 @@ impl CohostMcp {
                 .and_then(Value::as_u64)
                 .unwrap_or(after);
             value["next"] = json!(next);
+            gaps.retain(|gap| gap.to < next);
+            if gaps.is_empty() {
+                if let Some(object) = value.as_object_mut() {
+                    object.remove("gaps");
+                }
+            } else {
+                value["gaps"] = json!(gaps);
+            }
             value["note"] = json!(format!(
                 "only {} of {total} events fit; call events again with after={next}",
                 bounded.kept

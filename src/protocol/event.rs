@@ -121,6 +121,10 @@ pub enum EventKind {
     TaskAbort(TaskAbort),
     #[serde(rename = "lease.changed")]
     LeaseChanged(Lease),
+    /// Start-up found the event log (or the snapshot) damaged: what is missing, what was
+    /// quarantined. Written right after `daemon.started`.
+    #[serde(rename = "log.damaged")]
+    LogDamaged(LogDamage),
 }
 
 impl EventKind {
@@ -164,6 +168,7 @@ impl EventKind {
             EventKind::TaskCancelRequested(_) => "task.cancel_requested",
             EventKind::TaskAbort(_) => "task.abort",
             EventKind::LeaseChanged(_) => "lease.changed",
+            EventKind::LogDamaged(_) => "log.damaged",
         }
     }
 }
@@ -176,6 +181,64 @@ pub struct Empty {}
 pub struct DaemonInfo {
     pub pid: u32,
     pub version: String,
+}
+
+/// An inclusive range of seqs with no stored event: what a reader skipped over (the `gaps` of a
+/// page, an SSE `gap` message) or what start-up found missing from the log (`log.damaged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqRange {
+    pub from: u64,
+    pub to: u64,
+}
+
+/// `log.damaged`: what start-up found wrong with the event log, and what it did about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogDamage {
+    /// The seq the snapshot was taken at (0: none, or not usable).
+    pub snapshot_seq: u64,
+    /// The seqs of the first and last event the log holds now (0 when it holds none).
+    pub log_first_seq: u64,
+    pub log_last_seq: u64,
+    /// Seqs once written and no longer in the log, in order.
+    pub missing: Vec<MissingRange>,
+    /// How many seqs `missing` spans.
+    pub missing_count: u64,
+    /// Lines moved out of the log into `quarantineFile` (the first 100; all are counted).
+    pub quarantined: Vec<QuarantinedLine>,
+    pub quarantined_count: u64,
+    pub quarantine_file: String,
+    /// Other findings, in words: an unreadable snapshot, a log with no segment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Seqs `from..=to` missing from the log. `inSnapshot`: the state still reflects them (the
+/// snapshot covers them); otherwise the state was rebuilt without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingRange {
+    pub from: u64,
+    pub to: u64,
+    pub in_snapshot: bool,
+}
+
+/// One line taken out of a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuarantinedLine {
+    /// The segment's file name and where the line started in it (as found).
+    pub segment: String,
+    pub offset: u64,
+    /// 1-based line number in the segment (as found).
+    pub line: u64,
+    pub bytes: u64,
+    /// `checksum_mismatch`, `unreadable`, `seq_not_increasing`, `seq_ahead_of_next_line`,
+    /// `seq_outside_segment`, `seq_too_large`, `truncated` or `stray_byte`.
+    pub reason: String,
+    /// The seq the line claims, when readable (it may be the damaged part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
 }
 
 /// Agent status, with opensessions' spelling.

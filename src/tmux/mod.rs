@@ -48,7 +48,8 @@ pub struct PaneRef {
     pub pid: u32,
 }
 
-fn parse_pane_ref(out: &str) -> Option<PaneRef> {
+/// Parses `#{pane_id} #{pane_pid}` output (public for the fuzz targets).
+pub fn parse_pane_ref(out: &str) -> Option<PaneRef> {
     let mut fields = out.split_whitespace();
     let pane_id = fields.next()?.to_string();
     let pid = fields.next()?.parse().ok()?;
@@ -344,7 +345,9 @@ fn is_no_server(stderr: &str) -> bool {
         || stderr.contains("No such file or directory")
 }
 
-fn parse_list_sessions(stdout: &str) -> SessionList {
+/// Parses `list-sessions -F LIST_FORMAT` output; a line that does not fit is skipped (public
+/// for the fuzz targets).
+pub fn parse_list_sessions(stdout: &str) -> SessionList {
     let mut list = SessionList {
         running: true,
         server_pid: None,

@@ -456,3 +456,92 @@ fn the_token_file_is_private() {
     assert_eq!(daemon.token(), token);
     assert_eq!(daemon.get("/api/state").status, 200);
 }
+
+/// Runs `cohost serve` on the daemon's home expecting it to refuse to start; returns stderr.
+fn serve_refused(daemon: &TestDaemon) -> String {
+    let started = Instant::now();
+    let output = run_with_timeout(&mut daemon.serve_command(), Duration::from_secs(10));
+    assert!(!output.status.success(), "the daemon started");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    strip_ansi(&String::from_utf8_lossy(&output.stderr))
+}
+
+// See: issue 15, defect 4 — "a symlinked token is followed, its target chmod-ed to 0600 and
+// used; a FIFO blocks start-up".
+#[test]
+fn r15_a_token_that_is_a_link_or_a_fifo_is_refused_at_once() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    let token = daemon.token();
+    daemon.stop();
+    let token_path = daemon.home().join("token");
+
+    let target = daemon.scratch().join("elsewhere");
+    fs::write(&target, format!("{token}\n")).unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::remove_file(&token_path).unwrap();
+    std::os::unix::fs::symlink(&target, &token_path).unwrap();
+    let stderr = serve_refused(&daemon);
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert!(stderr.contains("token"), "{stderr}");
+    let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "the link's target was changed");
+
+    fs::remove_file(&token_path).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&token_path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stderr = serve_refused(&daemon);
+    assert!(stderr.contains("FIFO"), "{stderr}");
+
+    // A regular token file is used again.
+    fs::remove_file(&token_path).unwrap();
+    fs::write(&token_path, format!("{token}\n")).unwrap();
+    fs::set_permissions(&token_path, fs::Permissions::from_mode(0o600)).unwrap();
+    daemon.start_again();
+    assert_eq!(daemon.token(), token);
+}
+
+#[test]
+fn a_snapshot_that_is_a_link_or_a_fifo_is_refused_at_once() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    daemon.report_status("s1", "a", "running");
+    daemon.stop();
+    let snapshot = daemon.home().join("snapshot.json");
+    let moved = daemon.scratch().join("snapshot.json");
+    fs::rename(&snapshot, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &snapshot).unwrap();
+    let stderr = serve_refused(&daemon);
+    assert!(
+        stderr.contains("snapshot.json") && stderr.contains("symbolic link"),
+        "{stderr}"
+    );
+    fs::remove_file(&snapshot).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(&snapshot)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let stderr = serve_refused(&daemon);
+    assert!(stderr.contains("FIFO"), "{stderr}");
+    fs::remove_file(&snapshot).unwrap();
+    fs::rename(&moved, &snapshot).unwrap();
+    daemon.start_again();
+    assert_eq!(daemon.instance("s1", "a").unwrap()["status"], "running");
+    assert!(
+        !daemon.home().join("snapshot.json.tmp").exists()
+            && !daemon.home().join("daemon.json.tmp").exists()
+    );
+}

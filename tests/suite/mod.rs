@@ -13,6 +13,8 @@ mod codex_host_surface;
 mod codex_smoke;
 mod durability;
 mod events_sse;
+mod http_limits;
+mod log_damage;
 mod mcp;
 mod metadata;
 mod security;

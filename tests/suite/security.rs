@@ -770,3 +770,196 @@ fn a_body_sent_after_the_headers_keeps_the_connection_reusable() {
         head + &String::from_utf8_lossy(&body)
     }
 }
+
+// See: issue 15, defect 5 — "Some errors are not JSON (`?after=1&after=2` → text/plain 400;
+// `/mcp` 413)".
+#[test]
+fn r15_every_error_is_json() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    daemon
+        .get("/api/events?after=1&after=2")
+        .assert_error(400, "invalid_field", Some("after"));
+    daemon
+        .get("/api/events?limit=1&limit=2")
+        .assert_error(400, "invalid_field", Some("limit"));
+    match daemon.sse("?after=1&after=2", None) {
+        Ok(_) => panic!("a stream with two cursors was accepted"),
+        Err(resp) => {
+            resp.assert_error(400, "invalid_field", Some("after"));
+        }
+    }
+    // Routes whose query or path extractors reject.
+    daemon
+        .get("/api/tasks/task_x/result?offset=1&offset=2")
+        .assert_error(400, "invalid_request", None);
+    daemon
+        .get("/api/sessions/%FF/events")
+        .assert_error(400, "invalid_request", None);
+    // MCP: a body over the limit, a method and a missing Accept that rmcp refuses.
+    let bearer = format!("Bearer {}", daemon.token());
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(70 * 1024)
+    );
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    daemon
+        .request("POST", "/mcp", &headers, Some(&big))
+        .assert_error(413, "payload_too_large", None);
+    daemon
+        .request("GET", "/mcp", &[("Authorization", bearer.as_str())], None)
+        .assert_error(405, "method_not_allowed", None);
+    let error = daemon
+        .request(
+            "POST",
+            "/mcp",
+            &headers[..2],
+            Some(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+        )
+        .assert_error(406, "not_acceptable", None);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("text/event-stream"),
+        "the original reason is kept: {error}"
+    );
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+// See: issue 15, defect 5 — "a Host of `127.0.0.1:abc` … accepted".
+#[test]
+fn r15_host_must_be_a_loopback_name_with_a_numeric_port() {
+    let (_tmux, daemon) = daemon_with_state();
+    let token = daemon.token();
+    for host in [
+        "127.0.0.1:abc",
+        "127.0.0.1:",
+        "localhost:99999",
+        "localhost:1:2",
+        "[::1]:x",
+        "localhost.",
+    ] {
+        let head = format!("GET /api/state HTTP/1.1\nHost: {host}\nAuthorization: Bearer {token}");
+        daemon
+            .raw(&head, b"")
+            .assert_error(403, "forbidden_host", None);
+    }
+}
+
+// See: issue 15, defect 5 — "duplicated Host/Origin/Authorization headers are accepted (only
+// the first is checked)".
+#[test]
+fn r15_duplicated_host_origin_or_authorization_is_refused() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let port = daemon.port();
+    let token = daemon.token();
+    let own = format!("http://127.0.0.1:{port}");
+    for (what, extra) in [
+        ("Host", "Host: evil.example".to_string()),
+        (
+            "Origin",
+            format!("Origin: {own}\nOrigin: http://evil.example"),
+        ),
+        ("Authorization", "Authorization: Bearer wrong".to_string()),
+    ] {
+        let head = format!(
+            "POST /api/agent-event HTTP/1.1\nHost: 127.0.0.1:{port}\nAuthorization: Bearer {token}\nContent-Type: application/json\n{extra}"
+        );
+        let resp = daemon.raw(&head, report("s1", "a", "running").to_string().as_bytes());
+        let error = resp.assert_error(400, "duplicate_header", None);
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains(&what.to_ascii_lowercase()),
+            "{what}: {error}"
+        );
+    }
+    assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+// See: issue 15, defect 5 — "`HEAD /` needs the token while `GET /` does not".
+#[test]
+fn r15_head_is_guarded_like_get() {
+    let (_tmux, daemon) = daemon_with_state();
+    let port = daemon.port();
+    for (path, status) in [("/", 200), ("/api/health", 200), ("/api/state", 401)] {
+        let get = daemon.raw(&format!("GET {path} HTTP/1.1\nHost: 127.0.0.1:{port}"), b"");
+        let head = daemon.raw(
+            &format!("HEAD {path} HTTP/1.1\nHost: 127.0.0.1:{port}"),
+            b"",
+        );
+        assert_eq!(get.status, status, "GET {path}: {}", get.body);
+        assert_eq!(head.status, status, "HEAD {path}");
+        assert!(
+            head.body.is_empty(),
+            "HEAD {path} has a body: {}",
+            head.body
+        );
+        assert_eq!(head.content_type, get.content_type, "HEAD {path}");
+    }
+}
+
+// See: issue 15, defect 5 — "a token-less client can fill a session to the 256-instance cap
+// with finished instances, after which that session refuses new agents".
+#[test]
+fn r15_at_the_instance_cap_finished_instances_make_room() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--fsync", "never"]);
+    let flood = |i: usize, status: &str| {
+        daemon
+            .post_no_token(
+                "/api/agent-event",
+                &json!({"agent": "bot", "threadId": format!("t{i}"), "status": status, "tmuxSession": "s1"}),
+            )
+            .assert_ok();
+    };
+    for i in 0..255 {
+        flood(i, "done");
+    }
+    // Seen: the user looked at the session. One more finished, unseen.
+    daemon
+        .post("/api/focus", &json!({"session": "s1"}))
+        .assert_ok();
+    flood(255, "done");
+    let count = || daemon.session("s1")["agents"].as_array().unwrap().len();
+    assert_eq!(count(), 256);
+
+    // A new agent gets in: the oldest seen finished instance makes room, logged before it.
+    let seq = daemon.report_status("s1", "claude", "running");
+    assert_eq!(count(), 256);
+    assert!(daemon.instance("s1", "bot:t0").is_none());
+    assert!(
+        daemon.instance("s1", "bot:t255").is_some(),
+        "unseen ones go last"
+    );
+    let events = daemon.events_after(seq - 2);
+    assert_eq!(events[0]["type"], "agent.pruned", "{events:?}");
+    assert_eq!(events[0]["data"]["key"], "bot:t0");
+    assert_eq!(events[0]["seq"], seq - 1);
+    assert_eq!(events[1]["seq"], seq);
+
+    // Only busy or idle instances left: a new one is refused, and the answer names the cap.
+    for i in 1..256 {
+        flood(i, "running");
+    }
+    assert_eq!(count(), 256);
+    let before = daemon.stored_fingerprint();
+    let error = daemon
+        .post(
+            "/api/agent-event",
+            &json!({"agent": "bot", "threadId": "one-more", "status": "running", "tmuxSession": "s1"}),
+        )
+        .assert_error(429, "too_many_instances", None);
+    assert!(
+        error["message"].as_str().unwrap().contains("cap of 256"),
+        "{error}"
+    );
+    assert_eq!(daemon.stored_fingerprint(), before);
+}

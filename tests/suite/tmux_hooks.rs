@@ -187,3 +187,39 @@ fn switching_a_real_tmux_client_marks_the_session_seen() {
     assert_eq!(focused.last().unwrap()["session"], "s2");
     assert!(focused.iter().any(|e| e["session"] == "s1"));
 }
+
+// See: issue 15, defect 5 — "tmux hooks stay installed after a kill -9 until a clean exit".
+#[test]
+fn r15_a_killed_predecessors_hooks_are_removed_at_start() {
+    let (first, _) = tmux_with_sessions(&["s1"]);
+    let (second, _) = tmux_with_sessions(&["s2"]);
+    let mut daemon = TestDaemon::start(&first, &[]);
+    let ours = |tmux: &TmuxServer| -> Vec<String> {
+        tmux.installed_hooks()
+            .into_iter()
+            .filter(|l| l.contains("cohost"))
+            .collect()
+    };
+    assert_eq!(ours(&first).len(), 4, "{:#?}", ours(&first));
+    daemon.kill9();
+    assert_eq!(ours(&first).len(), 4, "kill -9 leaves them");
+    // The next daemon of this home runs on another tmux server: the first one's hooks go.
+    daemon.set_tmux_socket(Some(second.socket()));
+    daemon.start_again();
+    assert!(ours(&first).is_empty(), "left behind: {:#?}", ours(&first));
+    assert_eq!(ours(&second).len(), 4, "{:#?}", ours(&second));
+    assert!(
+        daemon
+            .stderr_text()
+            .contains("removed the tmux hooks a killed predecessor left"),
+        "{}",
+        daemon.stderr_tail(20)
+    );
+    // On the same server, after another kill -9, the hooks name the new daemon.
+    daemon.kill9();
+    daemon.start_again();
+    let port = format!("127.0.0.1:{}", daemon.port());
+    let hooks = ours(&second);
+    assert_eq!(hooks.len(), 4, "{hooks:#?}");
+    assert!(hooks.iter().all(|h| h.contains(&port)), "{hooks:#?}");
+}

@@ -266,6 +266,11 @@ impl TestDaemon {
         }
     }
 
+    /// Replaces the tmux socket used by the next (re)start.
+    pub fn set_tmux_socket(&mut self, socket: Option<&Path>) {
+        self.tmux_socket = socket.map(Path::to_path_buf);
+    }
+
     /// Replaces the serve arguments used by the next (re)start.
     pub fn set_args(&mut self, args: &[&str]) {
         self.args = args.iter().map(|s| s.to_string()).collect();
