@@ -16,7 +16,7 @@
 //!    line shapes (prompts, assistant text, tool_use, tool_result with `toolUseResult`, turn
 //!    metadata; text sizes drawn log-uniformly) is generated into a temporary file, then measured:
 //!    (a) `serde_json::from_str::<Value>` over every line in memory (the baseline); (b)
-//!    `cohost::claude::tail::spawn_tail` from offset 0 until the checkpoint reaches the end of the
+//!    `cohost::tail::spawn_tail` from offset 0 until the checkpoint reaches the end of the
 //!    file; (c) (b) plus, per line, what the host's session task does before storing: parse to a
 //!    `Value` and `Normalizer::transcript_line`; (d) (c) plus `save_checkpoint` after every line as
 //!    `src/claude/host.rs` does, for a bounded time (shows what the daemon's own loop adds).
@@ -36,9 +36,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use cohost::claude::normalize::{Normalizer, Output};
-use cohost::claude::tail::{self, Checkpoint, TailItem};
 use cohost::protocol::EventKind;
+use cohost::runtime::claude::normalize::{Normalizer, Output};
+use cohost::tail::{self, Checkpoint, TailItem};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;

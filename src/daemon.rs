@@ -18,11 +18,11 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::host::{ClaudeConfig, ClaudeHost};
-use crate::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
+use crate::runtime::claude::host::{ClaudeConfig, ClaudeHost};
+use crate::runtime::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
 

@@ -5,8 +5,10 @@
 //! - [`protocol`] — our wire contract: events, API bodies. Imports nothing else from the crate.
 //! - [`core`] — the single writer: seq assignment, the event log, the tracker, fan-out.
 //! - [`tmux`] — the only module that speaks tmux.
-//! - [`codex`] — the only module that speaks codex's `app-server` JSON-RPC and runs its children.
-//! - [`host`] — what the codex and claude hosts share: `HostError`, `InjectOutcome`, `Capability`.
+//! - [`runtime`] — the hosted runtimes behind one seam: `runtime::codex` (codex's `app-server`
+//!   JSON-RPC and its children), `runtime::claude` (the Claude Code TUI, its hooks and
+//!   transcript), `runtime::common` (what pane-hosted runtimes share).
+//! - [`tail`] — a resumable JSONL tailer (inotify, byte-offset checkpoints).
 //! - [`tasks`] — the task queue and control leases: delivery, cancel, takeover/release.
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
@@ -15,19 +17,18 @@
 //! - [`private_file`] — the daemon's own files: no-follow, regular, owned, replaced atomically.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
-pub mod claude;
 pub mod cli;
 pub mod client;
-pub mod codex;
 pub mod config;
 pub mod core;
 pub mod daemon;
-pub mod host;
 pub mod http;
 pub mod mcp;
 pub mod peers;
 pub mod private_file;
 pub mod protocol;
+pub mod runtime;
+pub mod tail;
 pub mod tasks;
 pub mod tmux;
 

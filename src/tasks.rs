@@ -21,17 +21,17 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::host::ClaudeHost;
-use crate::codex::host::CodexHost;
 use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
-use crate::host::{HostError, InjectOutcome};
 use crate::protocol::{
     CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
     SendResult, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited,
     TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
     WaitingReason,
 };
+use crate::runtime::claude::host::ClaudeHost;
+use crate::runtime::codex::host::CodexHost;
+use crate::runtime::{HostError, InjectOutcome};
 
 /// The longest prompt a task may carry.
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;

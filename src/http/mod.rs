@@ -23,9 +23,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::host::ClaudeHost;
-use crate::codex::host::CodexHost;
 use crate::core::CoreHandle;
+use crate::runtime::claude::host::ClaudeHost;
+use crate::runtime::codex::host::CodexHost;
 use crate::tmux::SessionCache;
 pub use error::ApiError;
 pub(crate) use stream::read_filtered;

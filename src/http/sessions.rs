@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::claude::host::CreateClaude;
-use crate::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
-use crate::host::{Capability, HostError};
 use crate::protocol::{Budget, HostedSessionView, Runtime};
+use crate::runtime::claude::host::CreateClaude;
+use crate::runtime::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
+use crate::runtime::{Capability, HostError};
 
 impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
@@ -645,8 +645,8 @@ pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
 }
 
 pub async fn doctor_report(
-    codex: &crate::codex::host::CodexHost,
-    claude: &crate::claude::host::ClaudeHost,
+    codex: &crate::runtime::codex::host::CodexHost,
+    claude: &crate::runtime::claude::host::ClaudeHost,
 ) -> Value {
     let (codex, claude) = tokio::join!(codex.doctor(), claude.doctor());
     let mut issues = codex.issues.clone();

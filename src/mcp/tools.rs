@@ -13,11 +13,11 @@ use tokio::sync::broadcast;
 
 use super::{CohostMcp, answer, bound, failure};
 use crate::core::now_ms;
-use crate::host::HostError;
 use crate::http::ApiError;
 use crate::protocol::{
     AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime, SeqRange,
 };
+use crate::runtime::HostError;
 use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
@@ -468,7 +468,7 @@ impl CohostMcp {
             Runtime::Codex => {
                 self.state
                     .codex
-                    .create(crate::codex::host::CreateParams {
+                    .create(crate::runtime::codex::host::CreateParams {
                         cwd,
                         model: args.model.clone(),
                         idempotency_key: args.idempotency_key.clone(),
@@ -479,7 +479,7 @@ impl CohostMcp {
             Runtime::Claude => {
                 self.state
                     .claude
-                    .create(crate::claude::host::CreateClaude {
+                    .create(crate::runtime::claude::host::CreateClaude {
                         cwd,
                         model: args.model.clone(),
                         permission_mode: args.permission_mode.clone(),

@@ -23,8 +23,8 @@ use crate::support::http::{Resp, raw_request};
 use crate::support::mock_messages::{MockMessages, RequestKind, Step};
 use crate::support::tmux::{TmuxServer, require_tmux};
 use crate::support::{pinned_version, run_with_timeout, temp_dir};
-use cohost::claude::normalize::unwrap_pasted;
 use cohost::peers::CLAUDE;
+use cohost::runtime::claude::normalize::unwrap_pasted;
 
 /// How long any single wait on the TUI may take (startup on a loaded 2-core machine included).
 const WAIT: Duration = Duration::from_secs(20);

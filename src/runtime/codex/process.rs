@@ -129,7 +129,7 @@ impl StderrTail {
                 match lines.next_line().await {
                     Ok(Some(LineEvent::Line(line))) => {
                         let line = strip_ansi(&String::from_utf8_lossy(line));
-                        tracing::debug!(target: "cohost::codex::stderr", child = %label, "{line}");
+                        tracing::debug!(target: "cohost::runtime::codex::stderr", child = %label, "{line}");
                         writer.push_line(&line);
                     }
                     Ok(Some(LineEvent::TooLong { n_bytes })) => {

@@ -21,13 +21,13 @@ use tokio_util::sync::CancellationToken;
 use super::PermissionPolicy;
 use super::normalize::{self, Normalizer, Output};
 use super::screen;
-use super::tail::{self, Checkpoint, TailItem};
 use crate::core::{CoreError, CoreHandle, now_ms};
-use crate::host::{HostError, InjectOutcome};
 use crate::protocol::{
     AgentStatus, AgentUpdate, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness,
     MessageSent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
 };
+use crate::runtime::{HostError, InjectOutcome};
+use crate::tail::{self, Checkpoint, TailItem};
 use crate::tmux::{SessionCache, Tmux};
 
 /// How long a permission request waits for a decision before Claude shows its own prompt.

@@ -1,7 +1,9 @@
-//! What the session hosts (codex and claude) share with the surfaces above them: the error a
-//! host operation fails with, what an inject did, and the answer shape of optional
-//! capabilities. The HTTP layer maps [`HostError`] to statuses once; MCP and the task queue
-//! reuse that mapping.
+//! The runtime seam: what every hosted runtime (codex, claude) shares with the surfaces and the
+//! task queue — `HostError`, `InjectOutcome`, `Capability` — and the runtimes themselves, one
+//! folder each, which import this module and `common`, never each other.
+
+pub mod claude;
+pub mod codex;
 
 use serde_json::Value;
 

@@ -5,6 +5,5 @@ pub mod host;
 pub mod normalize;
 pub mod policy;
 pub mod screen;
-pub mod tail;
 
 pub use policy::PermissionPolicy;

@@ -24,12 +24,12 @@ use super::normalize::{self, Normalized};
 use super::process::{AppServerProcess, CodexBin, Listen};
 use super::rpc::{Incoming, RequestId, RpcClient, RpcError};
 use crate::core::{CoreError, CoreHandle};
-use crate::host::{Capability, HostError, InjectOutcome};
 use crate::protocol::{
     AgentStatus, AgentUpdate, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin,
     HostedSessionView, Item, ItemEvent, MessageSent, Runtime, SessionBound, SessionClosed,
     SessionCreated, SessionStatus, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
+use crate::runtime::{Capability, HostError, InjectOutcome};
 use crate::tmux::SessionCache;
 
 /// How long an inject waits for a session's thread to be bound before answering `not_ready`.
@@ -810,8 +810,9 @@ impl CodexHost {
         session_id: &str,
         tmux_session: Option<String>,
     ) -> Result<HostedSessionView, HostError> {
-        let runner = crate::claude::host::sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
-            .map_err(HostError::CodexUnavailable)?;
+        let runner =
+            crate::runtime::claude::host::sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
+                .map_err(HostError::CodexUnavailable)?;
         if self.view(session_id)?.pane_id.is_some() {
             return Err(HostError::Invalid(format!(
                 "session `{session_id}` already has a terminal"
@@ -830,8 +831,8 @@ impl CodexHost {
                 .store(true, std::sync::atomic::Ordering::Release);
             self.terminal_dir(session_id)?
         };
-        let tmux_session =
-            tmux_session.unwrap_or_else(|| crate::claude::host::DEFAULT_TMUX_SESSION.to_string());
+        let tmux_session = tmux_session
+            .unwrap_or_else(|| crate::runtime::claude::host::DEFAULT_TMUX_SESSION.to_string());
         let cwd = PathBuf::from(self.view(session_id)?.cwd);
         let pane = self
             .inner
@@ -872,8 +873,11 @@ impl CodexHost {
         let mut argv = vec![spec.command.clone()];
         argv.extend(spec.args.iter().cloned());
         let launch = json!({ "argv": argv, "cwd": spec.cwd, "env": spec.env, "seedClaude": null, "sessionId": session_id });
-        crate::claude::host::write_private(&dir.join("launch.json"), launch.to_string().as_bytes())
-            .map_err(|e| HostError::Codex(format!("could not write launch.json: {e}")))?;
+        crate::runtime::claude::host::write_private(
+            &dir.join("launch.json"),
+            launch.to_string().as_bytes(),
+        )
+        .map_err(|e| HostError::Codex(format!("could not write launch.json: {e}")))?;
         Ok(dir)
     }
 
@@ -908,9 +912,9 @@ impl CodexHost {
         // SIGUSR1, and reading after it would find (and stop) the TUI just launched.
         let running = running_child(&dir.join("runner.jsonl"));
         // SIGUSR1: the runner launches again as soon as the TUI is not running.
-        crate::claude::host::send_signal(pane.runner_pid, libc::SIGUSR1);
+        crate::runtime::claude::host::send_signal(pane.runner_pid, libc::SIGUSR1);
         if let Some(pid) = running {
-            crate::claude::host::send_signal(pid, libc::SIGTERM);
+            crate::runtime::claude::host::send_signal(pid, libc::SIGTERM);
         }
         Ok(())
     }
