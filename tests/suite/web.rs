@@ -130,10 +130,16 @@ fn only_get_slash_is_exempt_from_the_token() {
     assert_eq!(head.status, 200, "{}", head.body);
     assert!(head.body.is_empty(), "{}", head.body);
     let head = daemon.raw(
-        &format!("HEAD /api/state HTTP/1.1\nHost: 127.0.0.1:{}", daemon.port()),
+        &format!(
+            "HEAD /api/state HTTP/1.1\nHost: 127.0.0.1:{}",
+            daemon.port()
+        ),
         b"",
     );
-    assert_eq!(head.status, 401, "a guarded GET route stays guarded for HEAD");
+    assert_eq!(
+        head.status, 401,
+        "a guarded GET route stays guarded for HEAD"
+    );
     // With the token, the API answers as before.
     assert!(daemon.get("/api/sessions").assert_ok()["sessions"].is_array());
     daemon
