@@ -12,11 +12,25 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// Every runtime, in a stable order.
+    pub const ALL: [Runtime; 2] = [Runtime::Codex, Runtime::Claude];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Codex => "codex",
             Runtime::Claude => "claude",
         }
+    }
+
+    /// The runtime named `name` (`codex`, `claude`).
+    pub fn parse(name: &str) -> Option<Runtime> {
+        Runtime::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
