@@ -232,6 +232,16 @@ pub struct ServeArgs {
         value_delimiter = ':'
     )]
     pub mcp_allowed_roots: Vec<PathBuf>,
+    /// A Claude permission mode that skips cohost's approvals, allowed for sessions only when
+    /// named here: `auto` (Claude decides which tool calls need no prompt) or `bypassPermissions`
+    /// (nothing asks). Repeat it, or a comma-separated list in the environment. Without it,
+    /// sessions may only use `default`, `acceptEdits` and `plan`.
+    #[arg(
+        long = "allow-permission-mode",
+        env = "COHOST_ALLOW_PERMISSION_MODES",
+        value_delimiter = ','
+    )]
+    pub allow_permission_modes: Vec<String>,
     /// Metadata log entries kept per session.
     #[arg(long, default_value_t = 100)]
     pub max_logs: usize,
@@ -258,9 +268,13 @@ pub struct StartArgs {
     pub cwd: Option<PathBuf>,
     #[arg(long)]
     pub model: Option<String>,
-    /// untrusted, on-request, on-failure or never.
+    /// codex: untrusted, on-request, on-failure or never.
     #[arg(long)]
     pub approval_policy: Option<String>,
+    /// claude: default (the default), acceptEdits or plan; auto and bypassPermissions only where
+    /// the daemon allows them.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
     /// read-only, workspace-write or danger-full-access.
     #[arg(long)]
     pub sandbox: Option<String>,

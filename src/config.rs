@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use crate::claude::PermissionPolicy;
 use crate::cli::ServeArgs;
 use crate::core::event_log::{FsyncPolicy, LogConfig};
 use crate::core::tracker::TrackerConfig;
@@ -24,6 +25,8 @@ pub struct ServeConfig {
     pub tracker: TrackerConfig,
     /// Canonical project roots under which MCP clients may start sessions.
     pub mcp_roots: Vec<PathBuf>,
+    /// The Claude permission modes sessions may use.
+    pub permission_modes: PermissionPolicy,
     /// HTTP connection cap and timeouts.
     pub http: crate::http::server::Limits,
 }
@@ -90,8 +93,10 @@ impl ServeConfig {
             }
             mcp_roots.push(canonical);
         }
+        let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)?;
         Ok(ServeConfig {
             mcp_roots,
+            permission_modes,
             http: crate::http::server::Limits {
                 max_connections: args.max_connections,
                 header_timeout: std::time::Duration::from_secs(args.header_timeout),

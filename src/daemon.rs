@@ -107,6 +107,7 @@ pub async fn run(
             cohost_home: config.home.clone(),
             url: format!("http://{local_addr}"),
             token_file: config.home.join(TOKEN_FILE),
+            permission_modes: config.permission_modes.clone(),
         },
     );
     claude.restore();
@@ -128,6 +129,12 @@ pub async fn run(
         body_timeout: config.http.body_timeout,
     };
 
+    tasks.spawn(log_peers(
+        codex.clone(),
+        claude.clone(),
+        config.home.clone(),
+        cancel.clone(),
+    ));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
     tasks.spawn(queue.run(cancel.clone()));
     tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
@@ -413,4 +420,42 @@ fn write_daemon_file(
     crate::private_file::write_atomic(&home.join(DAEMON_FILE), &serde_json::to_vec(&file)?, 0o600)
         .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
     Ok(())
+}
+
+/// Logs, once at start, which codex and claude this daemon found, their releases and whether
+/// they are inside the tested range (`cohost doctor` says the same, with more).
+async fn log_peers(codex: CodexHost, claude: ClaudeHost, home: PathBuf, cancel: CancellationToken) {
+    let check = async {
+        // A missing codex was warned about by the codex host already.
+        if let Ok(bin) = codex.codex_bin() {
+            let mut bin = bin.clone();
+            let scratch = home.join("codex").join("doctor-home");
+            let _ = std::fs::create_dir_all(&scratch);
+            match bin.detect_version(&scratch).await {
+                Ok(version) => match crate::peers::CODEX.warning(&version) {
+                    Some(warning) => tracing::warn!(%version, "{warning}"),
+                    None => {
+                        tracing::info!(%version, tested = %crate::peers::CODEX.range(), "codex found")
+                    }
+                },
+                Err(error) => tracing::warn!(%error, "codex found, but `codex --version` failed"),
+            }
+        }
+        let doctor = claude.doctor().await;
+        match &doctor.version {
+            Some(version) => match doctor.warnings.first() {
+                Some(warning) => tracing::warn!(%version, "{warning}"),
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::CLAUDE.range(), permission_mode = doctor.permission_mode, "claude found")
+                }
+            },
+            None => {
+                tracing::info!(issues = ?doctor.issues, "claude is not usable; claude sessions are unavailable")
+            }
+        }
+    };
+    tokio::select! {
+        _ = check => {}
+        _ = cancel.cancelled() => {}
+    }
 }

@@ -10,6 +10,7 @@
 //! - [`tasks`] — the task queue and control leases: delivery, cancel, takeover/release.
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
+//! - [`peers`] — the supported range of each peer CLI (codex, claude), written once.
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`private_file`] — the daemon's own files: no-follow, regular, owned, replaced atomically.
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
@@ -24,6 +25,7 @@ pub mod daemon;
 pub mod host;
 pub mod http;
 pub mod mcp;
+pub mod peers;
 pub mod private_file;
 pub mod protocol;
 pub mod tasks;

@@ -79,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let fields = [
                 ("model", args.model),
                 ("approvalPolicy", args.approval_policy),
+                ("permissionMode", args.permission_mode),
                 ("sandbox", args.sandbox),
                 ("prompt", args.prompt),
                 ("idempotencyKey", args.idempotency_key),
@@ -551,6 +552,38 @@ fn print_doctor(answer: &serde_json::Value) {
     );
     println!("session store:  {}", yes(&answer["sessionStoreWritable"]));
     println!("codex sessions: {}", yes(&answer["codexSessionsReadable"]));
+    let range = |supported: &serde_json::Value| {
+        format!(
+            "tested with {}–{}",
+            text(&supported["oldest"]),
+            text(&supported["newest"])
+        )
+    };
+    println!("codex tested:   {}", range(&answer["codexSupported"]));
+    let claude = &answer["claude"];
+    println!(
+        "claude found:   {} {}",
+        yes(&claude["found"]),
+        text(&claude["path"])
+    );
+    println!(
+        "claude version: {} ({})",
+        text(&claude["version"]),
+        range(&claude["supported"])
+    );
+    println!("claude hooks:   {}", yes(&claude["hooksInstallable"]));
+    let modes: Vec<String> = claude["allowedPermissionModes"]
+        .as_array()
+        .map(|m| m.iter().map(&text).collect())
+        .unwrap_or_default();
+    println!(
+        "claude mode:    {} (allowed: {})",
+        text(&claude["permissionMode"]),
+        modes.join(", ")
+    );
+    for warning in answer["warnings"].as_array().cloned().unwrap_or_default() {
+        println!("warning: {}", text(&warning));
+    }
     for issue in answer["issues"].as_array().cloned().unwrap_or_default() {
         println!("issue: {}", text(&issue));
     }

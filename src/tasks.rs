@@ -174,6 +174,8 @@ fn concerns_tasks(json: &str) -> bool {
     json.find("\"type\":\"").is_some_and(|at| {
         let kind = &json[at + 8..];
         KINDS.iter().any(|prefix| kind.starts_with(prefix))
+            // A user message binds a prompt the agent queued to its own turn.
+            || (kind.starts_with("item.completed") && json.contains("\"type\":\"userMessage\""))
     })
 }
 
@@ -726,6 +728,12 @@ impl TaskManager {
         if record.is_finished() || record.cancel_outcome.is_some() {
             return Ok(());
         }
+        // A prompt the agent queued behind another turn has no turn of its own yet: an
+        // interrupt now would stop the turn it waits behind (and Claude would then run it at
+        // once). The abort waits for its turn to start (`on_event`).
+        if record.accepted_as.as_deref() == Some("queued") && record.turn_id.is_none() {
+            return Ok(());
+        }
         let lease = self.core().read(|s| s.tasks.lease(session));
         let withheld = if lease.holder == LeaseHolder::Human {
             Some("human_control")
@@ -975,6 +983,36 @@ impl TaskManager {
                     tokio::spawn(async move {
                         if let Err(error) = this.takeover(&session, None, "terminal_input").await {
                             tracing::warn!(%session, %error, "could not move the lease to the human");
+                        }
+                    });
+                }
+            }
+            // A cancelled prompt the agent had queued reaches its own turn: abort it now.
+            EventKind::TurnStarted(_)
+            | EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                item: crate::protocol::Item::UserMessage { .. },
+                ..
+            }) => {
+                let deferred: Vec<String> = self.core().read(|s| {
+                    s.tasks
+                        .open(session)
+                        .filter(|t| {
+                            t.cancel_requested
+                                && t.cancel_outcome.is_none()
+                                && t.phase == TaskPhase::Accepted
+                                && t.turn_id.is_some()
+                        })
+                        .map(|t| t.id.clone())
+                        .collect()
+                });
+                for task in deferred {
+                    let this = self.clone();
+                    let session = session.to_string();
+                    tokio::spawn(async move {
+                        let lock = this.lock_of(&session);
+                        let _guard = lock.lock().await;
+                        if let Err(error) = this.abort_locked(&session, &task).await {
+                            tracing::warn!(%session, %task, %error, "could not abort a cancelled task");
                         }
                     });
                 }
@@ -1241,6 +1279,12 @@ mod tests {
         ));
         assert!(!concerns_tasks(
             r#"{"seq":1,"ts":2,"type":"item.completed","data":{}}"#
+        ));
+        assert!(!concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"item.completed","data":{"turnId":"t","item":{"type":"agentMessage","id":"a","text":"x"}}}"#
+        ));
+        assert!(concerns_tasks(
+            r#"{"seq":1,"ts":2,"type":"item.completed","data":{"turnId":"t","item":{"type":"userMessage","id":"u","text":"x"}}}"#
         ));
     }
 

@@ -1,12 +1,14 @@
 //! cohost-hook: the command Claude Code runs for every hook event cohost registers
 //! (`cohost-hook <EventName>`, the event's JSON on stdin). It owns the process flow: record the
-//! event as one line of `$COHOST_SESSION_DIR/hooks.jsonl`, and for `PermissionRequest` relay the
-//! question to the daemon and print Claude's decision. It must never fail Claude or change what
+//! event as one line of `$COHOST_SESSION_DIR/hooks.jsonl`, for `PermissionRequest` relay the
+//! question to the daemon and print Claude's decision, and for `PreToolUse` under a permission
+//! mode the daemon does not allow, answer `ask`. It must never fail Claude or change what
 //! Claude does by accident: every error is one line on stderr and exit status 0, and nothing is
 //! printed on stdout (the hook protocol) except a decision the daemon actually made.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod mode;
 mod permission;
 mod record;
 
@@ -54,25 +56,36 @@ fn run() {
         _ => warn("COHOST_SESSION_DIR is not set; the event is not recorded"),
     }
 
+    if event == "PreToolUse"
+        && let Some(out) = mode::pre_tool_use(
+            &payload,
+            std::env::var("COHOST_PERMISSION_MODES").ok().as_deref(),
+        )
+    {
+        print_line(&out);
+    }
+
     if let Some(request_id) = request_id {
         match permission::ask_daemon(&request_id, &payload) {
-            Ok(Some(decision)) => {
-                let mut out = permission::hook_output(&decision);
-                out.push('\n');
-                let mut stdout = std::io::stdout().lock();
-                if let Err(error) = stdout
-                    .write_all(out.as_bytes())
-                    .and_then(|()| stdout.flush())
-                {
-                    warn(&format!("cannot print the decision: {error}"));
-                }
-            }
+            Ok(Some(decision)) => print_line(&permission::hook_output(&decision)),
             // The daemon said "ask": Claude shows its own dialog.
             Ok(None) => {}
             Err(error) => warn(&format!(
                 "permission relay failed, Claude will ask in the TUI: {error}"
             )),
         }
+    }
+}
+
+/// One line of hook output on stdout.
+fn print_line(out: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush())
+    {
+        warn(&format!("cannot print the hook's answer: {error}"));
     }
 }
 

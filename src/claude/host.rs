@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::PermissionPolicy;
 use super::normalize::{self, Normalizer, Output};
 use super::screen;
 use super::tail::{self, Checkpoint, TailItem};
@@ -90,6 +91,8 @@ pub struct ClaudeConfig {
     /// The daemon's own URL, for the permission hook.
     pub url: String,
     pub token_file: PathBuf,
+    /// The permission modes sessions may run in.
+    pub permission_modes: PermissionPolicy,
 }
 
 /// `POST /api/sessions` for `runtime: "claude"`, validated.
@@ -103,8 +106,6 @@ pub struct CreateClaude {
     /// `--resume <claude session id>` with `--fork-session`: start as a fork of that conversation.
     pub fork_of: Option<(String, String)>,
 }
-
-pub const PERMISSION_MODES: [&str; 4] = ["default", "acceptEdits", "plan", "bypassPermissions"];
 
 #[derive(Clone)]
 pub struct ClaudeHost {
@@ -133,7 +134,8 @@ struct Live {
     /// When the last turn ended interrupted: Claude may still put its prompt back into the box.
     interrupted_at: Mutex<Option<tokio::time::Instant>>,
     /// `(turn id, text)` of each prompt Claude confirmed.
-    submitted: broadcast::Sender<(String, String)>,
+    /// Without a turn id: Claude queued it behind the running turn (2.1.332 says so at once).
+    submitted: broadcast::Sender<(Option<String>, String)>,
     /// The TUI's session-file status: `idle`, `busy`, `waiting`, …
     status: watch::Sender<String>,
     /// Whether the SessionStart hook has been seen since the last launch.
@@ -229,8 +231,10 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     crate::private_file::write_atomic(path, bytes, 0o600)
 }
 
-/// The `--settings` JSON registering `cohost-hook` for every event cohost follows.
-pub fn hook_settings(hook_bin: &Path) -> Value {
+/// The `--settings` JSON registering `cohost-hook` for every event cohost follows, and the
+/// permission mode the session starts in (also passed as `--permission-mode`: a user's own
+/// settings cannot then put it in another).
+pub fn hook_settings(hook_bin: &Path, permission_mode: &str) -> Value {
     let mut hooks = serde_json::Map::new();
     for (event, matcher) in HOOK_EVENTS {
         // Our hook only appends a line, but a loaded machine can take seconds to start it; a
@@ -245,7 +249,7 @@ pub fn hook_settings(hook_bin: &Path) -> Value {
             json!([{ "matcher": matcher, "hooks": [{ "type": "command", "command": format!("{} {event}", hook_bin.display()), "timeout": timeout }] }]),
         );
     }
-    json!({ "hooks": hooks })
+    json!({ "hooks": hooks, "permissions": { "defaultMode": permission_mode } })
 }
 
 impl ClaudeHost {
@@ -267,8 +271,29 @@ impl ClaudeHost {
         self.inner.tmux.tmux()
     }
 
+    /// The permission modes this daemon lets sessions use.
+    pub fn permission_policy(&self) -> &PermissionPolicy {
+        &self.inner.config.permission_modes
+    }
+
+    /// `cohost doctor`'s claude section.
+    pub async fn doctor(&self) -> super::doctor::ClaudeDoctor {
+        super::doctor::doctor(
+            &self.inner.config.cohost_home.join("claude"),
+            &self.inner.config.permission_modes,
+        )
+        .await
+    }
+
     /// Starts the claude TUI in a new pane and follows it.
     pub async fn create(&self, params: CreateClaude) -> Result<HostedSessionView, HostError> {
+        let permission_mode = params
+            .permission_mode
+            .clone()
+            .unwrap_or_else(|| PermissionPolicy::DEFAULT.to_string());
+        if let Some(refusal) = self.inner.config.permission_modes.refusal(&permission_mode) {
+            return Err(HostError::Invalid(refusal));
+        }
         let claude = find_claude().map_err(HostError::ClaudeUnavailable)?;
         let hook_bin = sibling_binary("cohost-hook", "COHOST_HOOK_BIN")
             .map_err(HostError::ClaudeUnavailable)?;
@@ -299,8 +324,13 @@ impl ClaudeHost {
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         }
         let settings = dir.join("settings.json");
-        write_private(&settings, hook_settings(&hook_bin).to_string().as_bytes())
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+        write_private(
+            &settings,
+            hook_settings(&hook_bin, &permission_mode)
+                .to_string()
+                .as_bytes(),
+        )
+        .map_err(|e| HostError::Claude(e.to_string()))?;
         let mut argv = vec![
             claude.to_string_lossy().into_owned(),
             "--settings".to_string(),
@@ -309,9 +339,7 @@ impl ClaudeHost {
         if let Some(model) = &params.model {
             argv.extend(["--model".to_string(), model.clone()]);
         }
-        if let Some(mode) = &params.permission_mode {
-            argv.extend(["--permission-mode".to_string(), mode.clone()]);
-        }
+        argv.extend(["--permission-mode".to_string(), permission_mode.clone()]);
         if let Some((claude_session, _)) = &params.fork_of {
             argv.extend([
                 "--resume".to_string(),
@@ -325,7 +353,8 @@ impl ClaudeHost {
             runtime: Runtime::Claude,
             cwd: cwd.to_string_lossy().into_owned(),
             model: params.model.clone(),
-            approval_policy: params.permission_mode.clone(),
+            approval_policy: None,
+            permission_mode: Some(permission_mode.clone()),
             sandbox: None,
             budget: None,
             forked_from: params
@@ -404,6 +433,12 @@ impl ClaudeHost {
         env.insert(
             "COHOST_PERMISSION_TIMEOUT_SECS".into(),
             json!(PERMISSION_TIMEOUT.as_secs().to_string()),
+        );
+        // The hook asks before a tool runs under a mode this daemon does not allow (a human
+        // cycled to it with shift+tab, or Claude started in it despite the flag).
+        env.insert(
+            "COHOST_PERMISSION_MODES".into(),
+            json!(self.inner.config.permission_modes.allowed().join(",")),
         );
         let home = std::env::var("HOME").ok();
         let launch = json!({
@@ -532,11 +567,49 @@ impl ClaudeHost {
             return Ok(false);
         }
         let pane = self.verified_pane(session_id).await?;
-        self.tmux()
-            .send_keys(&pane, &["Escape", "Escape"])
-            .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
-        Ok(true)
+        self.clear_box(&pane).await
+    }
+
+    /// Clears the input box, which holds text: Escape twice, then — only when Claude shows it
+    /// took just one of them (`esc again to clear`) — once more. Each step waits for the screen
+    /// to show its effect instead of assuming it: a loaded machine renders late, and one Escape
+    /// too many on the emptied box opens the Rewind dialog (which, should it open anyway, is
+    /// closed with one Escape). Returns whether the box ended empty.
+    async fn clear_box(&self, pane: &str) -> Result<bool, HostError> {
+        let keys = |keys: &'static [&'static str]| async move {
+            self.tmux()
+                .send_keys(pane, keys)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))
+        };
+        keys(&["Escape", "Escape"]).await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        let mut again = false;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let capture = self
+                .tmux()
+                .capture(pane)
+                .await
+                .map_err(|e| HostError::Claude(e.to_string()))?;
+            let screen = screen::analyze(&capture);
+            if screen.rewind {
+                tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
+                keys(&["Escape"]).await?;
+                return Ok(true);
+            }
+            if screen.input.as_deref() == Some("") {
+                return Ok(true);
+            }
+            if screen.clear_pending && screen.has_draft() && !again {
+                keys(&["Escape"]).await?;
+                again = true;
+                continue;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+        }
     }
 
     async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
@@ -657,7 +730,7 @@ impl ClaudeHost {
                         if screen::analyze(&capture).has_draft() {
                             // Take our text back out of the box rather than leave it for
                             // someone to send.
-                            let _ = tmux.send_keys(&pane, &["Escape", "Escape"]).await;
+                            let _ = self.clear_box(&pane).await;
                             return Err(HostError::Claude(
                                 "claude did not accept the prompt".into(),
                             ));
@@ -666,7 +739,7 @@ impl ClaudeHost {
                         // UserPromptSubmit hook) is late — a loaded machine, a slow hook. Wait
                         // for it rather than report a prompt that runs as not sent.
                         match wait_submitted(&mut submitted, text, LATE_SUBMIT_TIMEOUT).await {
-                            Some(turn) => Confirmed::Started(turn),
+                            Some(confirmed) => confirmed,
                             None => {
                                 return Err(HostError::Claude(
                                     "claude took the prompt but never confirmed it".into(),
@@ -713,15 +786,15 @@ impl ClaudeHost {
     async fn confirm(
         &self,
         pane: &str,
-        submitted: &mut broadcast::Receiver<(String, String)>,
+        submitted: &mut broadcast::Receiver<(Option<String>, String)>,
         text: &str,
         was_busy: bool,
     ) -> Result<Option<Confirmed>, HostError> {
         let deadline = tokio::time::Instant::now() + SUBMIT_TIMEOUT;
         loop {
             let wait = Duration::from_millis(if was_busy { 150 } else { 250 });
-            if let Some(turn) = wait_submitted(submitted, text, wait).await {
-                return Ok(Some(Confirmed::Started(turn)));
+            if let Some(confirmed) = wait_submitted(submitted, text, wait).await {
+                return Ok(Some(confirmed));
             }
             if was_busy {
                 let capture = self
@@ -770,7 +843,7 @@ impl ClaudeHost {
         // shows that text, or has stayed idle and empty for a moment.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         let mut idle_since = None;
-        let mut presses = 0;
+        let mut cleared = false;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let Ok(capture) = self.tmux().capture(&pane).await else {
@@ -781,19 +854,11 @@ impl ClaudeHost {
                 idle_since = None;
                 continue;
             }
-            if screen.has_draft() && screen.input != before && presses < 4 {
-                // Escape twice clears the box; when Claude took only one of them it shows "Esc
-                // again to clear", and one more does it. Keys go only to a box with text in it
-                // (two Escapes on an empty box open the rewind dialog).
-                let keys: &[&str] = if presses == 0 {
-                    &["Escape", "Escape"]
-                } else {
-                    &["Escape"]
-                };
-                let _ = self.tmux().send_keys(&pane, keys).await;
-                presses += 1;
+            if screen.has_draft() && screen.input != before && !cleared {
+                // The prompt Claude put back: clear it, watching the screen between keys.
+                cleared = true;
+                let _ = self.clear_box(&pane).await;
                 idle_since = None;
-                tokio::time::sleep(Duration::from_millis(300)).await;
                 continue;
             }
             let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
@@ -1010,7 +1075,7 @@ impl ClaudeHost {
         self.create(CreateClaude {
             cwd: PathBuf::from(&record.created.cwd),
             model: record.created.model.clone(),
-            permission_mode: record.created.approval_policy.clone(),
+            permission_mode: record.created.claude_permission_mode().map(str::to_string),
             tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
             idempotency_key: None,
             fork_of: Some((claude_session, session_id.to_string())),
@@ -1067,16 +1132,21 @@ pub(crate) fn send_signal(pid: u32, signal: i32) {
         .status();
 }
 
+/// Waits for Claude's word on a pasted `text` (compared as the user wrote it: the normalizer
+/// removed any `<pasted_content>` wrapper).
 async fn wait_submitted(
-    rx: &mut broadcast::Receiver<(String, String)>,
+    rx: &mut broadcast::Receiver<(Option<String>, String)>,
     text: &str,
     timeout: Duration,
-) -> Option<String> {
+) -> Option<Confirmed> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Ok((turn_id, submitted))) if submitted.trim() == text.trim() => {
-                return Some(turn_id);
+                return Some(match turn_id {
+                    Some(turn) => Confirmed::Started(turn),
+                    None => Confirmed::Queued,
+                });
             }
             Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => continue,
             _ => return None,
@@ -1346,10 +1416,52 @@ impl Inner {
                     }
                 }
                 Output::PromptSubmitted { turn_id, text } => {
-                    let _ = live.submitted.send((turn_id, text));
+                    let _ = live.submitted.send((Some(turn_id), text));
                 }
+                Output::PromptQueued { text } => {
+                    let _ = live.submitted.send((None, text));
+                }
+                Output::PermissionMode(mode) => self.permission_mode_seen(live, mode).await,
             }
         }
+    }
+
+    /// Records the mode Claude runs in when it changed; a mode the daemon does not allow is an
+    /// alarm (an `error` event): cohost's PreToolUse hook asks before every tool call meanwhile.
+    async fn permission_mode_seen(&self, live: &Arc<Live>, mode: String) {
+        let known = self.core.read(|state| {
+            state
+                .sessions
+                .get(&live.session_id)
+                .and_then(|s| s.permission_mode_seen.as_ref().map(|m| m.mode.clone()))
+        });
+        if known.as_deref() == Some(mode.as_str()) {
+            return;
+        }
+        let allowed = self.config.permission_modes.allows(&mode);
+        if !allowed {
+            tracing::warn!(session = %live.session_id, %mode, "claude runs in a permission mode this daemon does not allow");
+            self.store(
+                &live.session_id,
+                EventKind::Error(ErrorEvent {
+                    turn_id: None,
+                    id: None,
+                    message: format!(
+                        "claude runs in permission mode `{mode}`, which this daemon does not allow \
+                         (allowed: {}); cohost asks before every tool call until it is back in an \
+                         allowed mode",
+                        self.config.permission_modes.allowed().join(", ")
+                    ),
+                    code: Some("permission_mode_not_allowed".into()),
+                }),
+            )
+            .await;
+        }
+        self.store(
+            &live.session_id,
+            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen { mode, allowed }),
+        )
+        .await;
     }
 
     async fn runner_event(&self, live: &Arc<Live>, line: &Value, normalizer: &mut Normalizer) {

@@ -1,6 +1,10 @@
 //! The Claude Code adapter: the only module that knows Claude's hooks, transcripts and TUI.
 
+pub mod doctor;
 pub mod host;
 pub mod normalize;
+pub mod policy;
 pub mod screen;
 pub mod tail;
+
+pub use policy::PermissionPolicy;

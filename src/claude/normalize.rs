@@ -8,7 +8,7 @@
 //! until the transcript has written it (`system/turn_duration`), so the assistant's reply is
 //! stored before `turn.completed`. It does no I/O and reads no clock.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use serde_json::Value;
 
@@ -36,6 +36,11 @@ pub enum Output {
     Status(AgentStatus),
     /// A prompt reached Claude (`UserPromptSubmit`): `text` is what was submitted.
     PromptSubmitted { turn_id: String, text: String },
+    /// The permission mode Claude's hooks report changed (or was seen for the first time).
+    PermissionMode(String),
+    /// A prompt reached Claude while a turn ran, and Claude queued it to run as a turn of its own
+    /// later (2.1.332 fires `UserPromptSubmit` at once, naming the running turn).
+    PromptQueued { text: String },
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +68,20 @@ pub struct Normalizer {
     injected: Vec<String>,
     /// The turn the last session-file status showed busy (`busy` seen with no turn: `None`).
     busy_turn: Option<String>,
+    /// The last `permission_mode` a hook reported.
+    permission_mode: Option<String>,
+    /// Claude prompt ids that belong to another turn, and that turn: the prompts of one batch of
+    /// queued prompts Claude sends as one request (several ids, one `Stop`).
+    aliases: VecDeque<(String, String)>,
+    /// The (trimmed) texts of the running turn's prompts.
+    turn_texts: Vec<String>,
+    /// A turn a batch of queued prompts opened that has produced nothing yet: further prompts of
+    /// the same batch fold into it.
+    batch_turn: Option<String>,
 }
+
+/// Aliases remembered (a batch folds at most a handful of prompts).
+const MAX_ALIASES: usize = 64;
 
 /// The cohost item id of a prompt: its turn and a hash of its text, so the hook and the
 /// transcript line of the same prompt agree (queued prompts share one `prompt_id`).
@@ -74,6 +92,48 @@ pub fn prompt_item_id(prompt_id: &str, text: &str) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{prompt_id}:prompt:{hash:016x}")
+}
+
+/// A prompt as the user wrote it. Claude Code 2.1.332 wraps a paste of more than two newlines or
+/// 800 characters as `\n\n<pasted_content id="d893">\n…\n</pasted_content id="d893">\n` — in
+/// `UserPromptSubmit.prompt`, in the transcript and in the model request — while 2.1.197 and
+/// shorter pastes keep the plain text. Each well-formed block (its closing tag names its opening
+/// id) is replaced by its content, with the newlines Claude added around it; anything else is
+/// left as it is.
+pub fn unwrap_pasted(text: &str) -> std::borrow::Cow<'_, str> {
+    const OPEN: &str = "<pasted_content id=\"";
+    if !text.contains(OPEN) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let after_open = &rest[start + OPEN.len()..];
+        let block = after_open.find("\">\n").and_then(|id_end| {
+            let id = &after_open[..id_end];
+            if id.is_empty() || id.len() > 64 || id.contains(['"', '\n', '<', '>']) {
+                return None;
+            }
+            let body = &after_open[id_end + 3..];
+            let close = format!("\n</pasted_content id=\"{id}\">");
+            let body_end = body.find(&close)?;
+            let consumed = start + OPEN.len() + id_end + 3 + body_end + close.len();
+            Some((&body[..body_end], consumed))
+        });
+        let Some((content, consumed)) = block else {
+            out.push_str(&rest[..start + OPEN.len()]);
+            rest = &rest[start + OPEN.len()..];
+            continue;
+        };
+        // The blank line Claude puts before the block, and the newline after it.
+        let before = &rest[..start];
+        out.push_str(before.strip_suffix("\n\n").unwrap_or(before));
+        out.push_str(content);
+        rest = &rest[consumed..];
+        rest = rest.strip_prefix('\n').unwrap_or(rest);
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 pub fn tool_item_id(turn_id: &str, tool_use_id: &str) -> String {
@@ -179,6 +239,34 @@ impl Normalizer {
         }
     }
 
+    /// The turn a Claude prompt id belongs to (itself, unless it was folded into another).
+    fn resolve(&self, prompt_id: &str) -> String {
+        self.aliases
+            .iter()
+            .rev()
+            .find(|(id, _)| id == prompt_id)
+            .map(|(_, turn)| turn.clone())
+            .unwrap_or_else(|| prompt_id.to_string())
+    }
+
+    fn alias(&mut self, prompt_id: &str, turn_id: &str) {
+        if prompt_id == turn_id {
+            return;
+        }
+        if self.aliases.len() >= MAX_ALIASES {
+            self.aliases.pop_front();
+        }
+        self.aliases
+            .push_back((prompt_id.to_string(), turn_id.to_string()));
+    }
+
+    /// The running turn, if it has not ended.
+    fn open_turn(&self) -> Option<&str> {
+        self.turn
+            .as_deref()
+            .filter(|turn| !self.ended.contains(*turn))
+    }
+
     fn begin_turn(&mut self, turn_id: &str, text: &str, out: &mut Vec<Output>) {
         self.begin_turn_from(turn_id, text, true, out);
     }
@@ -202,6 +290,7 @@ impl Normalizer {
             };
             if from_hooks || self.turn.is_none() {
                 self.turn = Some(turn_id.to_string());
+                self.turn_texts.clear();
             }
             out.push(Output::Store(EventKind::TurnStarted(TurnStarted {
                 turn_id: turn_id.to_string(),
@@ -211,6 +300,9 @@ impl Normalizer {
     }
 
     fn end_turn(&mut self, done: TurnCompleted, out: &mut Vec<Output>) {
+        if self.batch_turn.as_deref() == Some(done.turn_id.as_str()) {
+            self.batch_turn = None;
+        }
         if self.ended.insert(done.turn_id.clone()) {
             if self.turn.as_deref() == Some(done.turn_id.as_str()) {
                 self.turn = None;
@@ -263,7 +355,15 @@ impl Normalizer {
             self.transcript = Some(path.clone());
             out.push(Output::Transcript(path));
         }
-        let prompt_id = str_of(&payload, "prompt_id");
+        // UserPromptSubmit, PreToolUse, PermissionRequest and Stop carry the mode in force.
+        if let Some(mode) = str_of(&payload, "permission_mode")
+            && self.permission_mode.as_deref() != Some(mode.as_str())
+        {
+            self.permission_mode = Some(mode.clone());
+            out.push(Output::PermissionMode(mode));
+        }
+        let raw_prompt_id = str_of(&payload, "prompt_id");
+        let prompt_id = raw_prompt_id.as_deref().map(|id| self.resolve(id));
         let turn_id = prompt_id
             .clone()
             .or_else(|| self.turn.clone())
@@ -271,9 +371,37 @@ impl Normalizer {
         match event.as_str() {
             "SessionStart" => out.push(Output::Status(AgentStatus::Idle)),
             "UserPromptSubmit" => {
-                let text = str_of(&payload, "prompt").unwrap_or_default();
-                if let Some(turn_id) = &prompt_id {
+                let text =
+                    unwrap_pasted(&str_of(&payload, "prompt").unwrap_or_default()).into_owned();
+                let trimmed = text.trim().to_string();
+                if let (Some(raw), Some(mut turn_id)) = (&raw_prompt_id, prompt_id.clone()) {
+                    // 2.1.197 sends a batch of queued prompts as one turn, yet may name a prompt
+                    // id for one of them that no transcript line carries: the batch's line with
+                    // the same text says which turn it is.
+                    if let Some(batch) = self.batch_turn.clone()
+                        && batch != turn_id
+                        && self.open_turn() == Some(batch.as_str())
+                        && self.turn_texts.contains(&trimmed)
+                    {
+                        self.alias(raw, &batch);
+                        turn_id = batch;
+                    }
+                    // 2.1.332 fires the hook of a prompt typed while a turn runs at once, naming
+                    // the running turn: Claude queued it, and it runs later as a turn of its own
+                    // (opened by its transcript line, `promptSource: "queued"`).
+                    if self.open_turn() == Some(turn_id.as_str())
+                        && self.batch_turn.as_deref() != Some(turn_id.as_str())
+                        && !self.turn_texts.is_empty()
+                        && !self.turn_texts.contains(&trimmed)
+                    {
+                        out.push(Output::PromptQueued { text });
+                        return out;
+                    }
+                    let turn_id = &turn_id;
                     self.begin_turn(turn_id, &text, &mut out);
+                    if !self.turn_texts.contains(&trimmed) {
+                        self.turn_texts.push(trimmed);
+                    }
                     out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
                         turn_id: turn_id.clone(),
                         item: Item::UserMessage {
@@ -466,19 +594,55 @@ impl Normalizer {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "user" => {
-                if let Some(prompt_id) = str_of(line, "promptId") {
-                    self.transcript_turn = Some(prompt_id);
-                }
-                let turn_id = self.transcript_turn_id();
                 let content = line.pointer("/message/content");
-                match content {
+                let prompt_text = match content {
                     Some(Value::String(text))
                         if line.get("isMeta").and_then(Value::as_bool) != Some(true)
                             && line.get("isCompactSummary").is_none()
                             && !text.starts_with("<command-name>")
                             && !text.starts_with("<local-command") =>
                     {
-                        self.begin_turn_from(&turn_id, text, false, &mut out);
+                        Some(unwrap_pasted(text).into_owned())
+                    }
+                    _ => None,
+                };
+                // A prompt Claude queued behind a turn and now runs (`promptSource: "queued"`,
+                // both versions): a turn of its own — or, for the later prompts of one batch
+                // sent as one request, part of the batch's turn.
+                let queued = line.get("promptSource").and_then(Value::as_str) == Some("queued")
+                    && prompt_text.is_some();
+                if let Some(raw) = str_of(line, "promptId") {
+                    let mut resolved = self.resolve(&raw);
+                    if queued && let Some(text) = &prompt_text {
+                        let open = self.open_turn().map(str::to_string);
+                        if let Some(batch) = self.batch_turn.clone()
+                            && open.as_deref() == Some(batch.as_str())
+                        {
+                            self.alias(&raw, &batch);
+                            resolved = batch;
+                        } else if let Some(open) = open
+                            && open != resolved
+                            && self.turn_texts.contains(&text.trim().to_string())
+                        {
+                            // The hooks opened its turn first, under another prompt id (2.1.197).
+                            self.alias(&raw, &open);
+                            resolved = open;
+                        }
+                        self.batch_turn = Some(resolved.clone());
+                    }
+                    self.transcript_turn = Some(resolved);
+                }
+                let turn_id = self.transcript_turn_id();
+                match content {
+                    Some(Value::String(_)) if prompt_text.is_some() => {
+                        let text = prompt_text.as_ref().unwrap_or(&String::new()).clone();
+                        let text = &text;
+                        self.begin_turn_from(&turn_id, text, queued, &mut out);
+                        if self.turn.as_deref() == Some(turn_id.as_str())
+                            && !self.turn_texts.contains(&text.trim().to_string())
+                        {
+                            self.turn_texts.push(text.trim().to_string());
+                        }
                         out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
                             turn_id: turn_id.clone(),
                             item: Item::UserMessage {
@@ -539,10 +703,15 @@ impl Normalizer {
                 }
             }
             "assistant" => {
+                // The batch's request was sent: no more prompts fold into its turn.
+                self.batch_turn = None;
                 let turn_id = self.transcript_turn_id();
                 let uuid = str_of(line, "uuid").unwrap_or_default();
-                let synthetic =
-                    line.pointer("/message/model").and_then(Value::as_str) == Some("<synthetic>");
+                // The partial text of an interrupted reply was not the reply: 2.1.197 wrote it as
+                // model `<synthetic>`, 2.1.332 with the real model and `isAbortedMidStream`.
+                let synthetic = line.pointer("/message/model").and_then(Value::as_str)
+                    == Some("<synthetic>")
+                    || line.get("isAbortedMidStream").and_then(Value::as_bool) == Some(true);
                 if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
                     let text = line
                         .pointer("/message/content/0/text")
@@ -563,7 +732,7 @@ impl Normalizer {
                 if let Some(blocks) = line.pointer("/message/content").and_then(Value::as_array) {
                     for (i, block) in blocks.iter().enumerate() {
                         match block.get("type").and_then(Value::as_str) {
-                            // An interrupt's partial text is marked synthetic; it was not the reply.
+                            // An interrupt's partial text is not the reply.
                             Some("text") if !synthetic => {
                                 let text = str_of(block, "text").unwrap_or_default();
                                 if text.trim().is_empty() {
@@ -822,6 +991,331 @@ mod tests {
     }
 
     #[test]
+    fn pasted_content_is_unwrapped() {
+        // Literal from Claude Code 2.1.332 (a 4-line paste; hook, transcript and request alike).
+        let wrapped = "\n\n<pasted_content id=\"d893\">\nFirst line\n  second \"q\" $HOME\n\nlast line\n</pasted_content id=\"d893\">\n";
+        assert_eq!(
+            unwrap_pasted(wrapped),
+            "First line\n  second \"q\" $HOME\n\nlast line"
+        );
+        assert_eq!(unwrap_pasted("plain text"), "plain text");
+        // Typed text around a paste keeps its place; a mismatched or unclosed tag stays as is.
+        assert_eq!(
+            unwrap_pasted(
+                "Look:\n\n<pasted_content id=\"a1\">\nx\ny\n</pasted_content id=\"a1\">\nThanks"
+            ),
+            "Look:x\nyThanks"
+        );
+        let odd = "<pasted_content id=\"a1\">\nx\n</pasted_content id=\"b2\">";
+        assert_eq!(unwrap_pasted(odd), odd);
+        let open = "say <pasted_content id=\"";
+        assert_eq!(unwrap_pasted(open), open);
+
+        // The hook's prompt and the transcript's line both store the plain text, under one id,
+        // and an injected paste is still recognised as the API's.
+        let mut n = Normalizer::new();
+        let plain = "First line\n  second \"q\" $HOME\n\nlast line";
+        n.expect_injected(plain);
+        let submit = n.hook(
+            &hook(
+                "UserPromptSubmit",
+                json!({"session_id":"s1","prompt_id":"p1","prompt":wrapped}),
+            ),
+            0,
+        );
+        assert!(
+            submit.iter().any(|o| matches!(o, Output::Store(EventKind::TurnStarted(t)) if t.source == TurnSource::Api)),
+            "{submit:?}"
+        );
+        assert!(submit.contains(&Output::PromptSubmitted {
+            turn_id: "p1".into(),
+            text: plain.into()
+        }));
+        let user = n.transcript_line(
+            &json!({"type":"user","promptId":"p1","message":{"role":"user","content":wrapped}}),
+        );
+        let Output::Store(EventKind::ItemCompleted(ItemEvent {
+            item: Item::UserMessage { id, text },
+            ..
+        })) = &user[0]
+        else {
+            panic!("{user:?}")
+        };
+        assert_eq!(text, plain);
+        assert_eq!(id, &prompt_item_id("p1", plain));
+    }
+
+    /// The turns, user messages and replies a run of outputs stores, once each (the core drops
+    /// repeated ids), and the prompts reported queued.
+    #[derive(Debug, Default, PartialEq)]
+    struct Seen {
+        started: Vec<(String, TurnSource)>,
+        completed: Vec<(String, TurnStatus)>,
+        users: Vec<(String, String)>,
+        replies: Vec<(String, String)>,
+        queued: Vec<String>,
+        submitted: Vec<(String, String)>,
+    }
+
+    fn seen(out: &[Output]) -> Seen {
+        let mut seen = Seen::default();
+        let mut ids = HashSet::new();
+        for output in out {
+            match output {
+                Output::Store(kind) => {
+                    if let Some(key) = crate::core::sessions::dedupe_key(kind)
+                        && !ids.insert(key)
+                    {
+                        continue;
+                    }
+                    match kind {
+                        EventKind::TurnStarted(t) => {
+                            seen.started.push((t.turn_id.clone(), t.source))
+                        }
+                        EventKind::TurnCompleted(t) => {
+                            seen.completed.push((t.turn_id.clone(), t.status))
+                        }
+                        EventKind::ItemCompleted(ItemEvent {
+                            turn_id,
+                            item: Item::UserMessage { text, .. },
+                        }) => seen.users.push((turn_id.clone(), text.clone())),
+                        EventKind::ItemCompleted(ItemEvent {
+                            turn_id,
+                            item: Item::AgentMessage { text, .. },
+                        }) => seen.replies.push((turn_id.clone(), text.clone())),
+                        _ => {}
+                    }
+                }
+                Output::PromptQueued { text } => seen.queued.push(text.clone()),
+                Output::PromptSubmitted { turn_id, text } => {
+                    seen.submitted.push((turn_id.clone(), text.clone()))
+                }
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    enum In {
+        Hook(Value),
+        Line(Value),
+    }
+
+    fn feed(n: &mut Normalizer, inputs: Vec<In>) -> Vec<Output> {
+        let mut out = Vec::new();
+        for (i, input) in inputs.into_iter().enumerate() {
+            out.extend(match input {
+                In::Hook(line) => n.hook(&line, i as u64),
+                In::Line(line) => n.transcript_line(&line),
+            });
+        }
+        out
+    }
+
+    fn ups(prompt_id: &str, text: &str) -> In {
+        In::Hook(hook(
+            "UserPromptSubmit",
+            json!({"session_id":"s1","prompt_id":prompt_id,"permission_mode":"default","prompt":text}),
+        ))
+    }
+
+    fn stop(prompt_id: &str, last: &str) -> In {
+        In::Hook(hook(
+            "Stop",
+            json!({"session_id":"s1","prompt_id":prompt_id,"last_assistant_message":last}),
+        ))
+    }
+
+    fn user_line(prompt_id: &str, text: &str, source: &str) -> In {
+        In::Line(
+            json!({"type":"user","promptId":prompt_id,"promptSource":source,"message":{"role":"user","content":text}}),
+        )
+    }
+
+    fn reply_line(uuid: &str, text: &str) -> In {
+        In::Line(
+            json!({"type":"assistant","uuid":uuid,"message":{"content":[{"type":"text","text":text}],"stop_reason":"end_turn"}}),
+        )
+    }
+
+    fn line(value: Value) -> In {
+        In::Line(value)
+    }
+
+    fn end_line() -> In {
+        line(json!({"type":"system","subtype":"turn_duration","durationMs":5}))
+    }
+
+    // The orders below are the arrival orders recorded on the real CLIs (a SLOW turn with one or
+    // two prompts pasted and sent while it streamed).
+
+    #[test]
+    fn a_prompt_queued_mid_turn_on_2_1_332_runs_as_its_own_turn() {
+        let mut n = Normalizer::new();
+        n.expect_injected("SLOW answer please");
+        n.expect_injected("And then this");
+        let out = feed(
+            &mut n,
+            vec![
+                user_line("p1", "SLOW answer please", "typed"),
+                ups("p1", "SLOW answer please"),
+                // Fired at enqueue time, naming the running turn.
+                ups("p1", "And then this"),
+                line(
+                    json!({"type":"queue-operation","operation":"enqueue","content":"And then this"}),
+                ),
+                reply_line("a1", "Long answer."),
+                stop("p1", "Long answer."),
+                end_line(),
+                line(json!({"type":"queue-operation","operation":"dequeue"})),
+                user_line("q2", "And then this", "queued"),
+                reply_line("a2", "Short reply."),
+                stop("q2", "Short reply."),
+                end_line(),
+            ],
+        );
+        let seen = seen(&out);
+        assert_eq!(seen.queued, ["And then this"]);
+        assert_eq!(
+            seen.started,
+            [
+                ("p1".into(), TurnSource::Api),
+                ("q2".into(), TurnSource::Api)
+            ]
+        );
+        assert_eq!(
+            seen.completed,
+            [
+                ("p1".into(), TurnStatus::Completed),
+                ("q2".into(), TurnStatus::Completed)
+            ]
+        );
+        assert_eq!(
+            seen.users,
+            [
+                ("p1".into(), "SLOW answer please".into()),
+                ("q2".into(), "And then this".into())
+            ]
+        );
+        assert_eq!(
+            seen.replies,
+            [
+                ("p1".into(), "Long answer.".into()),
+                ("q2".into(), "Short reply.".into())
+            ]
+        );
+        assert_eq!(seen.submitted, [("p1".into(), "SLOW answer please".into())]);
+    }
+
+    #[test]
+    fn two_prompts_queued_on_2_1_332_are_one_turn() {
+        let mut n = Normalizer::new();
+        let out = feed(
+            &mut n,
+            vec![
+                user_line("p1", "SLOW answer please", "typed"),
+                ups("p1", "SLOW answer please"),
+                ups("p1", "And then this"),
+                ups("p1", "Queued prompt B"),
+                reply_line("a1", "Long answer."),
+                stop("p1", "Long answer."),
+                end_line(),
+                user_line("qa", "And then this", "queued"),
+                user_line("qb", "Queued prompt B", "queued"),
+                reply_line("a2", "Short reply."),
+                // The one Stop names the batch's last prompt.
+                stop("qb", "Short reply."),
+                end_line(),
+            ],
+        );
+        let seen = seen(&out);
+        assert_eq!(seen.queued, ["And then this", "Queued prompt B"]);
+        let turns: Vec<&str> = seen.started.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(turns, ["p1", "qa"]);
+        assert_eq!(
+            seen.completed,
+            [
+                ("p1".into(), TurnStatus::Completed),
+                ("qa".into(), TurnStatus::Completed)
+            ]
+        );
+        assert_eq!(
+            seen.users[1..],
+            [
+                ("qa".into(), "And then this".into()),
+                ("qa".into(), "Queued prompt B".into())
+            ]
+        );
+        assert_eq!(seen.replies[1], ("qa".into(), "Short reply.".into()));
+        assert_eq!(n.turn(), None, "nothing left running");
+    }
+
+    #[test]
+    fn queued_prompts_on_2_1_197_start_their_turn_at_dequeue() {
+        // One queued prompt: no hook at enqueue; the transcript line, then its hook.
+        let mut n = Normalizer::new();
+        let out = feed(
+            &mut n,
+            vec![
+                user_line("p1", "SLOW answer please", "typed"),
+                ups("p1", "SLOW answer please"),
+                reply_line("a1", "Long answer."),
+                stop("p1", "Long answer."),
+                end_line(),
+                user_line("q2", "And then this", "queued"),
+                ups("q2", "And then this"),
+                reply_line("a2", "Short reply."),
+                stop("q2", "Short reply."),
+                end_line(),
+            ],
+        );
+        let seen1 = seen(&out);
+        assert!(seen1.queued.is_empty());
+        let turns: Vec<&str> = seen1.started.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(turns, ["p1", "q2"]);
+        assert_eq!(seen1.completed.len(), 2);
+        assert_eq!(seen1.submitted[1], ("q2".into(), "And then this".into()));
+
+        // Two: one turn; the first hook names an id no transcript line carries.
+        let mut n = Normalizer::new();
+        let out = feed(
+            &mut n,
+            vec![
+                user_line("p1", "SLOW answer please", "typed"),
+                ups("p1", "SLOW answer please"),
+                reply_line("a1", "Long answer."),
+                stop("p1", "Long answer."),
+                end_line(),
+                user_line("e5", "And then this", "queued"),
+                ups("3f", "And then this"),
+                user_line("e5", "Queued prompt B", "queued"),
+                ups("e5", "Queued prompt B"),
+                reply_line("a2", "Short reply."),
+                stop("e5", "Short reply."),
+                end_line(),
+            ],
+        );
+        let seen2 = seen(&out);
+        let turns: Vec<&str> = seen2.started.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(turns, ["p1", "e5"], "{seen2:?}");
+        assert_eq!(
+            seen2.completed,
+            [
+                ("p1".into(), TurnStatus::Completed),
+                ("e5".into(), TurnStatus::Completed)
+            ]
+        );
+        assert_eq!(
+            seen2.users[1..],
+            [
+                ("e5".into(), "And then this".into()),
+                ("e5".into(), "Queued prompt B".into())
+            ]
+        );
+        assert_eq!(n.turn(), None, "nothing left running");
+    }
+
+    #[test]
     fn a_stop_without_transcript_ends_after_the_grace() {
         let mut n = Normalizer::new();
         n.hook(
@@ -907,6 +1401,28 @@ mod tests {
         assert!(
             matches!(&idle[0], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p2" && t.status == TurnStatus::Interrupted)
         );
+    }
+
+    #[test]
+    fn an_aborted_partial_reply_is_not_an_answer() {
+        for partial in [
+            // 2.1.197
+            json!({"type":"assistant","uuid":"a1","message":{"id":"6c1e…","model":"<synthetic>","content":[{"type":"text","text":"word0 word1"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}),
+            // 2.1.332 (literal shape from peer-versions-observed.md L6)
+            json!({"parentUuid":"6eda","message":{"id":"msg_ae01365aeb57","type":"message","role":"assistant","model":"claude-mock","content":[{"type":"text","text":"word0 word1"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}},"type":"assistant","uuid":"e9f88735","isAbortedMidStream":true}),
+        ] {
+            let mut n = Normalizer::new();
+            n.hook(
+                &hook(
+                    "UserPromptSubmit",
+                    json!({"session_id":"s1","prompt_id":"p1","prompt":"SLOW"}),
+                ),
+                0,
+            );
+            assert!(stored(&n.transcript_line(&partial)).is_empty(), "{partial}");
+            let marker = n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]},"interruptedMessageId":"msg_ae01365aeb57"}));
+            assert_eq!(stored(&marker), ["turn.completed"]);
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! Pure: it takes the captured text and does no IO, so it never talks to tmux itself; the
 //! Claude host captures the pane and asks [`analyze`] before pasting. The rules come from
-//! watching claude 2.1.197 (reference `claude-code-observed.md` §6, "Readiness heuristic"):
+//! watching claude 2.1.197 and hold unchanged on 2.1.332 (real captures of both are in
+//! `tests/fixtures/claude/screens/<release>/`; 2.1.332 adds a mode footer and an effort line,
+//! which the rules ignore):
 //!
 //! - The live input box is the last line starting with `❯` and a NO-BREAK SPACE (U+00A0) with a
 //!   rule line (`─` at least 20 times) directly above it; it ends at the next rule line. Prompts
@@ -30,6 +32,11 @@ pub struct Screen {
     pub dialog: bool,
     /// The box shows `Press up to edit queued messages`: prompts wait for the running turn.
     pub queued: bool,
+    /// Claude took one Escape on a box with text and waits for a second to clear it (`Esc again
+    /// to clear` in the footer on 2.1.197, `esc again to clear` above the box on 2.1.332).
+    pub clear_pending: bool,
+    /// The Rewind dialog is open (two Escapes on an empty box open it; one Escape closes it).
+    pub rewind: bool,
 }
 
 impl Screen {
@@ -66,6 +73,9 @@ const DIALOG_PHRASES: [&str; 4] = [
     "Enter to continue",
 ];
 
+/// The hint Claude shows after one Escape on a box with text (compared case-insensitively).
+const CLEAR_HINT: &str = "esc again to clear";
+
 /// Reads one `capture-pane -p` text.
 pub fn analyze(capture: &str) -> Screen {
     let lines: Vec<&str> = capture.lines().collect();
@@ -76,6 +86,8 @@ pub fn analyze(capture: &str) -> Screen {
             busy: false,
             dialog,
             queued: false,
+            clear_pending: false,
+            rewind: dialog && lines.iter().any(|line| line.trim() == "Rewind"),
         };
     };
 
@@ -115,6 +127,8 @@ pub fn analyze(capture: &str) -> Screen {
         busy: footer_busy || spinner_busy,
         dialog: false,
         queued,
+        clear_pending: capture.to_lowercase().contains(CLEAR_HINT),
+        rewind: false,
     }
 }
 
@@ -220,6 +234,7 @@ mod tests {
                 busy: false,
                 dialog: false,
                 queued: false,
+                ..Screen::default()
             }
         );
         assert!(seen.ready());
@@ -282,6 +297,7 @@ mod tests {
                 busy: true,
                 dialog: false,
                 queued: true,
+                ..Screen::default()
             }
         );
         assert!(!seen.has_draft());
@@ -384,6 +400,7 @@ mod tests {
                 busy: false,
                 dialog: true,
                 queued: false,
+                ..Screen::default()
             }
         );
         assert!(!seen.ready());
@@ -423,10 +440,15 @@ mod tests {
         assert!(analyze(&capture).ready());
     }
 
-    /// Reads a real capture from `tests/fixtures/claude/screens/` (see the README there).
-    fn fixture(name: &str) -> String {
+    /// The releases with captured screens: both ends of the supported range.
+    const RELEASES: [&str; 2] = [crate::peers::CLAUDE.oldest, crate::peers::CLAUDE.newest];
+
+    /// Reads a real capture of `release` from `tests/fixtures/claude/screens/<release>/` (see
+    /// the README there).
+    fn fixture(release: &str, name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/claude/screens")
+            .join(release)
             .join(name);
         std::fs::read_to_string(&path)
             .unwrap_or_else(|err| panic!("cannot read screen fixture {}: {err}", path.display()))
@@ -438,7 +460,33 @@ mod tests {
             busy,
             dialog,
             queued,
+            clear_pending: false,
+            rewind: false,
         }
+    }
+
+    #[test]
+    fn the_clear_hint_and_the_rewind_dialog() {
+        // Literal bottoms of captures of 2.1.197 and 2.1.332 (tests/fixtures/claude/screens/).
+        let rule = "─".repeat(60);
+        let hint_197 = format!(
+            "{rule}\n❯\u{a0}a draft in the box\n{rule}\n                                   Esc again to clear\n"
+        );
+        let hint_332 = format!(
+            "                                   esc again to clear\n{rule}\n❯\u{a0}a draft in the box\n{rule}\n  ⏸ manual mode on\n"
+        );
+        for capture in [hint_197, hint_332] {
+            let seen = analyze(&capture);
+            assert!(seen.clear_pending && seen.has_draft(), "{seen:?}");
+        }
+        let rewind = format!("{rule}\n  Rewind\n  Nothing to rewind to yet.\n  Esc to cancel\n");
+        let seen = analyze(&rewind);
+        assert!(
+            seen.rewind && seen.dialog && seen.input.is_none(),
+            "{seen:?}"
+        );
+        let idle = analyze(&format!("{rule}\n❯\u{a0}\n{rule}\n  ? for shortcuts\n"));
+        assert!(!idle.clear_pending && !idle.rewind);
     }
 
     #[test]
@@ -465,34 +513,43 @@ mod tests {
             ("idle_after_reply.txt", state(Some(""), false, false, false)),
             ("permission_dialog.txt", state(None, false, true, false)),
         ];
-        for (name, expected) in &cases {
-            assert_eq!(&analyze(&fixture(name)), expected, "{name}");
+        for release in RELEASES {
+            for (name, expected) in &cases {
+                assert_eq!(
+                    &analyze(&fixture(release, name)),
+                    expected,
+                    "{release}/{name}"
+                );
+            }
+            let ready: Vec<&str> = cases
+                .iter()
+                .filter(|(name, _)| analyze(&fixture(release, name)).ready())
+                .map(|(name, _)| *name)
+                .collect();
+            assert_eq!(
+                ready,
+                [
+                    "idle_empty.txt",
+                    "interrupted_idle.txt",
+                    "idle_after_reply.txt"
+                ],
+                "{release}"
+            );
         }
-        let ready: Vec<&str> = cases
-            .iter()
-            .filter(|(name, _)| analyze(&fixture(name)).ready())
-            .map(|(name, _)| *name)
-            .collect();
-        assert_eq!(
-            ready,
-            [
-                "idle_empty.txt",
-                "interrupted_idle.txt",
-                "idle_after_reply.txt"
-            ]
-        );
     }
 
     #[test]
     fn real_spinner_alone_is_busy() {
         // The footer says `esc to interrupt` too; without it the spinner line must suffice.
-        let capture = fixture("busy_spinner.txt");
-        let without_footer: String = capture
-            .lines()
-            .filter(|line| !line.contains("esc to interrupt"))
-            .map(|line| format!("{line}\n"))
-            .collect();
-        assert!(analyze(&without_footer).busy);
+        for release in RELEASES {
+            let capture = fixture(release, "busy_spinner.txt");
+            let without_footer: String = capture
+                .lines()
+                .filter(|line| !line.contains("esc to interrupt"))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            assert!(analyze(&without_footer).busy, "{release}");
+        }
     }
 
     #[test]

@@ -285,6 +285,7 @@ impl CodexHost {
             cwd: params.cwd.to_string_lossy().into_owned(),
             model: params.model,
             approval_policy: params.approval_policy,
+            permission_mode: None,
             sandbox: params.sandbox,
             budget: params.budget,
             forked_from: None,
@@ -662,6 +663,7 @@ impl CodexHost {
             cwd: parent.cwd.clone(),
             model: parent.model.clone(),
             approval_policy: parent.approval_policy.clone(),
+            permission_mode: None,
             sandbox: parent.sandbox.clone(),
             budget: self.inner.core.read(|s| {
                 s.sessions
@@ -1681,7 +1683,14 @@ pub struct Doctor {
     pub auth_mode: Option<String>,
     pub session_store_writable: bool,
     pub codex_sessions_readable: bool,
+    /// The codex releases cohost is tested with.
+    pub codex_supported: crate::peers::Supported,
+    /// Where `codexVersion` lies: `older`, `tested` or `newer`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub codex_version_place: Option<crate::peers::Place>,
     pub issues: Vec<String>,
+    /// What works but deserves a look (a release outside the tested range).
+    pub warnings: Vec<String>,
 }
 
 impl CodexHost {
@@ -1778,11 +1787,22 @@ impl CodexHost {
                 None => "no CODEX_HOME or HOME to find codex sessions in".into(),
             });
         }
+        let codex_version_place = codex_version
+            .as_deref()
+            .and_then(|v| crate::peers::CODEX.place(v));
+        let warnings = codex_version
+            .as_deref()
+            .and_then(|v| crate::peers::CODEX.warning(v))
+            .into_iter()
+            .collect();
         Doctor {
             ok: issues.is_empty(),
             codex_found,
             codex_path,
             codex_version,
+            codex_supported: crate::peers::CODEX,
+            codex_version_place,
+            warnings,
             logged_in,
             auth_mode,
             session_store_writable,

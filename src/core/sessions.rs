@@ -48,6 +48,9 @@ pub struct SessionRecord {
     /// The tmux pane of the session's terminal, when it has one.
     #[serde(default)]
     pub pane: Option<crate::protocol::SessionPane>,
+    /// claude: the permission mode its own records last reported.
+    #[serde(default)]
+    pub permission_mode_seen: Option<crate::protocol::PermissionModeSeen>,
     /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).
     seen: HashSet<String>,
     /// Inject outcomes by idempotency key.
@@ -73,7 +76,15 @@ impl SessionRecord {
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
             model: self.created.model.clone(),
-            approval_policy: self.created.approval_policy.clone(),
+            approval_policy: (self.created.runtime != crate::protocol::Runtime::Claude)
+                .then(|| self.created.approval_policy.clone())
+                .flatten(),
+            permission_mode: self
+                .permission_mode_seen
+                .as_ref()
+                .map(|seen| seen.mode.clone())
+                .or_else(|| self.created.claude_permission_mode().map(str::to_string)),
+            permission_mode_allowed: self.permission_mode_seen.as_ref().map(|seen| seen.allowed),
             sandbox: self.created.sandbox.clone(),
             thread_id: self.thread_id.clone(),
             state: self.state.clone(),
@@ -175,6 +186,7 @@ impl Sessions {
                     approvals: BTreeMap::new(),
                     open_items: BTreeMap::new(),
                     pane: None,
+                    permission_mode_seen: None,
                     seen: HashSet::new(),
                     sent: HashMap::new(),
                 },
@@ -200,6 +212,7 @@ impl Sessions {
                 record.state_message = status.message.clone();
             }
             EventKind::SessionPane(pane) => record.pane = Some(pane.clone()),
+            EventKind::PermissionModeSeen(seen) => record.permission_mode_seen = Some(seen.clone()),
             EventKind::SessionClosed(closed) => {
                 record.state = "closed".into();
                 record.state_message = Some(closed.reason.clone());
@@ -291,6 +304,7 @@ mod tests {
             cwd: "/w".into(),
             model: None,
             approval_policy: None,
+            permission_mode: None,
             sandbox: None,
             budget: None,
             forked_from: None,

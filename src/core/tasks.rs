@@ -60,6 +60,9 @@ pub struct TaskRecord {
     pub returned: Option<WaitingReason>,
     /// The final assistant text of the turn that consumed the task (unredacted; views redact).
     pub result: Option<String>,
+    /// For a prompt the agent queued behind a running turn: that turn (not the task's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_behind: Option<String>,
 }
 
 impl TaskRecord {
@@ -270,10 +273,13 @@ impl Tasks {
         self.finish(session, id, ts);
     }
 
-    fn open_task_of_turn(&self, session: &str, turn_id: &str) -> Option<String> {
+    /// The open tasks a turn consumed: the one that started it, and any that steered it or were
+    /// folded into it.
+    fn open_tasks_of_turn(&self, session: &str, turn_id: &str) -> Vec<String> {
         self.open(session)
-            .find(|t| t.turn_id.as_deref() == Some(turn_id))
+            .filter(|t| t.turn_id.as_deref() == Some(turn_id))
             .map(|t| t.id.clone())
+            .collect()
     }
 
     pub fn apply(&mut self, event: &Event) {
@@ -332,6 +338,8 @@ impl Tasks {
                 if accepted.accepted_as == "queued" {
                     // Claude queued it behind a running turn: its own turn starts later, and
                     // the user message carrying its text names it (see `ItemCompleted`).
+                    task.queued_behind =
+                        (!accepted.turn_id.is_empty()).then(|| accepted.turn_id.clone());
                     return;
                 }
                 task.turn_id = Some(accepted.turn_id.clone());
@@ -394,18 +402,29 @@ impl Tasks {
                     }
                 }
                 Item::UserMessage { text, .. } => {
-                    // A prompt the agent queued reaches its turn: bind the task to it.
-                    let waiting = self
+                    // Prompts the agent queued reach their turn: bind each to it. A turn can
+                    // carry several queued prompts (Claude 2.1.197 folds the prompts queued
+                    // behind one turn into the next), so a prompt found inside the message
+                    // counts too — never one found in the turn it queued behind.
+                    let text = text.trim();
+                    let waiting: Vec<String> = self
                         .open(session)
-                        .find(|t| {
+                        .filter(|t| {
+                            let prompt = t.prompt.trim();
                             t.phase == TaskPhase::Accepted
+                                && t.accepted_as.as_deref() == Some("queued")
                                 && t.turn_id.is_none()
-                                && t.prompt.trim() == text.trim()
+                                && t.queued_behind.as_deref() != Some(item.turn_id.as_str())
+                                && !prompt.is_empty()
+                                && (prompt == text || text.contains(prompt))
                         })
-                        .map(|t| t.id.clone());
-                    if let Some(task) = waiting.and_then(|id| self.tasks.get_mut(&id)) {
-                        task.turn_id = Some(item.turn_id.clone());
-                        task.updated_at = ts;
+                        .map(|t| t.id.clone())
+                        .collect();
+                    for id in waiting {
+                        if let Some(task) = self.tasks.get_mut(&id) {
+                            task.turn_id = Some(item.turn_id.clone());
+                            task.updated_at = ts;
+                        }
                     }
                 }
                 _ => {}
@@ -419,8 +438,8 @@ impl Tasks {
                 if let Some(entry) = self.sessions.get_mut(session) {
                     entry.turn_mut(&turn.turn_id).ended = Some(end.clone());
                 }
-                if let Some(id) = self.open_task_of_turn(session, &turn.turn_id) {
-                    self.finish_with_turn(session, &id, end, ts);
+                for id in self.open_tasks_of_turn(session, &turn.turn_id) {
+                    self.finish_with_turn(session, &id, end.clone(), ts);
                 }
             }
             EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
@@ -467,6 +486,7 @@ impl Tasks {
             error: None,
             returned: None,
             result: None,
+            queued_behind: None,
         };
         let position = entry
             .open
@@ -692,6 +712,66 @@ mod tests {
         assert_eq!(a.state, TaskState::Completed);
         assert_eq!(a.turn_id.as_deref(), Some("t2"));
         assert_eq!(a.result.as_deref(), Some("for the task"));
+    }
+
+    fn accepted(task: &str, turn: &str, accepted_as: &str) -> EventKind {
+        EventKind::TaskAccepted(TaskAccepted {
+            task_id: task.into(),
+            turn_id: turn.into(),
+            accepted_as: accepted_as.into(),
+        })
+    }
+
+    fn user_message(turn: &str, text: &str) -> EventKind {
+        EventKind::ItemCompleted(ItemEvent {
+            turn_id: turn.into(),
+            item: Item::UserMessage {
+                id: format!("{turn}:u"),
+                text: text.into(),
+            },
+        })
+    }
+
+    #[test]
+    fn a_message_that_steered_a_turn_finishes_with_that_turn() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, queued("a", None, None)));
+        tasks.apply(&event(2, accepted("a", "t1", "turn")));
+        tasks.apply(&event(3, queued("b", None, None)));
+        tasks.apply(&event(4, accepted("b", "t1", "steer")));
+        tasks.apply(&event(5, queued("c", None, None)));
+        tasks.apply(&event(6, message("t1", "done with both")));
+        tasks.apply(&event(7, completed("t1", TurnStatus::Completed)));
+        for id in ["a", "b"] {
+            let task = tasks.get(id).unwrap();
+            assert_eq!(task.state, TaskState::Completed, "{id}");
+            assert_eq!(task.result.as_deref(), Some("done with both"), "{id}");
+        }
+        // Nothing is left in flight: the next task is the only open one.
+        let open: Vec<&str> = tasks.open("s1").map(|t| t.id.as_str()).collect();
+        assert_eq!(open, ["c"]);
+    }
+
+    #[test]
+    fn prompts_the_agent_folded_into_one_turn_all_finish_with_it() {
+        let mut tasks = Tasks::default();
+        for (seq, id) in [(1, "a"), (3, "b")] {
+            tasks.apply(&event(seq, queued(id, None, None)));
+            tasks.apply(&event(seq + 1, accepted(id, "human-turn", "queued")));
+        }
+        // A prompt of the turn they queued behind does not bind them, even with their text.
+        tasks.apply(&event(5, user_message("human-turn", "prompt a")));
+        tasks.apply(&event(6, completed("human-turn", TurnStatus::Completed)));
+        assert_eq!(tasks.get("a").unwrap().state, TaskState::Running);
+        // Claude 2.1.197 sends both queued prompts as one.
+        tasks.apply(&event(7, user_message("t2", "prompt a\nprompt b")));
+        tasks.apply(&event(8, message("t2", "answered both")));
+        tasks.apply(&event(9, completed("t2", TurnStatus::Completed)));
+        for id in ["a", "b"] {
+            let task = tasks.get(id).unwrap();
+            assert_eq!(task.state, TaskState::Completed, "{id}");
+            assert_eq!(task.turn_id.as_deref(), Some("t2"), "{id}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::claude::host::{CreateClaude, PERMISSION_MODES};
+use crate::claude::host::CreateClaude;
 use crate::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
 use crate::host::{Capability, HostError};
 use crate::protocol::{Budget, HostedSessionView, Runtime};
@@ -111,7 +111,8 @@ pub struct CreateBody {
     idempotency_key: Option<String>,
     #[serde(default)]
     budget: Option<Budget>,
-    /// claude only: `default`, `acceptEdits`, `plan`, `bypassPermissions`.
+    /// claude only: `default` (the default), `acceptEdits`, `plan`; `auto` and
+    /// `bypassPermissions` only where the daemon's owner allows them.
     #[serde(default)]
     permission_mode: Option<String>,
     /// The tmux session to open the pane in (default `cohost`): claude always, codex with
@@ -204,7 +205,11 @@ pub async fn create(
             )?;
         }
     }
-    check_choice("permissionMode", &body.permission_mode, &PERMISSION_MODES)?;
+    if let Some(mode) = &body.permission_mode
+        && let Some(refusal) = state.claude.permission_policy().refusal(mode)
+    {
+        return Err(ApiError::field("invalid_field", "permissionMode", refusal));
+    }
     if let Some(name) = &body.tmux_session
         && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
     {
@@ -633,8 +638,27 @@ pub async fn command(
     Ok(Json(capability).into_response())
 }
 
+/// `GET /api/doctor`: codex's checks at the top level (as before claude was covered), claude's
+/// under `claude`; `ok` when neither found an issue, `warnings` from both.
 pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
-    Json(json!(state.codex.doctor().await))
+    Json(doctor_report(&state.codex, &state.claude).await)
+}
+
+pub async fn doctor_report(
+    codex: &crate::codex::host::CodexHost,
+    claude: &crate::claude::host::ClaudeHost,
+) -> Value {
+    let (codex, claude) = tokio::join!(codex.doctor(), claude.doctor());
+    let mut issues = codex.issues.clone();
+    issues.extend(claude.issues.iter().map(|i| format!("claude: {i}")));
+    let mut warnings = codex.warnings.clone();
+    warnings.extend(claude.warnings.iter().cloned());
+    let mut answer = json!(codex);
+    answer["ok"] = json!(issues.is_empty());
+    answer["issues"] = json!(issues);
+    answer["warnings"] = json!(warnings);
+    answer["claude"] = json!(claude);
+    answer
 }
 
 /// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.

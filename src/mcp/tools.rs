@@ -54,6 +54,10 @@ pub struct StartArgs {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
+    /// claude only: `default` (the default), `acceptEdits` or `plan`; `auto` and
+    /// `bypassPermissions` only where the daemon's owner allows them.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -418,6 +422,17 @@ impl CohostMcp {
                 "`idempotency_key` must be 1 to 256 bytes",
             ));
         }
+        if let Some(mode) = &args.permission_mode {
+            if runtime != Runtime::Claude {
+                return Ok(failure(
+                    "invalid_field",
+                    "`permission_mode` applies to claude sessions only",
+                ));
+            }
+            if let Some(refusal) = self.state.claude.permission_policy().refusal(mode) {
+                return Ok(failure("invalid_field", &refusal));
+            }
+        }
         let cwd = std::path::PathBuf::from(&args.cwd);
         if !cwd.is_absolute() {
             return Ok(failure("invalid_field", "`cwd` must be an absolute path"));
@@ -467,6 +482,7 @@ impl CohostMcp {
                     .create(crate::claude::host::CreateClaude {
                         cwd,
                         model: args.model.clone(),
+                        permission_mode: args.permission_mode.clone(),
                         idempotency_key: args.idempotency_key.clone(),
                         ..Default::default()
                     })

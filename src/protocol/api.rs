@@ -353,6 +353,14 @@ pub struct HostedSessionView {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<String>,
+    /// claude: the permission mode in force — what Claude's own records last reported, else the
+    /// mode it was launched in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// claude: whether the daemon allows that mode (`false`: cohost asks before every tool call);
+    /// absent until Claude reported a mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode_allowed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
-    MessageSent, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
-    TurnCompleted, TurnStarted, Usage,
+    MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
+    SessionStatus, TurnCompleted, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -74,6 +74,8 @@ pub enum EventKind {
     SessionStatus(SessionStatus),
     #[serde(rename = "session.closed")]
     SessionClosed(SessionClosed),
+    #[serde(rename = "session.permission_mode")]
+    PermissionModeSeen(PermissionModeSeen),
     #[serde(rename = "session.pane")]
     SessionPane(SessionPane),
     #[serde(rename = "turn.started")]
@@ -144,6 +146,7 @@ impl EventKind {
             EventKind::SessionStatus(_) => "session.status",
             EventKind::SessionClosed(_) => "session.closed",
             EventKind::SessionPane(_) => "session.pane",
+            EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",
             EventKind::ItemStarted(_) => "item.started",
@@ -472,6 +475,10 @@ mod tests {
             EventKind::DaemonStarted(DaemonInfo {
                 pid: 1,
                 version: "x".into(),
+            }),
+            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen {
+                mode: "auto".into(),
+                allowed: false,
             }),
         ];
         for kind in kinds {

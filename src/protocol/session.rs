@@ -28,8 +28,12 @@ pub struct SessionCreated {
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// codex: the thread's approval policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<String>,
+    /// claude: the permission mode the TUI was launched in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     /// Retry budget of the backend that serves it; `None` = the base backend.
@@ -41,6 +45,19 @@ pub struct SessionCreated {
     /// The idempotency key the creating request carried, so a retry finds this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+}
+
+impl SessionCreated {
+    /// The permission mode a claude session was launched in. Sessions created before the field
+    /// existed kept it in `approvalPolicy` (and were launched without one when it was unset).
+    pub fn claude_permission_mode(&self) -> Option<&str> {
+        if self.runtime != Runtime::Claude {
+            return None;
+        }
+        self.permission_mode
+            .as_deref()
+            .or(self.approval_policy.as_deref())
+    }
 }
 
 /// The execution budget of a backend: retry settings passed to the model provider.
@@ -76,6 +93,17 @@ pub struct SessionPane {
     pub pane_id: String,
     pub tmux_session: String,
     pub runner_pid: u32,
+}
+
+/// `session.permission_mode`: the permission mode a claude session's own records report (its
+/// hooks and transcript), logged when it changes — Claude may run in another mode than it was
+/// launched in (a human cycles modes with shift+tab). `allowed: false` means the daemon does not
+/// allow that mode: cohost's hook then asks before every tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionModeSeen {
+    pub mode: String,
+    pub allowed: bool,
 }
 
 /// `session.closed`.

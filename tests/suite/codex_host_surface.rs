@@ -6,7 +6,7 @@ use serde_json::json;
 use super::codex_host::{api, post_message};
 use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
-use crate::support::{TestDaemon, TmuxServer, temp_dir};
+use crate::support::{TestDaemon, TmuxServer, pinned_version, temp_dir};
 
 #[test]
 fn doctor_reports_a_missing_codex_and_sessions_are_refused() {
@@ -65,17 +65,158 @@ fn doctor_finds_the_installed_codex() {
     assert!(
         doctor["codexVersion"]
             .as_str()
-            .is_some_and(|v| v.contains("0.169.0")),
+            .is_some_and(|v| v.contains(&pinned_version(&cohost::peers::CODEX))),
         "{doctor}"
     );
     assert!(doctor["codexPath"].is_string(), "{doctor}");
     assert_eq!(doctor["sessionStoreWritable"], true, "{doctor}");
+    assert_eq!(doctor["codexVersionPlace"], "tested", "{doctor}");
+    assert_eq!(
+        doctor["codexSupported"]["oldest"],
+        cohost::peers::CODEX.oldest
+    );
+    assert_eq!(
+        doctor["codexSupported"]["newest"],
+        cohost::peers::CODEX.newest
+    );
     assert!(
         !doctor["issues"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|i| i.as_str().unwrap().contains("not found")),
+            .any(|i| i.as_str().unwrap().contains("codex not found")),
+        "{doctor}"
+    );
+    assert!(
+        !doctor["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("codex")),
+        "a tested release draws no warning: {doctor}"
+    );
+    // The daemon said the same once at start.
+    fx.daemon.wait_for(
+        "the start-up peer line",
+        std::time::Duration::from_secs(30),
+        |d| d.stderr_text().contains("codex found").then_some(()),
+    );
+}
+
+/// A release outside the tested range works, with a warning naming the range — in `doctor` and
+/// once in the daemon's log at start; a missing claude is an issue of its own.
+#[test]
+fn doctor_warns_about_releases_outside_the_tested_range() {
+    let tmux = TmuxServer::new();
+    let bin = temp_dir("cohost-fake-peers-");
+    let write_script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let codex = write_script(
+        "codex",
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'codex-cli 0.99.0'; exit 0; }\necho 'Logged in using an API key'\n",
+    );
+    let claude = write_script(
+        "claude",
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo '9.0.0 (Claude Code)'; exit 0; }\nexit 1\n",
+    );
+    let codex_home = temp_dir("cohost-codex-home-");
+    let daemon = TestDaemon::start_with_env(
+        Some(tmux.socket()),
+        &[],
+        &[
+            ("COHOST_CODEX_BIN", codex.to_str().unwrap()),
+            ("COHOST_CLAUDE_BIN", claude.to_str().unwrap()),
+            ("CODEX_HOME", codex_home.path().to_str().unwrap()),
+        ],
+    );
+    let doctor = daemon.get("/api/doctor").assert_ok();
+    assert_eq!(doctor["codexVersion"], "0.99.0", "{doctor}");
+    assert_eq!(doctor["codexVersionPlace"], "older", "{doctor}");
+    assert_eq!(doctor["claude"]["version"], "9.0.0", "{doctor}");
+    assert_eq!(doctor["claude"]["versionPlace"], "newer", "{doctor}");
+    assert_eq!(doctor["claude"]["hooksInstallable"], true, "{doctor}");
+    assert_eq!(doctor["claude"]["permissionMode"], "default", "{doctor}");
+    assert_eq!(
+        doctor["claude"]["allowedPermissionModes"],
+        json!(["default", "acceptEdits", "plan"]),
+        "{doctor}"
+    );
+    let warnings: Vec<&str> = doctor["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let codex_range = cohost::peers::CODEX.range();
+    let claude_range = cohost::peers::CLAUDE.range();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("codex 0.99.0") && w.contains(&codex_range)),
+        "{doctor}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("claude 9.0.0") && w.contains(&claude_range)),
+        "{doctor}"
+    );
+    assert!(
+        !doctor["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str().unwrap().contains("version")),
+        "outside the range is never an issue: {doctor}"
+    );
+    daemon.wait_for(
+        "the start-up warnings",
+        std::time::Duration::from_secs(30),
+        |d| {
+            let log = d.stderr_text();
+            (log.contains(&format!(
+                "codex 0.99.0 is older than the oldest release cohost is tested with ({})",
+                cohost::peers::CODEX.oldest
+            )) && log.contains("claude 9.0.0 is newer"))
+            .then_some(())
+        },
+    );
+    let output = daemon.cli(&["doctor"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("claude version: 9.0.0"), "{stdout}");
+    assert!(
+        stdout.contains("warning: claude 9.0.0 is newer"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("claude mode:    default"), "{stdout}");
+    let output = daemon.cli(&["doctor", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["claude"]["version"], "9.0.0");
+
+    // Without claude: an issue that says so, and what to do.
+    let daemon = TestDaemon::start_with_env(
+        Some(tmux.socket()),
+        &[],
+        &[
+            ("COHOST_CODEX_BIN", codex.to_str().unwrap()),
+            ("COHOST_CLAUDE_BIN", "/nonexistent/claude"),
+            ("CODEX_HOME", codex_home.path().to_str().unwrap()),
+        ],
+    );
+    let doctor = daemon.get("/api/doctor").assert_ok();
+    assert_eq!(doctor["claude"]["found"], false, "{doctor}");
+    assert_eq!(doctor["ok"], false, "{doctor}");
+    assert!(
+        doctor["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str().unwrap().starts_with("claude: COHOST_CLAUDE_BIN")),
         "{doctor}"
     );
 }

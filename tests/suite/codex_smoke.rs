@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::support::codex_home::{codex_bin, codex_env, write_codex_home};
 use crate::support::mock_responses::{MOCK_TITLE, MockResponses, RequestKind, Step};
+use crate::support::pinned_version;
 use crate::support::{make_dir, temp_dir};
 
 /// How long any single wait on codex may take.
@@ -290,7 +291,7 @@ fn fixture() -> Fixture {
     assert!(
         init["userAgent"]
             .as_str()
-            .is_some_and(|ua| ua.contains("0.169.0")),
+            .is_some_and(|ua| ua.contains(&pinned_version(&cohost::peers::CODEX))),
         "unexpected initialize result {init}"
     );
     Fixture {

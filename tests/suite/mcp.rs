@@ -550,8 +550,23 @@ fn mcp_starts_sessions_only_under_the_allowed_roots() {
           "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
         { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
           "prompt": "Hello over MCP", "idempotency_key": "mcp-1" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "permission_mode": "plan" } },
+        { "tool": "start_session", "arguments": { "runtime": "claude", "cwd": project,
+          "permission_mode": "auto" } },
     ]);
     let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
+    for (step, needle) in [
+        (5, "claude sessions only"),
+        (6, "--allow-permission-mode auto"),
+    ] {
+        let refusal = refused(run.one(step));
+        assert_eq!(refusal["kind"], "operational", "{refusal:#}");
+        assert!(
+            refusal.to_string().contains(needle),
+            "step {step}: {refusal:#}"
+        );
+    }
     assert_eq!(refused(run.one(0))["kind"], "permission");
     assert_eq!(
         refused(run.one(1))["kind"],

@@ -981,3 +981,70 @@ fn a_cancel_asked_under_an_older_lease_generation_withholds_the_abort() {
     assert_eq!(done["cancelOutcome"], "abort_withheld", "{done:#}");
     assert_eq!(done["humanIntervened"], true, "{done:#}");
 }
+
+/// A message that steers a running turn is a task that ends with that turn, and the queue moves
+/// on; a cancel ends a steering task by interrupting the turn it joined.
+#[test]
+fn a_message_that_steers_a_turn_finishes_with_it_and_the_queue_moves_on() {
+    let fx = CodexFixture::start();
+    let d = &fx.daemon;
+    fx.mock.set_default(Step::text("Unexpected prompt."));
+    fx.mock.push(
+        Step::text(super::codex_host::words(30))
+            .delay(Duration::from_millis(100))
+            .when_user_contains("Write a long answer"),
+    );
+    fx.mock
+        .push(Step::text("Short answer.").when_user_contains("keep it short"));
+    fx.mock
+        .push(Step::text("Queued reply.").when_user_contains("Queued after the steer"));
+    fx.mock.push(
+        Step::text("Streaming slowly")
+            .then_hang()
+            .when_user_contains("Another long one"),
+    );
+    fx.mock
+        .push(Step::text("Last reply.").when_user_contains("The last task"));
+    let id = fx.create(session_opts());
+
+    let first = fx.send(&id, "Write a long answer");
+    assert_eq!(first["outcome"], "started", "{first}");
+    fx.mock.wait_for_requests(1, TURN_TIMEOUT);
+    let steer = fx.send(&id, "Actually, keep it short.");
+    assert_eq!(steer["outcome"], "steered", "{steer}");
+    let steer_task = steer["taskId"].as_str().unwrap().to_string();
+    assert_eq!(task(d, &steer_task)["acceptedAs"], "steer");
+    let queued = id_of(&queue_task(d, &id, "Queued after the steer", None));
+
+    // The turn both joined ends: so do both tasks, with its answer; then the queue delivers.
+    let steered = wait_finished(d, &steer_task);
+    assert_eq!(steered["state"], "completed", "{steered:#}");
+    assert_eq!(result_text(d, &steer_task), "Short answer.");
+    let opener = first["taskId"].as_str().unwrap();
+    assert_eq!(task(d, opener)["state"], "completed");
+    let next = wait_finished(d, &queued);
+    assert_eq!(next["state"], "completed", "{next:#}");
+    assert_eq!(result_text(d, &queued), "Queued reply.");
+
+    // Cancelling a steering task interrupts the turn it joined; the queue goes on after it.
+    let long = fx.send(&id, "Another long one");
+    assert_eq!(long["outcome"], "started", "{long}");
+    fx.mock.wait_for_requests(4, TURN_TIMEOUT);
+    let steer = fx.send(&id, "Never mind this one.");
+    assert_eq!(steer["outcome"], "steered", "{steer}");
+    let steer_task = steer["taskId"].as_str().unwrap().to_string();
+    let last = id_of(&queue_task(d, &id, "The last task", None));
+    let cancel = d
+        .post(&format!("/api/tasks/{steer_task}/cancel"), &json!({}))
+        .assert_ok();
+    assert_eq!(cancel["outcome"], "abort_sent", "{cancel:#}");
+    let cancelled = wait_finished(d, &steer_task);
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled:#}");
+    assert_eq!(cancelled["cancelOutcome"], "aborted", "{cancelled:#}");
+    let last = wait_finished(d, &last);
+    assert_eq!(last["state"], "completed", "{last:#}");
+    assert_eq!(
+        prompts(&fx).last().map(|p| p.trim().to_string()).as_deref(),
+        Some("The last task")
+    );
+}

@@ -143,7 +143,15 @@ fn cancelling_a_running_claude_task_interrupts_its_turn() {
     assert_eq!(ended["cancelOutcome"], "aborted", "{ended:#}");
     // The queue moves on.
     let done = wait_task(&fx, &next, "finished", |t| t["phase"] == "finished");
-    assert_eq!(done["state"], "completed", "{done:#}");
+    if done["state"] != "completed" {
+        let events: Vec<String> = fx
+            .events(&id)
+            .iter()
+            .filter(|e| e["type"] != "usage")
+            .map(|e| format!("{} {}", e["type"], e["data"]))
+            .collect();
+        fx.fail(&format!("{done:#}\nevents:\n{}", events.join("\n")));
+    }
     assert_eq!(done["resultExcerpt"], "The next task ran.", "{done:#}");
 }
 
@@ -232,4 +240,78 @@ fn a_prompt_claude_took_but_confirmed_late_is_reported_sent_not_failed() {
         "{done:#}"
     );
     assert_eq!(fx.mock.main_requests().len(), 1, "sent once");
+}
+
+/// A message sent while a turn runs is queued by Claude: its task ends with the turn the prompt
+/// gets later (not the one it waited behind), the queue moves on, and a cancel of such a task
+/// interrupts its own turn once that starts — never the turn it waits behind.
+#[test]
+fn a_prompt_claude_queued_behind_a_turn_finishes_with_its_own_turn() {
+    let fx = ClaudeFixture::start();
+    let long: Vec<String> = (1..=40).map(|i| format!("word{i}")).collect();
+    fx.mock.push(
+        Step::text(long.join(" "))
+            .delay(Duration::from_millis(100))
+            .when_user_contains("Write a long answer"),
+    );
+    fx.mock
+        .push(Step::text("Second answer.").when_user_contains("And then this"));
+    fx.mock
+        .push(Step::text("Third answer.").when_user_contains("The queued task"));
+    let id = fx.create(json!({}));
+    let (status, first) = fx.send(&id, "Write a long answer");
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["outcome"], "started", "{first}");
+    let first_turn = first["turnId"].as_str().unwrap().to_string();
+    fx.mock.wait_for_requests(1, Duration::from_secs(30));
+    let (status, second) = fx.send(&id, "And then this");
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["outcome"], "queued", "{second}");
+    let second_task = second["taskId"].as_str().unwrap().to_string();
+    let third_task = queue_task(&fx, &id, "The queued task");
+
+    let done = wait_task(&fx, &second_task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(done["resultExcerpt"], "Second answer.", "{done:#}");
+    assert_ne!(done["turnId"], first_turn.as_str(), "{done:#}");
+    assert_eq!(done["acceptedAs"], "queued", "{done:#}");
+    let opener = first["taskId"].as_str().unwrap();
+    let opener = wait_task(&fx, opener, "finished", |t| t["phase"] == "finished");
+    assert_eq!(opener["resultExcerpt"], long.join(" "), "{opener:#}");
+    let third = wait_task(&fx, &third_task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(third["state"], "completed", "{third:#}");
+    assert_eq!(third["resultExcerpt"], "Third answer.", "{third:#}");
+
+    // Cancelled while it waits behind a turn: the turn it waits behind runs to its end.
+    fx.mock.push(
+        Step::text(long.join(" "))
+            .delay(Duration::from_millis(100))
+            .when_user_contains("Another long answer"),
+    );
+    fx.mock
+        .push(Step::hang().when_user_contains("Cancel me later"));
+    fx.mock
+        .push(Step::text("After the cancel.").when_user_contains("The last task"));
+    let (status, running) = fx.send(&id, "Another long answer");
+    assert_eq!(status, 200, "{running}");
+    let running_task = running["taskId"].as_str().unwrap().to_string();
+    fx.mock.wait_for_requests(4, Duration::from_secs(30));
+    let (status, queued) = fx.send(&id, "Cancel me later");
+    assert_eq!(status, 200, "{queued}");
+    assert_eq!(queued["outcome"], "queued", "{queued}");
+    let queued_task = queued["taskId"].as_str().unwrap().to_string();
+    let last_task = queue_task(&fx, &id, "The last task");
+    let cancel = fx
+        .daemon
+        .post(&format!("/api/tasks/{queued_task}/cancel"), &json!({}))
+        .assert_ok();
+    assert_eq!(cancel["task"]["state"], "running", "{cancel:#}");
+    let ran = wait_task(&fx, &running_task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(ran["state"], "completed", "not interrupted: {ran:#}");
+    let cancelled = wait_task(&fx, &queued_task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled:#}");
+    assert_eq!(cancelled["cancelOutcome"], "aborted", "{cancelled:#}");
+    let last = wait_task(&fx, &last_task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(last["state"], "completed", "{last:#}");
+    assert_eq!(last["resultExcerpt"], "After the cancel.", "{last:#}");
 }

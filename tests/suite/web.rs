@@ -122,13 +122,24 @@ fn only_get_slash_is_exempt_from_the_token() {
     daemon
         .post_no_token("/", &json!({}))
         .assert_error(401, "unauthorized", None);
-    // `HEAD /` is `GET /` without the body (issue 15): open too.
+    // HEAD is answered like GET: the page's headers, no body, no token needed.
     let head = daemon.raw(
         &format!("HEAD / HTTP/1.1\nHost: 127.0.0.1:{}", daemon.port()),
         b"",
     );
-    assert_eq!(head.status, 200);
+    assert_eq!(head.status, 200, "{}", head.body);
     assert!(head.body.is_empty(), "{}", head.body);
+    let head = daemon.raw(
+        &format!(
+            "HEAD /api/state HTTP/1.1\nHost: 127.0.0.1:{}",
+            daemon.port()
+        ),
+        b"",
+    );
+    assert_eq!(
+        head.status, 401,
+        "a guarded GET route stays guarded for HEAD"
+    );
     // With the token, the API answers as before.
     assert!(daemon.get("/api/sessions").assert_ok()["sessions"].is_array());
     daemon

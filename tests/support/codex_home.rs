@@ -85,9 +85,8 @@ pub fn codex_bin() -> PathBuf {
     let value = std::env::var_os(CODEX_BIN_ENV).filter(|v| !v.is_empty()).unwrap_or_else(|| {
         panic!(
             "{CODEX_BIN_ENV} is not set: these tests run the real codex CLI. Run ./scripts/test \
-             (it installs the pinned @openai/codex and exports {CODEX_BIN_ENV}), or export \
-             {CODEX_BIN_ENV}=$HOME/.cache/cohost/peers/@openai/codex@0.169.0/node_modules/.bin/codex \
-             after ./scripts/test --setup-only"
+             (it installs the pinned @openai/codex releases and exports {CODEX_BIN_ENV}), or \
+             export what ./scripts/test --setup-only prints"
         )
     });
     let path = PathBuf::from(value);

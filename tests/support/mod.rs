@@ -19,6 +19,26 @@ pub use tmux::TmuxServer;
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_cohost");
 
+/// The release of a peer CLI under test, as `./scripts/test` exports it for each run of the
+/// version matrix (`COHOST_TEST_CODEX_VERSION`, `COHOST_TEST_CLAUDE_VERSION`). It must be one of
+/// the two ends of the range in `src/peers.rs`. Panics (never skips) when it is unset.
+pub fn pinned_version(peer: &cohost::peers::Supported) -> String {
+    let var = format!("COHOST_TEST_{}_VERSION", peer.name.to_uppercase());
+    let version = std::env::var(&var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: run the tests through ./scripts/test, which installs {} {} and {} \
+             and exports the version of each run",
+            peer.name, peer.oldest, peer.newest
+        )
+    });
+    assert!(
+        version == peer.oldest || version == peer.newest,
+        "{var}={version} is neither end of the supported range {} in src/peers.rs",
+        peer.range()
+    );
+    version
+}
+
 /// Polls `f` every 20 ms until it returns `Some`, panicking after `timeout`.
 pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
