@@ -316,12 +316,22 @@ fn prepare_home(home: &Path) -> anyhow::Result<()> {
 /// log would corrupt it.
 fn lock_home(home: &Path) -> anyhow::Result<File> {
     let path = home.join("lock");
+    // Like the token: never through a link, never blocked on a FIFO.
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)
-        .with_context(|| format!("failed to open {}", path.display()))?;
+        .with_context(|| {
+            format!(
+                "failed to open {} (it must be a regular file)",
+                path.display()
+            )
+        })?;
+    if !file.metadata()?.file_type().is_file() {
+        bail!("refusing {}: it is not a regular file", path.display());
+    }
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
