@@ -25,8 +25,8 @@ use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
 use crate::protocol::{
     CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
-    SendResult, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited,
-    TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
+    SendResult, SessionState, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered,
+    TaskEdited, TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
     WaitingReason,
 };
 use crate::runtime::{AfterRestart, HostError, Hosts, InjectOutcome, InjectState, SessionHost};
@@ -224,7 +224,7 @@ fn waiting_reason(state: &State, task: &TaskRecord, position: usize) -> WaitingR
         return WaitingReason::HumanControl;
     }
     let session = state.sessions.get(&task.session);
-    if session.is_none_or(|s| s.state != "live") {
+    if session.is_none_or(|s| s.state != SessionState::Live) {
         return WaitingReason::NotReady;
     }
     let in_flight = state
@@ -1046,7 +1046,7 @@ impl TaskManager {
         let sessions: Vec<String> = self.core().read(|s| {
             s.sessions
                 .iter()
-                .filter(|r| watched.contains(&r.created.runtime) && r.state == "live")
+                .filter(|r| watched.contains(&r.created.runtime) && r.state == SessionState::Live)
                 .filter(|r| s.tasks.lease(&r.id).holder == LeaseHolder::Managed)
                 .filter(|r| s.tasks.open(&r.id).next().is_some())
                 .map(|r| r.id.clone())
@@ -1149,7 +1149,10 @@ impl TaskManager {
     async fn pump_locked(&self, session: &str, _guard: tokio::sync::OwnedMutexGuard<()>) {
         let next = self.core().read(|s| {
             let record = s.sessions.get(session)?;
-            if record.is_closed() || record.state != "live" || record.active_turn.is_some() {
+            if record.is_closed()
+                || record.state != SessionState::Live
+                || record.active_turn.is_some()
+            {
                 return None;
             }
             let lease = s.tasks.lease(session);

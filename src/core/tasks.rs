@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    CancelOutcome, Event, EventKind, Item, Lease, TaskPhase, TaskQueued, TaskState, TurnStatus,
-    WaitingReason,
+    CancelOutcome, Event, EventKind, Item, Lease, SessionState, TaskPhase, TaskQueued, TaskState,
+    TurnStatus, WaitingReason,
 };
 
 /// Finished tasks kept (results included) before the oldest are forgotten.
@@ -450,7 +450,7 @@ impl Tasks {
             }
             EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
             EventKind::SessionStatus(status)
-                if matches!(status.state.as_str(), "exited" | "lost") =>
+                if matches!(status.state, SessionState::Exited | SessionState::Lost) =>
             {
                 self.orphan(session, "the agent's process exited", ts)
             }

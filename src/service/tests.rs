@@ -134,7 +134,7 @@ impl SessionHost for Fake {
         self.store(
             &id,
             EventKind::SessionStatus(SessionStatus {
-                state: "live".into(),
+                state: crate::protocol::SessionState::Live,
                 message: None,
             }),
         )
@@ -374,7 +374,7 @@ async fn create_is_validated_once_and_routed_through_the_seam() {
         })
         .await
         .unwrap();
-    assert_eq!(created.session.state, "live");
+    assert_eq!(created.session.state, crate::protocol::SessionState::Live);
     let inject = created.inject.unwrap();
     assert_eq!(inject.outcome, InjectState::Started);
     let task = created.task_id.unwrap();

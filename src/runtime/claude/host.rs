@@ -25,7 +25,7 @@ use crate::core::{CoreError, CoreHandle, now_ms};
 use crate::protocol::boundary::{Launch, SeedClaude};
 use crate::protocol::{
     AgentStatus, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness, Runtime,
-    SessionBound, SessionClosed, SessionCreated, SessionStatus,
+    SessionBound, SessionClosed, SessionCreated, SessionState, SessionStatus,
 };
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::pane::{self, PaneProblem};
@@ -1366,7 +1366,7 @@ impl Inner {
                 self.store(
                     &live.session_id,
                     EventKind::SessionStatus(SessionStatus {
-                        state: "live".into(),
+                        state: SessionState::Live,
                         message: None,
                     }),
                 )
@@ -1386,7 +1386,7 @@ impl Inner {
                 self.store(
                     &live.session_id,
                     EventKind::SessionStatus(SessionStatus {
-                        state: "exited".into(),
+                        state: SessionState::Exited,
                         message: Some(match (code, signal) {
                             (Some(code), _) => format!("claude exited with code {code}"),
                             (_, Some(signal)) => format!("claude was killed by signal {signal}"),

@@ -26,8 +26,8 @@ use super::rpc::{Incoming, RequestId, RpcClient, RpcError};
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
     AgentStatus, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin, HostedSessionView, Item,
-    ItemEvent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionStatus, TurnCompleted,
-    TurnSource, TurnStarted, TurnStatus,
+    ItemEvent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionState, SessionStatus,
+    TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::pane;
@@ -231,7 +231,11 @@ impl CodexHost {
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the session");
                     host.inner
-                        .status(&live.session_id, "lost", Some(error.to_string()))
+                        .status(
+                            &live.session_id,
+                            SessionState::Lost,
+                            Some(error.to_string()),
+                        )
                         .await;
                 }
             });
@@ -274,7 +278,7 @@ impl CodexHost {
         let live = self.inner.live_for(&session_id);
         if let Err(error) = self.inner.bind_new(&live).await {
             self.inner
-                .status(&session_id, "lost", Some(error.to_string()))
+                .status(&session_id, SessionState::Lost, Some(error.to_string()))
                 .await;
             return Err(error);
         }
@@ -998,15 +1002,12 @@ impl Inner {
         }
     }
 
-    async fn status(&self, session_id: &str, state: &str, message: Option<String>) {
+    async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
         let _ = self
             .core
             .append(
                 Some(session_id.to_string()),
-                EventKind::SessionStatus(SessionStatus {
-                    state: state.to_string(),
-                    message,
-                }),
+                EventKind::SessionStatus(SessionStatus { state, message }),
             )
             .await;
     }
@@ -1548,7 +1549,7 @@ impl Inner {
             live.binding.send_replace(None);
             self.status(
                 session_id,
-                "restarting",
+                SessionState::Restarting,
                 Some("the codex backend exited".into()),
             )
             .await;
@@ -1567,7 +1568,7 @@ impl Inner {
                 }
                 Err(error) => {
                     for (session_id, _) in &sessions {
-                        self.status(session_id, "lost", Some(error.to_string()))
+                        self.status(session_id, SessionState::Lost, Some(error.to_string()))
                             .await;
                     }
                     return;
@@ -1581,7 +1582,7 @@ impl Inner {
                 .await
             {
                 tracing::warn!(session = %session_id, %error, "could not resume the thread");
-                self.status(&session_id, "lost", Some(error.to_string()))
+                self.status(&session_id, SessionState::Lost, Some(error.to_string()))
                     .await;
                 continue;
             }
