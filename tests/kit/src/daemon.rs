@@ -22,7 +22,7 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(15);
 const CLI_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Environment variables that would change how the daemon or the CLI behave; removed from every
-/// child so the suite does not depend on the caller's shell.
+/// child so the suite does not depend on the caller's shell. The benches remove these too.
 pub const SCRUBBED_ENV: [&str; 10] = [
     "COHOST_HOME",
     "COHOST_LISTEN",

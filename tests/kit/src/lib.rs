@@ -1,13 +1,16 @@
-//! cohost's test kit, for the integration tests (`tests/all.rs`): a private tmux server
-//! ([`tmux`]), a spawned `cohost serve` with its HTTP/SSE clients ([`daemon`], [`http`]), the
-//! scripted mock model servers ([`mock_server`] with [`mock_responses`] for codex and
-//! [`mock_messages`] for Claude), the offline peer homes ([`codex_home`], [`claude_env`]), and the
-//! codex and claude fixtures ([`codex_host`], [`claude_host`]).
+//! cohost's test kit, shared by the integration tests (`tests/all.rs`) and the benches
+//! (`benches/`): a private tmux server ([`tmux`]), a spawned `cohost serve` with its HTTP/SSE
+//! clients ([`daemon`], [`http`]), the scripted mock model servers ([`mock_server`] with
+//! [`mock_responses`] for codex and [`mock_messages`] for Claude), the offline peer homes
+//! ([`codex_home`], [`claude_env`]), the codex and claude fixtures ([`codex_host`],
+//! [`claude_host`]), and what the benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
-//! [`Binaries`] once (`tests/support/mod.rs` does, with an alias per daemon-spawning type).
+//! [`Binaries`] once (`tests/support/mod.rs` does, with an alias per daemon-spawning type), and the
+//! benches pass the path to [`bench::serve_command`].
 
+pub mod bench;
 pub mod claude_env;
 pub mod claude_host;
 pub mod codex_home;
