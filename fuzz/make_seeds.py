@@ -102,11 +102,15 @@ def main():
 
     write("tmux_output", "list_sessions", "42\t$0\t1\t2\t/home/me/proj\twork\n42\t$1\t0\t1\t/tmp\tname\twith tab\n")
     write("tmux_output", "pane_ref", "%3 4242\n")
+    # The captures of Claude's TUI, one directory per release (tests/fixtures/claude/screens/<release>/).
     screens = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "claude", "screens")
-    for name in sorted(os.listdir(screens)):
-        if name.endswith(".txt"):
-            with open(os.path.join(screens, name), "rb") as source:
-                write("tmux_output", "screen_" + name[:-4], source.read())
+    for folder, _, names in sorted(os.walk(screens)):
+        release = os.path.relpath(folder, screens).replace(os.sep, "_")
+        for name in sorted(names):
+            if name.endswith(".txt"):
+                prefix = "screen_" if release == "." else f"screen_{release}_"
+                with open(os.path.join(folder, name), "rb") as source:
+                    write("tmux_output", prefix + name[:-4], source.read())
 
 
 if __name__ == "__main__":

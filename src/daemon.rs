@@ -21,8 +21,10 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
+use crate::runtime::Hosts;
 use crate::runtime::claude::host::{ClaudeConfig, ClaudeHost};
 use crate::runtime::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
+use crate::service::Service;
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
 
@@ -111,17 +113,21 @@ pub async fn run(
         },
     );
     claude.restore();
+    let hosts = Hosts::new(codex.clone(), claude.clone());
 
     let cancel = CancellationToken::new();
-    let queue = TaskManager::new(core.clone(), codex.clone(), claude.clone());
+    let queue = TaskManager::new(core.clone(), hosts.clone());
     let tasks = tokio_util::task::TaskTracker::new();
-    let state = AppState {
+    let service = Service {
         core: core.clone(),
-        sessions: Arc::clone(&sessions),
-        codex: codex.clone(),
-        mcp_roots: Arc::new(config.mcp_roots.clone()),
-        claude: claude.clone(),
+        tmux: Arc::clone(&sessions),
+        hosts: hosts.clone(),
         tasks: queue.clone(),
+        mcp_roots: Arc::new(config.mcp_roots.clone()),
+        shutdown: cancel.clone(),
+    };
+    let state = AppState {
+        service: service.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
@@ -153,7 +159,12 @@ pub async fn run(
         max_connections: http::server::fit_connection_cap(config.http.max_connections),
         ..config.http
     };
-    let server = http::server::serve(listener, http::router(state), limits, async move {
+    // The MCP endpoint sits beside the HTTP routes, behind the same guard.
+    let mounted = axum::Router::new().route_service(
+        "/mcp",
+        crate::mcp::http_service(service.clone(), http::MAX_BODY_BYTES),
+    );
+    let server = http::server::serve(listener, http::router(state, mounted), limits, async move {
         shutdown.await;
         server_cancel.cancel();
     });
@@ -177,8 +188,9 @@ pub async fn run(
         tracing::warn!("background tasks did not stop in time");
     }
 
-    codex.shutdown().await;
-    claude.shutdown();
+    for host in hosts.all() {
+        host.shutdown().await;
+    }
     if let Err(error) = tmux.remove_hooks(hooks.index).await {
         tracing::warn!(%error, "failed to remove cohost's tmux hooks");
     }
@@ -304,12 +316,22 @@ fn prepare_home(home: &Path) -> anyhow::Result<()> {
 /// log would corrupt it.
 fn lock_home(home: &Path) -> anyhow::Result<File> {
     let path = home.join("lock");
+    // Like the token: never through a link, never blocked on a FIFO.
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path)
-        .with_context(|| format!("failed to open {}", path.display()))?;
+        .with_context(|| {
+            format!(
+                "failed to open {} (it must be a regular file)",
+                path.display()
+            )
+        })?;
+    if !file.metadata()?.file_type().is_file() {
+        bail!("refusing {}: it is not a regular file", path.display());
+    }
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {

@@ -25,13 +25,11 @@ use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
 use crate::protocol::{
     CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
-    SendResult, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited,
-    TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
+    SendResult, SessionState, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered,
+    TaskEdited, TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
     WaitingReason,
 };
-use crate::runtime::claude::host::ClaudeHost;
-use crate::runtime::codex::host::CodexHost;
-use crate::runtime::{HostError, InjectOutcome};
+use crate::runtime::{AfterRestart, HostError, Hosts, InjectOutcome, InjectState, SessionHost};
 
 /// The longest prompt a task may carry.
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
@@ -130,10 +128,9 @@ pub struct TaskManager {
 
 struct Inner {
     core: CoreHandle,
-    codex: CodexHost,
-    claude: ClaudeHost,
+    hosts: Hosts,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// The text last seen in each claude session's box by `watch_drafts`.
+    /// The text last seen in each watched session's input by `watch_drafts`.
     drafts: Mutex<HashMap<String, String>>,
 }
 
@@ -199,7 +196,7 @@ fn cut(text: &str, max: usize) -> &str {
 }
 
 fn redacted(text: &str) -> String {
-    crate::mcp::redact::redact(text).into_owned()
+    crate::redact::redact(text).into_owned()
 }
 
 /// A compare-and-swap's precondition: the task still waits, at the revision the caller saw.
@@ -227,7 +224,7 @@ fn waiting_reason(state: &State, task: &TaskRecord, position: usize) -> WaitingR
         return WaitingReason::HumanControl;
     }
     let session = state.sessions.get(&task.session);
-    if session.is_none_or(|s| s.state != "live") {
+    if session.is_none_or(|s| s.state != SessionState::Live) {
         return WaitingReason::NotReady;
     }
     let in_flight = state
@@ -290,12 +287,11 @@ pub fn view(state: &State, task: &TaskRecord) -> TaskView {
 }
 
 impl TaskManager {
-    pub fn new(core: CoreHandle, codex: CodexHost, claude: ClaudeHost) -> Self {
+    pub fn new(core: CoreHandle, hosts: Hosts) -> Self {
         TaskManager {
             inner: Arc::new(Inner {
                 core,
-                codex,
-                claude,
+                hosts,
                 locks: Mutex::new(HashMap::new()),
                 drafts: Mutex::new(HashMap::new()),
             }),
@@ -321,8 +317,8 @@ impl TaskManager {
             .ok_or_else(|| TaskError::UnknownTask(id.to_string()))
     }
 
-    /// The runtime of an open session.
-    fn runtime(&self, session: &str) -> Result<Runtime, TaskError> {
+    /// The host of an open session.
+    fn host(&self, session: &str) -> Result<Arc<dyn SessionHost>, TaskError> {
         let found = self.core().read(|state| {
             state
                 .sessions
@@ -332,8 +328,14 @@ impl TaskManager {
         match found {
             None => Err(TaskError::UnknownSession(session.to_string())),
             Some((_, true)) => Err(TaskError::Closed(session.to_string())),
-            Some((runtime, false)) => Ok(runtime),
+            Some((runtime, false)) => self
+                .host_of(runtime)
+                .ok_or_else(|| TaskError::Invalid(format!("no host for {runtime} sessions"))),
         }
+    }
+
+    fn host_of(&self, runtime: Runtime) -> Option<Arc<dyn SessionHost>> {
+        self.inner.hosts.get(runtime).cloned()
     }
 
     /// Queues a prompt. A retry with the same key returns the first task, whatever became of it.
@@ -361,7 +363,7 @@ impl TaskManager {
                 replayed: true,
             });
         }
-        self.runtime(session)?;
+        self.host(session)?;
         let waiting = self.core().read(|state| {
             state
                 .tasks
@@ -439,7 +441,7 @@ impl TaskManager {
             }),
         )
         .await?;
-        self.accept(session, &task_id, &outcome.turn_id, &outcome.outcome)
+        self.accept(session, &task_id, &outcome.turn_id, outcome.outcome)
             .await?;
         Ok(task_id)
     }
@@ -757,10 +759,7 @@ impl TaskManager {
         )
         .await?;
         if withheld.is_none() {
-            let interrupted = match self.runtime(session)? {
-                Runtime::Codex => self.inner.codex.interrupt(session).await,
-                Runtime::Claude => self.inner.claude.interrupt(session).await,
-            };
+            let interrupted = self.host(session)?.interrupt(session).await;
             if let Err(error) = interrupted {
                 tracing::warn!(%session, %task, %error, "interrupt for a cancelled task failed");
             }
@@ -903,6 +902,9 @@ impl TaskManager {
                 .filter(|t| t.state == TaskState::Running)
                 .map(|t| {
                     let runtime = s.sessions.get(&t.session).map(|r| r.created.runtime);
+                    let runtime = runtime
+                        .and_then(|r| self.host_of(r))
+                        .map(|h| h.after_restart());
                     let sent = s
                         .sessions
                         .get(&t.session)
@@ -915,11 +917,12 @@ impl TaskManager {
             let lock = self.lock_of(&task.session);
             let _guard = lock.lock().await;
             let result = match (task.phase, runtime, sent) {
-                (TaskPhase::Delivered, Some(Runtime::Claude), Some(sent)) => {
-                    self.accept(&task.session, &task.id, &sent.turn_id, &sent.outcome)
+                (TaskPhase::Delivered, Some(AfterRestart::Continues), Some(sent)) => {
+                    let outcome = InjectState::parse(&sent.outcome).unwrap_or(InjectState::Started);
+                    self.accept(&task.session, &task.id, &sent.turn_id, outcome)
                         .await
                 }
-                (TaskPhase::Accepted, Some(Runtime::Claude), _) => Ok(()),
+                (TaskPhase::Accepted, Some(AfterRestart::Continues), _) => Ok(()),
                 _ => self
                     .append(
                         &task.session,
@@ -947,12 +950,12 @@ impl TaskManager {
         session: &str,
         task: &str,
         turn_id: &str,
-        outcome: &str,
+        outcome: InjectState,
     ) -> Result<(), TaskError> {
         let accepted_as = match outcome {
-            "started" => "turn",
-            "steered" => "steer",
-            other => other,
+            InjectState::Started => "turn",
+            InjectState::Steered => "steer",
+            InjectState::Queued => "queued",
         };
         self.append(
             session,
@@ -1028,14 +1031,22 @@ impl TaskManager {
         }
     }
 
-    /// Text a human types into Claude's box is human input, whether or not they submit it: for
-    /// each managed claude session with tasks in play, a draft in the box moves the lease to
-    /// the human. Sessions whose lock is held (a delivery pasting our own text) are skipped.
+    /// Text a human types into an agent's input is human input, whether or not they submit it:
+    /// for each managed session of a runtime that shows its input (`watches_human_input`, the
+    /// claude TUI) with tasks in play, a draft in the box moves the lease to the human. Sessions
+    /// whose lock is held (a delivery pasting our own text) are skipped.
     fn watch_drafts(&self) {
+        let watched: Vec<Runtime> = self
+            .inner
+            .hosts
+            .all()
+            .filter(|h| h.watches_human_input())
+            .map(|h| h.runtime())
+            .collect();
         let sessions: Vec<String> = self.core().read(|s| {
             s.sessions
                 .iter()
-                .filter(|r| r.created.runtime == Runtime::Claude && r.state == "live")
+                .filter(|r| watched.contains(&r.created.runtime) && r.state == SessionState::Live)
                 .filter(|r| s.tasks.lease(&r.id).holder == LeaseHolder::Managed)
                 .filter(|r| s.tasks.open(&r.id).next().is_some())
                 .map(|r| r.id.clone())
@@ -1048,7 +1059,10 @@ impl TaskManager {
             let this = self.clone();
             tokio::spawn(async move {
                 let _guard = guard;
-                let draft = this.inner.claude.draft(&session).await.ok().flatten();
+                let draft = match this.host(&session) {
+                    Ok(host) => host.human_input(&session).await.ok().flatten(),
+                    Err(_) => None,
+                };
                 // Text counts once it stays: the same text on two ticks in a row. The box shows
                 // a prompt for a moment while Claude takes it; a human's draft stays.
                 let steady = {
@@ -1080,7 +1094,10 @@ impl TaskManager {
     /// text that is still there and is not a prompt of ours that Claude handed back (which is
     /// cleared instead).
     async fn human_draft(&self, session: &str) -> bool {
-        match self.inner.claude.draft(session).await {
+        let Ok(host) = self.host(session) else {
+            return false;
+        };
+        match host.human_input(session).await {
             Ok(Some(draft)) => !self.clear_if_ours(session, &draft).await,
             _ => false,
         }
@@ -1102,9 +1119,12 @@ impl TaskManager {
             tracing::info!(%session, draft = %draft, "text in Claude's box is human input");
             return false;
         }
-        match self.inner.claude.draft(session).await {
+        let Ok(host) = self.host(session) else {
+            return true;
+        };
+        match host.human_input(session).await {
             Ok(Some(current)) => {
-                if let Err(error) = self.inner.claude.clear_draft(session, &current).await {
+                if let Err(error) = host.clear_input(session, &current).await {
                     tracing::warn!(%session, %error, "could not clear a restored prompt");
                 }
             }
@@ -1129,7 +1149,10 @@ impl TaskManager {
     async fn pump_locked(&self, session: &str, _guard: tokio::sync::OwnedMutexGuard<()>) {
         let next = self.core().read(|s| {
             let record = s.sessions.get(session)?;
-            if record.is_closed() || record.state != "live" || record.active_turn.is_some() {
+            if record.is_closed()
+                || record.state != SessionState::Live
+                || record.active_turn.is_some()
+            {
                 return None;
             }
             let lease = s.tasks.lease(session);
@@ -1141,9 +1164,9 @@ impl TaskManager {
             if head.state != TaskState::Waiting {
                 return None;
             }
-            Some((head.clone(), lease.generation, record.created.runtime))
+            Some((head.clone(), lease.generation))
         });
-        let Some((task, generation, runtime)) = next else {
+        let Some((task, generation)) = next else {
             return;
         };
         if let Err(error) = self
@@ -1161,19 +1184,20 @@ impl TaskManager {
         }
         // The delivery can take seconds (a paste into Claude); the session's lock is held
         // throughout, so nothing else is delivered, and a cancel waits to see its outcome.
-        self.deliver(session, &task, runtime).await;
+        self.deliver(session, &task).await;
     }
 
-    async fn deliver(&self, session: &str, task: &TaskRecord, runtime: Runtime) {
+    async fn deliver(&self, session: &str, task: &TaskRecord) {
         let key = Some(format!("task:{}", task.id));
-        let sent: Result<InjectOutcome, HostError> = match runtime {
-            Runtime::Codex => self.inner.codex.inject(session, &task.prompt, key).await,
-            Runtime::Claude => self.inner.claude.inject(session, &task.prompt, key).await,
+        let sent: Result<InjectOutcome, HostError> = match self.host(session) {
+            Ok(host) => host.inject(session, &task.prompt, key).await,
+            Err(TaskError::Closed(id)) => Err(HostError::Closed(id)),
+            Err(error) => Err(HostError::Invalid(error.to_string())),
         };
         let result = match sent {
             Ok(outcome) => {
                 let accepted = self
-                    .accept(session, &task.id, &outcome.turn_id, &outcome.outcome)
+                    .accept(session, &task.id, &outcome.turn_id, outcome.outcome)
                     .await;
                 // A cancel that came while the agent was taking the prompt acts now.
                 let cancelled = self

@@ -152,6 +152,12 @@ fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
         let Ok(first_seq) = stem.parse::<u64>() else {
             continue;
         };
+        // A link or a FIFO where a segment should be is neither followed nor waited on: its
+        // seqs are then reported missing.
+        if !entry.file_type()?.is_file() {
+            tracing::warn!(path = %entry.path().display(), "ignoring an event log segment that is not a regular file");
+            continue;
+        }
         segments.push(Segment {
             first_seq,
             path: entry.path(),
@@ -447,7 +453,7 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
         .last()
         .map(|last| last.first_seq.saturating_sub(1))
         .unwrap_or(0);
-    recovery.head = (recovery.last_seq + hidden_after_last)
+    recovery.head = (previous_kept + hidden_after_last)
         .max(named)
         .max(previous_kept)
         .min(log_line::MAX_SEQ);
@@ -556,7 +562,7 @@ fn append_quarantine(
         .create(true)
         .append(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(quarantine)?;
     file.write_all(&out)?;
     file.sync_data()

@@ -444,6 +444,26 @@ fn a_deleted_middle_block_is_reported_and_skipped() {
     assert_eq!(started.messages, messages(applied));
 }
 
+/// After retention (the oldest segment is named 100) every line of the log is damaged: their
+/// seqs are reported missing and never given to new events.
+#[test]
+fn damaged_lines_with_nothing_kept_still_hold_their_seqs() {
+    let home = home_with(102, 100, None, encoded);
+    fs::remove_file(home.segment(1)).unwrap();
+    fs::write(home.segment(101), b"garbage\n{\"seq\":10\nx\n").unwrap();
+    let ahead = home_with(100, 100, Some(100), encoded);
+    fs::copy(
+        ahead.home.join("snapshot.json"),
+        home.home.join("snapshot.json"),
+    )
+    .unwrap();
+    let started = start(&home);
+    let damage = started.info.damage.expect("a report");
+    assert_eq!(damage.missing, missing(&[(101, 103, false)]));
+    assert_eq!(damage.quarantined_count, 3);
+    assert_eq!(started.seqs, [104, 105]);
+}
+
 #[test]
 fn a_cut_closed_segment_keeps_the_segments_after_it() {
     let home = home_with(15, 5, None, encoded);

@@ -315,6 +315,10 @@ pub struct EventsPage {
     pub next: u64,
     /// The newest seq in the log when the page was read.
     pub head: u64,
+    /// Seqs between `after` and `next` with no stored event (a damaged log), skipped by this
+    /// read; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<super::SeqRange>,
 }
 
 /// Every error response: `{"error":{"code":"snake_case","message":"…"}}`.
@@ -366,7 +370,7 @@ pub struct HostedSessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// `starting`, `live`, `restarting`, `lost` or `closed`.
-    pub state: String,
+    pub state: super::SessionState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

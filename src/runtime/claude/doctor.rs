@@ -9,8 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::PermissionPolicy;
-use super::host::{find_claude, sibling_binary};
+use super::host::find_claude;
 use crate::peers::{self, Place};
+use crate::runtime::common::sibling_binary;
 
 /// How long `claude --version` may take (the npm launcher starts node first).
 const VERSION_TIMEOUT: Duration = Duration::from_secs(30);

@@ -22,11 +22,18 @@ use super::PermissionPolicy;
 use super::normalize::{self, Normalizer, Output};
 use super::screen;
 use crate::core::{CoreError, CoreHandle, now_ms};
+use crate::protocol::boundary::{Launch, SeedClaude};
 use crate::protocol::{
-    AgentStatus, AgentUpdate, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness,
-    MessageSent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionPane, SessionStatus,
+    AgentStatus, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness, Runtime,
+    SessionBound, SessionClosed, SessionCreated, SessionState, SessionStatus,
 };
-use crate::runtime::{HostError, InjectOutcome};
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::pane::{self, PaneProblem};
+use crate::runtime::common::{
+    DEFAULT_TMUX_SESSION, inject, lock, new_session_id, send_signal, sibling_binary, which,
+    write_private,
+};
+use crate::runtime::{HostError, InjectOutcome, InjectState};
 use crate::tail::{self, Checkpoint, TailItem};
 use crate::tmux::{SessionCache, Tmux};
 
@@ -48,8 +55,6 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(200);
 const TICK: Duration = Duration::from_millis(200);
 /// Lines queued between a tailer and the session task.
 const TAIL_CHANNEL: usize = 1024;
-/// The tmux session cohost opens claude panes in, unless the request names one.
-pub const DEFAULT_TMUX_SESSION: &str = "cohost";
 
 /// Variables passed from the daemon's environment to claude (in the pane, tmux's own
 /// environment would apply otherwise).
@@ -164,51 +169,6 @@ enum Confirmed {
     Queued,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 8];
-    let _ = getrandom::fill(&mut bytes);
-    format!(
-        "cs_{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
-}
-
-/// Finds a helper binary next to the daemon's own executable, else on PATH.
-pub(crate) fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(env_override).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
-    }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
-        let candidate = dir.join(name);
-        if candidate.is_file() {
-            return Ok(candidate);
-        }
-        // Integration tests run from target/debug/deps.
-        if let Some(parent) = dir.parent() {
-            let candidate = parent.join(name);
-            if candidate.is_file() {
-                return Ok(candidate);
-            }
-        }
-    }
-    which(name).ok_or_else(|| {
-        format!("{name} was not found next to cohost or on PATH (build the workspace, or set {env_override})")
-    })
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
 /// `COHOST_CLAUDE_BIN`, else `claude` on PATH.
 pub fn find_claude() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("COHOST_CLAUDE_BIN").filter(|v| !v.is_empty()) {
@@ -225,10 +185,6 @@ pub fn find_claude() -> Result<PathBuf, String> {
     which("claude").ok_or_else(|| {
         "claude not found: set COHOST_CLAUDE_BIN or put `claude` on PATH".to_string()
     })
-}
-
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::private_file::write_atomic(path, bytes, 0o600)
 }
 
 /// The `--settings` JSON registering `cohost-hook` for every event cohost follows, and the
@@ -294,11 +250,11 @@ impl ClaudeHost {
         if let Some(refusal) = self.inner.config.permission_modes.refusal(&permission_mode) {
             return Err(HostError::Invalid(refusal));
         }
-        let claude = find_claude().map_err(HostError::ClaudeUnavailable)?;
+        let claude = find_claude().map_err(|e| HostError::unavailable(Runtime::Claude, e))?;
         let hook_bin = sibling_binary("cohost-hook", "COHOST_HOOK_BIN")
-            .map_err(HostError::ClaudeUnavailable)?;
+            .map_err(|e| HostError::unavailable(Runtime::Claude, e))?;
         let runner_bin = sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
-            .map_err(HostError::ClaudeUnavailable)?;
+            .map_err(|e| HostError::unavailable(Runtime::Claude, e))?;
         let _guard = self.inner.create_lock.lock().await;
         if let Some(key) = &params.idempotency_key
             && let Some(view) = self.inner.core.read(|state| {
@@ -318,7 +274,7 @@ impl ClaudeHost {
             .join("claude")
             .join(&session_id);
         std::fs::create_dir_all(dir.join("checkpoints"))
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
@@ -330,7 +286,7 @@ impl ClaudeHost {
                 .to_string()
                 .as_bytes(),
         )
-        .map_err(|e| HostError::Claude(e.to_string()))?;
+        .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         let mut argv = vec![
             claude.to_string_lossy().into_owned(),
             "--settings".to_string(),
@@ -375,32 +331,17 @@ impl ClaudeHost {
             .tmux_session
             .clone()
             .unwrap_or_else(|| DEFAULT_TMUX_SESSION.to_string());
-        let pane = self
-            .tmux()
-            .open_pane(
-                &tmux_session,
-                &session_id,
-                &cwd,
-                &[],
-                &[
-                    runner_bin.to_string_lossy().into_owned(),
-                    dir.to_string_lossy().into_owned(),
-                ],
-            )
-            .await
-            .map_err(|e| HostError::Claude(format!("could not open a tmux pane: {e}")))?;
-        self.inner.tmux.refresh().await;
-        self.inner
-            .core
-            .append(
-                Some(session_id.clone()),
-                EventKind::SessionPane(SessionPane {
-                    pane_id: pane.pane_id.clone(),
-                    tmux_session,
-                    runner_pid: pane.pid,
-                }),
-            )
-            .await?;
+        pane::open(
+            &self.inner.core,
+            &self.inner.tmux,
+            &session_id,
+            &tmux_session,
+            &cwd,
+            &runner_bin,
+            &dir,
+        )
+        .await
+        .map_err(|e| HostError::failed(Runtime::Claude, e))?;
         let live = self.inner.start_following(&session_id, dir, false);
         // Ready once Claude's SessionStart hook has run.
         let mut started = live.started.subscribe();
@@ -415,44 +356,46 @@ impl ClaudeHost {
         argv: &[String],
         cwd: &Path,
     ) -> Result<(), HostError> {
-        let mut env = serde_json::Map::new();
+        let mut env = std::collections::BTreeMap::new();
         for (key, value) in std::env::vars() {
             if FORWARDED_ENV.contains(&key.as_str())
                 || FORWARDED_PREFIXES.iter().any(|p| key.starts_with(p))
             {
-                env.insert(key, json!(value));
+                env.insert(key, Some(value));
             }
         }
-        env.insert("COHOST_SESSION_DIR".into(), json!(dir));
-        env.insert("COHOST_SESSION_ID".into(), json!(session_id));
-        env.insert("COHOST_URL".into(), json!(self.inner.config.url));
-        env.insert(
-            "COHOST_TOKEN_FILE".into(),
-            json!(self.inner.config.token_file),
+        let mut set = |key: &str, value: String| env.insert(key.to_string(), Some(value));
+        set("COHOST_SESSION_DIR", dir.to_string_lossy().into_owned());
+        set("COHOST_SESSION_ID", session_id.to_string());
+        set("COHOST_URL", self.inner.config.url.clone());
+        set(
+            "COHOST_TOKEN_FILE",
+            self.inner.config.token_file.to_string_lossy().into_owned(),
         );
-        env.insert(
-            "COHOST_PERMISSION_TIMEOUT_SECS".into(),
-            json!(PERMISSION_TIMEOUT.as_secs().to_string()),
+        set(
+            "COHOST_PERMISSION_TIMEOUT_SECS",
+            PERMISSION_TIMEOUT.as_secs().to_string(),
         );
         // The hook asks before a tool runs under a mode this daemon does not allow (a human
         // cycled to it with shift+tab, or Claude started in it despite the flag).
-        env.insert(
-            "COHOST_PERMISSION_MODES".into(),
-            json!(self.inner.config.permission_modes.allowed().join(",")),
+        set(
+            "COHOST_PERMISSION_MODES",
+            self.inner.config.permission_modes.allowed().join(","),
         );
-        let home = std::env::var("HOME").ok();
-        let launch = json!({
-            "argv": argv,
-            "cwd": cwd,
-            "env": env,
-            "seedClaude": home.map(|home| json!({
-                "home": home,
-                "apiKey": std::env::var("ANTHROPIC_API_KEY").ok(),
-                "trustDirs": [cwd],
-            })),
-        });
-        write_private(&dir.join("launch.json"), launch.to_string().as_bytes())
-            .map_err(|e| HostError::Claude(format!("could not write launch.json: {e}")))
+        let launch = Launch {
+            argv: argv.to_vec(),
+            cwd: Some(cwd.to_path_buf()),
+            env,
+            seed_claude: std::env::var_os("HOME").map(|home| SeedClaude {
+                home: PathBuf::from(home),
+                api_key: std::env::var("ANTHROPIC_API_KEY").ok(),
+                trust_dirs: vec![cwd.to_path_buf()],
+            }),
+            session_id: None,
+        };
+        pane::write_launch(dir, &launch).map_err(|e| {
+            HostError::failed(Runtime::Claude, format!("could not write launch.json: {e}"))
+        })
     }
 
     pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
@@ -532,7 +475,7 @@ impl ClaudeHost {
             .tmux()
             .capture(&pane)
             .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         Ok(Some(screen::analyze(&capture)))
     }
 
@@ -580,7 +523,7 @@ impl ClaudeHost {
             self.tmux()
                 .send_keys(pane, keys)
                 .await
-                .map_err(|e| HostError::Claude(e.to_string()))
+                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))
         };
         keys(&["Escape", "Escape"]).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
@@ -591,7 +534,7 @@ impl ClaudeHost {
                 .tmux()
                 .capture(pane)
                 .await
-                .map_err(|e| HostError::Claude(e.to_string()))?;
+                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
             let screen = screen::analyze(&capture);
             if screen.rewind {
                 tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
@@ -613,19 +556,19 @@ impl ClaudeHost {
     }
 
     async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
-        let pane = self
-            .inner
-            .core
-            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
-            .ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
-        match self.tmux().pane_pid(&pane.pane_id).await {
-            Some(pid) if pid == pane.runner_pid => Ok(pane.pane_id),
-            Some(pid) => Err(HostError::Invalid(format!(
-                "pane {} now runs pid {pid}, not the runner cohost started ({}); refusing to type into it",
-                pane.pane_id, pane.runner_pid
-            ))),
-            None => Err(HostError::Closed(session_id.to_string())),
-        }
+        pane::verified(&self.inner.core, &self.inner.tmux, session_id)
+            .await
+            .map_err(|problem| match problem {
+                PaneProblem::None => HostError::NotReady(session_id.to_string()),
+                PaneProblem::Gone => HostError::Closed(session_id.to_string()),
+                PaneProblem::Foreign {
+                    pane_id,
+                    pid,
+                    runner_pid,
+                } => HostError::Invalid(format!(
+                    "pane {pane_id} now runs pid {pid}, not the runner cohost started ({runner_pid}); refusing to type into it"
+                )),
+            })
     }
 
     /// Types a prompt into the TUI: bracketed paste, Enter, then waits for Claude to confirm.
@@ -640,19 +583,8 @@ impl ClaudeHost {
         }
         let live = self.live_session(session_id)?;
         let _serialized = live.inject.lock().await;
-        if let Some(key) = &key
-            && let Some(sent) = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .and_then(|s| s.sent(key).cloned())
-            })
-        {
-            return Ok(InjectOutcome {
-                outcome: sent.outcome,
-                turn_id: sent.turn_id,
-                duplicate: true,
-            });
+        if let Some(earlier) = inject::previous(&self.inner.core, session_id, key.as_deref()) {
+            return Ok(earlier);
         }
         let pane = self.verified_pane(session_id).await?;
         // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
@@ -680,7 +612,7 @@ impl ClaudeHost {
                 .tmux()
                 .capture(&pane)
                 .await
-                .map_err(|e| HostError::Claude(e.to_string()))?;
+                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
             let screen = screen::analyze(&capture);
             if screen.has_draft() {
                 return Err(HostError::HumanTyping(session_id.to_string()));
@@ -701,12 +633,12 @@ impl ClaudeHost {
         let tmux = self.tmux();
         tmux.paste(&pane, text)
             .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         // Give the TUI a moment to take the paste before Enter (a burst can swallow it).
         tokio::time::sleep(Duration::from_millis(150)).await;
         tmux.send_keys(&pane, &["Enter"])
             .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         let outcome = match self.confirm(&pane, &mut submitted, text, busy).await? {
             Some(outcome) => outcome,
             None => {
@@ -714,11 +646,11 @@ impl ClaudeHost {
                 let capture = tmux
                     .capture(&pane)
                     .await
-                    .map_err(|e| HostError::Claude(e.to_string()))?;
+                    .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
                 if screen::analyze(&capture).has_draft() {
                     tmux.send_keys(&pane, &["Enter"])
                         .await
-                        .map_err(|e| HostError::Claude(e.to_string()))?;
+                        .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
                 }
                 match self.confirm(&pane, &mut submitted, text, busy).await? {
                     Some(outcome) => outcome,
@@ -726,13 +658,14 @@ impl ClaudeHost {
                         let capture = tmux
                             .capture(&pane)
                             .await
-                            .map_err(|e| HostError::Claude(e.to_string()))?;
+                            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
                         if screen::analyze(&capture).has_draft() {
                             // Take our text back out of the box rather than leave it for
                             // someone to send.
                             let _ = self.clear_box(&pane).await;
-                            return Err(HostError::Claude(
-                                "claude did not accept the prompt".into(),
+                            return Err(HostError::failed(
+                                Runtime::Claude,
+                                "claude did not accept the prompt",
                             ));
                         }
                         // The box is empty: Claude took the prompt, and its confirmation (the
@@ -741,8 +674,9 @@ impl ClaudeHost {
                         match wait_submitted(&mut submitted, text, LATE_SUBMIT_TIMEOUT).await {
                             Some(confirmed) => confirmed,
                             None => {
-                                return Err(HostError::Claude(
-                                    "claude took the prompt but never confirmed it".into(),
+                                return Err(HostError::failed(
+                                    Runtime::Claude,
+                                    "claude took the prompt but never confirmed it",
                                 ));
                             }
                         }
@@ -751,9 +685,9 @@ impl ClaudeHost {
             }
         };
         let outcome = match outcome {
-            Confirmed::Started(turn) => ("started", turn),
+            Confirmed::Started(turn) => (InjectState::Started, turn),
             Confirmed::Queued => (
-                "queued",
+                InjectState::Queued,
                 self.inner
                     .core
                     .read(|state| {
@@ -765,20 +699,7 @@ impl ClaudeHost {
                     .unwrap_or_default(),
             ),
         };
-        let sent = MessageSent {
-            outcome: outcome.0.to_string(),
-            turn_id: outcome.1.clone(),
-            idempotency_key: key,
-        };
-        self.inner
-            .core
-            .append(Some(session_id.to_string()), EventKind::MessageSent(sent))
-            .await?;
-        Ok(InjectOutcome {
-            outcome: outcome.0.to_string(),
-            turn_id: outcome.1,
-            duplicate: false,
-        })
+        Ok(inject::record(&self.inner.core, session_id, outcome.0, &outcome.1, key).await?)
     }
 
     /// Waits for Claude to take a pasted prompt: `UserPromptSubmit` for it (a new turn), or —
@@ -801,7 +722,7 @@ impl ClaudeHost {
                     .tmux()
                     .capture(pane)
                     .await
-                    .map_err(|e| HostError::Claude(e.to_string()))?;
+                    .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
                 let screen = screen::analyze(&capture);
                 if !screen.has_draft() && (screen.queued || screen.busy) {
                     return Ok(Some(Confirmed::Queued));
@@ -837,7 +758,7 @@ impl ClaudeHost {
         self.tmux()
             .send_keys(&pane, &["Escape"])
             .await
-            .map_err(|e| HostError::Claude(e.to_string()))?;
+            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
         // Interrupted before the first token, Claude puts the prompt back in the box, after the
         // turn stops (which can take a while on a busy machine): watch the screen until the box
         // shows that text, or has stayed idle and empty for a moment.
@@ -1006,18 +927,9 @@ impl ClaudeHost {
         let claude_session =
             claude_session.ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
         let pane = pane.ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
-        let launch: Value = std::fs::read(live.dir.join("launch.json"))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or_else(|| HostError::Claude("launch.json is missing".into()))?;
-        let mut argv: Vec<String> = launch["argv"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut argv = pane::read_launch(&live.dir)
+            .ok_or_else(|| HostError::failed(Runtime::Claude, "launch.json is missing"))?
+            .argv;
         // Drop an earlier --resume/--fork-session, then resume this conversation.
         let mut cleaned = Vec::new();
         let mut skip = false;
@@ -1038,7 +950,7 @@ impl ClaudeHost {
         // Stop a running TUI first and wait for the runner to see it go.
         let running = *lock(&live.claude_pid);
         if let Some(pid) = running {
-            send_signal(pid, libc_sigterm());
+            send_signal(pid, libc::SIGTERM);
             let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
             while !live.exited.load(std::sync::atomic::Ordering::SeqCst)
                 && tokio::time::Instant::now() < deadline
@@ -1057,7 +969,7 @@ impl ClaudeHost {
             .run(&["clear-history", "-t", &pane.pane_id])
             .await;
         // SIGUSR1 asks the runner to launch again (right away if the TUI already exited).
-        send_signal(pane.runner_pid, libc_sigusr1());
+        send_signal(pane.runner_pid, libc::SIGUSR1);
         Ok(())
     }
 
@@ -1113,25 +1025,6 @@ impl ClaudeHost {
     }
 }
 
-fn libc_sigusr1() -> i32 {
-    libc::SIGUSR1
-}
-
-fn libc_sigterm() -> i32 {
-    libc::SIGTERM
-}
-
-/// Sends a signal with `kill(1)`-like semantics through a child `kill` process, so the daemon
-/// needs no unsafe code.
-pub(crate) fn send_signal(pid: u32, signal: i32) {
-    let _ = std::process::Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-}
-
 /// Waits for Claude's word on a pasted `text` (compared as the user wrote it: the normalizer
 /// removed any `<pasted_content>` wrapper).
 async fn wait_submitted(
@@ -1175,7 +1068,7 @@ impl Inner {
         // After a daemon restart the runner's `started` line is behind the checkpoint: take the
         // running claude from runner.jsonl, so its session file is followed again.
         let running = if restored {
-            running_claude_pid(&dir)
+            pane::running_child(&dir)
         } else {
             None
         };
@@ -1473,7 +1366,7 @@ impl Inner {
                 self.store(
                     &live.session_id,
                     EventKind::SessionStatus(SessionStatus {
-                        state: "live".into(),
+                        state: SessionState::Live,
                         message: None,
                     }),
                 )
@@ -1493,7 +1386,7 @@ impl Inner {
                 self.store(
                     &live.session_id,
                     EventKind::SessionStatus(SessionStatus {
-                        state: "exited".into(),
+                        state: SessionState::Exited,
                         message: Some(match (code, signal) {
                             (Some(code), _) => format!("claude exited with code {code}"),
                             (_, Some(signal)) => format!("claude was killed by signal {signal}"),
@@ -1561,28 +1454,22 @@ impl Inner {
         let Some(pane) = pane else { return };
         // Not bound yet (a fork before its first prompt): no instance under a made-up key.
         let Some(thread) = thread else { return };
-        let update = AgentUpdate {
-            agent: "claude-code".into(),
-            status,
-            ts: now_ms(),
-            thread_id: Some(thread),
-            thread_name: Some(session_id.to_string()),
-            last_user_prompt: None,
-            pane_id: Some(pane.pane_id.clone()),
-            liveness: Some(liveness),
-        };
-        if self
-            .tmux
-            .get()
-            .sessions
-            .iter()
-            .any(|s| s.name == pane.tmux_session)
-        {
-            let _ = self
-                .core
-                .append(Some(pane.tmux_session), EventKind::AgentUpdated(update))
-                .await;
-        }
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: "claude-code",
+                thread_id: &thread,
+                session_id,
+                placement: Placement::Pane {
+                    tmux_session: &pane.tmux_session,
+                    pane_id: &pane.pane_id,
+                },
+                status,
+                liveness,
+            },
+        )
+        .await;
     }
 }
 
@@ -1607,32 +1494,10 @@ fn inherit_fork_history(live: &Live, transcript: &Path, normalizer: &mut Normali
     );
 }
 
-/// The claude the runner last started and has not reported exited (`runner.jsonl`).
-fn running_claude_pid(dir: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(dir.join("runner.jsonl")).ok()?;
-    let mut pid = None;
-    for line in text.lines() {
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        match value.get("event").and_then(Value::as_str) {
-            Some("started") => pid = value.get("pid").and_then(Value::as_u64).map(|p| p as u32),
-            Some("exited") => pid = None,
-            _ => {}
-        }
-    }
-    pid
-}
-
 /// The parent conversation of a fork: `--resume <id>` with `--fork-session` in `launch.json`.
 fn fork_parent(dir: &Path) -> Option<String> {
-    let launch: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("launch.json")).ok()?).ok()?;
-    let argv: Vec<&str> = launch["argv"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let launch = pane::read_launch(dir)?;
+    let argv: Vec<&str> = launch.argv.iter().map(String::as_str).collect();
     if !argv.contains(&"--fork-session") {
         return None;
     }

@@ -5,5 +5,6 @@ pub mod host;
 pub mod normalize;
 pub mod policy;
 pub mod screen;
+mod seam;
 
 pub use policy::PermissionPolicy;

@@ -25,11 +25,16 @@ use super::process::{AppServerProcess, CodexBin, Listen};
 use super::rpc::{Incoming, RequestId, RpcClient, RpcError};
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
-    AgentStatus, AgentUpdate, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin,
-    HostedSessionView, Item, ItemEvent, MessageSent, Runtime, SessionBound, SessionClosed,
-    SessionCreated, SessionStatus, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
+    AgentStatus, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin, HostedSessionView, Item,
+    ItemEvent, Runtime, SessionBound, SessionClosed, SessionCreated, SessionState, SessionStatus,
+    TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
-use crate::runtime::{Capability, HostError, InjectOutcome};
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::pane;
+use crate::runtime::common::{
+    DEFAULT_TMUX_SESSION, inject, lock, new_session_id, private_dir, send_signal, sibling_binary,
+};
+use crate::runtime::{Capability, HostError, InjectOutcome, InjectState};
 use crate::tmux::SessionCache;
 
 /// How long an inject waits for a session's thread to be bound before answering `not_ready`.
@@ -63,7 +68,7 @@ pub struct HostConfig {
 
 impl From<RpcError> for HostError {
     fn from(error: RpcError) -> Self {
-        HostError::Codex(error.to_string())
+        HostError::failed(Runtime::Codex, error.to_string())
     }
 }
 
@@ -80,25 +85,6 @@ pub struct TerminalSpec {
     pub env: std::collections::BTreeMap<String, String>,
 }
 
-/// The pid of the child the runner says is running (its last `started` without a later
-/// `exited`), from `runner.jsonl`.
-fn running_child(journal: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(journal).ok()?;
-    let mut running = None;
-    for line in text.lines() {
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        match value.get("event").and_then(Value::as_str) {
-            Some("started") => running = value.get("pid").and_then(Value::as_u64).map(|p| p as u32),
-            Some("exited") | Some("stopped") => running = None,
-            _ => {}
-        }
-    }
-    running
-}
-
-/// `POST /api/sessions` parameters, validated.
 #[derive(Debug, Clone, Default)]
 pub struct CreateParams {
     pub cwd: PathBuf,
@@ -177,17 +163,6 @@ struct PendingRequest {
     request_id: RequestId,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 8];
-    let _ = getrandom::fill(&mut bytes);
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cs_{hex}")
-}
-
 fn backend_key(budget: Option<&Budget>) -> String {
     match budget {
         None => BASE_KEY.to_string(),
@@ -256,7 +231,11 @@ impl CodexHost {
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the session");
                     host.inner
-                        .status(&live.session_id, "lost", Some(error.to_string()))
+                        .status(
+                            &live.session_id,
+                            SessionState::Lost,
+                            Some(error.to_string()),
+                        )
                         .await;
                 }
             });
@@ -266,7 +245,7 @@ impl CodexHost {
     /// Creates a session: logs it, starts its thread on a backend, and binds them.
     pub async fn create(&self, params: CreateParams) -> Result<HostedSessionView, HostError> {
         if let Err(error) = &self.inner.codex {
-            return Err(HostError::CodexUnavailable(error.clone()));
+            return Err(HostError::unavailable(Runtime::Codex, error.clone()));
         }
         let _guard = self.inner.create_lock.lock().await;
         if let Some(key) = &params.idempotency_key
@@ -299,7 +278,7 @@ impl CodexHost {
         let live = self.inner.live_for(&session_id);
         if let Err(error) = self.inner.bind_new(&live).await {
             self.inner
-                .status(&session_id, "lost", Some(error.to_string()))
+                .status(&session_id, SessionState::Lost, Some(error.to_string()))
                 .await;
             return Err(error);
         }
@@ -335,19 +314,10 @@ impl CodexHost {
         }
         let live = self.inner.live_session(session_id)?;
         let _serialized = live.inject.lock().await;
-        if let Some(key) = &idempotency_key
-            && let Some(sent) = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .and_then(|s| s.sent(key).cloned())
-            })
+        if let Some(earlier) =
+            inject::previous(&self.inner.core, session_id, idempotency_key.as_deref())
         {
-            return Ok(InjectOutcome {
-                outcome: sent.outcome,
-                turn_id: sent.turn_id,
-                duplicate: true,
-            });
+            return Ok(earlier);
         }
         let binding = self.inner.wait_bound(&live).await?;
         let mut current = lock(&live.turn).current.clone();
@@ -371,7 +341,7 @@ impl CodexHost {
                         .and_then(Value::as_str)
                         .unwrap_or(&turn_id)
                         .to_string();
-                    outcome = Some(("steered", steered));
+                    outcome = Some((InjectState::Steered, steered));
                 }
                 // The turn ended while we decided: start a new one instead.
                 Err(RpcError::Server { message, .. }) if message.contains("no active turn") => {
@@ -383,7 +353,7 @@ impl CodexHost {
                 Err(RpcError::Server { message, .. }) if message.contains("but found") => {
                     current = running_turn_in(&message);
                     if current.is_none() {
-                        return Err(HostError::Codex(message));
+                        return Err(HostError::failed(Runtime::Codex, message));
                     }
                 }
                 Err(error) => return Err(error.into()),
@@ -420,37 +390,31 @@ impl CodexHost {
                     .pointer("/turn/id")
                     .and_then(Value::as_str)
                     .ok_or_else(|| {
-                        HostError::Codex("turn/start answered without a turn id".into())
+                        HostError::failed(Runtime::Codex, "turn/start answered without a turn id")
                     })?
                     .to_string();
                 let mut turn = lock(&live.turn);
                 if running_before.as_deref() == Some(turn_id.as_str()) {
                     // codex joined a turn that was already running: no turn/started will come.
                     turn.pending_api = turn.pending_api.saturating_sub(1);
-                    ("steered", turn_id)
+                    (InjectState::Steered, turn_id)
                 } else {
                     if turn.current.is_none() {
                         turn.current = Some(turn_id.clone());
                     }
-                    ("started", turn_id)
+                    (InjectState::Started, turn_id)
                 }
             }
         };
         *lock(&binding.backend.last_used) = Instant::now();
-        let sent = MessageSent {
-            outcome: kind.to_string(),
-            turn_id: turn_id.clone(),
+        Ok(inject::record(
+            &self.inner.core,
+            session_id,
+            kind,
+            &turn_id,
             idempotency_key,
-        };
-        self.inner
-            .core
-            .append(Some(session_id.to_string()), EventKind::MessageSent(sent))
-            .await?;
-        Ok(InjectOutcome {
-            outcome: kind.to_string(),
-            turn_id,
-            duplicate: false,
-        })
+        )
+        .await?)
     }
 
     /// Interrupts the running turn. `Ok(false)` when no turn is running.
@@ -652,8 +616,9 @@ impl CodexHost {
             Err(error) => return Err(error.into()),
         };
         let Some(thread_id) = answer.pointer("/thread/id").and_then(Value::as_str) else {
-            return Err(HostError::Codex(
-                "thread/fork answered without a thread id".into(),
+            return Err(HostError::failed(
+                Runtime::Codex,
+                "thread/fork answered without a thread id",
             ));
         };
         let parent = self.view(session_id)?;
@@ -731,7 +696,7 @@ impl CodexHost {
             .inner
             .codex
             .as_ref()
-            .map_err(|e| HostError::CodexUnavailable(e.clone()))?;
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e.clone()))?;
         let (Some(ws_url), Some(token_file)) =
             (&binding.backend.ws_url, &binding.backend.token_file)
         else {
@@ -741,7 +706,12 @@ impl CodexHost {
         };
         let token = if include_token {
             std::fs::read_to_string(token_file)
-                .map_err(|e| HostError::Codex(format!("cannot read the websocket token: {e}")))?
+                .map_err(|e| {
+                    HostError::failed(
+                        Runtime::Codex,
+                        format!("cannot read the websocket token: {e}"),
+                    )
+                })?
                 .trim()
                 .to_string()
         } else {
@@ -810,9 +780,8 @@ impl CodexHost {
         session_id: &str,
         tmux_session: Option<String>,
     ) -> Result<HostedSessionView, HostError> {
-        let runner =
-            crate::runtime::claude::host::sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
-                .map_err(HostError::CodexUnavailable)?;
+        let runner = sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e))?;
         if self.view(session_id)?.pane_id.is_some() {
             return Err(HostError::Invalid(format!(
                 "session `{session_id}` already has a terminal"
@@ -831,37 +800,19 @@ impl CodexHost {
                 .store(true, std::sync::atomic::Ordering::Release);
             self.terminal_dir(session_id)?
         };
-        let tmux_session = tmux_session
-            .unwrap_or_else(|| crate::runtime::claude::host::DEFAULT_TMUX_SESSION.to_string());
+        let tmux_session = tmux_session.unwrap_or_else(|| DEFAULT_TMUX_SESSION.to_string());
         let cwd = PathBuf::from(self.view(session_id)?.cwd);
-        let pane = self
-            .inner
-            .tmux
-            .tmux()
-            .open_pane(
-                &tmux_session,
-                session_id,
-                &cwd,
-                &[],
-                &[
-                    runner.to_string_lossy().into_owned(),
-                    dir.to_string_lossy().into_owned(),
-                ],
-            )
-            .await
-            .map_err(|e| HostError::Codex(format!("could not open a tmux pane: {e}")))?;
-        self.inner.tmux.refresh().await;
-        self.inner
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionPane(crate::protocol::SessionPane {
-                    pane_id: pane.pane_id,
-                    tmux_session,
-                    runner_pid: pane.pid,
-                }),
-            )
-            .await?;
+        pane::open(
+            &self.inner.core,
+            &self.inner.tmux,
+            session_id,
+            &tmux_session,
+            &cwd,
+            &runner,
+            &dir,
+        )
+        .await
+        .map_err(|e| HostError::failed(Runtime::Codex, e))?;
         self.view(session_id)
     }
 
@@ -872,12 +823,16 @@ impl CodexHost {
         let dir = self.terminal_dir(session_id)?;
         let mut argv = vec![spec.command.clone()];
         argv.extend(spec.args.iter().cloned());
-        let launch = json!({ "argv": argv, "cwd": spec.cwd, "env": spec.env, "seedClaude": null, "sessionId": session_id });
-        crate::runtime::claude::host::write_private(
-            &dir.join("launch.json"),
-            launch.to_string().as_bytes(),
-        )
-        .map_err(|e| HostError::Codex(format!("could not write launch.json: {e}")))?;
+        let launch = crate::protocol::boundary::Launch {
+            argv,
+            cwd: Some(PathBuf::from(&spec.cwd)),
+            env: spec.env.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+            seed_claude: None,
+            session_id: Some(session_id.to_string()),
+        };
+        pane::write_launch(&dir, &launch).map_err(|e| {
+            HostError::failed(Runtime::Codex, format!("could not write launch.json: {e}"))
+        })?;
         Ok(dir)
     }
 
@@ -890,9 +845,7 @@ impl CodexHost {
             .join("codex")
             .join("sessions")
             .join(session_id);
-        std::fs::create_dir_all(&dir).map_err(|e| HostError::Codex(e.to_string()))?;
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        private_dir(&dir).map_err(|e| HostError::failed(Runtime::Codex, e.to_string()))?;
         Ok(dir)
     }
 
@@ -910,11 +863,11 @@ impl CodexHost {
         let dir = self.write_terminal_launch(session_id).await?;
         // Which TUI runs is read before the runner is woken: an idle runner launches at once on
         // SIGUSR1, and reading after it would find (and stop) the TUI just launched.
-        let running = running_child(&dir.join("runner.jsonl"));
+        let running = pane::running_child(&dir);
         // SIGUSR1: the runner launches again as soon as the TUI is not running.
-        crate::runtime::claude::host::send_signal(pane.runner_pid, libc::SIGUSR1);
+        send_signal(pane.runner_pid, libc::SIGUSR1);
         if let Some(pid) = running {
-            crate::runtime::claude::host::send_signal(pid, libc::SIGTERM);
+            send_signal(pid, libc::SIGTERM);
         }
         Ok(())
     }
@@ -1049,15 +1002,12 @@ impl Inner {
         }
     }
 
-    async fn status(&self, session_id: &str, state: &str, message: Option<String>) {
+    async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
         let _ = self
             .core
             .append(
                 Some(session_id.to_string()),
-                EventKind::SessionStatus(SessionStatus {
-                    state: state.to_string(),
-                    message,
-                }),
+                EventKind::SessionStatus(SessionStatus { state, message }),
             )
             .await;
     }
@@ -1087,7 +1037,9 @@ impl Inner {
         let thread_id = answer
             .pointer("/thread/id")
             .and_then(Value::as_str)
-            .ok_or_else(|| HostError::Codex("thread/start answered without a thread id".into()))?;
+            .ok_or_else(|| {
+                HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
+            })?;
         self.attach(live, thread_id, &backend, None).await
     }
 
@@ -1216,7 +1168,7 @@ impl Inner {
         let bin = self
             .codex
             .as_ref()
-            .map_err(|e| HostError::CodexUnavailable(e.clone()))?;
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e.clone()))?;
         let home = self
             .config
             .cohost_home
@@ -1224,7 +1176,7 @@ impl Inner {
             .join(&key)
             .join("home");
         super::home::prepare_home(&home, self.config.user_codex_home.as_deref())
-            .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
         let mut env = Vec::new();
         if let Some(budget) = budget {
             env.push((
@@ -1245,7 +1197,10 @@ impl Inner {
             } else {
                 let token_file = home.parent().unwrap_or(&home).join("ws-token");
                 super::process::write_ws_token(&token_file).map_err(|e| {
-                    HostError::CodexUnavailable(format!("cannot write the websocket token: {e}"))
+                    HostError::unavailable(
+                        Runtime::Codex,
+                        format!("cannot write the websocket token: {e}"),
+                    )
                 })?;
                 (
                     Listen::WebSocket {
@@ -1257,11 +1212,11 @@ impl Inner {
             };
         let (process, rpc, incoming) = AppServerProcess::spawn(bin, &home, listen, &[], &env)
             .await
-            .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
         let ws_url = process.ws_url().map(str::to_string);
         rpc.initialize("cohost", env!("CARGO_PKG_VERSION"))
             .await
-            .map_err(|e| HostError::CodexUnavailable(e.to_string()))?;
+            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
         tracing::info!(key, pid = ?process.pid(), "started a codex app-server backend");
         let backend = Arc::new(Backend {
             key: key.clone(),
@@ -1549,49 +1504,28 @@ impl Inner {
     /// cohost opened (the `cohost` session of the TUIs, created in a session's cwd) matches
     /// that directory too: the project's own session is preferred, that one only as a fallback.
     async fn report(&self, session_id: &str, status: AgentStatus) {
-        let Some((cwd, thread_id, pane_sessions)) = self.core.read(|state| {
-            let pane_sessions: std::collections::HashSet<String> = state
-                .sessions
-                .iter()
-                .filter_map(|s| s.pane.as_ref().map(|p| p.tmux_session.clone()))
-                .collect();
+        let Some((cwd, thread_id)) = self.core.read(|state| {
             state
                 .sessions
                 .get(session_id)
-                .map(|s| (s.created.cwd.clone(), s.thread_id.clone(), pane_sessions))
+                .map(|s| (s.created.cwd.clone(), s.thread_id.clone()))
         }) else {
             return;
         };
-        let list = self.tmux.get();
-        let projects = crate::tmux::SessionList {
-            sessions: list
-                .sessions
-                .iter()
-                .filter(|s| !pane_sessions.contains(&s.name))
-                .cloned()
-                .collect(),
-            running: list.running,
-            server_pid: list.server_pid,
-        };
-        let Ok(tmux_session) = crate::tmux::resolve(&projects, None, Some(&cwd))
-            .or_else(|_| crate::tmux::resolve(&list, None, Some(&cwd)))
-        else {
-            return;
-        };
-        let update = AgentUpdate {
-            agent: "codex".into(),
-            status,
-            ts: crate::core::now_ms(),
-            thread_id: thread_id.or_else(|| Some(session_id.to_string())),
-            thread_name: Some(session_id.to_string()),
-            last_user_prompt: None,
-            pane_id: None,
-            liveness: Some(crate::protocol::Liveness::Alive),
-        };
-        let _ = self
-            .core
-            .append(Some(tmux_session), EventKind::AgentUpdated(update))
-            .await;
+        let thread = thread_id.unwrap_or_else(|| session_id.to_string());
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: "codex",
+                thread_id: &thread,
+                session_id,
+                placement: Placement::Cwd(&cwd),
+                status,
+                liveness: crate::protocol::Liveness::Alive,
+            },
+        )
+        .await;
     }
 
     /// Replaces a dead backend and resumes every thread it served.
@@ -1615,7 +1549,7 @@ impl Inner {
             live.binding.send_replace(None);
             self.status(
                 session_id,
-                "restarting",
+                SessionState::Restarting,
                 Some("the codex backend exited".into()),
             )
             .await;
@@ -1634,7 +1568,7 @@ impl Inner {
                 }
                 Err(error) => {
                     for (session_id, _) in &sessions {
-                        self.status(session_id, "lost", Some(error.to_string()))
+                        self.status(session_id, SessionState::Lost, Some(error.to_string()))
                             .await;
                     }
                     return;
@@ -1648,7 +1582,7 @@ impl Inner {
                 .await
             {
                 tracing::warn!(session = %session_id, %error, "could not resume the thread");
-                self.status(&session_id, "lost", Some(error.to_string()))
+                self.status(&session_id, SessionState::Lost, Some(error.to_string()))
                     .await;
                 continue;
             }

@@ -11,3 +11,4 @@ pub mod host;
 pub mod normalize;
 pub mod process;
 pub mod rpc;
+mod seam;

@@ -6,6 +6,10 @@
 //! [`crate::TestDaemon`], [`Daemon`] reports errors instead of panicking, leaves the daemon's
 //! logging as the caller's environment sets it and sends its stderr to a file, so that what is
 //! measured is the daemon, not the harness.
+//!
+//! Bench code reports errors rather than panicking, so the crate's test-code allowance does not
+//! hold here.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
 use std::io::{BufRead, BufReader};

@@ -9,6 +9,7 @@
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
 //! [`Binaries`] once (`tests/support/mod.rs` does, with an alias per daemon-spawning type), and the
 //! benches pass the path to [`bench::serve_command`].
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bench;
 pub mod claude_env;
