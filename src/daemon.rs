@@ -354,7 +354,7 @@ const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 /// not waited on); one readable by others is tightened through its descriptor.
 pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
     let path = home.join(TOKEN_FILE);
-    match crate::private_file::open(&path, false)? {
+    match crate::core::private_file::open(&path, false)? {
         Some(file) => {
             let mode = file.metadata()?.permissions().mode();
             if mode & 0o077 != 0 {
@@ -397,7 +397,7 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
 
 /// The `daemon.json` a previous daemon of this home left, if it left one.
 fn read_daemon_file(home: &Path) -> Option<DaemonFile> {
-    let bytes = crate::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
+    let bytes = crate::core::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
         .ok()
         .flatten()?;
     serde_json::from_slice(&bytes).ok()
@@ -429,8 +429,12 @@ fn write_daemon_file(
         version: env!("CARGO_PKG_VERSION").to_string(),
         tmux_socket,
     };
-    crate::private_file::write_atomic(&home.join(DAEMON_FILE), &serde_json::to_vec(&file)?, 0o600)
-        .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
+    crate::core::private_file::write_atomic(
+        &home.join(DAEMON_FILE),
+        &serde_json::to_vec(&file)?,
+        0o600,
+    )
+    .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
     Ok(())
 }
 

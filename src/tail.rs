@@ -188,13 +188,15 @@ pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(),
     })?;
     // Never through a link planted at the temporary path, and no temporary file left behind.
     let target = file.to_path_buf();
-    tokio::task::spawn_blocking(move || crate::private_file::write_atomic(&target, &bytes, 0o600))
-        .await
-        .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
-        .map_err(|source| CheckpointError::Write {
-            path: file.to_path_buf(),
-            source,
-        })
+    tokio::task::spawn_blocking(move || {
+        crate::core::private_file::write_atomic(&target, &bytes, 0o600)
+    })
+    .await
+    .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
+    .map_err(|source| CheckpointError::Write {
+        path: file.to_path_buf(),
+        source,
+    })
 }
 
 /// The largest checkpoint file read (one holds a path and two numbers).
@@ -205,11 +207,11 @@ const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024;
 pub async fn load_checkpoint(file: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     let target = file.to_path_buf();
     let read = tokio::task::spawn_blocking(move || {
-        crate::private_file::read(&target, MAX_CHECKPOINT_BYTES)
+        crate::core::private_file::read(&target, MAX_CHECKPOINT_BYTES)
     })
     .await
     .unwrap_or_else(|join| {
-        Err(crate::private_file::PrivateFileError::Io {
+        Err(crate::core::private_file::PrivateFileError::Io {
             path: file.to_path_buf(),
             source: std::io::Error::other(join.to_string()),
         })

@@ -76,7 +76,10 @@ impl SessionRecord {
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
             model: self.created.model.clone(),
-            approval_policy: (self.created.runtime != crate::protocol::Runtime::Claude)
+            approval_policy: self
+                .created
+                .runtime
+                .has_approval_policy()
                 .then(|| self.created.approval_policy.clone())
                 .flatten(),
             permission_mode: self

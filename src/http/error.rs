@@ -7,8 +7,6 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::core::CoreError;
-use crate::core::event_log::ReadError;
 use crate::protocol::{ErrorBody, ErrorDetail, FieldError};
 use crate::service::{ErrorKind, ServiceError};
 
@@ -75,18 +73,6 @@ impl From<ServiceError> for ApiError {
 
 impl From<FieldError> for ApiError {
     fn from(error: FieldError) -> Self {
-        ApiError::from(ServiceError::from(error))
-    }
-}
-
-impl From<CoreError> for ApiError {
-    fn from(error: CoreError) -> Self {
-        ApiError::from(ServiceError::from(error))
-    }
-}
-
-impl From<ReadError> for ApiError {
-    fn from(error: ReadError) -> Self {
         ApiError::from(ServiceError::from(error))
     }
 }

@@ -147,3 +147,6 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod router_tests;

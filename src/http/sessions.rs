@@ -13,7 +13,7 @@ use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::boundary::PermissionAsk;
 use crate::protocol::{Budget, HostedSessionView};
-use crate::runtime::Capability;
+use crate::service::Capability;
 use crate::service::CreateRequest;
 
 #[derive(Deserialize)]

@@ -22,6 +22,28 @@ impl Runtime {
         }
     }
 
+    /// The error code of a runtime that is not installed or did not start.
+    pub fn unavailable_code(self) -> &'static str {
+        match self {
+            Runtime::Codex => "codex_unavailable",
+            Runtime::Claude => "claude_unavailable",
+        }
+    }
+
+    /// The error code of a runtime that failed us.
+    pub fn error_code(self) -> &'static str {
+        match self {
+            Runtime::Codex => "codex_error",
+            Runtime::Claude => "claude_error",
+        }
+    }
+
+    /// Whether a session's settings carry codex's approval policy (claude sessions created
+    /// before `permissionMode` existed kept their mode there).
+    pub fn has_approval_policy(self) -> bool {
+        self == Runtime::Codex
+    }
+
     /// The runtime named `name` (`codex`, `claude`).
     pub fn parse(name: &str) -> Option<Runtime> {
         Runtime::ALL.into_iter().find(|r| r.as_str() == name)

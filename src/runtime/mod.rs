@@ -48,9 +48,15 @@ pub enum HostError {
     /// The runtime's program is not installed or did not start.
     #[error("{runtime} is not available: {message}")]
     Unavailable { runtime: Runtime, message: String },
-    /// The runtime answered with an error, or its process failed us.
+    /// The runtime answered with an error, or its process failed us; `source` keeps the cause
+    /// when there is one (an RPC error, an I/O error, a tmux failure).
     #[error("{runtime} failed: {message}")]
-    Failed { runtime: Runtime, message: String },
+    Failed {
+        runtime: Runtime,
+        message: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     #[error("no approval `{0}` in this session")]
     UnknownApproval(String),
     #[error("approval `{0}` was already resolved")]
@@ -72,6 +78,20 @@ impl HostError {
         HostError::Failed {
             runtime,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure with its cause kept as the error's source.
+    pub fn failed_by(
+        runtime: Runtime,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        HostError::Failed {
+            runtime,
+            message: message.into(),
+            source: Some(Box::new(source)),
         }
     }
 

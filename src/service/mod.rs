@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 /// What the surfaces see of an event: its routing fields and its exact line.
 pub use crate::core::StoredEvent;
+/// The answer of an optional capability, and what an inject did.
+pub use crate::runtime::{Capability, InjectOutcome, InjectState};
 pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
 
 /// The task queue's operations and types, for the surfaces (the queue itself sits below the
@@ -195,22 +197,12 @@ impl From<HostError> for ServiceError {
                 ServiceError::new(ErrorKind::Unavailable, "not_ready", message)
             }
             HostError::HumanTyping(_) => ServiceError::conflict("human_typing", message),
-            HostError::Unavailable { runtime, .. } => ServiceError::new(
-                ErrorKind::Unavailable,
-                match runtime {
-                    Runtime::Codex => "codex_unavailable",
-                    Runtime::Claude => "claude_unavailable",
-                },
-                message,
-            ),
-            HostError::Failed { runtime, .. } => ServiceError::new(
-                ErrorKind::Upstream,
-                match runtime {
-                    Runtime::Codex => "codex_error",
-                    Runtime::Claude => "claude_error",
-                },
-                message,
-            ),
+            HostError::Unavailable { runtime, .. } => {
+                ServiceError::new(ErrorKind::Unavailable, runtime.unavailable_code(), message)
+            }
+            HostError::Failed { runtime, .. } => {
+                ServiceError::new(ErrorKind::Upstream, runtime.error_code(), message)
+            }
             HostError::UnknownApproval(_) => ServiceError::not_found("approval_not_found", message),
             HostError::ApprovalResolved(_) => ServiceError::conflict("approval_resolved", message),
             HostError::Core(core) => ServiceError::from(core),

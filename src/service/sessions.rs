@@ -338,9 +338,9 @@ impl Service {
         Ok(self.host_of(id)?.fork(id, after_turn).await?)
     }
 
-    /// Models of a runtime (codex when none is named).
+    /// Models of a runtime (the first registered one, codex, when none is named).
     pub async fn models(&self, runtime: Option<&str>) -> Result<Capability, ServiceError> {
-        let name = runtime.unwrap_or(Runtime::Codex.as_str());
+        let name = runtime.unwrap_or(Runtime::ALL[0].as_str());
         match Runtime::parse(name).and_then(|r| self.hosts.get(r).cloned()) {
             Some(host) => Ok(host.models().await?),
             None => Ok(Capability::fail(

@@ -68,7 +68,7 @@ pub struct HostConfig {
 
 impl From<RpcError> for HostError {
     fn from(error: RpcError) -> Self {
-        HostError::failed(Runtime::Codex, error.to_string())
+        HostError::failed_by(Runtime::Codex, error.to_string(), error)
     }
 }
 

@@ -62,7 +62,7 @@ pub fn which(name: &str) -> Option<PathBuf> {
 
 /// Writes a file only the daemon's user may read, atomically.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::private_file::write_atomic(path, bytes, 0o600)
+    crate::core::private_file::write_atomic(path, bytes, 0o600)
 }
 
 /// Creates `dir` (and its parents) and makes it private to the daemon's user.
