@@ -25,8 +25,6 @@
 //! event is missing, a tailed line is malformed or lost). A missed target is reported, not a
 //! failure. See `docs/benchmarks-claude.md`.
 
-mod support;
-
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -48,7 +46,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use support::{CpuUse, Daemon, Failures, TmuxServer, loadavg, ms, percentile};
+use cohost_testkit::bench::{self, CpuUse, Daemon, Failures, loadavg, ms, percentile};
+use cohost_testkit::{SCRUBBED_ENV, TmuxServer};
 
 /// The tmux session the claude pane opens in.
 const SESSION: &str = "bench";
@@ -84,27 +83,21 @@ const HOST_TAIL_CHANNEL: usize = 1024;
 /// (c)/(a) must be at least this.
 const TARGET_RATIO: f64 = 0.5;
 
-/// Variables that would change how the daemon behaves; removed from its environment.
-const SCRUBBED_ENV: [&str; 15] = [
-    "COHOST_HOME",
-    "COHOST_LISTEN",
-    "COHOST_TMUX_SOCKET",
-    "COHOST_FSYNC",
-    "COHOST_SEGMENT_MB",
-    "COHOST_RETAIN_MB",
-    "COHOST_STALE_AFTER",
-    "COHOST_PRUNE_AFTER",
+/// The daemon under test (the release build `cargo bench` made).
+const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
+
+/// Variables that would change how the daemon behaves, besides the kit's [`SCRUBBED_ENV`];
+/// removed from its environment.
+const BENCH_SCRUBBED_ENV: [&str; 5] = [
     "COHOST_CODEX_BIN",
     "COHOST_CLAUDE_BIN",
     "COHOST_RUNNER_BIN",
     "COHOST_HOOK_BIN",
     "RUST_LOG",
-    "TMUX",
-    "TMUX_PANE",
 ];
 
 fn main() -> ExitCode {
-    support::main("claude", "see above", run())
+    bench::main("claude", "see above", run())
 }
 
 fn now_ms() -> u64 {
@@ -123,7 +116,7 @@ fn mb(bytes: u64) -> f64 {
 // session's settings.json). `cargo bench` builds only this package, so build them here.
 
 fn helper_binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let dir = Path::new(env!("CARGO_BIN_EXE_cohost"))
+    let dir = Path::new(COHOST)
         .parent()
         .context("the cohost binary has no directory")?
         .to_path_buf();
@@ -197,9 +190,9 @@ impl Fixture {
         std::fs::write(&fake_claude, fake_claude_script(&transcript, &work))?;
         std::fs::set_permissions(&fake_claude, std::fs::Permissions::from_mode(0o755))?;
 
-        let tmux = TmuxServer::start(dir.path(), SESSION, Some(&work))?;
-        let mut command = support::serve_command(&tmux);
-        for name in SCRUBBED_ENV {
+        let tmux = TmuxServer::with_sessions(&[(SESSION, &work)]);
+        let mut command = bench::serve_command(Path::new(COHOST), &tmux);
+        for name in SCRUBBED_ENV.into_iter().chain(BENCH_SCRUBBED_ENV) {
             command.env_remove(name);
         }
         command
@@ -274,7 +267,7 @@ struct Conn {
 
 async fn connect(fixture: &Fixture) -> anyhow::Result<Conn> {
     Ok(Conn {
-        sender: support::handshake(fixture.daemon.addr).await?,
+        sender: bench::handshake(fixture.daemon.addr).await?,
         host: fixture.daemon.host.clone(),
         token: fixture.daemon.token.clone(),
     })
@@ -322,7 +315,7 @@ impl Conn {
         let request = self.request(Method::GET, path, Bytes::new())?;
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
-        let body = support::stream_body(response, &format!("GET {path}")).await?;
+        let body = bench::stream_body(response, &format!("GET {path}")).await?;
         Ok((self, body))
     }
 }
@@ -1417,7 +1410,7 @@ async fn transcript_benchmark() -> anyhow::Result<TranscriptReport> {
 // ---------------------------------------------------------------------------------------------
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = support::cpus();
+    let cpus = bench::cpus();
     let started = Instant::now();
     let (runner, hook) = helper_binaries()?;
     let failures = Arc::new(Failures::new(8));

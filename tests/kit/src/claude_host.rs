@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::Binaries;
 use super::claude_env::{ClaudeEnv, claude_bin};
 use super::daemon::TestDaemon;
 use super::mock_messages::MockMessages;
@@ -15,29 +16,29 @@ use super::tmux::TmuxServer;
 /// How long a claude turn may take in a test before it is a failure.
 pub const CLAUDE_TIMEOUT: Duration = Duration::from_secs(40);
 
-pub struct ClaudeFixture {
+pub struct ClaudeFixture<B: Binaries> {
     pub mock: MockMessages,
     pub env: ClaudeEnv,
-    pub daemon: TestDaemon,
+    pub daemon: TestDaemon<B>,
     pub tmux: TmuxServer,
     pub work: PathBuf,
     _work_dir: tempfile::TempDir,
 }
 
-impl ClaudeFixture {
+impl<B: Binaries> ClaudeFixture<B> {
     /// A mock Messages server, a throwaway HOME seeded for the work directory, a private tmux
     /// server with a session `work`, and a daemon whose claude sessions open panes there.
-    pub fn start() -> ClaudeFixture {
+    pub fn start() -> ClaudeFixture<B> {
         ClaudeFixture::start_with_args(&[])
     }
 
     /// [`ClaudeFixture::start`] with extra `cohost serve` arguments.
-    pub fn start_with_args(args: &[&str]) -> ClaudeFixture {
+    pub fn start_with_args(args: &[&str]) -> ClaudeFixture<B> {
         ClaudeFixture::start_with(args, &[])
     }
 
     /// [`ClaudeFixture::start`] with extra `cohost serve` arguments and daemon environment.
-    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> ClaudeFixture {
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> ClaudeFixture<B> {
         let mock = MockMessages::start();
         let work_dir = temp_dir("cohost-claude-work-");
         let work = work_dir.path().canonicalize().unwrap();

@@ -1,6 +1,7 @@
 //! An offline `CODEX_HOME` for the real `codex` (see `codex-app-server-observed.md` §1): the model
-//! provider points at a [`super::mock_responses::MockResponses`], every feature that would reach
-//! the network is off, and the work directory is trusted. Also finds the pinned codex binary.
+//! provider points at a [`super::mock_responses::MockResponses`] (or, in the codex bench, at a
+//! closed port), every feature that would reach the network is off, and the work directory is
+//! trusted. Also finds the pinned codex binary.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +18,17 @@ pub const CODEX_BIN_ENV: &str = "COHOST_TEST_CODEX_BIN";
 /// the config path. `approval_policy` is `on-request`: `untrusted` in config.toml makes codex
 /// 0.169.0 exit (choose it per thread with `thread/start {approvalPolicy}` instead).
 pub fn write_codex_home(dir: &Path, mock_base_url: &str, workdir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    try_write_codex_home(dir, mock_base_url, workdir)
+        .unwrap_or_else(|e| panic!("writing the codex home {}: {e}", dir.display()))
+}
+
+/// [`write_codex_home`] for callers that report errors rather than panic (the benches).
+pub fn try_write_codex_home(
+    dir: &Path,
+    mock_base_url: &str,
+    workdir: &Path,
+) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
     let workdir = workdir
         .canonicalize()
         .unwrap_or_else(|_| workdir.to_path_buf());
@@ -57,8 +68,8 @@ trust_level = "trusted"
         workdir = toml_string(&workdir.to_string_lossy()),
     );
     let path = dir.join("config.toml");
-    std::fs::write(&path, config).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    path
+    std::fs::write(&path, config)?;
+    Ok(path)
 }
 
 /// A TOML basic string literal.

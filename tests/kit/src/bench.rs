@@ -1,9 +1,15 @@
-//! What the benchmarks share: the runtime around their `run`, a private tmux server, a
-//! `cohost serve` process, an HTTP/1.1 connection, failure counting and report helpers.
+//! What the benchmarks share: the runtime around their `run`, a `cohost serve` process
+//! ([`Daemon`], started on a [`crate::TmuxServer`]), an HTTP/1.1 connection, failure counting and
+//! report helpers.
 //!
-//! Each benchmark includes this file as its `support` module and uses only part of it.
-
-#![allow(dead_code)]
+//! The benches (`benches/*.rs`, each its own `harness = false` binary) use only part of it. Unlike
+//! [`crate::TestDaemon`], [`Daemon`] reports errors instead of panicking, leaves the daemon's
+//! logging as the caller's environment sets it and sends its stderr to a file, so that what is
+//! measured is the daemon, not the harness.
+//!
+//! Bench code reports errors rather than panicking, so the crate's test-code allowance does not
+//! hold here.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
 use std::io::{BufRead, BufReader};
@@ -20,6 +26,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+
+use crate::TmuxServer;
 
 /// Runs `run` to its end on a multi-threaded tokio runtime and turns its outcome into the exit
 /// code: `Ok(false)` is a failed run (`failed` says where to look), `Err` an aborted one. On
@@ -76,65 +84,16 @@ async fn interrupted() -> &'static str {
 }
 
 // ---------------------------------------------------------------------------------------------
-// tmux and the daemon
+// the daemon
 
-/// A private tmux server on `<dir>/tmux.sock` with one detached session, killed on drop (tmux
-/// daemonizes).
-pub struct TmuxServer {
-    pub socket: PathBuf,
-}
-
-impl TmuxServer {
-    /// Starts the server with the session `session`, in `start_dir` if given.
-    pub fn start(
-        dir: &Path,
-        session: &str,
-        start_dir: Option<&Path>,
-    ) -> anyhow::Result<TmuxServer> {
-        let socket = dir.join("tmux.sock");
-        let mut command = Command::new("tmux");
-        command.arg("-S").arg(&socket).args([
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            session,
-        ]);
-        if let Some(start_dir) = start_dir {
-            command.arg("-c").arg(start_dir);
-        }
-        let status = command
-            .env_remove("TMUX")
-            .status()
-            .context("failed to run tmux (is it installed?)")?;
-        if !status.success() {
-            bail!("tmux new-session failed: {status}");
-        }
-        Ok(TmuxServer { socket })
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .env_remove("TMUX")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// `cohost serve` (the build `cargo bench` made) on a free loopback port against `tmux`; the
-/// caller adds its own arguments and environment, then passes it to [`Daemon::start`].
-pub fn serve_command(tmux: &TmuxServer) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cohost"));
+/// `cohost serve` (`cohost` is the build `cargo bench` made: the bench's
+/// `env!("CARGO_BIN_EXE_cohost")`) on a free loopback port against `tmux`; the caller adds its
+/// own arguments and environment, then passes it to [`Daemon::start`].
+pub fn serve_command(cohost: &Path, tmux: &TmuxServer) -> Command {
+    let mut command = Command::new(cohost);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
-        .arg(&tmux.socket);
+        .arg(tmux.socket());
     command
 }
 

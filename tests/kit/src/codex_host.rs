@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::Binaries;
 use super::codex_home::{codex_bin, write_codex_home};
 use super::daemon::TestDaemon;
 use super::mock_responses::MockResponses;
@@ -15,23 +16,23 @@ use super::{temp_dir, wait_until};
 /// How long a codex turn may take in a test before it is a failure.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub struct CodexFixture {
+pub struct CodexFixture<B: Binaries> {
     pub mock: MockResponses,
-    pub daemon: TestDaemon,
+    pub daemon: TestDaemon<B>,
     pub tmux: TmuxServer,
     pub work: PathBuf,
     pub codex_home: PathBuf,
     _dirs: Vec<tempfile::TempDir>,
 }
 
-impl CodexFixture {
+impl<B: Binaries> CodexFixture<B> {
     /// A mock model server, an offline CODEX_HOME pointing at it, a private tmux server with a
     /// session `work` in the work directory, and a daemon that hosts codex from that home.
-    pub fn start() -> CodexFixture {
+    pub fn start() -> CodexFixture<B> {
         CodexFixture::start_with_args(&[])
     }
 
-    pub fn start_with_args(args: &[&str]) -> CodexFixture {
+    pub fn start_with_args(args: &[&str]) -> CodexFixture<B> {
         let mock = MockResponses::start();
         let work_dir = temp_dir("cohost-work-");
         let home_dir = temp_dir("cohost-codex-home-");

@@ -1,6 +1,8 @@
-//! `cohost serve` as a child process with its own state directory.
+//! `cohost serve` as a child process with its own state directory, and its HTTP, SSE and CLI
+//! clients. Which executable runs is the caller's [`Binaries`].
 
 use std::io::{BufRead, BufReader, Read};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::http::{Resp, SseClient, raw_request, short};
-use super::{BIN, TmuxServer, run_with_timeout, strip_ansi, temp_dir};
+use super::{Binaries, TmuxServer, run_with_timeout, strip_ansi, temp_dir};
 
 /// How long the daemon gets to print its address, or to exit after SIGTERM.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -20,8 +22,8 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(15);
 const CLI_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Environment variables that would change how the daemon or the CLI behave; removed from every
-/// child so the suite does not depend on the caller's shell.
-const SCRUBBED_ENV: [&str; 10] = [
+/// child so the suite does not depend on the caller's shell. The benches remove these too.
+pub const SCRUBBED_ENV: [&str; 10] = [
     "COHOST_HOME",
     "COHOST_LISTEN",
     "COHOST_TMUX_SOCKET",
@@ -34,7 +36,8 @@ const SCRUBBED_ENV: [&str; 10] = [
     "TMUX_PANE",
 ];
 
-pub struct TestDaemon {
+/// A `cohost serve` child (`B::COHOST`) with a fresh home, killed on drop.
+pub struct TestDaemon<B: Binaries> {
     home_dir: tempfile::TempDir,
     home: PathBuf,
     tmux_socket: Option<PathBuf>,
@@ -49,16 +52,17 @@ pub struct TestDaemon {
     runs: u32,
     /// Extra environment for the daemon (e.g. CODEX_HOME for codex sessions).
     env: Vec<(String, String)>,
+    bins: PhantomData<fn() -> B>,
 }
 
-impl TestDaemon {
+impl<B: Binaries> TestDaemon<B> {
     /// Starts `cohost serve --listen 127.0.0.1:0 --tmux-socket <tmux> ARGS` with a fresh home.
-    pub fn start(tmux: &TmuxServer, args: &[&str]) -> TestDaemon {
+    pub fn start(tmux: &TmuxServer, args: &[&str]) -> TestDaemon<B> {
         TestDaemon::start_with(Some(tmux.socket()), args)
     }
 
     /// Like [`TestDaemon::start`], with any tmux socket (or none).
-    pub fn start_with(tmux_socket: Option<&Path>, args: &[&str]) -> TestDaemon {
+    pub fn start_with(tmux_socket: Option<&Path>, args: &[&str]) -> TestDaemon<B> {
         TestDaemon::start_with_env(tmux_socket, args, &[])
     }
 
@@ -67,7 +71,7 @@ impl TestDaemon {
         tmux_socket: Option<&Path>,
         args: &[&str],
         env: &[(&str, &str)],
-    ) -> TestDaemon {
+    ) -> TestDaemon<B> {
         let home_dir = temp_dir("cohost-home-");
         let home = home_dir.path().join("home");
         let agent = ureq::Agent::config_builder()
@@ -90,6 +94,7 @@ impl TestDaemon {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            bins: PhantomData,
         };
         daemon.spawn();
         daemon
@@ -97,7 +102,7 @@ impl TestDaemon {
 
     /// The `cohost serve` command line for the current home, socket and args.
     pub fn serve_command(&self) -> Command {
-        let mut command = Command::new(BIN);
+        let mut command = Command::new(B::COHOST);
         command.arg("serve").arg("--listen").arg("127.0.0.1:0");
         if let Some(socket) = &self.tmux_socket {
             command.arg("--tmux-socket").arg(socket);
@@ -133,7 +138,7 @@ impl TestDaemon {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot spawn {BIN}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", B::COHOST));
         let mut stderr = child.stderr.take().expect("stderr piped");
         let sink = Arc::clone(&self.stderr);
         thread::spawn(move || {
@@ -539,7 +544,7 @@ impl TestDaemon {
         &self,
         what: &str,
         timeout: Duration,
-        mut f: impl FnMut(&TestDaemon) -> Option<T>,
+        mut f: impl FnMut(&TestDaemon<B>) -> Option<T>,
     ) -> T {
         let deadline = Instant::now() + timeout;
         loop {
@@ -564,7 +569,7 @@ impl TestDaemon {
 
     /// A `cohost` CLI command against this daemon's home (it finds the daemon via daemon.json).
     pub fn cli_command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
+        let mut command = Command::new(B::COHOST);
         command.args(args);
         for name in SCRUBBED_ENV {
             command.env_remove(name);
@@ -624,7 +629,7 @@ impl TestDaemon {
     }
 }
 
-impl Drop for TestDaemon {
+impl<B: Binaries> Drop for TestDaemon<B> {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -1,4 +1,5 @@
-//! A real tmux server on a private socket, killed when dropped.
+//! A real tmux server on a private socket, killed when dropped (tmux daemonizes, so nothing else
+//! would stop it): the integration tests and the benches start one each.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,7 +13,7 @@ pub struct TmuxServer {
     socket: PathBuf,
 }
 
-/// Panics (never skips) when tmux is missing: these tests are about tmux integration.
+/// Panics (never skips) when tmux is missing: these tests and benches are about tmux integration.
 pub fn require_tmux() {
     static CHECKED: OnceLock<Result<String, String>> = OnceLock::new();
     let result = CHECKED.get_or_init(|| match Command::new("tmux").arg("-V").output() {
@@ -27,7 +28,7 @@ pub fn require_tmux() {
     });
     if let Err(error) = result {
         panic!(
-            "tmux is required by cohost's integration tests but is not usable ({error}). \
+            "tmux is required by cohost's integration tests and benches but is not usable ({error}). \
              Install it (e.g. `apt-get install tmux`) and run the tests again."
         );
     }
