@@ -7,7 +7,7 @@
 //!    TUI, and the script appends a `SessionStart` line to the session's `hooks.jsonl` (what
 //!    `cohost-hook` would write) and then idles. The bench then plays `cohost-hook`: it appends
 //!    `UserPromptSubmit`, then `PreToolUse`/`PostToolUse` lines (the payload shapes of
-//!    `claude-code-observed.md` §3, each tool call with a unique `tool_use_id`), one `O_APPEND`
+//!    docs/peers.md "Hooks", each tool call with a unique `tool_use_id`), one `O_APPEND`
 //!    write per line, a few ms apart, and an SSE subscriber on `/api/sessions/{id}/events/stream`
 //!    timestamps the `item.started` / `item.completed` event whose item id carries that
 //!    `tool_use_id`. Run once on a quiet daemon and once while another client posts a steady

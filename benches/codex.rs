@@ -161,7 +161,7 @@ fn parse_stamp(text: &str) -> Option<(usize, i64)> {
 // the fake app-server
 
 mod fake {
-    //! A stand-in for `codex app-server`: the message shapes of `codex-app-server-observed.md`
+    //! A stand-in for `codex app-server`: the message shapes of codex's wire (docs/peers.md, "codex app-server")
     //! §3–§6 over either transport cohost uses — JSON lines on stdio, or (with `--listen
     //! ws://127.0.0.1:0 --ws-auth capability-token --ws-token-file F`) one JSON text frame per
     //! message on a loopback WebSocket, with codex's `listening on: ws://…` banner on stderr,

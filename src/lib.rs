@@ -172,14 +172,7 @@ mod tidy {
         );
         // The runtimes are named only by the protocol, the registry and themselves.
         forbid(
-            &[
-                "core",
-                "service",
-                "http",
-                "mcp",
-                "tasks",
-                "runtime/common",
-            ],
+            &["core", "service", "http", "mcp", "tasks", "runtime/common"],
             &["Runtime::Codex", "Runtime::Claude"],
             "`match Runtime` appears only where the registry is built (runtime/mod.rs)",
         );

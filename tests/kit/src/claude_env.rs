@@ -1,4 +1,4 @@
-//! An offline, never-blocking home for the real `claude` TUI (see `claude-code-observed.md` §1):
+//! An offline, never-blocking home for the real `claude` TUI (see docs/peers.md, "Starting it"):
 //! a throwaway `HOME` whose `~/.claude.json` marks onboarding done, approves the mock API key and
 //! trusts the work directory, plus the environment that points the CLI at a
 //! [`super::mock_messages::MockMessages`] and turns off everything that would reach the network.

@@ -1,4 +1,4 @@
-//! An offline `CODEX_HOME` for the real `codex` (see `codex-app-server-observed.md` §1): the model
+//! An offline `CODEX_HOME` for the real `codex` (see docs/peers.md, "Offline"): the model
 //! provider points at a [`super::mock_responses::MockResponses`] (or, in the codex bench, at a
 //! closed port), every feature that would reach the network is off, and the work directory is
 //! trusted. Also finds the pinned codex binary.

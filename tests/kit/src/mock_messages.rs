@@ -1,5 +1,5 @@
 //! A scripted mock of the Anthropic Messages API on 127.0.0.1, for driving the real `claude` TUI
-//! against it (see `claude-code-observed.md` §1.2). Tests enqueue [`Step`]s; each main-conversation
+//! against it (see docs/peers.md, "Starting it"). Tests enqueue [`Step`]s; each main-conversation
 //! `POST /v1/messages` consumes the first queued step whose conditions match and is answered with
 //! the SSE stream Claude Code 2.1.197 expects (`message_start`, `content_block_*`,
 //! `message_delta`, `message_stop`), or with one JSON message when the request says

@@ -1,7 +1,7 @@
 //! A scripted mock of the OpenAI Responses API on 127.0.0.1, for driving the real `codex` against
 //! it. Tests enqueue [`Step`]s; each main-conversation `POST /v1/responses` consumes the first
 //! queued step whose condition matches and is answered with the SSE stream codex 0.169.0 expects
-//! (see `codex-app-server-observed.md` §2). Hidden calls (thread-title generation and
+//! (see docs/peers.md, "Offline"). Hidden calls (thread-title generation and
 //! auto-compaction) are answered without consuming steps, and an empty queue answers "ok".
 //!
 //! The server runs on its own background thread with its own tokio runtime, so it works from
