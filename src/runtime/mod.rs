@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod lenient;
 
 use serde_json::Value;
 
