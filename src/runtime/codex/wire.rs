@@ -19,7 +19,7 @@ use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::runtime::lenient::{self, open_enum};
+use crate::runtime::lenient::{self, lenient_object, lenient_via_value, open_enum};
 
 /// A JSON-RPC id as codex sends it: an integer or a string, echoed verbatim (`RequestId`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -169,7 +169,7 @@ impl ClientRequest for ThreadStartParams {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ThreadStartResponse {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
 }
 
@@ -190,7 +190,7 @@ impl ClientRequest for ThreadResumeParams {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ThreadResumeResponse {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
 }
 
@@ -212,7 +212,7 @@ impl ClientRequest for ThreadForkParams {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ThreadForkResponse {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
 }
 
@@ -250,7 +250,7 @@ pub struct Thread {
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
     /// Filled by `thread/resume` and `thread/fork` (full history); empty elsewhere.
-    #[serde(deserialize_with = "lenient::objects")]
+    #[serde(deserialize_with = "lenient::vec")]
     pub turns: Vec<Turn>,
 }
 
@@ -347,7 +347,7 @@ impl ClientRequest for TurnStartParams {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TurnStartResponse {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub turn: Option<Turn>,
 }
 
@@ -404,12 +404,12 @@ open_enum! {
 pub struct Turn {
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
-    #[serde(deserialize_with = "lenient::objects")]
+    #[serde(deserialize_with = "lenient::vec")]
     pub items: Vec<ThreadItem>,
     #[serde(deserialize_with = "lenient::opt")]
     pub status: Option<TurnStatus>,
     /// Set for a failed turn.
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub error: Option<TurnError>,
     #[serde(deserialize_with = "lenient::opt")]
     pub duration_ms: Option<u64>,
@@ -601,7 +601,7 @@ impl<'de> Deserialize<'de> for ThreadItem {
 pub struct UserMessageThreadItem {
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
-    #[serde(deserialize_with = "lenient::objects")]
+    #[serde(deserialize_with = "lenient::vec")]
     pub content: Vec<UserInput>,
 }
 
@@ -672,7 +672,7 @@ open_enum! {
 pub struct FileChangeThreadItem {
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
-    #[serde(deserialize_with = "lenient::objects")]
+    #[serde(deserialize_with = "lenient::vec")]
     pub changes: Vec<FileUpdateChange>,
     #[serde(deserialize_with = "lenient::opt")]
     pub status: Option<PatchApplyStatus>,
@@ -767,7 +767,7 @@ pub struct McpToolCallThreadItem {
     /// `McpToolCallResult`, as sent (`Some(Value::Null)` while none).
     #[serde(deserialize_with = "lenient::opt")]
     pub result: Option<Value>,
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub error: Option<McpToolCallError>,
 }
 
@@ -981,7 +981,7 @@ fn borrowed_str<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'d
 pub struct TurnStartedNotification {
     #[serde(deserialize_with = "lenient::opt")]
     pub thread_id: Option<String>,
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub turn: Option<Turn>,
 }
 
@@ -991,7 +991,7 @@ pub struct TurnStartedNotification {
 pub struct TurnCompletedNotification {
     #[serde(deserialize_with = "lenient::opt")]
     pub thread_id: Option<String>,
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub turn: Option<Turn>,
 }
 
@@ -999,7 +999,7 @@ pub struct TurnCompletedNotification {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ItemStartedNotification {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub item: Option<ThreadItem>,
     #[serde(deserialize_with = "lenient::opt")]
     pub thread_id: Option<String>,
@@ -1013,7 +1013,7 @@ pub struct ItemStartedNotification {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ItemCompletedNotification {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub item: Option<ThreadItem>,
     #[serde(deserialize_with = "lenient::opt")]
     pub thread_id: Option<String>,
@@ -1100,9 +1100,9 @@ pub struct ThreadTokenUsageUpdatedNotification {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ThreadTokenUsage {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub total: Option<TokenUsageBreakdown>,
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub last: Option<TokenUsageBreakdown>,
     #[serde(deserialize_with = "lenient::opt")]
     pub model_context_window: Option<u64>,
@@ -1130,7 +1130,7 @@ pub struct TokenUsageBreakdown {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ErrorNotification {
-    #[serde(deserialize_with = "lenient::object")]
+    #[serde(deserialize_with = "lenient::opt")]
     pub error: Option<TurnError>,
     #[serde(deserialize_with = "lenient::opt")]
     pub will_retry: Option<bool>,
@@ -1418,6 +1418,23 @@ open_enum! {
 pub struct CommandExecutionRequestApprovalResponse {
     pub decision: CommandExecutionApprovalDecision,
 }
+
+lenient_object!(
+    Thread,
+    Turn,
+    TurnError,
+    TokenUsageBreakdown,
+    ThreadTokenUsage,
+    FileUpdateChange,
+    McpToolCallError,
+);
+lenient_via_value!(
+    ThreadItem,
+    UserInput,
+    PatchChangeKind,
+    CodexErrorInfo,
+    RequestId
+);
 
 #[cfg(test)]
 mod tests {
