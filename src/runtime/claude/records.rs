@@ -1028,6 +1028,23 @@ mod tests {
     }
 
     #[test]
+    fn lines_cohost_makes_read_like_their_json() {
+        assert_eq!(
+            HookLine::session_end("exited"),
+            HookLine::from_value(
+                &json!({"event": "SessionEnd", "payload": {"hook_event_name": "SessionEnd", "reason": "exited"}})
+            )
+        );
+        let payload = json!({"session_id": "s1", "prompt_id": "p1", "hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"command": "touch x"}});
+        assert_eq!(
+            HookLine::permission_request(7, "r1", &payload),
+            HookLine::from_value(
+                &json!({"receivedAt": 7, "event": "PermissionRequest", "requestId": "r1", "payload": payload})
+            )
+        );
+    }
+
+    #[test]
     fn hook_payloads_of_2_1_332() {
         // L1: auto mode is reported; new fields (`effort`, `background_tasks`) are ignored.
         let submit = hook(

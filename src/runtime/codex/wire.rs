@@ -127,11 +127,11 @@ pub struct InitializeResponse {
 
 open_enum! {
     /// `approvalPolicy` (`AskForApproval`). Codex also accepts a `{"granular": {…}}` object,
-    /// which cohost never sends; `on-failure` is still accepted by the releases cohost supports.
+    /// which cohost never sends. cohost's API also lets `on-failure` through (as `Other`):
+    /// codex 0.169 and 0.171 refuse it (`unknown variant `on-failure``).
     pub enum AskForApproval {
         Untrusted = "untrusted",
         OnRequest = "on-request",
-        OnFailure = "on-failure",
         Never = "never",
     }
 }
