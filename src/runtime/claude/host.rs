@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::PermissionPolicy;
 use super::normalize::{self, Normalizer, Output};
+use super::records::{HookLine, RecordHead, SessionFile};
 use super::screen;
 use crate::core::{CoreError, CoreHandle, now_ms};
 use crate::protocol::boundary::{Launch, SeedClaude};
@@ -802,18 +803,14 @@ impl ClaudeHost {
         payload: Value,
     ) -> Result<Value, HostError> {
         let live = self.live_session(session_id)?;
-        let claude_session = payload
-            .get("session_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        // The hook line may not have been tailed yet: store the request now (deduplicated).
+        let line = HookLine::permission_request(now_ms(), request_id, &payload);
+        let claude_session = line.payload.common.session_id.clone().unwrap_or_default();
         let approval_id = normalize::approval_id(&claude_session, request_id);
         let (tx, rx) = oneshot::channel();
         lock(&self.inner.permissions).insert(approval_id.clone(), (session_id.to_string(), tx));
-        // The hook line may not have been tailed yet: store the request now (deduplicated).
-        let line = json!({ "receivedAt": now_ms(), "event": "PermissionRequest", "requestId": request_id, "payload": payload });
         let mut normalizer = Normalizer::resume(Some(claude_session.clone()), None, None);
-        for output in normalizer.hook(&line, now_ms()) {
+        for output in normalizer.hook_line(&line, now_ms()) {
             if let Output::Store(kind @ EventKind::ApprovalRequested(_)) = output {
                 self.inner.store(session_id, kind).await;
             }
@@ -1378,10 +1375,7 @@ impl Inner {
                 live.started.send_replace(false);
                 let code = line.get("code").and_then(Value::as_i64);
                 let signal = line.get("signal").and_then(Value::as_i64);
-                let outputs = normalizer.hook(
-                    &json!({ "event": "SessionEnd", "payload": { "hook_event_name": "SessionEnd", "reason": "exited" } }),
-                    now_ms(),
-                );
+                let outputs = normalizer.hook_line(&HookLine::session_end("exited"), now_ms());
                 self.apply(live, outputs, normalizer).await;
                 self.store(
                     &live.session_id,
@@ -1426,11 +1420,7 @@ impl Inner {
         let home = live.home.as_ref()?;
         let bytes =
             std::fs::read(home.join(".claude/sessions").join(format!("{pid}.json"))).ok()?;
-        let value: Value = serde_json::from_slice(&bytes).ok()?;
-        value
-            .get("status")
-            .and_then(Value::as_str)
-            .map(str::to_string)
+        SessionFile::from_slice(&bytes)?.status
     }
 
     async fn report(&self, session_id: &str, status: AgentStatus) {
@@ -1489,8 +1479,8 @@ fn inherit_fork_history(live: &Live, transcript: &Path, normalizer: &mut Normali
     };
     normalizer.inherit(
         text.lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter_map(|value| value.get("uuid")?.as_str().map(str::to_string)),
+            .filter_map(RecordHead::of_line)
+            .filter_map(|head| head.uuid),
     );
 }
 

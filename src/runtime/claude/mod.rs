@@ -4,6 +4,7 @@ pub mod doctor;
 pub mod host;
 pub mod normalize;
 pub mod policy;
+pub mod records;
 pub mod screen;
 mod seam;
 

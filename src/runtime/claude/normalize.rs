@@ -12,6 +12,11 @@ use std::collections::{HashSet, VecDeque};
 
 use serde_json::Value;
 
+use super::records::{
+    AssistantContentBlock, AssistantRecord, BashToolInput, HookEvent, HookLine, HookPayload,
+    PostToolUseFailureHookInput, PostToolUseHookInput, PromptSource, RecordHead, TextBlock,
+    ToolResponse, ToolUseBlock, TranscriptRecord, UserContent, UserContentBlock, UserRecord,
+};
 use crate::protocol::{
     AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent, TokenCounts,
     TurnCompleted, TurnSource, TurnStarted, TurnStatus, Usage,
@@ -140,10 +145,6 @@ pub fn tool_item_id(turn_id: &str, tool_use_id: &str) -> String {
     format!("{turn_id}:{tool_use_id}")
 }
 
-fn str_of(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
 fn tool_item(
     turn_id: &str,
     tool_use_id: &str,
@@ -156,11 +157,7 @@ fn tool_item(
     if name == "Bash" {
         Item::Command {
             id,
-            command: input
-                .and_then(|i| i.get("command"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            command: BashToolInput::of(input).command.unwrap_or_default(),
             cwd: None,
             status: status.to_string(),
             exit_code: None,
@@ -176,27 +173,6 @@ fn tool_item(
             status: status.to_string(),
         }
     }
-}
-
-/// The text of a Bash `tool_response` (`{stdout, stderr, …}`) or any other response.
-fn response_text(response: Option<&Value>) -> Option<String> {
-    let response = response?;
-    if let Some(text) = response.as_str() {
-        return Some(text.to_string());
-    }
-    let stdout = response.get("stdout").and_then(Value::as_str);
-    let stderr = response.get("stderr").and_then(Value::as_str);
-    if stdout.is_some() || stderr.is_some() {
-        let mut out = stdout.unwrap_or("").to_string();
-        if let Some(err) = stderr.filter(|e| !e.is_empty()) {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(err);
-        }
-        return Some(out);
-    }
-    Some(response.to_string())
 }
 
 impl Normalizer {
@@ -326,53 +302,51 @@ impl Normalizer {
         }
     }
 
-    /// One `hooks.jsonl` line: `{"receivedAt", "event", "payload", "requestId"?}`.
+    /// One `hooks.jsonl` line: `{"receivedAt", "event", "payload", "requestId"?}`, as JSON.
     pub fn hook(&mut self, line: &Value, now: u64) -> Vec<Output> {
+        self.hook_line(&HookLine::from_value(line), now)
+    }
+
+    /// One `hooks.jsonl` line.
+    pub fn hook_line(&mut self, line: &HookLine, now: u64) -> Vec<Output> {
         let mut out = Vec::new();
-        let event = line.get("event").and_then(Value::as_str).unwrap_or("");
-        let payload = line.get("payload").cloned().unwrap_or(Value::Null);
-        let event = payload
-            .get("hook_event_name")
-            .and_then(Value::as_str)
-            .unwrap_or(event)
-            .to_string();
+        let HookPayload { common, event } = &line.payload;
+        let session_end = matches!(event, HookEvent::SessionEnd(_));
         // Claude's session id can change under us (/clear, --fork-session): re-read it always.
-        if let Some(session) = str_of(&payload, "session_id")
+        if let Some(session) = &common.session_id
             && self.claude_session.as_deref() != Some(session.as_str())
-            && event != "SessionEnd"
+            && !session_end
         {
             self.claude_session = Some(session.clone());
-            let transcript = str_of(&payload, "transcript_path");
             out.push(Output::Bound {
-                claude_session_id: session,
-                transcript_path: transcript,
+                claude_session_id: session.clone(),
+                transcript_path: common.transcript_path.clone(),
             });
         }
-        if let Some(path) = str_of(&payload, "transcript_path")
+        if let Some(path) = &common.transcript_path
             && self.transcript.as_deref() != Some(path.as_str())
-            && event != "SessionEnd"
+            && !session_end
         {
             self.transcript = Some(path.clone());
-            out.push(Output::Transcript(path));
+            out.push(Output::Transcript(path.clone()));
         }
         // UserPromptSubmit, PreToolUse, PermissionRequest and Stop carry the mode in force.
-        if let Some(mode) = str_of(&payload, "permission_mode")
+        if let Some(mode) = &common.permission_mode
             && self.permission_mode.as_deref() != Some(mode.as_str())
         {
-            self.permission_mode = Some(mode.clone());
-            out.push(Output::PermissionMode(mode));
+            self.permission_mode = Some(mode.as_str().to_string());
+            out.push(Output::PermissionMode(mode.as_str().to_string()));
         }
-        let raw_prompt_id = str_of(&payload, "prompt_id");
+        let raw_prompt_id = common.prompt_id.clone();
         let prompt_id = raw_prompt_id.as_deref().map(|id| self.resolve(id));
         let turn_id = prompt_id
             .clone()
             .or_else(|| self.turn.clone())
             .unwrap_or_default();
-        match event.as_str() {
-            "SessionStart" => out.push(Output::Status(AgentStatus::Idle)),
-            "UserPromptSubmit" => {
-                let text =
-                    unwrap_pasted(&str_of(&payload, "prompt").unwrap_or_default()).into_owned();
+        match event {
+            HookEvent::SessionStart(_) => out.push(Output::Status(AgentStatus::Idle)),
+            HookEvent::UserPromptSubmit(input) => {
+                let text = unwrap_pasted(input.prompt.as_deref().unwrap_or_default()).into_owned();
                 let trimmed = text.trim().to_string();
                 if let (Some(raw), Some(mut turn_id)) = (&raw_prompt_id, prompt_id.clone()) {
                     // 2.1.197 sends a batch of queued prompts as one turn, yet may name a prompt
@@ -416,18 +390,15 @@ impl Normalizer {
                     out.push(Output::Status(AgentStatus::Running));
                 }
             }
-            "PreToolUse" => {
-                if let (Some(id), Some(name)) = (
-                    str_of(&payload, "tool_use_id"),
-                    str_of(&payload, "tool_name"),
-                ) {
+            HookEvent::PreToolUse(input) => {
+                if let (Some(id), Some(name)) = (&input.tool_use_id, &input.tool_name) {
                     out.push(Output::Store(EventKind::ItemStarted(ItemEvent {
                         turn_id: turn_id.clone(),
                         item: tool_item(
                             &turn_id,
-                            &id,
-                            &name,
-                            payload.get("tool_input"),
+                            id,
+                            name,
+                            input.tool_input.as_ref(),
                             "inProgress",
                             None,
                         ),
@@ -435,40 +406,51 @@ impl Normalizer {
                     out.push(Output::Status(AgentStatus::ToolRunning));
                 }
             }
-            "PostToolUse" | "PostToolUseFailure" => {
-                if let (Some(id), Some(name)) = (
-                    str_of(&payload, "tool_use_id"),
-                    str_of(&payload, "tool_name"),
-                ) {
-                    let failed = event == "PostToolUseFailure";
-                    let output = if failed {
-                        str_of(&payload, "error")
-                    } else {
-                        response_text(payload.get("tool_response"))
-                    };
-                    let mut item = tool_item(
-                        &turn_id,
-                        &id,
-                        &name,
-                        payload.get("tool_input"),
-                        if failed { "failed" } else { "completed" },
-                        output,
-                    );
-                    if let Item::Command { duration_ms, .. } = &mut item {
-                        *duration_ms = payload.get("duration_ms").and_then(Value::as_u64);
-                    }
-                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
-                        turn_id: turn_id.clone(),
-                        item,
-                    })));
-                    out.push(Output::Status(AgentStatus::Running));
+            HookEvent::PostToolUse(PostToolUseHookInput {
+                tool_name: Some(name),
+                tool_input,
+                tool_use_id: Some(id),
+                duration_ms,
+                ..
+            })
+            | HookEvent::PostToolUseFailure(PostToolUseFailureHookInput {
+                tool_name: Some(name),
+                tool_input,
+                tool_use_id: Some(id),
+                duration_ms,
+                ..
+            }) => {
+                let (output, status) = match event {
+                    HookEvent::PostToolUseFailure(failure) => (failure.error.clone(), "failed"),
+                    HookEvent::PostToolUse(success) => (
+                        success.tool_response.as_ref().map(ToolResponse::text),
+                        "completed",
+                    ),
+                    _ => (None, "completed"),
+                };
+                let mut item = tool_item(&turn_id, id, name, tool_input.as_ref(), status, output);
+                if let Item::Command {
+                    duration_ms: item_duration,
+                    ..
+                } = &mut item
+                {
+                    *item_duration = *duration_ms;
                 }
+                out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                    turn_id: turn_id.clone(),
+                    item,
+                })));
+                out.push(Output::Status(AgentStatus::Running));
             }
-            "PermissionRequest" => {
-                let request_id = str_of(line, "requestId").unwrap_or_default();
+            HookEvent::PermissionRequest(request) => {
+                let request_id = line.request_id.clone().unwrap_or_default();
                 let session = self.claude_session.clone().unwrap_or_default();
-                let tool = str_of(&payload, "tool_name").unwrap_or_default();
-                let input = payload.get("tool_input");
+                let tool = request.tool_name.clone().unwrap_or_default();
+                let input = request.tool_input.as_ref();
+                let BashToolInput {
+                    command,
+                    description,
+                } = BashToolInput::of(input);
                 out.push(Output::Store(EventKind::ApprovalRequested(
                     ApprovalRequested {
                         approval_id: approval_id(&session, &request_id),
@@ -479,67 +461,63 @@ impl Normalizer {
                         },
                         turn_id: turn_id.clone(),
                         item_id: None,
-                        command: input
-                            .and_then(|i| i.get("command"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                            .or_else(|| {
-                                (!tool.is_empty()).then(|| {
-                                    format!(
-                                        "{tool} {}",
-                                        input.map(|i| i.to_string()).unwrap_or_default()
-                                    )
-                                })
-                            }),
-                        cwd: str_of(&payload, "cwd"),
-                        reason: input
-                            .and_then(|i| i.get("description"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
+                        command: command.or_else(|| {
+                            (!tool.is_empty()).then(|| {
+                                format!(
+                                    "{tool} {}",
+                                    input.map(|i| i.to_string()).unwrap_or_default()
+                                )
+                            })
+                        }),
+                        cwd: common.cwd.clone(),
+                        reason: description,
                         decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
                     },
                 )));
                 out.push(Output::Status(AgentStatus::Waiting));
             }
-            "Stop" | "StopFailure" => {
+            HookEvent::Stop(_) | HookEvent::StopFailure(_) => {
                 if let Some(turn_id) = prompt_id.or_else(|| self.turn.clone()) {
-                    let failed = event == "StopFailure";
+                    let (failure, stop) = match event {
+                        HookEvent::StopFailure(failure) => (Some(failure), None),
+                        HookEvent::Stop(stop) => (None, Some(stop)),
+                        _ => (None, None),
+                    };
                     let done = TurnCompleted {
                         turn_id,
-                        status: if failed {
+                        status: if failure.is_some() {
                             TurnStatus::Failed
                         } else {
                             TurnStatus::Completed
                         },
-                        error: failed.then(|| {
-                            str_of(&payload, "last_assistant_message")
-                                .or_else(|| str_of(&payload, "error"))
+                        error: failure.map(|failure| {
+                            failure
+                                .last_assistant_message
+                                .clone()
+                                .or_else(|| failure.error.clone())
                                 .unwrap_or_else(|| "the turn failed".into())
                         }),
                         duration_ms: None,
                         lost: false,
                     };
-                    if failed {
+                    if let Some(failure) = failure {
                         out.push(Output::Store(EventKind::Error(ErrorEvent {
                             turn_id: Some(done.turn_id.clone()),
                             id: Some(format!("turn-failed:{}", done.turn_id)),
                             message: done.error.clone().unwrap_or_default(),
-                            code: str_of(&payload, "error"),
+                            code: failure.error.clone(),
                         })));
                     }
                     // Held until the transcript writes the turn's end (or the grace expires).
-                    self.awaited_reply = if failed {
-                        None
-                    } else {
-                        str_of(&payload, "last_assistant_message")
-                            .map(|text| text.trim().to_string())
-                            .filter(|text| !text.is_empty())
-                    };
+                    self.awaited_reply = stop
+                        .and_then(|stop| stop.last_assistant_message.as_deref())
+                        .map(|text| text.trim().to_string())
+                        .filter(|text| !text.is_empty());
                     self.ended_before_reply = false;
                     self.pending_end = Some((done, now + STOP_GRACE_MS));
                 }
             }
-            "SessionEnd" => {
+            HookEvent::SessionEnd(end) => {
                 if let Some(turn) = self.turn.clone() {
                     self.end_turn(
                         TurnCompleted {
@@ -547,7 +525,7 @@ impl Normalizer {
                             status: TurnStatus::Interrupted,
                             error: Some(format!(
                                 "claude ended the session ({})",
-                                str_of(&payload, "reason").unwrap_or_default()
+                                end.reason.as_deref().unwrap_or_default()
                             )),
                             duration_ms: None,
                             lost: false,
@@ -578,280 +556,272 @@ impl Normalizer {
         self.inherited.extend(uuids);
     }
 
-    /// One transcript line.
+    /// One transcript line, as JSON.
     pub fn transcript_line(&mut self, line: &Value) -> Vec<Output> {
+        self.record(&TranscriptRecord::from_value(line))
+    }
+
+    /// One transcript record.
+    pub fn record(&mut self, record: &TranscriptRecord) -> Vec<Output> {
         let mut out = Vec::new();
-        if line
-            .get("uuid")
-            .and_then(Value::as_str)
+        let head = record.head();
+        if head
+            .uuid
+            .as_ref()
             .is_some_and(|uuid| self.inherited.contains(uuid))
         {
             return out;
         }
-        if line.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+        if head.is_sidechain == Some(true) {
             return out;
         }
-        let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "user" => {
-                let content = line.pointer("/message/content");
-                let prompt_text = match content {
-                    Some(Value::String(text))
-                        if line.get("isMeta").and_then(Value::as_bool) != Some(true)
-                            && line.get("isCompactSummary").is_none()
-                            && !text.starts_with("<command-name>")
-                            && !text.starts_with("<local-command") =>
-                    {
-                        Some(unwrap_pasted(text).into_owned())
-                    }
-                    _ => None,
-                };
-                // A prompt Claude queued behind a turn and now runs (`promptSource: "queued"`,
-                // both versions): a turn of its own — or, for the later prompts of one batch
-                // sent as one request, part of the batch's turn.
-                let queued = line.get("promptSource").and_then(Value::as_str) == Some("queued")
-                    && prompt_text.is_some();
-                if let Some(raw) = str_of(line, "promptId") {
-                    let mut resolved = self.resolve(&raw);
-                    if queued && let Some(text) = &prompt_text {
-                        let open = self.open_turn().map(str::to_string);
-                        if let Some(batch) = self.batch_turn.clone()
-                            && open.as_deref() == Some(batch.as_str())
-                        {
-                            self.alias(&raw, &batch);
-                            resolved = batch;
-                        } else if let Some(open) = open
-                            && open != resolved
-                            && self.turn_texts.contains(&text.trim().to_string())
-                        {
-                            // The hooks opened its turn first, under another prompt id (2.1.197).
-                            self.alias(&raw, &open);
-                            resolved = open;
-                        }
-                        self.batch_turn = Some(resolved.clone());
-                    }
-                    self.transcript_turn = Some(resolved);
-                }
-                let turn_id = self.transcript_turn_id();
-                match content {
-                    Some(Value::String(_)) if prompt_text.is_some() => {
-                        let text = prompt_text.as_ref().unwrap_or(&String::new()).clone();
-                        let text = &text;
-                        self.begin_turn_from(&turn_id, text, queued, &mut out);
-                        if self.turn.as_deref() == Some(turn_id.as_str())
-                            && !self.turn_texts.contains(&text.trim().to_string())
-                        {
-                            self.turn_texts.push(text.trim().to_string());
-                        }
-                        out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
-                            turn_id: turn_id.clone(),
-                            item: Item::UserMessage {
-                                id: prompt_item_id(&turn_id, text),
-                                text: text.clone(),
-                            },
-                        })));
-                    }
-                    Some(Value::Array(blocks)) => {
-                        for block in blocks {
-                            match block.get("type").and_then(Value::as_str) {
-                                Some("tool_result") => {
-                                    let Some(id) = str_of(block, "tool_use_id") else {
-                                        continue;
-                                    };
-                                    let is_error = block.get("is_error").and_then(Value::as_bool)
-                                        == Some(true);
-                                    let text = match block.get("content") {
-                                        Some(Value::String(s)) => s.clone(),
-                                        Some(other) => other.to_string(),
-                                        None => String::new(),
-                                    };
-                                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
-                                        turn_id: turn_id.clone(),
-                                        item: Item::Tool {
-                                            id: tool_item_id(&turn_id, &id),
-                                            name: "tool".into(),
-                                            input: None,
-                                            output: Some(text),
-                                            status: if is_error {
-                                                "failed".into()
-                                            } else {
-                                                "completed".into()
-                                            },
-                                        },
-                                    })));
-                                }
-                                Some("text") => {
-                                    let text = str_of(block, "text").unwrap_or_default();
-                                    if text.starts_with("[Request interrupted by user") {
-                                        self.end_turn(
-                                            TurnCompleted {
-                                                turn_id: turn_id.clone(),
-                                                status: TurnStatus::Interrupted,
-                                                error: None,
-                                                duration_ms: None,
-                                                lost: false,
-                                            },
-                                            &mut out,
-                                        );
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+        match record {
+            TranscriptRecord::User(_, user) => self.user_record(user, &mut out),
+            TranscriptRecord::Assistant(head, assistant) => {
+                self.assistant_record(head, assistant, &mut out)
             }
-            "assistant" => {
-                // The batch's request was sent: no more prompts fold into its turn.
-                self.batch_turn = None;
-                let turn_id = self.transcript_turn_id();
-                let uuid = str_of(line, "uuid").unwrap_or_default();
-                // The partial text of an interrupted reply was not the reply: 2.1.197 wrote it as
-                // model `<synthetic>`, 2.1.332 with the real model and `isAbortedMidStream`.
-                let synthetic = line.pointer("/message/model").and_then(Value::as_str)
-                    == Some("<synthetic>")
-                    || line.get("isAbortedMidStream").and_then(Value::as_bool) == Some(true);
-                if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
-                    let text = line
-                        .pointer("/message/content/0/text")
-                        .and_then(Value::as_str)
-                        .unwrap_or("API error")
-                        .to_string();
-                    out.push(Output::Store(EventKind::Error(ErrorEvent {
-                        id: line
-                            .get("uuid")
-                            .and_then(Value::as_str)
-                            .map(|uuid| format!("transcript:{uuid}")),
-                        turn_id: Some(turn_id),
-                        message: text,
-                        code: line.get("apiErrorStatus").map(|s| s.to_string()),
-                    })));
-                    return out;
+            TranscriptRecord::System(_, system)
+                if system.subtype.as_deref() == Some("turn_duration") =>
+            {
+                self.turn_duration(system.duration_ms, &mut out)
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn user_record(&mut self, line: &UserRecord, out: &mut Vec<Output>) {
+        let content = line.content();
+        let prompt_text = match content {
+            Some(UserContent::Text(text))
+                if line.is_meta != Some(true)
+                    && !line.is_compact_summary()
+                    && !text.starts_with("<command-name>")
+                    && !text.starts_with("<local-command") =>
+            {
+                Some(unwrap_pasted(text).into_owned())
+            }
+            _ => None,
+        };
+        // A prompt Claude queued behind a turn and now runs (`promptSource: "queued"`,
+        // both versions): a turn of its own — or, for the later prompts of one batch
+        // sent as one request, part of the batch's turn.
+        let queued = line.prompt_source == Some(PromptSource::Queued) && prompt_text.is_some();
+        if let Some(raw) = &line.prompt_id {
+            let mut resolved = self.resolve(raw);
+            if queued && let Some(text) = &prompt_text {
+                let open = self.open_turn().map(str::to_string);
+                if let Some(batch) = self.batch_turn.clone()
+                    && open.as_deref() == Some(batch.as_str())
+                {
+                    self.alias(raw, &batch);
+                    resolved = batch;
+                } else if let Some(open) = open
+                    && open != resolved
+                    && self.turn_texts.contains(&text.trim().to_string())
+                {
+                    // The hooks opened its turn first, under another prompt id (2.1.197).
+                    self.alias(raw, &open);
+                    resolved = open;
                 }
-                if let Some(blocks) = line.pointer("/message/content").and_then(Value::as_array) {
-                    for (i, block) in blocks.iter().enumerate() {
-                        match block.get("type").and_then(Value::as_str) {
-                            // An interrupt's partial text is not the reply.
-                            Some("text") if !synthetic => {
-                                let text = str_of(block, "text").unwrap_or_default();
-                                if text.trim().is_empty() {
-                                    continue;
-                                }
-                                self.last_reply = Some((turn_id.clone(), text.trim().to_string()));
-                                out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
-                                    turn_id: turn_id.clone(),
-                                    item: Item::AgentMessage {
-                                        id: format!("{turn_id}:{uuid}:{i}"),
-                                        text,
+                self.batch_turn = Some(resolved.clone());
+            }
+            self.transcript_turn = Some(resolved);
+        }
+        let turn_id = self.transcript_turn_id();
+        match content {
+            Some(UserContent::Text(_)) if prompt_text.is_some() => {
+                let text = prompt_text.as_ref().unwrap_or(&String::new()).clone();
+                let text = &text;
+                self.begin_turn_from(&turn_id, text, queued, out);
+                if self.turn.as_deref() == Some(turn_id.as_str())
+                    && !self.turn_texts.contains(&text.trim().to_string())
+                {
+                    self.turn_texts.push(text.trim().to_string());
+                }
+                out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                    turn_id: turn_id.clone(),
+                    item: Item::UserMessage {
+                        id: prompt_item_id(&turn_id, text),
+                        text: text.clone(),
+                    },
+                })));
+            }
+            Some(UserContent::Blocks(blocks)) => {
+                for block in blocks {
+                    match block {
+                        UserContentBlock::ToolResult(result) => {
+                            let Some(id) = &result.tool_use_id else {
+                                continue;
+                            };
+                            out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                                turn_id: turn_id.clone(),
+                                item: Item::Tool {
+                                    id: tool_item_id(&turn_id, id),
+                                    name: "tool".into(),
+                                    input: None,
+                                    output: Some(result.text()),
+                                    status: if result.is_error == Some(true) {
+                                        "failed".into()
+                                    } else {
+                                        "completed".into()
                                     },
-                                })));
-                            }
-                            Some("tool_use") => {
-                                let (Some(id), Some(name)) =
-                                    (str_of(block, "id"), str_of(block, "name"))
-                                else {
-                                    continue;
-                                };
-                                out.push(Output::Store(EventKind::ItemStarted(ItemEvent {
-                                    turn_id: turn_id.clone(),
-                                    item: tool_item(
-                                        &turn_id,
-                                        &id,
-                                        &name,
-                                        block.get("input"),
-                                        "inProgress",
-                                        None,
-                                    ),
-                                })));
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                if let Some(usage) = line.pointer("/message/usage")
-                    && !synthetic
-                    && line
-                        .pointer("/message/stop_reason")
-                        .and_then(Value::as_str)
-                        .is_some()
-                {
-                    let get = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    let counts = TokenCounts {
-                        input: get("input_tokens")
-                            + get("cache_read_input_tokens")
-                            + get("cache_creation_input_tokens"),
-                        cached_input: get("cache_read_input_tokens"),
-                        output: get("output_tokens"),
-                        reasoning_output: 0,
-                        total: get("input_tokens")
-                            + get("cache_read_input_tokens")
-                            + get("cache_creation_input_tokens")
-                            + get("output_tokens"),
-                    };
-                    out.push(Output::Store(EventKind::Usage(Usage {
-                        id: line
-                            .get("uuid")
-                            .and_then(Value::as_str)
-                            .map(|uuid| format!("transcript:{uuid}")),
-                        turn_id,
-                        total: counts.clone(),
-                        last: counts,
-                        context_window: None,
-                    })));
-                }
-                // The end the transcript wrote ahead of this reply can go now.
-                if self.ended_before_reply
-                    && let Some(pending) = self.pending_end.as_ref().map(|(d, _)| d.turn_id.clone())
-                    && self.reply_written(&pending)
-                    && let Some((done, _)) = self.pending_end.take()
-                {
-                    self.end_turn(done, &mut out);
-                }
-            }
-            "system" if line.get("subtype").and_then(Value::as_str) == Some("turn_duration") => {
-                let duration = line.get("durationMs").and_then(Value::as_u64);
-                let turn = self.transcript_turn_id();
-                match self.pending_end.take() {
-                    // The pending turn's end; also when the batch wrote it above the turn's own
-                    // prompt line (the transcript's last prompt is then an earlier, ended turn).
-                    Some((mut done, deadline))
-                        if done.turn_id == turn
-                            || turn.is_empty()
-                            || self.ended.contains(&turn) =>
-                    {
-                        done.duration_ms = duration;
-                        if self.reply_written(&done.turn_id) {
-                            self.end_turn(done, &mut out);
-                        } else {
-                            // The reply is further down the same batch: end after it (or when
-                            // the grace runs out).
-                            self.pending_end = Some((done, deadline));
-                            self.ended_before_reply = true;
-                        }
-                    }
-                    // Not the turn `Stop` reported (a fork's copied history), or no `Stop` seen:
-                    // this ends the transcript's own turn, and leaves the pending one be.
-                    pending => {
-                        self.pending_end = pending;
-                        if !turn.is_empty() {
-                            self.end_turn(
-                                TurnCompleted {
-                                    turn_id: turn,
-                                    status: TurnStatus::Completed,
-                                    error: None,
-                                    duration_ms: duration,
-                                    lost: false,
                                 },
-                                &mut out,
-                            );
+                            })));
                         }
+                        UserContentBlock::Text(block) => {
+                            let text = block.text.as_deref().unwrap_or_default();
+                            if text.starts_with("[Request interrupted by user") {
+                                self.end_turn(
+                                    TurnCompleted {
+                                        turn_id: turn_id.clone(),
+                                        status: TurnStatus::Interrupted,
+                                        error: None,
+                                        duration_ms: None,
+                                        lost: false,
+                                    },
+                                    out,
+                                );
+                            }
+                        }
+                        UserContentBlock::Other(_) => {}
                     }
                 }
             }
             _ => {}
         }
-        out
+    }
+
+    fn assistant_record(
+        &mut self,
+        head: &RecordHead,
+        line: &AssistantRecord,
+        out: &mut Vec<Output>,
+    ) {
+        // The batch's request was sent: no more prompts fold into its turn.
+        self.batch_turn = None;
+        let turn_id = self.transcript_turn_id();
+        let uuid = head.uuid.clone().unwrap_or_default();
+        let message = line.message.as_ref();
+        // The partial text of an interrupted reply was not the reply: 2.1.197 wrote it as
+        // model `<synthetic>`, 2.1.332 with the real model and `isAbortedMidStream`.
+        let synthetic = message.and_then(|m| m.model.as_deref()) == Some("<synthetic>")
+            || line.is_aborted_mid_stream == Some(true);
+        let blocks = message.map(|m| m.content.as_slice()).unwrap_or_default();
+        if line.is_api_error_message == Some(true) {
+            let text = match blocks.first() {
+                Some(AssistantContentBlock::Text(TextBlock { text: Some(text) })) => text.clone(),
+                _ => "API error".to_string(),
+            };
+            out.push(Output::Store(EventKind::Error(ErrorEvent {
+                id: head.uuid.as_ref().map(|uuid| format!("transcript:{uuid}")),
+                turn_id: Some(turn_id),
+                message: text,
+                code: line.api_error_status.as_ref().map(|s| s.to_string()),
+            })));
+            return;
+        }
+        for (i, block) in blocks.iter().enumerate() {
+            match block {
+                // An interrupt's partial text is not the reply.
+                AssistantContentBlock::Text(block) if !synthetic => {
+                    let text = block.text.clone().unwrap_or_default();
+                    if text.trim().is_empty() {
+                        continue;
+                    }
+                    self.last_reply = Some((turn_id.clone(), text.trim().to_string()));
+                    out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: Item::AgentMessage {
+                            id: format!("{turn_id}:{uuid}:{i}"),
+                            text,
+                        },
+                    })));
+                }
+                AssistantContentBlock::ToolUse(ToolUseBlock {
+                    id: Some(id),
+                    name: Some(name),
+                    input,
+                }) => {
+                    out.push(Output::Store(EventKind::ItemStarted(ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: tool_item(&turn_id, id, name, input.as_ref(), "inProgress", None),
+                    })));
+                }
+                _ => {}
+            }
+        }
+        if let Some(message) = message
+            && let Some(usage) = &message.usage
+            && !synthetic
+            && message.stop_reason.is_some()
+        {
+            let get = |count: Option<u64>| count.unwrap_or(0);
+            let input = get(usage.input_tokens)
+                + get(usage.cache_read_input_tokens)
+                + get(usage.cache_creation_input_tokens);
+            let counts = TokenCounts {
+                input,
+                cached_input: get(usage.cache_read_input_tokens),
+                output: get(usage.output_tokens),
+                reasoning_output: 0,
+                total: input + get(usage.output_tokens),
+            };
+            out.push(Output::Store(EventKind::Usage(Usage {
+                id: head.uuid.as_ref().map(|uuid| format!("transcript:{uuid}")),
+                turn_id,
+                total: counts.clone(),
+                last: counts,
+                context_window: None,
+            })));
+        }
+        // The end the transcript wrote ahead of this reply can go now.
+        if self.ended_before_reply
+            && let Some(pending) = self.pending_end.as_ref().map(|(d, _)| d.turn_id.clone())
+            && self.reply_written(&pending)
+            && let Some((done, _)) = self.pending_end.take()
+        {
+            self.end_turn(done, out);
+        }
+    }
+
+    /// `system/turn_duration`: the transcript's turn ended normally (or on an API error).
+    fn turn_duration(&mut self, duration: Option<u64>, out: &mut Vec<Output>) {
+        let turn = self.transcript_turn_id();
+        match self.pending_end.take() {
+            // The pending turn's end; also when the batch wrote it above the turn's own
+            // prompt line (the transcript's last prompt is then an earlier, ended turn).
+            Some((mut done, deadline))
+                if done.turn_id == turn || turn.is_empty() || self.ended.contains(&turn) =>
+            {
+                done.duration_ms = duration;
+                if self.reply_written(&done.turn_id) {
+                    self.end_turn(done, out);
+                } else {
+                    // The reply is further down the same batch: end after it (or when
+                    // the grace runs out).
+                    self.pending_end = Some((done, deadline));
+                    self.ended_before_reply = true;
+                }
+            }
+            // Not the turn `Stop` reported (a fork's copied history), or no `Stop` seen:
+            // this ends the transcript's own turn, and leaves the pending one be.
+            pending => {
+                self.pending_end = pending;
+                if !turn.is_empty() {
+                    self.end_turn(
+                        TurnCompleted {
+                            turn_id: turn,
+                            status: TurnStatus::Completed,
+                            error: None,
+                            duration_ms: duration,
+                            lost: false,
+                        },
+                        out,
+                    );
+                }
+            }
+        }
     }
 
     /// Whether the transcript has written the reply `Stop` reported for the pending turn.
@@ -954,7 +924,7 @@ mod tests {
             .collect()
     }
 
-    // Payload shapes are literal from shared/reference/claude-code-observed.md §3–§5.
+    // Payload shapes are literal as Claude Code 2.1.197 and 2.1.332 write them (docs/peers.md).
 
     #[test]
     fn a_plain_turn_from_hooks_and_transcript() {
@@ -1408,7 +1378,7 @@ mod tests {
         for partial in [
             // 2.1.197
             json!({"type":"assistant","uuid":"a1","message":{"id":"6c1e…","model":"<synthetic>","content":[{"type":"text","text":"word0 word1"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}),
-            // 2.1.332 (literal shape from peer-versions-observed.md L6)
+            // 2.1.332 (a literal capture)
             json!({"parentUuid":"6eda","message":{"id":"msg_ae01365aeb57","type":"message","role":"assistant","model":"claude-mock","content":[{"type":"text","text":"word0 word1"}],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}},"type":"assistant","uuid":"e9f88735","isAbortedMidStream":true}),
         ] {
             let mut n = Normalizer::new();

@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::normalize::{self, Normalized};
 use super::process::{AppServerProcess, CodexBin, Listen};
 use super::rpc::{Incoming, RequestId, RpcClient, RpcError};
+use super::wire;
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
     AgentStatus, ApprovalResolved, Budget, Empty, EventKind, ForkOrigin, HostedSessionView, Item,
@@ -95,7 +96,9 @@ pub struct CreateParams {
     pub idempotency_key: Option<String>,
 }
 
-pub const APPROVAL_POLICIES: [&str; 4] = ["untrusted", "on-request", "on-failure", "never"];
+/// The approval policies codex takes (0.169 and 0.171 refuse `on-failure` at `thread/start`, so
+/// it is refused here with a clear error rather than leaving a session that cannot start).
+pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
 pub const SANDBOXES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
 
 #[derive(Clone)]
@@ -180,8 +183,8 @@ fn running_turn_in(message: &str) -> Option<String> {
     (!id.is_empty()).then(|| id.to_string())
 }
 
-fn text_input(text: &str) -> Value {
-    json!([{ "type": "text", "text": text, "text_elements": [] }])
+fn text_input(text: &str) -> Vec<wire::UserInput> {
+    vec![wire::UserInput::text(text)]
 }
 
 impl CodexHost {
@@ -329,18 +332,15 @@ impl CodexHost {
             match binding
                 .backend
                 .rpc
-                .request(
-                    "turn/steer",
-                    json!({ "threadId": binding.thread_id, "input": text_input(text), "expectedTurnId": turn_id }),
-                )
+                .call(&wire::TurnSteerParams {
+                    thread_id: binding.thread_id.clone(),
+                    input: text_input(text),
+                    expected_turn_id: turn_id.clone(),
+                })
                 .await
             {
                 Ok(answer) => {
-                    let steered = answer
-                        .get("turnId")
-                        .and_then(Value::as_str)
-                        .unwrap_or(&turn_id)
-                        .to_string();
+                    let steered = answer.turn_id.unwrap_or_else(|| turn_id.clone());
                     outcome = Some((InjectState::Steered, steered));
                 }
                 // The turn ended while we decided: start a new one instead.
@@ -373,10 +373,10 @@ impl CodexHost {
                 let answer = binding
                     .backend
                     .rpc
-                    .request(
-                        "turn/start",
-                        json!({ "threadId": binding.thread_id, "input": text_input(text) }),
-                    )
+                    .call(&wire::TurnStartParams {
+                        thread_id: binding.thread_id.clone(),
+                        input: text_input(text),
+                    })
                     .await;
                 let answer = match answer {
                     Ok(answer) => answer,
@@ -386,13 +386,9 @@ impl CodexHost {
                         return Err(error.into());
                     }
                 };
-                let turn_id = answer
-                    .pointer("/turn/id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        HostError::failed(Runtime::Codex, "turn/start answered without a turn id")
-                    })?
-                    .to_string();
+                let turn_id = answer.turn.and_then(|turn| turn.id).ok_or_else(|| {
+                    HostError::failed(Runtime::Codex, "turn/start answered without a turn id")
+                })?;
                 let mut turn = lock(&live.turn);
                 if running_before.as_deref() == Some(turn_id.as_str()) {
                     // codex joined a turn that was already running: no turn/started will come.
@@ -435,10 +431,10 @@ impl CodexHost {
             match binding
                 .backend
                 .rpc
-                .request(
-                    "turn/interrupt",
-                    json!({ "threadId": binding.thread_id, "turnId": turn_id }),
-                )
+                .call(&wire::TurnInterruptParams {
+                    thread_id: binding.thread_id.clone(),
+                    turn_id: turn_id.clone(),
+                })
                 .await
             {
                 Ok(_) => return Ok(true),
@@ -491,7 +487,12 @@ impl CodexHost {
         pending
             .backend
             .rpc
-            .respond(pending.request_id.clone(), json!({ "decision": decision }))
+            .respond(
+                pending.request_id.clone(),
+                wire::CommandExecutionRequestApprovalResponse {
+                    decision: decision.into(),
+                },
+            )
             .await?;
         let resolved = ApprovalResolved {
             approval_id: approval_id.to_string(),
@@ -512,13 +513,14 @@ impl CodexHost {
         }
     }
 
-    /// Runs a thread-scoped request and wraps the answer as a capability result.
-    async fn thread_call(
+    /// Runs a thread-scoped request (built for the session's thread) and wraps the answer as a
+    /// capability result.
+    async fn thread_call<R: wire::ClientRequest<Response = Value>>(
         &self,
         session_id: &str,
-        method: &str,
-        mut params: Value,
+        params: impl FnOnce(String) -> R,
     ) -> Result<Capability, HostError> {
+        let method = R::METHOD;
         let live = self.inner.live_session(session_id)?;
         let Some(binding) = live.binding.borrow().clone() else {
             return Ok(Capability::fail(
@@ -526,8 +528,8 @@ impl CodexHost {
                 "the session has no live thread yet",
             ));
         };
-        params["threadId"] = json!(binding.thread_id);
-        match binding.backend.rpc.request(method, params).await {
+        let params = params(binding.thread_id.clone());
+        match binding.backend.rpc.call(&params).await {
             Ok(answer) => Ok(Capability::ok(answer)),
             Err(RpcError::Server { message, .. }) if message.contains("unknown variant") => {
                 Ok(Capability::fail(
@@ -541,8 +543,10 @@ impl CodexHost {
     }
 
     pub async fn goal_get(&self, session_id: &str) -> Result<Capability, HostError> {
-        self.thread_call(session_id, "thread/goal/get", json!({}))
-            .await
+        self.thread_call(session_id, |thread_id| wire::ThreadGoalGetParams {
+            thread_id,
+        })
+        .await
     }
 
     /// Sets or patches the goal. `status: "active"` makes codex start turns on its own; they
@@ -554,23 +558,22 @@ impl CodexHost {
         status: Option<String>,
         token_budget: Option<u64>,
     ) -> Result<Capability, HostError> {
-        let mut params = json!({ "origin": "user" });
-        if let Some(objective) = objective {
-            params["objective"] = json!(objective);
-        }
-        if let Some(status) = status {
-            params["status"] = json!(status);
-        }
-        if let Some(budget) = token_budget {
-            params["tokenBudget"] = json!(budget);
-        }
-        self.thread_call(session_id, "thread/goal/set", params)
-            .await
+        self.thread_call(session_id, |thread_id| wire::ThreadGoalSetParams {
+            thread_id,
+            origin: Some(wire::ThreadGoalMutationOrigin::User),
+            objective,
+            status,
+            token_budget,
+        })
+        .await
     }
 
     pub async fn goal_clear(&self, session_id: &str) -> Result<Capability, HostError> {
-        self.thread_call(session_id, "thread/goal/clear", json!({ "origin": "user" }))
-            .await
+        self.thread_call(session_id, |thread_id| wire::ThreadGoalClearParams {
+            thread_id,
+            origin: Some(wire::ThreadGoalMutationOrigin::User),
+        })
+        .await
     }
 
     /// Lists models from the base backend.
@@ -579,7 +582,7 @@ impl CodexHost {
             return Ok(Capability::fail("unsupported", error.clone()));
         }
         let backend = self.inner.backend(None).await?;
-        match backend.rpc.request("model/list", json!({})).await {
+        match backend.rpc.call(&wire::ModelListParams::default()).await {
             Ok(answer) => Ok(Capability::ok(answer)),
             Err(error) => Ok(Capability::fail("error", error.to_string())),
         }
@@ -598,11 +601,11 @@ impl CodexHost {
                 "the session has no live thread yet",
             )));
         };
-        let mut params = json!({ "threadId": binding.thread_id });
-        if let Some(turn_id) = &after_turn_id {
-            params["lastTurnId"] = json!(turn_id);
-        }
-        let answer = match binding.backend.rpc.request("thread/fork", params).await {
+        let params = wire::ThreadForkParams {
+            thread_id: binding.thread_id.clone(),
+            last_turn_id: after_turn_id.clone(),
+        };
+        let answer = match binding.backend.rpc.call(&params).await {
             Ok(answer) => answer,
             Err(RpcError::Server { message, .. }) if message.contains("no rollout found") => {
                 return Ok(Err(Capability::fail(
@@ -615,7 +618,10 @@ impl CodexHost {
             }
             Err(error) => return Err(error.into()),
         };
-        let Some(thread_id) = answer.pointer("/thread/id").and_then(Value::as_str) else {
+        let Some((thread_id, thread)) = answer
+            .thread
+            .and_then(|thread| Some((thread.id.clone()?, thread)))
+        else {
             return Err(HostError::failed(
                 Runtime::Codex,
                 "thread/fork answered without a thread id",
@@ -647,7 +653,7 @@ impl CodexHost {
             .await?;
         let new_live = self.inner.live_for(&new_id);
         self.inner
-            .attach(&new_live, thread_id, &binding.backend, answer.get("thread"))
+            .attach(&new_live, &thread_id, &binding.backend, Some(&thread))
             .await?;
         Ok(Ok(self.view(&new_id)?))
     }
@@ -661,10 +667,9 @@ impl CodexHost {
             let _ = binding
                 .backend
                 .rpc
-                .request(
-                    "thread/unsubscribe",
-                    json!({ "threadId": binding.thread_id }),
-                )
+                .call(&wire::ThreadUnsubscribeParams {
+                    thread_id: binding.thread_id.clone(),
+                })
                 .await;
             lock(&binding.backend.threads).remove(&binding.thread_id);
         }
@@ -759,10 +764,10 @@ impl CodexHost {
         let named = binding
             .backend
             .rpc
-            .request(
-                "thread/name/set",
-                json!({ "threadId": binding.thread_id, "name": format!("cohost {session_id}") }),
-            )
+            .call(&wire::ThreadSetNameParams {
+                thread_id: binding.thread_id.clone(),
+                name: format!("cohost {session_id}"),
+            })
             .await;
         match named {
             Ok(_) => true,
@@ -1023,24 +1028,17 @@ impl Inner {
             .settings(&live.session_id)
             .ok_or_else(|| HostError::UnknownSession(live.session_id.clone()))?;
         let backend = self.backend(settings.budget.as_ref()).await?;
-        let mut params = json!({ "cwd": settings.cwd });
-        if let Some(model) = &settings.model {
-            params["model"] = json!(model);
-        }
-        if let Some(policy) = &settings.approval_policy {
-            params["approvalPolicy"] = json!(policy);
-        }
-        if let Some(sandbox) = &settings.sandbox {
-            params["sandbox"] = json!(sandbox);
-        }
-        let answer = backend.rpc.request("thread/start", params).await?;
-        let thread_id = answer
-            .pointer("/thread/id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
-            })?;
-        self.attach(live, thread_id, &backend, None).await
+        let params = wire::ThreadStartParams {
+            cwd: Some(settings.cwd.clone()),
+            model: settings.model.clone(),
+            approval_policy: settings.approval_policy.as_deref().map(Into::into),
+            sandbox: settings.sandbox.as_deref().map(Into::into),
+        };
+        let answer = backend.rpc.call(&params).await?;
+        let thread_id = answer.thread.and_then(|thread| thread.id).ok_or_else(|| {
+            HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
+        })?;
+        self.attach(live, &thread_id, &backend, None).await
     }
 
     /// Routes `thread_id` on `backend` to the session, backfills `snapshot` (a Thread with
@@ -1050,25 +1048,22 @@ impl Inner {
         live: &Arc<Live>,
         thread_id: &str,
         backend: &Arc<Backend>,
-        snapshot: Option<&Value>,
+        snapshot: Option<&wire::Thread>,
     ) -> Result<(), HostError> {
         lock(&backend.threads).insert(thread_id.to_string(), live.session_id.clone());
-        if let Some(turns) = snapshot
-            .and_then(|thread| thread.get("turns"))
-            .and_then(Value::as_array)
-        {
+        if let Some(turns) = snapshot.map(|thread| &thread.turns) {
             for turn in turns {
-                for kind in normalize::backfill_turn(turn) {
+                for kind in normalize::backfill(turn) {
                     match kind {
                         // A turn that ended while nobody listened closes the items it left open.
                         EventKind::TurnCompleted(done) => self.end_turn(live, done).await,
                         kind => self.store(&live.session_id, kind).await,
                     }
                 }
-                if turn.get("status").and_then(Value::as_str) == Some("inProgress")
-                    && let Some(turn_id) = turn.get("id").and_then(Value::as_str)
+                if turn.status == Some(wire::TurnStatus::InProgress)
+                    && let Some(turn_id) = &turn.id
                 {
-                    lock(&live.turn).current = Some(turn_id.to_string());
+                    lock(&live.turn).current = Some(turn_id.clone());
                 }
             }
         }
@@ -1113,7 +1108,9 @@ impl Inner {
             attempt += 1;
             match backend
                 .rpc
-                .request("thread/resume", json!({ "threadId": thread_id }))
+                .call(&wire::ThreadResumeParams {
+                    thread_id: thread_id.to_string(),
+                })
                 .await
             {
                 Ok(answer) => break answer,
@@ -1128,7 +1125,7 @@ impl Inner {
             }
         };
         lock(&live.turn).current = None;
-        self.attach(live, thread_id, &backend, answer.get("thread"))
+        self.attach(live, thread_id, &backend, answer.thread.as_ref())
             .await?;
         // A turn the old backend was running and that did not end in the backfill is over.
         let dangling = self.core.read(|state| {
@@ -1362,9 +1359,7 @@ impl Inner {
                     let found = approvals
                         .iter()
                         .find(|(_, p)| {
-                            Arc::ptr_eq(&p.backend, backend)
-                                && serde_json::to_value(&p.request_id).ok().as_ref()
-                                    == Some(&request_id)
+                            Arc::ptr_eq(&p.backend, backend) && p.request_id == request_id
                         })
                         .map(|(id, _)| id.clone());
                     if let Some(id) = &found {

@@ -3,7 +3,8 @@
 //!
 //! [`rpc`] speaks the wire (framing, ids, server→client requests) over stdio or WebSocket;
 //! [`process`] finds the codex binary and runs `codex app-server` children; [`home`] prepares
-//! the private CODEX_HOME each backend runs in. Nothing codex-specific leaves this module except
+//! the private CODEX_HOME each backend runs in; [`wire`] types the payloads under codex's own
+//! schema names. Nothing codex-specific leaves this module except
 //! as `protocol` events.
 
 pub mod home;
@@ -12,3 +13,4 @@ pub mod normalize;
 pub mod process;
 pub mod rpc;
 mod seam;
+pub mod wire;

@@ -5,8 +5,16 @@
 //! codex's own turn and item ids, so the same item seen live and again in a backfill after a
 //! resume gets the same cohost id and is stored once.
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::wire::{
+    self, AgentMessageDeltaNotification, CommandExecutionOutputDeltaNotification,
+    ErrorNotification, ItemCompletedNotification, ItemStartedNotification,
+    ReasoningSummaryTextDeltaNotification, ReasoningTextDeltaNotification, RequestId,
+    ServerNotification, ServerRequest, ThreadItem, ThreadScoped,
+    ThreadTokenUsageUpdatedNotification, TokenUsageBreakdown, UserInput,
+};
 use crate::protocol::{
     ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, Item, ItemDelta, ItemEvent,
     TokenCounts, TurnCompleted, TurnStatus, Usage,
@@ -23,13 +31,9 @@ pub fn approval_id(turn_id: &str, item_id: &str, kind: &str) -> String {
     format!("ap:{turn_id}:{item_id}:{kind}")
 }
 
-/// The thread a notification is about, if it names one.
+/// The thread a notification or server request is about, if it names one (`threadId`).
 pub fn thread_id(params: &Value) -> Option<&str> {
-    params.get("threadId").and_then(Value::as_str)
-}
-
-fn str_field(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_string)
+    ThreadScoped::of(params)
 }
 
 /// What a notification means for a session.
@@ -42,31 +46,28 @@ pub enum Normalized {
     /// A turn began; the forwarder decides its source.
     TurnStarted { turn_id: String },
     /// A server request was resolved (answered by someone, or made moot).
-    RequestResolved { request_id: Value },
+    RequestResolved { request_id: RequestId },
     /// The goal was cleared.
     GoalCleared,
 }
 
 /// Normalizes one notification. Returns nothing for notifications cohost does not record.
 pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
-    let turn_of = |params: &Value| str_field(params, "turnId").unwrap_or_default();
-    match method {
-        "turn/started" => params
-            .get("turn")
-            .and_then(|turn| str_field(turn, "id"))
+    match ServerNotification::parse(method, params) {
+        ServerNotification::TurnStarted(started) => started
+            .turn
+            .and_then(|turn| turn.id)
             .map(|turn_id| vec![Normalized::TurnStarted { turn_id }])
             .unwrap_or_default(),
-        "turn/completed" => params
-            .get("turn")
-            .and_then(turn_completed)
+        ServerNotification::TurnCompleted(completed) => completed
+            .turn
+            .as_ref()
+            .and_then(completed_turn)
             .map(|done| vec![Normalized::Store(EventKind::TurnCompleted(done))])
             .unwrap_or_default(),
-        "item/started" => {
-            let turn_id = turn_of(params);
-            match params
-                .get("item")
-                .and_then(|item| self::item(&turn_id, item))
-            {
+        ServerNotification::ItemStarted(ItemStartedNotification { item, turn_id, .. }) => {
+            let turn_id = turn_id.unwrap_or_default();
+            match item.as_ref().and_then(|item| thread_item(&turn_id, item)) {
                 // Messages and reasoning are stored once, complete; their text streams as deltas.
                 Some(
                     item @ (Item::Command { .. } | Item::FileChange { .. } | Item::Tool { .. }),
@@ -79,11 +80,10 @@ pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
                 _ => Vec::new(),
             }
         }
-        "item/completed" => {
-            let turn_id = turn_of(params);
-            params
-                .get("item")
-                .and_then(|item| self::item(&turn_id, item))
+        ServerNotification::ItemCompleted(ItemCompletedNotification { item, turn_id, .. }) => {
+            let turn_id = turn_id.unwrap_or_default();
+            item.as_ref()
+                .and_then(|item| thread_item(&turn_id, item))
                 .map(|item| {
                     vec![Normalized::Store(EventKind::ItemCompleted(ItemEvent {
                         turn_id,
@@ -92,59 +92,90 @@ pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
                 })
                 .unwrap_or_default()
         }
-        "item/agentMessage/delta" => delta(params, "agentMessage"),
-        "item/reasoning/summaryTextDelta" | "item/reasoning/textDelta" => {
-            delta(params, "reasoning")
-        }
-        "item/commandExecution/outputDelta" => delta(params, "commandOutput"),
-        "thread/tokenUsage/updated" => params
-            .get("tokenUsage")
+        ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
+            turn_id,
+            item_id,
+            delta: text,
+            ..
+        }) => delta(turn_id, item_id, text, "agentMessage"),
+        ServerNotification::ReasoningSummaryTextDelta(ReasoningSummaryTextDeltaNotification {
+            turn_id,
+            item_id,
+            delta: text,
+            ..
+        })
+        | ServerNotification::ReasoningTextDelta(ReasoningTextDeltaNotification {
+            turn_id,
+            item_id,
+            delta: text,
+            ..
+        }) => delta(turn_id, item_id, text, "reasoning"),
+        ServerNotification::CommandExecutionOutputDelta(
+            CommandExecutionOutputDeltaNotification {
+                turn_id,
+                item_id,
+                delta: text,
+                ..
+            },
+        ) => delta(turn_id, item_id, text, "commandOutput"),
+        ServerNotification::ThreadTokenUsageUpdated(ThreadTokenUsageUpdatedNotification {
+            turn_id,
+            token_usage,
+            ..
+        }) => token_usage
             .map(|usage| {
                 vec![Normalized::Store(EventKind::Usage(Usage {
                     id: None,
-                    turn_id: turn_of(params),
-                    total: counts(usage.get("total")),
-                    last: counts(usage.get("last")),
-                    context_window: usage.get("modelContextWindow").and_then(Value::as_u64),
+                    turn_id: turn_id.unwrap_or_default(),
+                    total: counts(usage.total.as_ref()),
+                    last: counts(usage.last.as_ref()),
+                    context_window: usage.model_context_window,
                 }))]
             })
             .unwrap_or_default(),
-        "error" => {
-            let error = params.get("error").cloned().unwrap_or(Value::Null);
+        ServerNotification::Error(ErrorNotification { error, turn_id, .. }) => {
+            let error = error.unwrap_or_default();
             vec![Normalized::Store(EventKind::Error(ErrorEvent {
                 id: None,
-                turn_id: str_field(params, "turnId"),
-                message: str_field(&error, "message")
+                turn_id,
+                message: error
+                    .message
                     .unwrap_or_else(|| "codex reported an error".into()),
-                code: str_field(&error, "codexErrorInfo"),
+                // Only a plain-string `codexErrorInfo` is a code; the object forms
+                // (`{"httpConnectionFailed": …}`) carry none.
+                code: error
+                    .codex_error_info
+                    .as_ref()
+                    .and_then(|info| info.code())
+                    .map(str::to_string),
             }))]
         }
-        "thread/goal/updated" => params
-            .get("goal")
+        ServerNotification::ThreadGoalUpdated(updated) => updated
+            .goal
             .filter(|goal| !goal.is_null())
             .map(|goal| {
                 vec![Normalized::Store(EventKind::GoalUpdated(GoalUpdated {
-                    goal: goal.clone(),
+                    goal,
                 }))]
             })
             .unwrap_or_default(),
-        "thread/goal/cleared" => vec![Normalized::GoalCleared],
-        "serverRequest/resolved" => params
-            .get("requestId")
-            .map(|id| {
-                vec![Normalized::RequestResolved {
-                    request_id: id.clone(),
-                }]
-            })
+        ServerNotification::ThreadGoalCleared(_) => vec![Normalized::GoalCleared],
+        ServerNotification::ServerRequestResolved(resolved) => resolved
+            .request_id
+            .map(|request_id| vec![Normalized::RequestResolved { request_id }])
             .unwrap_or_default(),
-        _ => Vec::new(),
+        ServerNotification::Other { .. } => Vec::new(),
     }
 }
 
-fn delta(params: &Value, kind: &str) -> Vec<Normalized> {
-    let turn_id = str_field(params, "turnId").unwrap_or_default();
-    let (Some(codex_item), Some(delta)) = (str_field(params, "itemId"), str_field(params, "delta"))
-    else {
+fn delta(
+    turn_id: Option<String>,
+    codex_item: Option<String>,
+    delta: Option<String>,
+    kind: &str,
+) -> Vec<Normalized> {
+    let turn_id = turn_id.unwrap_or_default();
+    let (Some(codex_item), Some(delta)) = (codex_item, delta) else {
         return Vec::new();
     };
     vec![Normalized::Live(EventKind::ItemDelta(ItemDelta {
@@ -155,157 +186,212 @@ fn delta(params: &Value, kind: &str) -> Vec<Normalized> {
     }))]
 }
 
-fn counts(value: Option<&Value>) -> TokenCounts {
-    let get = |key: &str| {
-        value
-            .and_then(|v| v.get(key))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+fn counts(breakdown: Option<&TokenUsageBreakdown>) -> TokenCounts {
+    let get =
+        |field: fn(&TokenUsageBreakdown) -> Option<u64>| breakdown.and_then(field).unwrap_or(0);
     TokenCounts {
-        input: get("inputTokens"),
-        cached_input: get("cachedInputTokens"),
-        output: get("outputTokens"),
-        reasoning_output: get("reasoningOutputTokens"),
-        total: get("totalTokens"),
+        input: get(|b| b.input_tokens),
+        cached_input: get(|b| b.cached_input_tokens),
+        output: get(|b| b.output_tokens),
+        reasoning_output: get(|b| b.reasoning_output_tokens),
+        total: get(|b| b.total_tokens),
     }
 }
 
-/// `turn/completed`'s turn → `turn.completed`, or `None` while it is still in progress.
+/// A `turn/completed` turn (as JSON) → `turn.completed`, or `None` while it is still in
+/// progress. See [`completed_turn`].
 pub fn turn_completed(turn: &Value) -> Option<TurnCompleted> {
-    let status = match turn.get("status").and_then(Value::as_str)? {
-        "completed" => TurnStatus::Completed,
-        "interrupted" => TurnStatus::Interrupted,
-        "failed" => TurnStatus::Failed,
-        _ => return None,
+    completed_turn(&wire::Turn::deserialize(turn).ok()?)
+}
+
+/// A turn that ended (`completed`, `interrupted`, `failed`) → `turn.completed`; `None` for a turn
+/// in progress, of an unknown status, or without an id.
+pub fn completed_turn(turn: &wire::Turn) -> Option<TurnCompleted> {
+    let status = match turn.status.as_ref()? {
+        wire::TurnStatus::Completed => TurnStatus::Completed,
+        wire::TurnStatus::Interrupted => TurnStatus::Interrupted,
+        wire::TurnStatus::Failed => TurnStatus::Failed,
+        wire::TurnStatus::InProgress | wire::TurnStatus::Other(_) => return None,
     };
     Some(TurnCompleted {
-        turn_id: str_field(turn, "id")?,
+        turn_id: turn.id.clone()?,
         status,
-        error: turn
-            .get("error")
-            .and_then(|error| error.get("message"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        duration_ms: turn.get("durationMs").and_then(Value::as_u64),
+        error: turn.error.as_ref().and_then(|error| error.message.clone()),
+        duration_ms: turn.duration_ms,
         lost: false,
     })
 }
 
-fn text_of_content(content: Option<&Value>) -> String {
-    content
-        .and_then(Value::as_array)
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|part| part.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .unwrap_or_default()
+/// One codex `ThreadItem` (as JSON) → our [`Item`]. See [`thread_item`].
+pub fn item(turn_id: &str, item: &Value) -> Option<Item> {
+    thread_item(turn_id, &ThreadItem::deserialize(item).ok()?)
 }
 
-/// One codex `ThreadItem` → our [`Item`].
-pub fn item(turn_id: &str, item: &Value) -> Option<Item> {
-    let codex_id = str_field(item, "id")?;
-    let id = item_id(turn_id, &codex_id);
-    let kind = item.get("type").and_then(Value::as_str)?;
-    Some(match kind {
-        "userMessage" => Item::UserMessage {
+/// One codex [`ThreadItem`] → our [`Item`]; `None` for an item without an id.
+pub fn thread_item(turn_id: &str, item: &ThreadItem) -> Option<Item> {
+    let id = self::item_id(turn_id, item.id()?);
+    Some(match item {
+        ThreadItem::UserMessage(message) => Item::UserMessage {
             id,
-            text: text_of_content(item.get("content")),
-        },
-        "agentMessage" => Item::AgentMessage {
-            id,
-            text: str_field(item, "text").unwrap_or_default(),
-        },
-        "reasoning" => Item::Reasoning {
-            id,
-            summary: item
-                .get("summary")
-                .and_then(Value::as_array)
-                .map(|parts| {
-                    parts
-                        .iter()
-                        .filter_map(|p| p.as_str().map(str::to_string))
-                        .collect()
+            text: message
+                .content
+                .iter()
+                .filter_map(|input| match input {
+                    UserInput::Text { text, .. } => Some(text.as_str()),
+                    UserInput::Other { .. } => None,
                 })
-                .unwrap_or_default(),
+                .collect::<Vec<_>>()
+                .join(""),
         },
-        "commandExecution" => Item::Command {
+        ThreadItem::AgentMessage(message) => Item::AgentMessage {
             id,
-            command: str_field(item, "command").unwrap_or_default(),
-            cwd: str_field(item, "cwd"),
-            status: str_field(item, "status").unwrap_or_else(|| "inProgress".into()),
-            exit_code: item.get("exitCode").and_then(Value::as_i64),
-            output: str_field(item, "aggregatedOutput"),
-            duration_ms: item.get("durationMs").and_then(Value::as_u64),
+            text: message.text.clone().unwrap_or_default(),
         },
-        "fileChange" => Item::FileChange {
+        ThreadItem::Reasoning(reasoning) => Item::Reasoning {
             id,
-            changes: item
-                .get("changes")
-                .and_then(Value::as_array)
-                .map(|changes| {
-                    changes
-                        .iter()
-                        .map(|change| FileChange {
-                            path: str_field(change, "path").unwrap_or_default(),
-                            kind: change
-                                .get("kind")
-                                .and_then(|kind| kind.get("type").or(Some(kind)))
-                                .and_then(Value::as_str)
-                                .unwrap_or("update")
-                                .to_string(),
-                            diff: str_field(change, "diff"),
-                        })
-                        .collect()
+            summary: reasoning.summary.clone(),
+        },
+        ThreadItem::CommandExecution(command) => Item::Command {
+            id,
+            command: command.command.clone().unwrap_or_default(),
+            cwd: command.cwd.clone(),
+            status: status_or(command.status.as_ref().map(|s| s.as_str()), "inProgress"),
+            exit_code: command.exit_code,
+            output: command.aggregated_output.clone(),
+            duration_ms: command.duration_ms,
+        },
+        ThreadItem::FileChange(patch) => Item::FileChange {
+            id,
+            changes: patch
+                .changes
+                .iter()
+                .map(|change| FileChange {
+                    path: change.path.clone().unwrap_or_default(),
+                    kind: change
+                        .kind
+                        .as_ref()
+                        .and_then(|kind| kind.kind.as_ref())
+                        .map_or("update", |kind| kind.as_str())
+                        .to_string(),
+                    diff: change.diff.clone(),
                 })
-                .unwrap_or_default(),
-            status: str_field(item, "status").unwrap_or_else(|| "inProgress".into()),
+                .collect(),
+            status: status_or(patch.status.as_ref().map(|s| s.as_str()), "inProgress"),
         },
-        "mcpToolCall" | "dynamicToolCall" | "webSearch" | "imageView" | "collabAgentToolCall" => {
-            Item::Tool {
-                id,
-                name: str_field(item, "tool")
-                    .or_else(|| str_field(item, "query").map(|_| "web_search".to_string()))
-                    .unwrap_or_else(|| kind.to_string()),
-                input: item.get("arguments").cloned(),
-                output: item
-                    .get("result")
-                    .map(|r| r.to_string())
-                    .or_else(|| str_field(item, "error")),
-                status: str_field(item, "status").unwrap_or_else(|| "completed".into()),
-            }
-        }
-        other => Item::Other {
+        // Tools: `result` (any JSON, `null` included) is the output, as JSON text.
+        ThreadItem::McpToolCall(call) => Item::Tool {
             id,
-            kind: other.to_string(),
+            name: tool_name(call.tool.as_deref(), item.kind()),
+            input: call.arguments.clone(),
+            output: call.result.as_ref().map(Value::to_string),
+            status: status_or(call.status.as_ref().map(|s| s.as_str()), "completed"),
+        },
+        ThreadItem::DynamicToolCall(call) => Item::Tool {
+            id,
+            name: tool_name(call.tool.as_deref(), item.kind()),
+            input: call.arguments.clone(),
+            output: None,
+            status: status_or(call.status.as_ref().map(|s| s.as_str()), "completed"),
+        },
+        ThreadItem::CollabAgentToolCall(call) => Item::Tool {
+            id,
+            name: tool_name(call.tool.as_deref(), item.kind()),
+            input: None,
+            output: None,
+            status: status_or(call.status.as_ref().map(|s| s.as_str()), "completed"),
+        },
+        ThreadItem::WebSearch(search) => Item::Tool {
+            id,
+            name: if search.query.is_some() {
+                "web_search".to_string()
+            } else {
+                item.kind().to_string()
+            },
+            input: None,
+            output: None,
+            status: "completed".to_string(),
+        },
+        ThreadItem::ImageView(_) => Item::Tool {
+            id,
+            name: item.kind().to_string(),
+            input: None,
+            output: None,
+            status: "completed".to_string(),
+        },
+        ThreadItem::Other { kind, .. } => Item::Other {
+            id,
+            kind: kind.clone(),
         },
     })
+}
+
+fn status_or(status: Option<&str>, default: &str) -> String {
+    status.unwrap_or(default).to_string()
+}
+
+fn tool_name(tool: Option<&str>, kind: &str) -> String {
+    tool.unwrap_or(kind).to_string()
 }
 
 /// A server→client request that asks for a decision → `approval.requested`, or `None` for
 /// requests cohost does not relay (they are refused so codex never waits on them).
 pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequested> {
-    let kind = match method {
-        "item/commandExecution/requestApproval" | "execCommandApproval" => "command",
-        "item/fileChange/requestApproval" | "applyPatchApproval" => "fileChange",
-        "item/permissions/requestApproval" => "permissions",
-        _ => return None,
-    };
-    let turn_id = str_field(params, "turnId").unwrap_or_default();
-    let codex_item = str_field(params, "itemId")
-        .or_else(|| str_field(params, "callId"))
-        .unwrap_or_default();
+    // (kind, turn, codex item, command, cwd, reason)
+    let (kind, turn_id, codex_item, command, cwd, reason) =
+        match ServerRequest::parse(method, params) {
+            ServerRequest::CommandExecutionRequestApproval(request) => (
+                "command",
+                request.turn_id,
+                request.item_id,
+                request.command,
+                request.cwd,
+                request.reason,
+            ),
+            ServerRequest::FileChangeRequestApproval(request) => (
+                "fileChange",
+                request.turn_id,
+                request.item_id,
+                None,
+                None,
+                request.reason,
+            ),
+            ServerRequest::PermissionsRequestApproval(request) => (
+                "permissions",
+                request.turn_id,
+                request.item_id,
+                None,
+                request.cwd,
+                request.reason,
+            ),
+            // Legacy v1: no turn, the item is the call; the argv command is not relayed.
+            ServerRequest::ExecCommandApproval(request) => (
+                "command",
+                None,
+                request.call_id,
+                None,
+                request.cwd,
+                request.reason,
+            ),
+            ServerRequest::ApplyPatchApproval(request) => (
+                "fileChange",
+                None,
+                request.call_id,
+                None,
+                None,
+                request.reason,
+            ),
+            ServerRequest::Other { .. } => return None,
+        };
+    let turn_id = turn_id.unwrap_or_default();
+    let codex_item = codex_item.unwrap_or_default();
     Some(ApprovalRequested {
         approval_id: approval_id(&turn_id, &codex_item, kind),
         kind: kind.to_string(),
         item_id: (!codex_item.is_empty()).then(|| item_id(&turn_id, &codex_item)),
         turn_id,
-        command: str_field(params, "command"),
-        cwd: str_field(params, "cwd"),
-        reason: str_field(params, "reason"),
+        command,
+        cwd,
+        reason,
         decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
     })
 }
@@ -313,27 +399,32 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
 /// The decisions cohost relays to codex.
 pub const DECISIONS: [&str; 4] = ["accept", "acceptForSession", "decline", "cancel"];
 
+/// A snapshot of one turn (as JSON) → its events. See [`backfill`].
+pub fn backfill_turn(turn: &Value) -> Vec<EventKind> {
+    wire::Turn::deserialize(turn)
+        .map(|turn| backfill(&turn))
+        .unwrap_or_default()
+}
+
 /// A snapshot of one turn (from `thread/resume` or `thread/fork`) → the events that describe it,
 /// in order: turn started, each item completed, turn completed (when it ended).
-pub fn backfill_turn(turn: &Value) -> Vec<EventKind> {
-    let Some(turn_id) = str_field(turn, "id") else {
+pub fn backfill(turn: &wire::Turn) -> Vec<EventKind> {
+    let Some(turn_id) = turn.id.clone() else {
         return Vec::new();
     };
     let mut events = vec![EventKind::TurnStarted(crate::protocol::TurnStarted {
         turn_id: turn_id.clone(),
         source: crate::protocol::TurnSource::Other,
     })];
-    if let Some(items) = turn.get("items").and_then(Value::as_array) {
-        for raw in items {
-            if let Some(item) = item(&turn_id, raw) {
-                events.push(EventKind::ItemCompleted(ItemEvent {
-                    turn_id: turn_id.clone(),
-                    item,
-                }));
-            }
+    for raw in &turn.items {
+        if let Some(item) = thread_item(&turn_id, raw) {
+            events.push(EventKind::ItemCompleted(ItemEvent {
+                turn_id: turn_id.clone(),
+                item,
+            }));
         }
     }
-    if let Some(done) = turn_completed(turn) {
+    if let Some(done) = completed_turn(turn) {
         events.push(EventKind::TurnCompleted(done));
     }
     events
@@ -344,7 +435,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    // Literal shapes from shared/reference/codex-app-server-observed.md §6, §6.1, §7.1, §12.
+    // Literal shapes as codex 0.169 writes them (turns, tool items, approvals, goals; docs/peers.md).
 
     #[test]
     fn agent_message_completed_and_delta() {
@@ -461,7 +552,7 @@ mod tests {
                 &json!({"threadId":"th","requestId":0})
             ),
             vec![Normalized::RequestResolved {
-                request_id: json!(0)
+                request_id: RequestId::Int(0)
             }]
         );
     }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -28,6 +28,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::process::StderrTail;
+pub use super::wire::RequestId;
+use super::wire::{ClientInfo, ClientRequest, InitializeCapabilities, InitializeParams};
 
 /// How many notifications and server requests may wait for the consumer of the
 /// [`Incoming`] receiver. A turn streams one `item/agentMessage/delta` per model token, so a
@@ -60,23 +62,6 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A line buffer grown past this by one huge message is released instead of kept.
 const LINE_BUFFER_KEEP_BYTES: usize = 1024 * 1024;
-
-/// A JSON-RPC id as codex sends it: an integer or a string, echoed verbatim.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RequestId {
-    Int(i64),
-    Str(String),
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Int(id) => write!(f, "{id}"),
-            RequestId::Str(id) => write!(f, "{id:?}"),
-        }
-    }
-}
 
 /// A message codex sent on its own initiative.
 #[derive(Debug, Clone, PartialEq)]
@@ -343,6 +328,16 @@ impl RpcClient {
             .await
     }
 
+    /// Sends a typed request (see [`ClientRequest`]) and reads its answer permissively: an answer
+    /// that does not parse reads as the response's `Default`.
+    pub async fn call<R: ClientRequest>(&self, params: &R) -> Result<R::Response, RpcError> {
+        let params = serde_json::to_value(params).map_err(|err| {
+            RpcError::Protocol(format!("cannot encode `{}` params: {err}", R::METHOD))
+        })?;
+        let result = self.request(R::METHOD, params).await?;
+        Ok(super::wire::response::<R>(result))
+    }
+
     /// Sends `{"id","method","params"}` (`null` params are sent as `{}`, which codex requires)
     /// and waits up to `timeout` for the matching response.
     pub async fn request_timeout(
@@ -408,7 +403,9 @@ impl RpcClient {
     }
 
     /// Answers a server request with `{"id","result"}`.
-    pub async fn respond(&self, id: RequestId, result: Value) -> Result<(), RpcError> {
+    pub async fn respond(&self, id: RequestId, result: impl Serialize) -> Result<(), RpcError> {
+        let result = serde_json::to_value(result)
+            .map_err(|err| RpcError::Protocol(format!("cannot encode a response: {err}")))?;
         self.send_checked(encode(&json!({ "id": id, "result": result }))?)
             .await
     }
@@ -429,11 +426,20 @@ impl RpcClient {
     /// (`userAgent`, `codexHome`, `platformFamily`, `platformOs`). The first client to initialize
     /// a server process fixes its originator (user agent prefix) for good.
     pub async fn initialize(&self, client_name: &str, version: &str) -> Result<Value, RpcError> {
-        let params = json!({
-            "clientInfo": { "name": client_name, "title": null, "version": version },
-            "capabilities": { "experimentalApi": true },
-        });
-        let result = self.request("initialize", params).await?;
+        let params = InitializeParams {
+            client_info: ClientInfo {
+                name: client_name.to_owned(),
+                title: None,
+                version: version.to_owned(),
+            },
+            capabilities: Some(InitializeCapabilities {
+                experimental_api: true,
+                ..InitializeCapabilities::default()
+            }),
+        };
+        let params = serde_json::to_value(&params)
+            .map_err(|err| RpcError::Protocol(format!("cannot encode `initialize`: {err}")))?;
+        let result = self.request(InitializeParams::METHOD, params).await?;
         self.notify("initialized", None).await?;
         Ok(result)
     }
