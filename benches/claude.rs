@@ -7,7 +7,7 @@
 //!    TUI, and the script appends a `SessionStart` line to the session's `hooks.jsonl` (what
 //!    `cohost-hook` would write) and then idles. The bench then plays `cohost-hook`: it appends
 //!    `UserPromptSubmit`, then `PreToolUse`/`PostToolUse` lines (the payload shapes of
-//!    `claude-code-observed.md` §3, each tool call with a unique `tool_use_id`), one `O_APPEND`
+//!    docs/peers.md "Hooks", each tool call with a unique `tool_use_id`), one `O_APPEND`
 //!    write per line, a few ms apart, and an SSE subscriber on `/api/sessions/{id}/events/stream`
 //!    timestamps the `item.started` / `item.completed` event whose item id carries that
 //!    `tool_use_id`. Run once on a quiet daemon and once while another client posts a steady
@@ -16,7 +16,7 @@
 //!    line shapes (prompts, assistant text, tool_use, tool_result with `toolUseResult`, turn
 //!    metadata; text sizes drawn log-uniformly) is generated into a temporary file, then measured:
 //!    (a) `serde_json::from_str::<Value>` over every line in memory (the baseline); (b)
-//!    `cohost::claude::tail::spawn_tail` from offset 0 until the checkpoint reaches the end of the
+//!    `cohost::tail::spawn_tail` from offset 0 until the checkpoint reaches the end of the
 //!    file; (c) (b) plus, per line, what the host's session task does before storing: parse to a
 //!    `Value` and `Normalizer::transcript_line`; (d) (c) plus `save_checkpoint` after every line as
 //!    `src/claude/host.rs` does, for a bounded time (shows what the daemon's own loop adds).
@@ -24,8 +24,6 @@
 //! Exits non-zero on any failure (the daemon or a helper does not start, a request fails, an
 //! event is missing, a tailed line is malformed or lost). A missed target is reported, not a
 //! failure. See `docs/benchmarks-claude.md`.
-
-mod support;
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -36,9 +34,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use cohost::claude::normalize::{Normalizer, Output};
-use cohost::claude::tail::{self, Checkpoint, TailItem};
 use cohost::protocol::EventKind;
+use cohost::runtime::claude::normalize::{Normalizer, Output};
+use cohost::tail::{self, Checkpoint, TailItem};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
@@ -48,7 +46,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use support::{CpuUse, Daemon, Failures, TmuxServer, loadavg, ms, percentile};
+use cohost_testkit::bench::{self, CpuUse, Daemon, Failures, loadavg, ms, percentile};
+use cohost_testkit::{SCRUBBED_ENV, TmuxServer};
 
 /// The tmux session the claude pane opens in.
 const SESSION: &str = "bench";
@@ -84,27 +83,21 @@ const HOST_TAIL_CHANNEL: usize = 1024;
 /// (c)/(a) must be at least this.
 const TARGET_RATIO: f64 = 0.5;
 
-/// Variables that would change how the daemon behaves; removed from its environment.
-const SCRUBBED_ENV: [&str; 15] = [
-    "COHOST_HOME",
-    "COHOST_LISTEN",
-    "COHOST_TMUX_SOCKET",
-    "COHOST_FSYNC",
-    "COHOST_SEGMENT_MB",
-    "COHOST_RETAIN_MB",
-    "COHOST_STALE_AFTER",
-    "COHOST_PRUNE_AFTER",
+/// The daemon under test (the release build `cargo bench` made).
+const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
+
+/// Variables that would change how the daemon behaves, besides the kit's [`SCRUBBED_ENV`];
+/// removed from its environment.
+const BENCH_SCRUBBED_ENV: [&str; 5] = [
     "COHOST_CODEX_BIN",
     "COHOST_CLAUDE_BIN",
     "COHOST_RUNNER_BIN",
     "COHOST_HOOK_BIN",
     "RUST_LOG",
-    "TMUX",
-    "TMUX_PANE",
 ];
 
 fn main() -> ExitCode {
-    support::main("claude", "see above", run())
+    bench::main("claude", "see above", run())
 }
 
 fn now_ms() -> u64 {
@@ -123,7 +116,7 @@ fn mb(bytes: u64) -> f64 {
 // session's settings.json). `cargo bench` builds only this package, so build them here.
 
 fn helper_binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let dir = Path::new(env!("CARGO_BIN_EXE_cohost"))
+    let dir = Path::new(COHOST)
         .parent()
         .context("the cohost binary has no directory")?
         .to_path_buf();
@@ -197,9 +190,9 @@ impl Fixture {
         std::fs::write(&fake_claude, fake_claude_script(&transcript, &work))?;
         std::fs::set_permissions(&fake_claude, std::fs::Permissions::from_mode(0o755))?;
 
-        let tmux = TmuxServer::start(dir.path(), SESSION, Some(&work))?;
-        let mut command = support::serve_command(&tmux);
-        for name in SCRUBBED_ENV {
+        let tmux = TmuxServer::with_sessions(&[(SESSION, &work)]);
+        let mut command = bench::serve_command(Path::new(COHOST), &tmux);
+        for name in SCRUBBED_ENV.into_iter().chain(BENCH_SCRUBBED_ENV) {
             command.env_remove(name);
         }
         command
@@ -274,7 +267,7 @@ struct Conn {
 
 async fn connect(fixture: &Fixture) -> anyhow::Result<Conn> {
     Ok(Conn {
-        sender: support::handshake(fixture.daemon.addr).await?,
+        sender: bench::handshake(fixture.daemon.addr).await?,
         host: fixture.daemon.host.clone(),
         token: fixture.daemon.token.clone(),
     })
@@ -322,7 +315,7 @@ impl Conn {
         let request = self.request(Method::GET, path, Bytes::new())?;
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
-        let body = support::stream_body(response, &format!("GET {path}")).await?;
+        let body = bench::stream_body(response, &format!("GET {path}")).await?;
         Ok((self, body))
     }
 }
@@ -1417,7 +1410,7 @@ async fn transcript_benchmark() -> anyhow::Result<TranscriptReport> {
 // ---------------------------------------------------------------------------------------------
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = support::cpus();
+    let cpus = bench::cpus();
     let started = Instant::now();
     let (runner, hook) = helper_binaries()?;
     let failures = Arc::new(Failures::new(8));

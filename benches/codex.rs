@@ -23,8 +23,6 @@
 //! a daemon that does not start or stop cleanly). A missed target is reported, not a failure.
 //! See `docs/benchmarks-codex.md`.
 
-mod support;
-
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,7 +40,11 @@ use hyper::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use support::{Daemon, TmuxServer, loadavg, ms, percentile};
+use cohost_testkit::bench::{self, Daemon, loadavg, ms, percentile};
+use cohost_testkit::codex_home::{
+    CODEX_BIN_ENV, MOCK_API_KEY, MOCK_API_KEY_ENV, try_write_codex_home,
+};
+use cohost_testkit::{SCRUBBED_ENV, TmuxServer};
 
 /// Set on a process to make this binary act as a fake `codex app-server`.
 const FAKE_ENV: &str = "COHOST_BENCH_FAKE_APP_SERVER";
@@ -78,30 +80,19 @@ const STOP_GRACE: Duration = Duration::from_secs(20);
 
 const TARGET_ADDED_P99: Duration = Duration::from_millis(2);
 const PINNED_CODEX: &str = "@openai/codex@0.169.0";
-const CODEX_BIN_ENV: &str = "COHOST_TEST_CODEX_BIN";
 
-/// Variables that would change how the daemon behaves; removed from its environment.
-const SCRUBBED_ENV: [&str; 13] = [
-    "COHOST_HOME",
-    "COHOST_LISTEN",
-    "COHOST_TMUX_SOCKET",
-    "COHOST_FSYNC",
-    "COHOST_SEGMENT_MB",
-    "COHOST_RETAIN_MB",
-    "COHOST_STALE_AFTER",
-    "COHOST_PRUNE_AFTER",
-    "COHOST_CODEX_BIN",
-    "COHOST_CODEX_TRANSPORT",
-    "RUST_LOG",
-    "TMUX",
-    "TMUX_PANE",
-];
+/// The daemon under test (the release build `cargo bench` made).
+const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
+
+/// Variables that would change how the daemon behaves, besides the kit's [`SCRUBBED_ENV`];
+/// removed from its environment.
+const BENCH_SCRUBBED_ENV: [&str; 3] = ["COHOST_CODEX_BIN", "COHOST_CODEX_TRANSPORT", "RUST_LOG"];
 
 fn main() -> ExitCode {
     if std::env::var_os(FAKE_ENV).is_some_and(|v| v == "1") {
         return fake::run();
     }
-    support::main("codex", "see above", run())
+    bench::main("codex", "see above", run())
 }
 
 /// CLOCK_REALTIME in nanoseconds: the fake and the readers run on the same machine.
@@ -170,7 +161,7 @@ fn parse_stamp(text: &str) -> Option<(usize, i64)> {
 // the fake app-server
 
 mod fake {
-    //! A stand-in for `codex app-server`: the message shapes of `codex-app-server-observed.md`
+    //! A stand-in for `codex app-server`: the message shapes of codex's wire (docs/peers.md, "codex app-server")
     //! §3–§6 over either transport cohost uses — JSON lines on stdio, or (with `--listen
     //! ws://127.0.0.1:0 --ws-auth capability-token --ws-token-file F`) one JSON text frame per
     //! message on a loopback WebSocket, with codex's `listening on: ws://…` banner on stderr,
@@ -966,9 +957,9 @@ fn start_daemon(
     env: &[(&str, OsString)],
     stderr_path: PathBuf,
 ) -> anyhow::Result<Daemon> {
-    let mut command = support::serve_command(tmux);
+    let mut command = bench::serve_command(Path::new(COHOST), tmux);
     command.args(args);
-    for name in SCRUBBED_ENV {
+    for name in SCRUBBED_ENV.into_iter().chain(BENCH_SCRUBBED_ENV) {
         command.env_remove(name);
     }
     command.env_remove(FAKE_ENV);
@@ -980,7 +971,7 @@ fn start_daemon(
 
 async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
     Ok(Conn {
-        sender: support::handshake(daemon.addr).await?,
+        sender: bench::handshake(daemon.addr).await?,
         host: daemon.host.clone(),
         bearer: format!("Bearer {}", daemon.token),
     })
@@ -1128,7 +1119,7 @@ async fn cohost_turn(daemon: &Daemon, session: &str, spec: TurnSpec) -> anyhow::
     let mut stream_conn = connect(daemon).await?;
     let path = format!("/api/sessions/{session}/events/stream");
     let response = stream_conn.send(Method::GET, &path, None).await?;
-    let body = support::stream_body(response, &format!("GET {path}")).await?;
+    let body = bench::stream_body(response, &format!("GET {path}")).await?;
     // The stream is subscribed once its headers are here; only now start the turn.
     let reader = tokio::spawn(read_stream(body));
     let mut conn = connect(daemon).await?;
@@ -1175,50 +1166,13 @@ fn real_codex_bin() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// An offline CODEX_HOME (as `tests/support/codex_home.rs` writes it) whose model provider is
-/// a closed local port: no turn runs here, and thread/start makes no model request.
+/// The kit's offline CODEX_HOME ([`cohost_testkit::codex_home`]) whose model provider is a
+/// closed local port: no turn runs here, and thread/start makes no model request.
 fn write_codex_home(dir: &Path, work: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let config = format!(
-        r#"model = "mock-model"
-model_provider = "mock"
-approval_policy = "on-request"
-sandbox_mode = "workspace-write"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-plugin_sharing = false
-tool_suggest = false
-in_app_updates = false
-
-[model_providers.mock]
-name = "Mock Responses"
-base_url = {base_url}
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects.{work}]
-trust_level = "trusted"
-"#,
-        base_url = quote(&format!("http://127.0.0.1:{port}/v1")),
-        work = quote(&work.to_string_lossy()),
-    );
-    std::fs::write(dir.join("config.toml"), config)?;
+    try_write_codex_home(dir, &format!("http://127.0.0.1:{port}/v1"), work)?;
     Ok(())
 }
 
@@ -1618,7 +1572,7 @@ async fn creation(
     let mut env = vec![
         ("COHOST_CODEX_BIN", codex.as_os_str().to_owned()),
         ("CODEX_HOME", codex_home.into_os_string()),
-        ("MOCK_API_KEY", "dummy".into()),
+        (MOCK_API_KEY_ENV, MOCK_API_KEY.into()),
     ];
     env.extend(transport.env());
     let mut cold = Vec::new();
@@ -1719,7 +1673,7 @@ fn creation_row(name: &str, values: &[Duration], each: bool) {
 }
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = support::cpus();
+    let cpus = bench::cpus();
     let started = Instant::now();
     println!(
         "cohost codex-host benchmark ({cpus} CPUs, release build); load average at start: {}",
@@ -1733,7 +1687,7 @@ async fn run() -> anyhow::Result<bool> {
     // sessions are not mirrored into it (that is measured by the ingest benchmark).
     let session_dir = dir.path().join("tmux-session");
     std::fs::create_dir_all(&session_dir)?;
-    let tmux = TmuxServer::start(dir.path(), "bench", Some(&session_dir))?;
+    let tmux = TmuxServer::with_sessions(&[("bench", &session_dir)]);
 
     let latency = latency(dir.path(), &tmux).await?;
     let (ws_cold, ws_warm) = creation(

@@ -10,8 +10,6 @@
 //! Exits non-zero if any request fails (non-200, transport error) or an SSE subscriber misses an
 //! event. See `docs/benchmarks.md`.
 
-mod support;
-
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
@@ -26,7 +24,8 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Request, StatusCode};
 
-use support::{CpuUse, Daemon, Failures, TmuxServer, loadavg, ms, percentile};
+use cohost_testkit::TmuxServer;
+use cohost_testkit::bench::{self, CpuUse, Daemon, Failures, loadavg, ms, percentile};
 
 const SESSION: &str = "bench";
 const THROUGHPUT_LEVELS: [usize; 3] = [1, 8, 64];
@@ -45,8 +44,11 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 const TARGET_EVENTS_PER_SEC: f64 = 10_000.0;
 const TARGET_P99: Duration = Duration::from_millis(5);
 
+/// The daemon under test (the release build `cargo bench` made).
+const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
+
 fn main() -> ExitCode {
-    support::main("ingest", "requests or deliveries failed, see above", run())
+    bench::main("ingest", "requests or deliveries failed, see above", run())
 }
 
 /// Everything that must be torn down, dropped in this order: the daemon, the tmux server and
@@ -60,8 +62,8 @@ struct Fixture {
 impl Fixture {
     fn start() -> anyhow::Result<Fixture> {
         let dir = tempfile::Builder::new().prefix("cohost-bench").tempdir()?;
-        let tmux = TmuxServer::start(dir.path(), SESSION, None)?;
-        let mut command = support::serve_command(&tmux);
+        let tmux = TmuxServer::with_sessions(&[(SESSION, dir.path())]);
+        let mut command = bench::serve_command(Path::new(COHOST), &tmux);
         command
             .env_remove("COHOST_FSYNC")
             .env_remove("COHOST_LISTEN")
@@ -100,7 +102,7 @@ struct Conn {
 
 async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
     Ok(Conn {
-        sender: support::handshake(daemon.addr).await?,
+        sender: bench::handshake(daemon.addr).await?,
         host: daemon.host.clone(),
     })
 }
@@ -231,7 +233,7 @@ async fn open_stream(fixture: &Fixture) -> anyhow::Result<(Conn, Incoming)> {
         .body(Full::new(Bytes::new()))?;
     conn.sender.ready().await?;
     let response = conn.sender.send_request(request).await?;
-    let body = support::stream_body(response, "GET /api/events/stream").await?;
+    let body = bench::stream_body(response, "GET /api/events/stream").await?;
     Ok((conn, body))
 }
 
@@ -460,7 +462,7 @@ fn log_bytes(home: &Path) -> u64 {
 }
 
 async fn run() -> anyhow::Result<bool> {
-    let cpus = support::cpus();
+    let cpus = bench::cpus();
     let started = Instant::now();
     let mut fixture = Fixture::start()?;
     let pid = fixture.daemon.pid();

@@ -268,7 +268,7 @@ pub struct StartArgs {
     pub cwd: Option<PathBuf>,
     #[arg(long)]
     pub model: Option<String>,
-    /// codex: untrusted, on-request, on-failure or never.
+    /// codex: untrusted, on-request or never.
     #[arg(long)]
     pub approval_policy: Option<String>,
     /// claude: default (the default), acceptEdits or plan; auto and bypassPermissions only where

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::claude::PermissionPolicy;
 use crate::cli::ServeArgs;
 use crate::core::event_log::{FsyncPolicy, LogConfig};
 use crate::core::tracker::TrackerConfig;
+use crate::runtime::claude::PermissionPolicy;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7391";
 

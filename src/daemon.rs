@@ -18,11 +18,13 @@ use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::host::{ClaudeConfig, ClaudeHost};
-use crate::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
+use crate::runtime::Hosts;
+use crate::runtime::claude::host::{ClaudeConfig, ClaudeHost};
+use crate::runtime::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
+use crate::service::Service;
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
 
@@ -111,17 +113,21 @@ pub async fn run(
         },
     );
     claude.restore();
+    let hosts = Hosts::new(codex.clone(), claude.clone());
 
     let cancel = CancellationToken::new();
-    let queue = TaskManager::new(core.clone(), codex.clone(), claude.clone());
+    let queue = TaskManager::new(core.clone(), hosts.clone());
     let tasks = tokio_util::task::TaskTracker::new();
-    let state = AppState {
+    let service = Service {
         core: core.clone(),
-        sessions: Arc::clone(&sessions),
-        codex: codex.clone(),
-        mcp_roots: Arc::new(config.mcp_roots.clone()),
-        claude: claude.clone(),
+        tmux: Arc::clone(&sessions),
+        hosts: hosts.clone(),
         tasks: queue.clone(),
+        mcp_roots: Arc::new(config.mcp_roots.clone()),
+        shutdown: cancel.clone(),
+    };
+    let state = AppState {
+        service: service.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
@@ -153,7 +159,12 @@ pub async fn run(
         max_connections: http::server::fit_connection_cap(config.http.max_connections),
         ..config.http
     };
-    let server = http::server::serve(listener, http::router(state), limits, async move {
+    // The MCP endpoint sits beside the HTTP routes, behind the same guard.
+    let mounted = axum::Router::new().route_service(
+        "/mcp",
+        crate::mcp::http_service(service.clone(), http::MAX_BODY_BYTES),
+    );
+    let server = http::server::serve(listener, http::router(state, mounted), limits, async move {
         shutdown.await;
         server_cancel.cancel();
     });
@@ -177,8 +188,9 @@ pub async fn run(
         tracing::warn!("background tasks did not stop in time");
     }
 
-    codex.shutdown().await;
-    claude.shutdown();
+    for host in hosts.all() {
+        host.shutdown().await;
+    }
     if let Err(error) = tmux.remove_hooks(hooks.index).await {
         tracing::warn!(%error, "failed to remove cohost's tmux hooks");
     }
@@ -342,7 +354,7 @@ const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 /// not waited on); one readable by others is tightened through its descriptor.
 pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
     let path = home.join(TOKEN_FILE);
-    match crate::private_file::open(&path, false)? {
+    match crate::core::private_file::open(&path, false)? {
         Some(file) => {
             let mode = file.metadata()?.permissions().mode();
             if mode & 0o077 != 0 {
@@ -385,7 +397,7 @@ pub fn load_or_create_token(home: &Path) -> anyhow::Result<String> {
 
 /// The `daemon.json` a previous daemon of this home left, if it left one.
 fn read_daemon_file(home: &Path) -> Option<DaemonFile> {
-    let bytes = crate::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
+    let bytes = crate::core::private_file::read(&home.join(DAEMON_FILE), 64 * 1024)
         .ok()
         .flatten()?;
     serde_json::from_slice(&bytes).ok()
@@ -417,8 +429,12 @@ fn write_daemon_file(
         version: env!("CARGO_PKG_VERSION").to_string(),
         tmux_socket,
     };
-    crate::private_file::write_atomic(&home.join(DAEMON_FILE), &serde_json::to_vec(&file)?, 0o600)
-        .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
+    crate::core::private_file::write_atomic(
+        &home.join(DAEMON_FILE),
+        &serde_json::to_vec(&file)?,
+        0o600,
+    )
+    .with_context(|| format!("failed to write {}", home.join(DAEMON_FILE).display()))?;
     Ok(())
 }
 

@@ -1,10 +1,10 @@
-//! Claude hook lines and transcript records through one `cohost::claude::normalize::Normalizer`
+//! Claude hook lines and transcript records through one `cohost::runtime::claude::normalize::Normalizer`
 //! (as the session task feeds it): each input line's first byte says what it is — a hook
 //! line, a transcript record, a session-file status, a clock tick, an interrupt — and the
 //! rest is its JSON (or text).
 #![no_main]
 
-use cohost::claude::normalize::Normalizer;
+use cohost::runtime::claude::normalize::Normalizer;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,9 +1,9 @@
-//! codex's wire types through `cohost::codex::normalize`: the first byte picks a notification
+//! codex's wire types through `cohost::runtime::codex::normalize`: the first byte picks a notification
 //! or request method codex sends, the rest is its `params` (any JSON); the same value is also
 //! read as a turn (`turn_completed`, `backfill_turn`) and as an item.
 #![no_main]
 
-use cohost::codex::normalize;
+use cohost::runtime::codex::normalize;
 use libfuzzer_sys::fuzz_target;
 
 const METHODS: [&str; 16] = [

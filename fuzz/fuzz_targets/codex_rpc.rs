@@ -1,12 +1,12 @@
-//! The codex JSON-RPC peer (`cohost::codex::rpc::RpcClient::from_stdio`) reading arbitrary
+//! The codex JSON-RPC peer (`cohost::runtime::codex::rpc::RpcClient::from_stdio`) reading arbitrary
 //! bytes as codex's stdout: line framing (over-long lines, CR, no final newline), message
 //! routing, and every notification and server request through `codex::normalize`.
 //!
 //! Checks: nothing panics, the reader ends at EOF, and every message is delivered or skipped.
 #![no_main]
 
-use cohost::codex::normalize;
-use cohost::codex::rpc::{Incoming, RpcClient};
+use cohost::runtime::codex::normalize;
+use cohost::runtime::codex::rpc::{Incoming, RpcClient};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -16,6 +16,6 @@ fuzz_target!(|data: &[u8]| {
     if let Some(pane) = cohost::tmux::parse_pane_ref(&text) {
         assert!(pane.pane_id.starts_with('%'));
     }
-    let screen = cohost::claude::screen::analyze(&text);
+    let screen = cohost::runtime::claude::screen::analyze(&text);
     let _ = (screen.ready(), screen.has_draft());
 });

@@ -8,6 +8,8 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../../src/protocol/boundary.rs"]
+mod boundary;
 mod mode;
 mod permission;
 mod record;
@@ -42,10 +44,11 @@ fn run() {
 
     let line = record::Line {
         received_at: record::now_ms(),
-        event: &event,
-        request_id: request_id.as_deref(),
-        payload: &payload,
+        event: event.clone(),
+        request_id: request_id.clone(),
+        payload,
     };
+    let payload = &line.payload;
     match std::env::var_os("COHOST_SESSION_DIR") {
         Some(dir) if !dir.is_empty() => {
             let path = std::path::Path::new(&dir).join("hooks.jsonl");
@@ -58,7 +61,7 @@ fn run() {
 
     if event == "PreToolUse"
         && let Some(out) = mode::pre_tool_use(
-            &payload,
+            payload,
             std::env::var("COHOST_PERMISSION_MODES").ok().as_deref(),
         )
     {
@@ -66,7 +69,7 @@ fn run() {
     }
 
     if let Some(request_id) = request_id {
-        match permission::ask_daemon(&request_id, &payload) {
+        match permission::ask_daemon(&request_id, payload) {
             Ok(Some(decision)) => print_line(&permission::hook_output(&decision)),
             // The daemon said "ask": Claude shows its own dialog.
             Ok(None) => {}

@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use crate::boundary::{PermissionAnswer, PermissionAsk};
 use serde_json::Value;
 
 /// The daemon's wait when `COHOST_PERMISSION_TIMEOUT_SECS` is not set.
@@ -27,24 +29,6 @@ const DEFAULT_DENY_MESSAGE: &str = "Denied through cohost";
 pub enum Decision {
     Allow,
     Deny { message: String, interrupt: bool },
-}
-
-#[derive(Serialize)]
-struct Request<'a> {
-    #[serde(rename = "sessionId")]
-    session_id: &'a str,
-    #[serde(rename = "requestId")]
-    request_id: &'a str,
-    payload: &'a Value,
-}
-
-#[derive(Deserialize)]
-struct Answer {
-    behavior: String,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    interrupt: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -102,10 +86,10 @@ pub fn ask_daemon(request_id: &str, payload: &Value) -> Result<Option<Decision>,
         return Err(format!("the token file {token_file} is empty"));
     }
 
-    let body = serde_json::to_vec(&Request {
-        session_id: &session_id,
-        request_id,
-        payload,
+    let body = serde_json::to_vec(&PermissionAsk {
+        session_id,
+        request_id: request_id.to_string(),
+        payload: payload.clone(),
     })
     .map_err(|e| format!("cannot encode the request: {e}"))?;
 
@@ -143,20 +127,18 @@ pub fn ask_daemon(request_id: &str, payload: &Value) -> Result<Option<Decision>,
 
 /// The decision in the daemon's answer body.
 fn decision_of(text: &str) -> Result<Option<Decision>, String> {
-    let answer: Answer =
+    let answer: PermissionAnswer =
         serde_json::from_str(text).map_err(|e| format!("unreadable answer {text:?}: {e}"))?;
-    match answer.behavior.as_str() {
-        "allow" => Ok(Some(Decision::Allow)),
-        "deny" => Ok(Some(Decision::Deny {
-            message: answer
-                .message
+    Ok(match answer {
+        PermissionAnswer::Allow => Some(Decision::Allow),
+        PermissionAnswer::Deny { message, interrupt } => Some(Decision::Deny {
+            message: message
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| DEFAULT_DENY_MESSAGE.to_string()),
-            interrupt: answer.interrupt.unwrap_or(false),
-        })),
-        "ask" => Ok(None),
-        other => Err(format!("unknown behavior {other:?}")),
-    }
+            interrupt: interrupt.unwrap_or(false),
+        }),
+        PermissionAnswer::Ask => None,
+    })
 }
 
 #[cfg(test)]

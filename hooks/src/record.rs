@@ -9,7 +9,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The most stdin that is kept; a bigger payload is replaced by a truncation marker.
@@ -70,20 +69,12 @@ pub fn payload_of(input: Input) -> Value {
     }
 }
 
-/// One `hooks.jsonl` line.
-#[derive(Serialize)]
-pub struct Line<'a> {
-    #[serde(rename = "receivedAt")]
-    pub received_at: u64,
-    pub event: &'a str,
-    #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<&'a str>,
-    pub payload: &'a Value,
-}
+/// One `hooks.jsonl` line (the type is shared with the daemon).
+pub use crate::boundary::HookLine as Line;
 
 /// Appends `line` plus `\n` to `path` (created 0600) with one `write` on an `O_APPEND` file.
 /// Linux serializes appends to a regular file, so lines from concurrent hooks never mix.
-pub fn append_line(path: &Path, line: &Line<'_>) -> io::Result<()> {
+pub fn append_line(path: &Path, line: &Line) -> io::Result<()> {
     let mut bytes = serde_json::to_vec(line)?;
     bytes.push(b'\n');
     let mut file = OpenOptions::new()

@@ -9,53 +9,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-
-/// One line of `runner.jsonl`. Every line has `event`, `runnerPid`, `at` (ms since the epoch)
-/// and `launch` (1 for the first launch attempt, +1 per relaunch).
-#[derive(Serialize)]
-#[serde(tag = "event", rename_all = "lowercase")]
-pub enum Event<'a> {
-    Started {
-        #[serde(rename = "runnerPid")]
-        runner_pid: u32,
-        pid: u32,
-        at: u64,
-        launch: u32,
-    },
-    Exited {
-        #[serde(rename = "runnerPid")]
-        runner_pid: u32,
-        pid: u32,
-        code: Option<i32>,
-        signal: Option<i32>,
-        at: u64,
-        launch: u32,
-    },
-    Stopped {
-        #[serde(rename = "runnerPid")]
-        runner_pid: u32,
-        signal: i32,
-        at: u64,
-        launch: u32,
-    },
-    /// This launch attempt did not start a child; the runner waits for SIGUSR1/SIGTERM.
-    Error {
-        #[serde(rename = "runnerPid")]
-        runner_pid: u32,
-        message: &'a str,
-        at: u64,
-        launch: u32,
-    },
-    /// Something went wrong but the launch goes ahead (e.g. the `.claude.json` seed).
-    Warning {
-        #[serde(rename = "runnerPid")]
-        runner_pid: u32,
-        message: &'a str,
-        at: u64,
-        launch: u32,
-    },
-}
+/// One line of `runner.jsonl` (the type is shared with the daemon).
+pub use crate::boundary::RunnerEvent as Event;
 
 pub struct Journal {
     path: PathBuf,
@@ -66,7 +21,7 @@ impl Journal {
         Journal { path }
     }
 
-    pub fn append(&self, event: &Event<'_>) {
+    pub fn append(&self, event: &Event) {
         if let Err(error) = self.try_append(event) {
             let _ = writeln!(
                 std::io::stderr(),
@@ -76,7 +31,7 @@ impl Journal {
         }
     }
 
-    fn try_append(&self, event: &Event<'_>) -> std::io::Result<()> {
+    fn try_append(&self, event: &Event) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
         let mut file = OpenOptions::new()

@@ -9,6 +9,8 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../../src/protocol/boundary.rs"]
+mod boundary;
 mod journal;
 mod launch;
 mod seed;
@@ -21,7 +23,7 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use journal::{Event, Journal, now_ms};
-use launch::Launch;
+use launch::{Launch, LaunchExt};
 use sys::{SignalSet, TtyModes, c_int};
 
 /// How long a child gets to exit after the runner forwards SIGTERM/SIGHUP, before SIGKILL.
@@ -136,7 +138,7 @@ impl Runner {
             for message in seed::apply(seed) {
                 self.journal.append(&Event::Warning {
                     runner_pid: self.pid,
-                    message: &message,
+                    message: message.clone(),
                     at: now_ms(),
                     launch: self.launch,
                 });
@@ -250,7 +252,7 @@ impl Runner {
     fn error(&self, message: &str) {
         self.journal.append(&Event::Error {
             runner_pid: self.pid,
-            message,
+            message: message.to_string(),
             at: now_ms(),
             launch: self.launch,
         });

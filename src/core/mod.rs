@@ -14,6 +14,7 @@ pub mod event_log;
 #[cfg(test)]
 mod fault_tests;
 pub mod log_line;
+pub mod private_file;
 pub mod sessions;
 mod snapshot;
 pub mod tasks;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
     ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, MessageSent,
-    SessionCreated, TurnCompleted,
+    SessionCreated, SessionState, TurnCompleted,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,7 +33,7 @@ pub struct SessionRecord {
     pub thread_id: Option<String>,
     pub backend: Option<String>,
     /// `starting`, `live`, `restarting`, `lost` or `closed`.
-    pub state: String,
+    pub state: SessionState,
     pub state_message: Option<String>,
     pub active_turn: Option<String>,
     pub turns: u64,
@@ -59,7 +59,7 @@ pub struct SessionRecord {
 
 impl SessionRecord {
     pub fn is_closed(&self) -> bool {
-        self.state == "closed"
+        self.state == SessionState::Closed
     }
 
     pub fn sent(&self, key: &str) -> Option<&MessageSent> {
@@ -76,7 +76,10 @@ impl SessionRecord {
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
             model: self.created.model.clone(),
-            approval_policy: (self.created.runtime != crate::protocol::Runtime::Claude)
+            approval_policy: self
+                .created
+                .runtime
+                .has_approval_policy()
                 .then(|| self.created.approval_policy.clone())
                 .flatten(),
             permission_mode: self
@@ -87,7 +90,7 @@ impl SessionRecord {
             permission_mode_allowed: self.permission_mode_seen.as_ref().map(|seen| seen.allowed),
             sandbox: self.created.sandbox.clone(),
             thread_id: self.thread_id.clone(),
-            state: self.state.clone(),
+            state: self.state,
             state_message: self.state_message.clone(),
             active_turn_id: self.active_turn.clone(),
             turns: self.turns,
@@ -176,7 +179,7 @@ impl Sessions {
                     updated_at: event.ts,
                     thread_id: None,
                     backend: None,
-                    state: "starting".into(),
+                    state: SessionState::Starting,
                     state_message: None,
                     active_turn: None,
                     turns: 0,
@@ -204,17 +207,17 @@ impl Sessions {
             EventKind::SessionBound(bound) => {
                 record.thread_id = Some(bound.thread_id.clone());
                 record.backend = Some(bound.backend.clone());
-                record.state = "live".into();
+                record.state = SessionState::Live;
                 record.state_message = None;
             }
             EventKind::SessionStatus(status) => {
-                record.state = status.state.clone();
+                record.state = status.state;
                 record.state_message = status.message.clone();
             }
             EventKind::SessionPane(pane) => record.pane = Some(pane.clone()),
             EventKind::PermissionModeSeen(seen) => record.permission_mode_seen = Some(seen.clone()),
             EventKind::SessionClosed(closed) => {
-                record.state = "closed".into();
+                record.state = SessionState::Closed;
                 record.state_message = Some(closed.reason.clone());
                 record.active_turn = None;
             }
@@ -324,7 +327,7 @@ mod tests {
                 backend: "codex".into(),
             }),
         ));
-        assert_eq!(sessions.get("s1").unwrap().state, "live");
+        assert_eq!(sessions.get("s1").unwrap().state, SessionState::Live);
         let started = EventKind::TurnStarted(TurnStarted {
             turn_id: "u1".into(),
             source: TurnSource::Api,

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    CancelOutcome, Event, EventKind, Item, Lease, TaskPhase, TaskQueued, TaskState, TurnStatus,
-    WaitingReason,
+    CancelOutcome, Event, EventKind, Item, Lease, SessionState, TaskPhase, TaskQueued, TaskState,
+    TurnStatus, WaitingReason,
 };
 
 /// Finished tasks kept (results included) before the oldest are forgotten.
@@ -397,9 +397,13 @@ impl Tasks {
             }
             EventKind::ItemCompleted(item) => match &item.item {
                 Item::AgentMessage { text, .. } => {
-                    if let Some(entry) = self.sessions.get_mut(session) {
-                        entry.turn_mut(&item.turn_id).last_message = Some(text.clone());
-                    }
+                    // Remembered even before the session has a task: a direct send's task is
+                    // recorded after its prompt went out, and a fast turn can end first.
+                    self.sessions
+                        .entry(session.to_string())
+                        .or_default()
+                        .turn_mut(&item.turn_id)
+                        .last_message = Some(text.clone());
                 }
                 Item::UserMessage { text, .. } => {
                     // Prompts the agent queued reach their turn: bind each to it. A turn can
@@ -435,16 +439,18 @@ impl Tasks {
                     error: turn.error.clone(),
                     lost: turn.lost,
                 };
-                if let Some(entry) = self.sessions.get_mut(session) {
-                    entry.turn_mut(&turn.turn_id).ended = Some(end.clone());
-                }
+                self.sessions
+                    .entry(session.to_string())
+                    .or_default()
+                    .turn_mut(&turn.turn_id)
+                    .ended = Some(end.clone());
                 for id in self.open_tasks_of_turn(session, &turn.turn_id) {
                     self.finish_with_turn(session, &id, end.clone(), ts);
                 }
             }
             EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
             EventKind::SessionStatus(status)
-                if matches!(status.state.as_str(), "exited" | "lost") =>
+                if matches!(status.state, SessionState::Exited | SessionState::Lost) =>
             {
                 self.orphan(session, "the agent's process exited", ts)
             }
@@ -772,6 +778,19 @@ mod tests {
             assert_eq!(task.state, TaskState::Completed, "{id}");
             assert_eq!(task.turn_id.as_deref(), Some("t2"), "{id}");
         }
+    }
+
+    #[test]
+    fn the_first_turn_of_a_session_can_end_before_its_task_is_recorded() {
+        let mut tasks = Tasks::default();
+        // A direct send: the prompt went out and its turn ended before the task was logged.
+        tasks.apply(&event(1, message("t1", "fast answer")));
+        tasks.apply(&event(2, completed("t1", TurnStatus::Completed)));
+        tasks.apply(&event(3, queued("a", None, None)));
+        tasks.apply(&event(4, accepted("a", "t1", "turn")));
+        let a = tasks.get("a").unwrap();
+        assert_eq!(a.state, TaskState::Completed);
+        assert_eq!(a.result.as_deref(), Some("fast answer"));
     }
 
     #[test]

@@ -7,9 +7,8 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::core::CoreError;
-use crate::core::event_log::ReadError;
 use crate::protocol::{ErrorBody, ErrorDetail, FieldError};
+use crate::service::{ErrorKind, ServiceError};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -49,54 +48,32 @@ impl ApiError {
     }
 }
 
+impl From<ServiceError> for ApiError {
+    /// The one mapping of a service error to an HTTP answer: its class decides the status.
+    fn from(error: ServiceError) -> Self {
+        let status = match error.kind {
+            ErrorKind::Invalid => StatusCode::BAD_REQUEST,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::Conflict => StatusCode::CONFLICT,
+            ErrorKind::Gone => StatusCode::GONE,
+            ErrorKind::TooMany => StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Upstream => StatusCode::BAD_GATEWAY,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+        };
+        ApiError {
+            status,
+            code: error.code,
+            message: error.message,
+            field: error.field,
+        }
+    }
+}
+
 impl From<FieldError> for ApiError {
     fn from(error: FieldError) -> Self {
-        ApiError::field("invalid_field", error.field, error.message)
-    }
-}
-
-impl From<CoreError> for ApiError {
-    fn from(error: CoreError) -> Self {
-        let status = match &error {
-            CoreError::Overloaded | CoreError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            CoreError::TooManyInstances { .. } => StatusCode::TOO_MANY_REQUESTS,
-            CoreError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            CoreError::Duplicate => StatusCode::CONFLICT,
-        };
-        let code = match &error {
-            CoreError::Overloaded => "overloaded",
-            CoreError::ShuttingDown => "shutting_down",
-            CoreError::TooManyInstances { .. } => "too_many_instances",
-            CoreError::Storage(_) => "storage_error",
-            CoreError::Duplicate => "duplicate",
-        };
-        if let CoreError::Storage(detail) = &error {
-            tracing::error!(detail, "event log write failed");
-            return ApiError::new(
-                status,
-                code,
-                "the event log could not be written; nothing was recorded",
-            );
-        }
-        ApiError::new(status, code, error.to_string())
-    }
-}
-
-impl From<ReadError> for ApiError {
-    fn from(error: ReadError) -> Self {
-        match error {
-            ReadError::CursorExpired { .. } => {
-                ApiError::new(StatusCode::GONE, "cursor_expired", error.to_string())
-            }
-            ReadError::Io { .. } => {
-                tracing::error!(%error, "event log read failed");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "storage_error",
-                    "the event log could not be read",
-                )
-            }
-        }
+        ApiError::from(ServiceError::from(error))
     }
 }
 

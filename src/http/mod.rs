@@ -1,9 +1,11 @@
 //! The HTTP surface: REST routes, long-poll and SSE event streams, and the request guard.
 //!
-//! **Boundary.** Handlers only validate, resolve and call [`CoreHandle`] or [`SessionCache`];
-//! they never write the log or touch tracker internals. Every error leaves through [`ApiError`].
-//! The guard ([`guard`]) runs before any handler: loopback `Host`, same-origin `Origin`, bearer
-//! token (with the opensessions-compatible exception), in that order.
+//! **Boundary.** A thin layer over the [`Service`]: handlers parse and check what is HTTP's own
+//! (paths, queries, JSON bodies, status codes), call one service method, and answer; a
+//! [`ServiceError`](crate::service::ServiceError) becomes an [`ApiError`] in one place
+//! (`error.rs`). The guard ([`guard`]) runs before any handler: loopback `Host`, same-origin
+//! `Origin`, bearer token (with the opensessions-compatible exception), in that order. Other
+//! services (the MCP endpoint) are mounted by the caller of [`router`], behind the same guard.
 
 mod error;
 mod extract;
@@ -23,25 +25,15 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
-use crate::claude::host::ClaudeHost;
-use crate::codex::host::CodexHost;
-use crate::core::CoreHandle;
-use crate::tmux::SessionCache;
+use crate::service::Service;
 pub use error::ApiError;
-pub(crate) use stream::read_filtered;
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub core: CoreHandle,
-    pub sessions: Arc<SessionCache>,
-    pub codex: CodexHost,
-    /// Project roots under which MCP clients may start sessions (none: they may not).
-    pub mcp_roots: Arc<Vec<std::path::PathBuf>>,
-    pub claude: ClaudeHost,
-    pub tasks: crate::tasks::TaskManager,
+    pub service: Service,
     pub token: Arc<str>,
     /// The address actually bound, used to recognise our own `Origin`.
     pub local_addr: SocketAddr,
@@ -75,7 +67,7 @@ pub fn parse_request_body(route: u8, bytes: &[u8]) -> Result<(), ApiError> {
         9 => drop(parse::<sessions::GoalBody>(bytes)?),
         10 => drop(parse::<sessions::ForkBody>(bytes)?),
         11 => drop(parse::<sessions::CommandBody>(bytes)?),
-        12 => drop(parse::<sessions::PermissionBody>(bytes)?),
+        12 => drop(parse::<crate::protocol::boundary::PermissionAsk>(bytes)?),
         13 => drop(parse::<tasks::SendBody>(bytes)?),
         14 => drop(parse::<tasks::LeaseBody>(bytes)?),
         _ => drop(parse::<tasks::EditBody>(bytes)?),
@@ -83,12 +75,9 @@ pub fn parse_request_body(route: u8, bytes: &[u8]) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// `GET /api/state`'s answer, for the MCP `tracker_state` tool.
-pub(crate) async fn state_view(state: &AppState) -> crate::protocol::StateView {
-    routes::state(axum::extract::State(state.clone())).await.0
-}
-
-pub fn router(state: AppState) -> Router {
+/// Every route, and `mounted` (other services at their own paths, e.g. `/mcp`), behind the
+/// guard and the JSON error layer.
+pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
     Router::new()
         .route("/", get(web::index))
         .route("/api/health", get(routes::health))
@@ -142,7 +131,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/claude/permission", post(sessions::claude_permission))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
-        .route_service("/mcp", crate::mcp::http_service(state.clone()))
+        .merge(mounted)
         .route("/set-status", post(routes::set_status))
         .route("/set-progress", post(routes::set_progress))
         .route("/log", post(routes::log))
@@ -158,3 +147,6 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(error::json_errors))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod router_tests;

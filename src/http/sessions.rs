@@ -1,5 +1,6 @@
 //! Hosted-session routes: create, list, inject, interrupt, approvals, goal, fork, models,
-//! slash commands, doctor, and per-session event reads.
+//! slash commands, terminals, relaunch, the permission hook's long-poll, and doctor — each a
+//! thin call into the service.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -10,89 +11,10 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::claude::host::CreateClaude;
-use crate::codex::host::{APPROVAL_POLICIES, CreateParams, SANDBOXES};
-use crate::host::{Capability, HostError};
-use crate::protocol::{Budget, HostedSessionView, Runtime};
-
-impl From<HostError> for ApiError {
-    fn from(error: HostError) -> Self {
-        let message = error.to_string();
-        match error {
-            HostError::Invalid(_) => ApiError::bad_request("invalid_request", message),
-            HostError::UnknownSession(_) => ApiError::not_found("session_not_found", message),
-            HostError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "session_closed", message),
-            HostError::NotReady(_) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", message)
-            }
-            HostError::CodexUnavailable(_) => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "codex_unavailable",
-                message,
-            ),
-            HostError::Codex(_) => ApiError::new(StatusCode::BAD_GATEWAY, "codex_error", message),
-            HostError::ClaudeUnavailable(_) => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "claude_unavailable",
-                message,
-            ),
-            HostError::Claude(_) => ApiError::new(StatusCode::BAD_GATEWAY, "claude_error", message),
-            HostError::HumanTyping(_) => {
-                ApiError::new(StatusCode::CONFLICT, "human_typing", message)
-            }
-            HostError::UnknownApproval(_) => ApiError::not_found("approval_not_found", message),
-            HostError::ApprovalResolved(_) => {
-                ApiError::new(StatusCode::CONFLICT, "approval_resolved", message)
-            }
-            HostError::Core(core) => ApiError::from(core),
-        }
-    }
-}
-
-/// Inject errors use the outcome names: `not_live`, `not_ready`, `failed`.
-fn inject_error(error: HostError) -> ApiError {
-    let message = error.to_string();
-    match error {
-        HostError::UnknownSession(_) => ApiError::not_found("not_live", message),
-        HostError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "not_live", message),
-        HostError::NotReady(_) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", message)
-        }
-        HostError::Codex(_) | HostError::CodexUnavailable(_) => {
-            ApiError::new(StatusCode::BAD_GATEWAY, "failed", message)
-        }
-        other => ApiError::from(other),
-    }
-}
-
-fn check_key(field: &'static str, key: &Option<String>) -> Result<(), ApiError> {
-    match key {
-        Some(key) if key.is_empty() || key.len() > 256 => Err(ApiError::field(
-            "invalid_field",
-            field,
-            format!("`{field}` must be 1 to 256 bytes"),
-        )),
-        _ => Ok(()),
-    }
-}
-
-fn check_choice(
-    field: &'static str,
-    value: &Option<String>,
-    allowed: &[&str],
-) -> Result<(), ApiError> {
-    match value {
-        Some(value) if !allowed.contains(&value.as_str()) => Err(ApiError::field(
-            "invalid_field",
-            field,
-            format!(
-                "`{field}` must be one of {}, got `{value}`",
-                allowed.join(", ")
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
+use crate::protocol::boundary::PermissionAsk;
+use crate::protocol::{Budget, HostedSessionView};
+use crate::service::Capability;
+use crate::service::CreateRequest;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -142,194 +64,55 @@ pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
     }
 }
 
-/// The runtime of an existing session.
-fn runtime_of(state: &AppState, id: &str) -> Result<Runtime, ApiError> {
-    state
-        .core
-        .read(|s| s.sessions.get(id).map(|r| r.created.runtime))
-        .ok_or_else(|| ApiError::not_found("session_not_found", format!("no session `{id}`")))
-}
-
-fn unsupported(what: &str, runtime: Runtime) -> Capability {
-    Capability::fail(
-        "unsupported",
-        format!("{what} is not supported for {} sessions", runtime.as_str()),
-    )
-}
-
 pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateBody>,
 ) -> Result<Response, ApiError> {
-    let runtime = match body.runtime.as_str() {
-        "codex" => Runtime::Codex,
-        "claude" => Runtime::Claude,
-        other => {
-            return Err(ApiError::field(
-                "invalid_field",
-                "runtime",
-                format!("runtime `{other}` is not supported (supported: codex, claude)"),
-            ));
-        }
-    };
-    let only = |field: &'static str, present: bool, runtime_name: &str| {
-        if present {
-            Err(ApiError::field(
-                "invalid_field",
-                field,
-                format!("`{field}` applies to {runtime_name} sessions only"),
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    match runtime {
-        Runtime::Codex => {
-            only("permissionMode", body.permission_mode.is_some(), "claude")?;
-            if body.tmux_session.is_some() && !body.terminal {
-                return Err(ApiError::field(
-                    "invalid_field",
-                    "tmuxSession",
-                    "`tmuxSession` needs `terminal: true` for codex sessions",
-                ));
-            }
-        }
-        Runtime::Claude => {
-            only("approvalPolicy", body.approval_policy.is_some(), "codex")?;
-            only("sandbox", body.sandbox.is_some(), "codex")?;
-            only("budget", body.budget.is_some(), "codex")?;
-            only(
-                "terminal",
-                body.terminal,
-                "codex (claude sessions always have one)",
-            )?;
-        }
+    let created = state
+        .service
+        .create(CreateRequest {
+            runtime: body.runtime,
+            cwd: body.cwd,
+            model: body.model,
+            approval_policy: body.approval_policy,
+            sandbox: body.sandbox,
+            budget: body.budget,
+            permission_mode: body.permission_mode,
+            tmux_session: body.tmux_session,
+            terminal: body.terminal,
+            idempotency_key: body.idempotency_key,
+            prompt: body.prompt,
+        })
+        .await?;
+    let mut answer = json!({ "session": created.session });
+    if let Some(task) = created.task_id {
+        answer["taskId"] = json!(task);
     }
-    if let Some(mode) = &body.permission_mode
-        && let Some(refusal) = state.claude.permission_policy().refusal(mode)
-    {
-        return Err(ApiError::field("invalid_field", "permissionMode", refusal));
+    if let Some(inject) = created.inject {
+        answer["inject"] = json!(inject);
     }
-    if let Some(name) = &body.tmux_session
-        && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
-    {
-        return Err(ApiError::field(
-            "invalid_field",
-            "tmuxSession",
-            "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
-        ));
-    }
-    let cwd = std::path::PathBuf::from(&body.cwd);
-    if !cwd.is_absolute() {
-        return Err(ApiError::field(
-            "invalid_field",
-            "cwd",
-            "`cwd` must be an absolute path",
-        ));
-    }
-    if !cwd.is_dir() {
-        return Err(ApiError::field(
-            "invalid_field",
-            "cwd",
-            format!("`cwd` {} is not a directory", body.cwd),
-        ));
-    }
-    check_choice("approvalPolicy", &body.approval_policy, &APPROVAL_POLICIES)?;
-    check_choice("sandbox", &body.sandbox, &SANDBOXES)?;
-    check_key("idempotencyKey", &body.idempotency_key)?;
-    if let Some(model) = &body.model
-        && (model.is_empty() || model.len() > 256)
-    {
-        return Err(ApiError::field(
-            "invalid_field",
-            "model",
-            "`model` must be 1 to 256 bytes",
-        ));
-    }
-    let view = match runtime {
-        Runtime::Codex => {
-            let view = state
-                .codex
-                .create(CreateParams {
-                    cwd,
-                    model: body.model,
-                    approval_policy: body.approval_policy,
-                    sandbox: body.sandbox,
-                    budget: body.budget,
-                    idempotency_key: body.idempotency_key.clone(),
-                })
-                .await?;
-            if body.terminal && view.pane_id.is_none() {
-                state
-                    .codex
-                    .open_terminal(&view.id, body.tmux_session)
-                    .await?
-            } else {
-                view
-            }
-        }
-        Runtime::Claude => {
-            state
-                .claude
-                .create(CreateClaude {
-                    cwd,
-                    model: body.model,
-                    permission_mode: body.permission_mode,
-                    tmux_session: body.tmux_session,
-                    idempotency_key: body.idempotency_key.clone(),
-                    fork_of: None,
-                })
-                .await?
-        }
-    };
-    let mut answer = json!({ "session": view });
-    if let Some(prompt) = body.prompt.filter(|p| !p.trim().is_empty()) {
-        // The prompt's idempotency derives from the creation key, so a retried create
-        // does not send the prompt twice.
-        let key = body.idempotency_key.map(|k| format!("create:{k}"));
-        let injected = match runtime {
-            Runtime::Codex => state.codex.inject(&view.id, &prompt, key.clone()).await,
-            Runtime::Claude => state.claude.inject(&view.id, &prompt, key.clone()).await,
-        };
-        match injected {
-            Ok(outcome) => {
-                // Tracked as a task like every prompt.
-                if let Ok(task) = state
-                    .tasks
-                    .record_direct(&view.id, &prompt, key, &outcome)
-                    .await
-                {
-                    answer["taskId"] = json!(task);
-                }
-                answer["inject"] = json!(outcome)
-            }
-            Err(error) => {
-                answer["injectError"] = json!({ "code": inject_error(error).code, "message": "the prompt was not sent" })
-            }
-        }
+    if let Some(code) = created.inject_error {
+        answer["injectError"] = json!({ "code": code, "message": "the prompt was not sent" });
     }
     Ok((StatusCode::CREATED, Json(answer)).into_response())
 }
 
 pub async fn list(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "sessions": state.codex.list() }))
+    Json(json!({ "sessions": state.service.sessions() }))
 }
 
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<HostedSessionView>, ApiError> {
-    Ok(Json(state.codex.view(&id)?))
+    Ok(Json(state.service.session(&id)?))
 }
 
 pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => state.codex.close(&id).await?,
-        Runtime::Claude => state.claude.close(&id).await?,
-    }
+    state.service.close(&id).await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -346,56 +129,12 @@ pub async fn message(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MessageBody>,
 ) -> Result<Json<Value>, ApiError> {
-    check_key("idempotencyKey", &body.idempotency_key)?;
-    if body.text.trim().is_empty() {
-        return Err(ApiError::field(
-            "invalid_field",
-            "text",
-            "`text` must not be empty",
-        ));
-    }
-    // A key a queued task holds is that task's: a direct send must not reuse it.
-    if let Some(key) = &body.idempotency_key {
-        let held = state.core.read(|s| {
-            let sent = s.sessions.get(&id).is_some_and(|r| r.sent(key).is_some());
-            s.tasks
-                .by_key(&id, key)
-                .filter(|_| !sent)
-                .map(|t| t.id.clone())
-        });
-        if let Some(task) = held {
-            return Err(ApiError::field(
-                "idempotency_key_in_use",
-                "idempotencyKey",
-                format!("`idempotencyKey` already names queued task `{task}`"),
-            )
-            .with_status(StatusCode::CONFLICT));
-        }
-    }
-    let outcome = match runtime_of(&state, &id)
-        .map_err(|_| ApiError::not_found("not_live", format!("no session `{id}`")))?
-    {
-        Runtime::Codex => {
-            state
-                .codex
-                .inject(&id, &body.text, body.idempotency_key.clone())
-                .await
-        }
-        Runtime::Claude => {
-            state
-                .claude
-                .inject(&id, &body.text, body.idempotency_key.clone())
-                .await
-        }
-    }
-    .map_err(inject_error)?;
-    // The prompt was taken: track it as a task (a repeat with the key finds the first one).
-    let task_id = state
-        .tasks
-        .record_direct(&id, &body.text, body.idempotency_key, &outcome)
+    let sent = state
+        .service
+        .send(&id, &body.text, body.idempotency_key)
         .await?;
-    let mut answer = json!(outcome);
-    answer["taskId"] = json!(task_id);
+    let mut answer = json!(sent.outcome);
+    answer["taskId"] = json!(sent.task_id);
     Ok(Json(answer))
 }
 
@@ -403,10 +142,7 @@ pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let interrupted = match runtime_of(&state, &id)? {
-        Runtime::Codex => state.codex.interrupt(&id).await?,
-        Runtime::Claude => state.claude.interrupt(&id).await?,
-    };
+    let interrupted = state.service.interrupt(&id).await?;
     Ok(Json(json!({ "interrupted": interrupted })))
 }
 
@@ -414,29 +150,7 @@ pub async fn approvals(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let approvals = state.core.read(|s| {
-        s.sessions.get(&id).map(|record| {
-            record
-                .approvals
-                .values()
-                .map(|a| {
-                    json!({
-                        "request": a.request,
-                        "requestedAt": a.requested_at,
-                        "resolved": a.resolved,
-                        "pending": a.resolved.is_none(),
-                    })
-                })
-                .collect::<Vec<_>>()
-        })
-    });
-    match approvals {
-        Some(approvals) => Ok(Json(json!({ "approvals": approvals }))),
-        None => Err(ApiError::not_found(
-            "session_not_found",
-            format!("no session `{id}`"),
-        )),
-    }
+    Ok(Json(json!({ "approvals": state.service.approvals(&id)? })))
 }
 
 #[derive(Deserialize)]
@@ -450,24 +164,10 @@ pub async fn resolve_approval(
     Path((id, approval_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionBody>,
 ) -> Result<Json<Value>, ApiError> {
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => {
-            state
-                .codex
-                .resolve_approval(&id, &approval_id, &body.decision)
-                .await
-        }
-        Runtime::Claude => {
-            state
-                .claude
-                .resolve_approval(&id, &approval_id, &body.decision)
-                .await
-        }
-    }
-    .map_err(|error| match error {
-        HostError::Invalid(message) => ApiError::field("invalid_field", "decision", message),
-        other => ApiError::from(other),
-    })?;
+    state
+        .service
+        .resolve_approval(&id, &approval_id, &body.decision)
+        .await?;
     Ok(Json(
         json!({ "ok": true, "approvalId": approval_id, "decision": body.decision }),
     ))
@@ -477,10 +177,7 @@ pub async fn goal_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Capability>, ApiError> {
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => Ok(Json(state.codex.goal_get(&id).await?)),
-        runtime => Ok(Json(unsupported("goals", runtime))),
-    }
+    Ok(Json(state.service.goal_get(&id).await?))
 }
 
 #[derive(Deserialize)]
@@ -494,39 +191,24 @@ pub struct GoalBody {
     token_budget: Option<u64>,
 }
 
-pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
-
 pub async fn goal_put(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<GoalBody>,
 ) -> Result<Json<Capability>, ApiError> {
-    check_choice("status", &body.status, &GOAL_STATUSES)?;
-    if body.objective.is_none() && body.status.is_none() && body.token_budget.is_none() {
-        return Err(ApiError::bad_request(
-            "invalid_request",
-            "give at least one of objective, status, tokenBudget",
-        ));
-    }
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => Ok(Json(
-            state
-                .codex
-                .goal_set(&id, body.objective, body.status, body.token_budget)
-                .await?,
-        )),
-        runtime => Ok(Json(unsupported("goals", runtime))),
-    }
+    Ok(Json(
+        state
+            .service
+            .goal_set(&id, body.objective, body.status, body.token_budget)
+            .await?,
+    ))
 }
 
 pub async fn goal_delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Capability>, ApiError> {
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => Ok(Json(state.codex.goal_clear(&id).await?)),
-        runtime => Ok(Json(unsupported("goals", runtime))),
-    }
+    Ok(Json(state.service.goal_clear(&id).await?))
 }
 
 #[derive(Deserialize, Default)]
@@ -544,22 +226,7 @@ pub async fn fork(
 ) -> Result<Response, ApiError> {
     // The body is optional: `POST /fork` with none forks the whole thread.
     let body: ForkBody = optional_json(&headers, &body)?;
-    if runtime_of(&state, &id)? == Runtime::Claude {
-        if body.after_turn_id.is_some() {
-            return Err(ApiError::field(
-                "invalid_field",
-                "afterTurnId",
-                "claude forks the whole conversation; `afterTurnId` is codex only",
-            ));
-        }
-        let view = state.claude.fork(&id).await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(json!(Capability::ok(json!({ "session": view })))),
-        )
-            .into_response());
-    }
-    Ok(match state.codex.fork(&id, body.after_turn_id).await? {
+    Ok(match state.service.fork(&id, body.after_turn_id).await? {
         Ok(view) => (
             StatusCode::CREATED,
             Json(json!(Capability::ok(json!({ "session": view })))),
@@ -578,13 +245,7 @@ pub async fn models(
     State(state): State<AppState>,
     Query(query): Query<ModelsQuery>,
 ) -> Result<Json<Capability>, ApiError> {
-    match query.runtime.as_deref() {
-        None | Some("codex") => Ok(Json(state.codex.models().await?)),
-        Some(other) => Ok(Json(Capability::fail(
-            "unsupported",
-            format!("listing models is not supported for runtime `{other}`"),
-        ))),
-    }
+    Ok(Json(state.service.models(query.runtime.as_deref()).await?))
 }
 
 #[derive(Deserialize)]
@@ -598,67 +259,13 @@ pub async fn command(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<CommandBody>,
-) -> Result<Response, ApiError> {
-    let text = body.text.trim();
-    let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
-    let rest = rest.trim();
-    let runtime = runtime_of(&state, &id)?;
-    let capability = match name {
-        "/goal" | "/models" if runtime == Runtime::Claude => unsupported(name, runtime),
-        "/fork" if runtime == Runtime::Claude => {
-            Capability::ok(json!({ "session": state.claude.fork(&id).await? }))
-        }
-        "/interrupt" if runtime == Runtime::Claude => {
-            Capability::ok(json!({ "interrupted": state.claude.interrupt(&id).await? }))
-        }
-        "/goal" if rest.is_empty() => state.codex.goal_get(&id).await?,
-        "/goal" if rest == "clear" => state.codex.goal_clear(&id).await?,
-        "/goal" => {
-            state
-                .codex
-                .goal_set(&id, Some(rest.to_string()), None, None)
-                .await?
-        }
-        "/fork" => match state.codex.fork(&id, None).await? {
-            Ok(view) => Capability::ok(json!({ "session": view })),
-            Err(capability) => capability,
-        },
-        "/models" => state.codex.models().await?,
-        "/interrupt" => Capability::ok(json!({ "interrupted": state.codex.interrupt(&id).await? })),
-        _ => {
-            return Err(ApiError::field(
-                "invalid_field",
-                "text",
-                format!(
-                    "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt"
-                ),
-            ));
-        }
-    };
-    Ok(Json(capability).into_response())
+) -> Result<Json<Capability>, ApiError> {
+    Ok(Json(state.service.command(&id, &body.text).await?))
 }
 
-/// `GET /api/doctor`: codex's checks at the top level (as before claude was covered), claude's
-/// under `claude`; `ok` when neither found an issue, `warnings` from both.
+/// `GET /api/doctor`.
 pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
-    Json(doctor_report(&state.codex, &state.claude).await)
-}
-
-pub async fn doctor_report(
-    codex: &crate::codex::host::CodexHost,
-    claude: &crate::claude::host::ClaudeHost,
-) -> Value {
-    let (codex, claude) = tokio::join!(codex.doctor(), claude.doctor());
-    let mut issues = codex.issues.clone();
-    issues.extend(claude.issues.iter().map(|i| format!("claude: {i}")));
-    let mut warnings = codex.warnings.clone();
-    warnings.extend(claude.warnings.iter().cloned());
-    let mut answer = json!(codex);
-    answer["ok"] = json!(issues.is_empty());
-    answer["issues"] = json!(issues);
-    answer["warnings"] = json!(warnings);
-    answer["claude"] = json!(claude);
-    answer
+    Json(state.service.doctor().await)
 }
 
 /// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.
@@ -666,36 +273,18 @@ pub async fn relaunch(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    match runtime_of(&state, &id)? {
-        Runtime::Claude => state.claude.relaunch(&id).await?,
-        Runtime::Codex => state.codex.relaunch_terminal(&id).await?,
-    }
+    state.service.relaunch(&id).await?;
     Ok(Json(json!({ "ok": true })))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PermissionBody {
-    session_id: String,
-    request_id: String,
-    payload: Value,
 }
 
 /// `POST /api/claude/permission`: the `cohost-hook` of a `PermissionRequest` asks for a decision
 /// and waits for it (up to the permission timeout; then it answers `ask`).
 pub async fn claude_permission(
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<PermissionBody>,
+    ApiJson(body): ApiJson<PermissionAsk>,
 ) -> Result<Json<Value>, ApiError> {
-    if body.request_id.is_empty() || body.request_id.len() > 128 {
-        return Err(ApiError::field(
-            "invalid_field",
-            "requestId",
-            "`requestId` must be 1 to 128 bytes",
-        ));
-    }
     let answer = state
-        .claude
+        .service
         .permission_request(&body.session_id, &body.request_id, body.payload)
         .await?;
     Ok(Json(answer))
@@ -726,15 +315,7 @@ pub async fn terminal(
             ));
         }
     };
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => Ok(Json(json!(
-            state.codex.terminal_spec(&id, include_token).await?
-        ))),
-        Runtime::Claude => Err(ApiError::bad_request(
-            "unsupported",
-            "claude sessions run their TUI in their own pane; see paneId",
-        )),
-    }
+    Ok(Json(state.service.terminal_spec(&id, include_token).await?))
 }
 
 #[derive(Deserialize, Default)]
@@ -752,14 +333,6 @@ pub async fn open_terminal(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let body: OpenTerminalBody = optional_json(&headers, &body)?;
-    match runtime_of(&state, &id)? {
-        Runtime::Codex => {
-            let view = state.codex.open_terminal(&id, body.tmux_session).await?;
-            Ok((StatusCode::CREATED, Json(json!({ "session": view }))).into_response())
-        }
-        Runtime::Claude => Err(ApiError::bad_request(
-            "unsupported",
-            "claude sessions already run in their own pane",
-        )),
-    }
+    let view = state.service.open_terminal(&id, body.tmux_session).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "session": view }))).into_response())
 }

@@ -19,17 +19,11 @@ use tokio::sync::broadcast;
 
 use super::extract::ApiQuery;
 use super::{ApiError, AppState};
-use crate::core::StoredEvent;
 use crate::protocol::SeqRange;
+use crate::service::StoredEvent;
 
-const DEFAULT_LIMIT: usize = 100;
-const MAX_LIMIT: usize = 1000;
-/// The longest `wait` a long-poll may ask for.
-const MAX_WAIT_SECS: f64 = 300.0;
 /// Events read from the store per catch-up step of a stream.
 const STREAM_PAGE: usize = 512;
-/// The most events a filtered (per-session) read scans in one call.
-const MAX_SCAN: usize = 20_000;
 
 #[derive(Deserialize)]
 pub struct EventsQuery {
@@ -48,18 +42,6 @@ fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
     })
 }
 
-fn check_cursor(state: &AppState, after: u64) -> Result<(), ApiError> {
-    let head = state.core.store.head();
-    if after > head {
-        return Err(ApiError::field(
-            "invalid_field",
-            "after",
-            format!("cursor {after} is ahead of the newest event {head}"),
-        ));
-    }
-    Ok(())
-}
-
 pub async fn events(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<EventsQuery>,
@@ -73,87 +55,8 @@ pub async fn session_events(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
-    known_session(&state, &id)?;
+    state.service.known_session(&id)?;
     events_for(state, query, Some(id)).await
-}
-
-fn known_session(state: &AppState, id: &str) -> Result<(), ApiError> {
-    if state.core.read(|s| s.sessions.get(id).is_some()) {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(
-            "session_not_found",
-            format!("no session `{id}`"),
-        ))
-    }
-}
-
-/// One read of [`read_filtered`].
-pub(crate) struct FilteredPage {
-    pub events: Vec<Arc<StoredEvent>>,
-    /// Where the read stopped: the cursor for the next read.
-    pub next: u64,
-    pub head: u64,
-    /// Seqs up to `next` with no stored event (a damaged log), skipped by this read.
-    pub gaps: Vec<SeqRange>,
-}
-
-/// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at most
-/// `MAX_SCAN` events per call so a filtered read of a busy log answers promptly; `next` then
-/// tells the caller where the scan stopped.
-pub(crate) async fn read_filtered(
-    state: &AppState,
-    after: u64,
-    limit: usize,
-    session: Option<&str>,
-) -> Result<FilteredPage, ApiError> {
-    let Some(session) = session else {
-        let page = state.core.store.read_after_async(after, limit).await?;
-        let next = page.events.last().map(|e| e.seq).unwrap_or(after);
-        return Ok(FilteredPage {
-            events: page.events,
-            next,
-            head: page.head,
-            gaps: page.gaps,
-        });
-    };
-    let mut cursor = after;
-    let mut out = Vec::new();
-    let mut gaps = Vec::new();
-    let mut scanned = 0;
-    let finish = |events, next, head, mut gaps: Vec<SeqRange>| {
-        gaps.retain(|gap: &SeqRange| gap.to < next);
-        Ok(FilteredPage {
-            events,
-            next,
-            head,
-            gaps,
-        })
-    };
-    loop {
-        let page = state
-            .core
-            .store
-            .read_after_async(cursor, STREAM_PAGE)
-            .await?;
-        let Some(last) = page.events.last().map(|e| e.seq) else {
-            return finish(out, cursor, page.head, gaps);
-        };
-        gaps.extend(page.gaps);
-        for event in page.events {
-            scanned += 1;
-            if event.session.as_deref() == Some(session) {
-                out.push(event.clone());
-                if out.len() == limit {
-                    return finish(out, event.seq, page.head, gaps);
-                }
-            }
-        }
-        cursor = last;
-        if scanned >= MAX_SCAN {
-            return finish(out, cursor, page.head, gaps);
-        }
-    }
 }
 
 async fn events_for(
@@ -167,66 +70,29 @@ async fn events_for(
         .map(|v| parse_u64("after", v))
         .transpose()?
         .unwrap_or(0);
-    let limit = match query.limit.as_deref() {
-        Some(value) => {
-            let limit = parse_u64("limit", value)? as usize;
-            if limit == 0 || limit > MAX_LIMIT {
-                return Err(ApiError::field(
-                    "invalid_field",
-                    "limit",
-                    format!("`limit` must be between 1 and {MAX_LIMIT}"),
-                ));
-            }
-            limit
-        }
-        None => DEFAULT_LIMIT,
-    };
+    let limit = query
+        .limit
+        .as_deref()
+        .map(|v| parse_u64("limit", v))
+        .transpose()?;
     let wait = match query.wait.as_deref() {
-        Some(value) => {
-            let wait: f64 = value.parse().map_err(|_| {
-                ApiError::field(
-                    "invalid_field",
-                    "wait",
-                    format!("`wait` must be a number of seconds, got `{value}`"),
-                )
-            })?;
-            if !(0.0..=MAX_WAIT_SECS).contains(&wait) {
-                return Err(ApiError::field(
-                    "invalid_field",
-                    "wait",
-                    format!("`wait` must be between 0 and {MAX_WAIT_SECS} seconds"),
-                ));
-            }
-            Duration::from_secs_f64(wait)
-        }
-        None => Duration::ZERO,
+        Some(value) => Some(value.parse::<f64>().map_err(|_| {
+            ApiError::field(
+                "invalid_field",
+                "wait",
+                format!("`wait` must be a number of seconds, got `{value}`"),
+            )
+        })?),
+        None => None,
     };
-    check_cursor(&state, after)?;
-
-    // Subscribe first: an event published after the read below is then in the channel.
-    let mut live = state.core.subscribe();
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut cursor = after;
-    // Gaps crossed while waiting for this filter's next event are reported with it.
-    let mut gaps = Vec::new();
-    loop {
-        let page = read_filtered(&state, cursor, limit, session.as_deref()).await?;
-        gaps.extend(page.gaps);
-        if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline {
-            return Ok(page_response(&page.events, page.next, page.head, &gaps));
-        }
-        // Nothing for this filter yet: wait from where the scan stopped.
-        cursor = page.next;
-        tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = state.shutdown.cancelled() => {}
-            received = live.recv() => {
-                if let Err(broadcast::error::RecvError::Closed) = received {
-                    return Err(ApiError::from(crate::core::CoreError::ShuttingDown));
-                }
-            }
-        }
-    }
+    let read = state.service.read_request(after, limit, wait, session)?;
+    let page = state.service.events(read).await?;
+    Ok(page_response(
+        &page.events,
+        page.next,
+        page.head,
+        &page.gaps,
+    ))
 }
 
 /// Builds `{"events":[…],"next":N,"head":H}` (plus `"gaps":[…]` when the read skipped missing
@@ -278,7 +144,7 @@ pub async fn session_events_stream(
     ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    known_session(&state, &id)?;
+    state.service.known_session(&id)?;
     stream_for(state, query, headers, Some(id)).await
 }
 
@@ -296,12 +162,12 @@ async fn stream_for(
         (Some(id), _) => parse_u64("Last-Event-ID", &id)?,
         (None, Some(after)) => parse_u64("after", &after)?,
         // Without a cursor the stream starts at the present.
-        (None, None) => state.core.store.head(),
+        (None, None) => state.service.head(),
     };
-    check_cursor(&state, after)?;
-    let live = state.core.subscribe();
+    state.service.check_cursor(after)?;
+    let live = state.service.subscribe();
     // Refuse an expired cursor up front, while a status code can still say so.
-    state.core.store.read_after_async(after, 1).await?;
+    state.service.read_events(after, 1, None).await?;
     let stream = event_stream(state, live, after, session);
     let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
@@ -404,7 +270,7 @@ fn event_stream(
             // the stored events it follows and precedes, and reading the store first would
             // skip past it. The head is read before the channel is drained: every live-only
             // event published before a stored event up to that head is then in the channel.
-            let head = cursor.state.core.store.head();
+            let head = cursor.state.service.head();
             match cursor.live.try_recv() {
                 Ok(event) => {
                     if let Some(message) = cursor.accept(&event) {
@@ -419,9 +285,8 @@ fn event_stream(
             if head > cursor.last {
                 match cursor
                     .state
-                    .core
-                    .store
-                    .read_after_async(cursor.last, STREAM_PAGE)
+                    .service
+                    .read_events(cursor.last, STREAM_PAGE, None)
                     .await
                 {
                     Ok(page) if !page.events.is_empty() => {
@@ -436,7 +301,7 @@ fn event_stream(
                     Err(error) => {
                         // Retention overtook a slow reader: say so, then end the stream.
                         cursor.done = true;
-                        let message = ApiError::from(error).message;
+                        let message = error.message;
                         let body = serde_json::json!({"error": {"code": "cursor_expired", "message": message}});
                         return Some((
                             Ok(SseEvent::default().event("error").data(body.to_string())),

@@ -9,28 +9,12 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
+use crate::service::ServiceError;
+use crate::service::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
 
 impl From<TaskError> for ApiError {
     fn from(error: TaskError) -> Self {
-        let message = error.to_string();
-        match error {
-            TaskError::Invalid(_) => ApiError::bad_request("invalid_request", message),
-            TaskError::UnknownTask(_) => ApiError::not_found("task_not_found", message),
-            TaskError::UnknownSession(_) => ApiError::not_found("session_not_found", message),
-            TaskError::Closed(_) => ApiError::new(StatusCode::CONFLICT, "session_closed", message),
-            TaskError::Conflict { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "revision_conflict", message)
-            }
-            TaskError::NotWaiting { .. } => {
-                ApiError::new(StatusCode::CONFLICT, "not_waiting", message)
-            }
-            TaskError::QueueFull(_) => {
-                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", message)
-            }
-            TaskError::EditLimit(_) => ApiError::new(StatusCode::CONFLICT, "edit_limit", message),
-            TaskError::Core(core) => ApiError::from(core),
-        }
+        ApiError::from(ServiceError::from(error))
     }
 }
 
@@ -65,6 +49,7 @@ pub async fn send(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let source = source_of(&body.source)?;
     let sent = state
+        .service
         .tasks
         .send(&id, &body.text, body.idempotency_key, source)
         .await?;
@@ -81,7 +66,7 @@ pub async fn queue(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.tasks.queue(&id)?)))
+    Ok(Json(json!(state.service.tasks.queue(&id)?)))
 }
 
 /// `GET /api/sessions/{id}/lease`.
@@ -89,7 +74,7 @@ pub async fn lease(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "lease": state.tasks.lease(&id)? })))
+    Ok(Json(json!({ "lease": state.service.tasks.lease(&id)? })))
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,11 +112,19 @@ pub async fn set_lease(
                     "`dropQueued` goes with `release`",
                 ));
             }
-            let lease = state.tasks.takeover(&id, body.by, "takeover").await?;
+            let lease = state
+                .service
+                .tasks
+                .takeover(&id, body.by, "takeover")
+                .await?;
             Ok(Json(json!({ "lease": lease })))
         }
         "release" => {
-            let (lease, dropped) = state.tasks.release(&id, body.by, body.drop_queued).await?;
+            let (lease, dropped) = state
+                .service
+                .tasks
+                .release(&id, body.by, body.drop_queued)
+                .await?;
             Ok(Json(json!({ "lease": lease, "dropped": dropped })))
         }
         other => Err(ApiError::field(
@@ -147,7 +140,7 @@ pub async fn status(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "task": state.tasks.status(&id)? })))
+    Ok(Json(json!({ "task": state.service.tasks.status(&id)? })))
 }
 
 /// Strings, parsed here so a bad number gets our JSON error naming the field.
@@ -181,7 +174,7 @@ pub async fn result(
 ) -> Result<Json<Value>, ApiError> {
     let offset = parse_usize("offset", query.offset.as_deref(), 0)?;
     let max = parse_usize("maxBytes", query.max_bytes.as_deref(), MAX_RESULT_CHUNK)?;
-    let chunk = state.tasks.result(&id, offset, max)?;
+    let chunk = state.service.tasks.result(&id, offset, max)?;
     Ok(Json(json!(chunk)))
 }
 
@@ -202,7 +195,11 @@ pub async fn cancel(
 ) -> Result<Json<Value>, ApiError> {
     let body: CancelBody = super::sessions::optional_json(&headers, &body)?;
     Ok(Json(json!(
-        state.tasks.cancel(&id, body.lease_generation).await?
+        state
+            .service
+            .tasks
+            .cancel(&id, body.lease_generation)
+            .await?
     )))
 }
 
@@ -224,6 +221,7 @@ pub async fn edit(
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!(
         state
+            .service
             .tasks
             .edit(&id, body.revision, &body.text, body.idempotency_key)
             .await?
@@ -238,6 +236,7 @@ pub async fn supersede(
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!(
         state
+            .service
             .tasks
             .supersede(&id, body.revision, &body.text, body.idempotency_key)
             .await?

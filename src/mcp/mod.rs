@@ -17,7 +17,7 @@
 //! unknown session, a session not ready, a backend failure, an invalid value).
 
 pub mod bridge;
-pub mod redact;
+
 mod tools;
 
 use std::sync::Arc;
@@ -28,7 +28,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, tool_handler};
 use serde_json::{Value, json};
 
-use crate::http::{ApiError, AppState};
+use crate::service::{Service, ServiceError};
 
 /// The most bytes one tool answer may take encoded (the whole `CallToolResult`), leaving room
 /// under 60,000 for the JSON-RPC envelope.
@@ -37,6 +37,7 @@ pub const MAX_ANSWER_BYTES: usize = 58_000;
 const STRING_CAPS: [usize; 4] = [16_384, 4_096, 1_024, 256];
 
 /// Error codes that mean "refused by policy" rather than "could not be done".
+/// Failures of these codes are `kind: "permission"`; the rest `operational`.
 const PERMISSION_CODES: [&str; 4] = [
     "human_typing",
     "human_control",
@@ -47,12 +48,12 @@ const PERMISSION_CODES: [&str; 4] = [
 /// The MCP server: one per HTTP request (stateless) or per `/mcp` session; cheap to clone.
 #[derive(Clone)]
 pub struct CohostMcp {
-    state: AppState,
+    service: Service,
 }
 
 impl CohostMcp {
-    pub fn new(state: AppState) -> Self {
-        CohostMcp { state }
+    pub fn new(service: Service) -> Self {
+        CohostMcp { service }
     }
 }
 
@@ -64,16 +65,19 @@ impl ServerHandler for CohostMcp {}
 
 /// The streamable-HTTP service mounted at `/mcp`. Stateless with JSON answers: each POST is
 /// one JSON-RPC message and its answer. Host and Origin are checked by the daemon's guard.
-pub fn http_service(state: AppState) -> StreamableHttpService<CohostMcp, NeverSessionManager> {
+pub fn http_service(
+    service: Service,
+    max_body_bytes: usize,
+) -> StreamableHttpService<CohostMcp, NeverSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_cancellation_token(state.shutdown.child_token())
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES)
+        .with_cancellation_token(service.shutdown.child_token())
+        .with_max_request_body_bytes(max_body_bytes)
         .disable_allowed_hosts();
     StreamableHttpService::new(
-        move || Ok(CohostMcp::new(state.clone())),
+        move || Ok(CohostMcp::new(service.clone())),
         Arc::new(NeverSessionManager::default()),
         config,
     )
@@ -87,14 +91,38 @@ pub fn failure(code: &str, message: &str) -> CallToolResult {
         "operational"
     };
     let mut error = json!({ "error": { "kind": kind, "code": code, "message": message } });
-    redact::redact_value(&mut error);
+    crate::redact::redact_value(&mut error);
     CallToolResult::structured_error(error)
 }
 
-impl From<ApiError> for CallToolResult {
-    fn from(error: ApiError) -> Self {
+/// `idempotencyKey` → `idempotency_key`: MCP arguments are snake_case.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl From<ServiceError> for CallToolResult {
+    /// The one mapping of a service error to a tool failure; a field is named as the MCP
+    /// argument is (snake_case).
+    fn from(error: ServiceError) -> Self {
         let message = match &error.field {
-            Some(field) => format!("{} (field `{field}`)", error.message),
+            Some(field) => {
+                let arg = snake_case(field);
+                format!(
+                    "{} (field `{arg}`)",
+                    error
+                        .message
+                        .replace(&format!("`{field}`"), &format!("`{arg}`"))
+                )
+            }
             None => error.message.clone(),
         };
         failure(error.code, &message)
@@ -138,7 +166,7 @@ pub struct Bounded {
 /// then (when `list` names an array field) by dropping items from the end of that array.
 /// Sets `truncated: true` on the object when anything was cut.
 pub fn bound(mut value: Value, list: Option<&str>) -> Bounded {
-    redact::redact_value(&mut value);
+    crate::redact::redact_value(&mut value);
     let total = list
         .and_then(|key| value.get(key))
         .and_then(Value::as_array)

@@ -1,24 +1,17 @@
 //! The MCP tools: each takes a closed argument object (unknown fields are refused) and answers
 //! through [`super::answer`] / [`super::bound`], or [`super::failure`] when it fails.
 
-use std::time::Duration;
-
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
 use super::{CohostMcp, answer, bound, failure};
-use crate::core::now_ms;
-use crate::host::HostError;
-use crate::http::ApiError;
-use crate::protocol::{
-    AgentEventParams, AgentStatus, AgentUpdate, EventKind, Liveness, Runtime, SeqRange,
-};
-use crate::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
+use crate::protocol::{AgentEventParams, AgentStatus, Liveness};
+use crate::service::tasks::{MAX_RESULT_CHUNK, Source};
+use crate::service::{CreateRequest, ServiceError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
@@ -226,66 +219,12 @@ impl LivenessArg {
     }
 }
 
-fn host_failure(error: HostError) -> CallToolResult {
-    CallToolResult::from(ApiError::from(error))
-}
-
-fn task_failure(error: TaskError) -> CallToolResult {
-    CallToolResult::from(ApiError::from(error))
+fn failed(error: impl Into<ServiceError>) -> CallToolResult {
+    CallToolResult::from(error.into())
 }
 
 fn to_value(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-impl CohostMcp {
-    fn runtime_of(&self, id: &str) -> Result<Runtime, CallToolResult> {
-        self.state
-            .core
-            .read(|s| s.sessions.get(id).map(|r| r.created.runtime))
-            .ok_or_else(|| failure("session_not_found", &format!("no session `{id}`")))
-    }
-
-    /// Up to `limit` events after `after` (only `session`'s when given), waiting up to `wait`
-    /// for the first one. Subscribes before reading, like the HTTP long-poll, so an event
-    /// appended between the read and the wait is not missed.
-    async fn read_events(
-        &self,
-        after: u64,
-        limit: usize,
-        session: Option<&str>,
-        wait: Duration,
-    ) -> Result<(Vec<Value>, u64, u64, Vec<SeqRange>), ApiError> {
-        let state = &self.state;
-        let mut live = state.core.subscribe();
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut cursor = after;
-        let mut gaps = Vec::new();
-        loop {
-            let page = crate::http::read_filtered(state, cursor, limit, session).await?;
-            gaps.extend(page.gaps);
-            let next = page.next;
-            if !page.events.is_empty() || wait.is_zero() || tokio::time::Instant::now() >= deadline
-            {
-                let events = page
-                    .events
-                    .iter()
-                    .map(|e| serde_json::from_str(&e.json).unwrap_or(Value::Null))
-                    .collect();
-                return Ok((events, next, page.head, gaps));
-            }
-            cursor = next;
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = state.shutdown.cancelled() => {}
-                received = live.recv() => {
-                    if let Err(broadcast::error::RecvError::Closed) = received {
-                        return Err(ApiError::from(crate::core::CoreError::ShuttingDown));
-                    }
-                }
-            }
-        }
-    }
 }
 
 #[tool_router(vis = "pub(crate)")]
@@ -295,7 +234,7 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let sessions = self.state.codex.list();
+        let sessions = self.service.sessions();
         let total = sessions.len();
         let bounded = bound(
             json!({ "sessions": sessions, "total": total }),
@@ -316,9 +255,9 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.state.codex.view(&args.session_id) {
+        Ok(match self.service.session(&args.session_id) {
             Ok(view) => answer(json!({ "session": view })),
-            Err(error) => host_failure(error),
+            Err(error) => failed(error),
         })
     }
 
@@ -327,7 +266,7 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn tracker_state(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let view = crate::http::state_view(&self.state).await;
+        let view = self.service.state_view();
         let total = view.sessions.len();
         let bounded = bound(to_value(view), Some("sessions"));
         let mut value = bounded.value;
@@ -356,155 +295,48 @@ impl CohostMcp {
             pane_id: args.pane_id,
             liveness: args.liveness.map(LivenessArg::into_liveness),
         };
-        if let Err(error) = params.validate() {
-            return Ok(CallToolResult::from(ApiError::from(error)));
-        }
-        let session = match self
-            .state
-            .sessions
-            .resolve(
-                params.tmux_session.as_deref(),
-                params.project_dir.as_deref(),
-            )
-            .await
-        {
-            Ok(session) => session,
-            Err(error) => return Ok(failure("session_not_found", &error.message)),
-        };
-        let update = AgentUpdate {
-            agent: params.agent,
-            status: params.status,
-            ts: params.ts.unwrap_or_else(now_ms),
-            thread_id: params.thread_id,
-            thread_name: params.thread_name,
-            last_user_prompt: params.last_user_prompt,
-            pane_id: params.pane_id,
-            liveness: params.liveness,
-        };
-        Ok(
-            match self
-                .state
-                .core
-                .append(Some(session.clone()), EventKind::AgentUpdated(update))
-                .await
-            {
-                Ok(seq) => answer(json!({ "ok": true, "seq": seq, "session": session })),
-                Err(error) => CallToolResult::from(ApiError::from(error)),
-            },
-        )
+        Ok(match self.service.agent_event(params).await {
+            Ok(accepted) => answer(to_value(accepted)),
+            Err(error) => failed(error),
+        })
     }
 
     #[tool(
         description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt. A retry with the same idempotency_key returns the first session."
     )]
     async fn start_session(&self, Parameters(args): Parameters<StartArgs>) -> ToolResult {
-        if self.state.mcp_roots.is_empty() {
-            return Ok(failure(
-                "permission_denied",
-                "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)",
-            ));
-        }
-        let runtime = match args.runtime.as_str() {
-            "codex" => Runtime::Codex,
-            "claude" => Runtime::Claude,
-            other => {
-                return Ok(failure(
-                    "invalid_field",
-                    &format!("`runtime` must be codex or claude, got `{other}`"),
-                ));
-            }
+        let cwd = match self.service.check_root(&args.cwd) {
+            Ok(cwd) => cwd,
+            Err(error) => return Ok(failed(error)),
         };
-        if let Some(key) = &args.idempotency_key
-            && (key.is_empty() || key.len() > 256)
+        let created = match self
+            .service
+            .create(CreateRequest {
+                runtime: args.runtime,
+                cwd: cwd.to_string_lossy().into_owned(),
+                model: args.model,
+                permission_mode: args.permission_mode,
+                idempotency_key: args.idempotency_key.clone(),
+                ..Default::default()
+            })
+            .await
         {
-            return Ok(failure(
-                "invalid_field",
-                "`idempotency_key` must be 1 to 256 bytes",
-            ));
-        }
-        if let Some(mode) = &args.permission_mode {
-            if runtime != Runtime::Claude {
-                return Ok(failure(
-                    "invalid_field",
-                    "`permission_mode` applies to claude sessions only",
-                ));
-            }
-            if let Some(refusal) = self.state.claude.permission_policy().refusal(mode) {
-                return Ok(failure("invalid_field", &refusal));
-            }
-        }
-        let cwd = std::path::PathBuf::from(&args.cwd);
-        if !cwd.is_absolute() {
-            return Ok(failure("invalid_field", "`cwd` must be an absolute path"));
-        }
-        let Ok(cwd) = cwd.canonicalize() else {
-            return Ok(failure(
-                "invalid_field",
-                &format!("`cwd` {} does not exist", args.cwd),
-            ));
+            Ok(created) => created,
+            Err(error) => return Ok(failed(error)),
         };
-        if !cwd.is_dir() {
-            return Ok(failure(
-                "invalid_field",
-                &format!("`cwd` {} is not a directory", args.cwd),
-            ));
-        }
-        // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
-        if !self
-            .state
-            .mcp_roots
-            .iter()
-            .any(|root| cwd.starts_with(root))
-        {
-            return Ok(failure(
-                "permission_denied",
-                &format!(
-                    "`cwd` {} is outside the project roots the owner allowed",
-                    cwd.display()
-                ),
-            ));
-        }
-        let created = match runtime {
-            Runtime::Codex => {
-                self.state
-                    .codex
-                    .create(crate::codex::host::CreateParams {
-                        cwd,
-                        model: args.model.clone(),
-                        idempotency_key: args.idempotency_key.clone(),
-                        ..Default::default()
-                    })
-                    .await
-            }
-            Runtime::Claude => {
-                self.state
-                    .claude
-                    .create(crate::claude::host::CreateClaude {
-                        cwd,
-                        model: args.model.clone(),
-                        permission_mode: args.permission_mode.clone(),
-                        idempotency_key: args.idempotency_key.clone(),
-                        ..Default::default()
-                    })
-                    .await
-            }
-        };
-        let view = match created {
-            Ok(view) => view,
-            Err(error) => return Ok(host_failure(error)),
-        };
+        let view = created.session;
         let mut result = json!({ "session": to_value(&view) });
         if let Some(prompt) = args.prompt.filter(|p| !p.trim().is_empty()) {
             // Keyed on the start's key, so a retried start does not queue the prompt twice.
             let key = args.idempotency_key.map(|k| format!("start:{k}"));
             match self
-                .state
+                .service
                 .tasks
                 .send(&view.id, &prompt, key, Source::Mcp)
                 .await
             {
                 Ok(sent) => result["task"] = to_value(&sent.task),
-                Err(error) => return Ok(task_failure(error)),
+                Err(error) => return Ok(failed(error)),
             }
         }
         Ok(answer(result))
@@ -516,7 +348,7 @@ impl CohostMcp {
     async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
         Ok(
             match self
-                .state
+                .service
                 .tasks
                 .send(
                     &args.session_id,
@@ -527,7 +359,7 @@ impl CohostMcp {
                 .await
             {
                 Ok(sent) => answer(to_value(sent)),
-                Err(error) => task_failure(error),
+                Err(error) => failed(error),
             },
         )
     }
@@ -537,9 +369,9 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
-        Ok(match self.state.tasks.status(&args.task_id) {
+        Ok(match self.service.tasks.status(&args.task_id) {
             Ok(task) => answer(json!({ "task": task })),
-            Err(error) => task_failure(error),
+            Err(error) => failed(error),
         })
     }
 
@@ -548,7 +380,7 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn queue(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.state.tasks.queue(&args.session_id) {
+        Ok(match self.service.tasks.queue(&args.session_id) {
             Ok(queue) => {
                 let total = queue.pending.len();
                 let bounded = bound(to_value(queue), Some("pending"));
@@ -561,7 +393,7 @@ impl CohostMcp {
                 }
                 CallToolResult::structured(value)
             }
-            Err(error) => task_failure(error),
+            Err(error) => failed(error),
         })
     }
 
@@ -580,9 +412,9 @@ impl CohostMcp {
         }
         // A chunk that escapes to more than the answer's budget comes back smaller, never cut.
         loop {
-            let chunk = match self.state.tasks.result(&args.task_id, offset, max) {
+            let chunk = match self.service.tasks.result(&args.task_id, offset, max) {
                 Ok(chunk) => chunk,
-                Err(error) => return Ok(task_failure(error)),
+                Err(error) => return Ok(failed(error)),
             };
             let bounded = bound(to_value(&chunk), None);
             if !bounded.truncated || max <= 256 {
@@ -598,13 +430,13 @@ impl CohostMcp {
     async fn cancel_task(&self, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
         Ok(
             match self
-                .state
+                .service
                 .tasks
                 .cancel(&args.task_id, args.lease_generation)
                 .await
             {
                 Ok(cancelled) => answer(to_value(cancelled)),
-                Err(error) => task_failure(error),
+                Err(error) => failed(error),
             },
         )
     }
@@ -615,7 +447,7 @@ impl CohostMcp {
     async fn edit_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
         Ok(
             match self
-                .state
+                .service
                 .tasks
                 .edit(
                     &args.task_id,
@@ -626,7 +458,7 @@ impl CohostMcp {
                 .await
             {
                 Ok(edited) => answer(to_value(edited)),
-                Err(error) => task_failure(error),
+                Err(error) => failed(error),
             },
         )
     }
@@ -637,7 +469,7 @@ impl CohostMcp {
     async fn supersede_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
         Ok(
             match self
-                .state
+                .service
                 .tasks
                 .supersede(
                     &args.task_id,
@@ -648,7 +480,7 @@ impl CohostMcp {
                 .await
             {
                 Ok(replaced) => answer(to_value(replaced)),
-                Err(error) => task_failure(error),
+                Err(error) => failed(error),
             },
         )
     }
@@ -673,30 +505,24 @@ impl CohostMcp {
                 &format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
             ));
         }
-        if let Some(id) = &args.session_id
-            && let Err(refused) = self.runtime_of(id)
-        {
-            return Ok(refused);
-        }
-        let head = self.state.core.store.head();
-        if after > head {
-            return Ok(failure(
-                "invalid_field",
-                &format!("cursor {after} is ahead of the newest event {head}"),
-            ));
-        }
-        let (events, next, head, mut gaps) = match self
-            .read_events(
-                after,
-                limit as usize,
-                args.session_id.as_deref(),
-                Duration::from_secs_f64(wait),
-            )
-            .await
-        {
+        let read =
+            match self
+                .service
+                .read_request(after, Some(limit), Some(wait), args.session_id.clone())
+            {
+                Ok(read) => read,
+                Err(error) => return Ok(failed(error)),
+            };
+        let page = match self.service.events(read).await {
             Ok(page) => page,
-            Err(error) => return Ok(CallToolResult::from(error)),
+            Err(error) => return Ok(failed(error)),
         };
+        let events: Vec<Value> = page
+            .events
+            .iter()
+            .map(|e| serde_json::from_str(&e.json).unwrap_or(Value::Null))
+            .collect();
+        let (next, head, mut gaps) = (page.next, page.head, page.gaps);
         let total = events.len();
         let mut answer = json!({ "events": events, "next": next, "head": head });
         if !gaps.is_empty() {
@@ -734,7 +560,7 @@ impl CohostMcp {
     )]
     async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
-        if let Ok(lease) = self.state.tasks.lease(id)
+        if let Ok(lease) = self.service.tasks.lease(id)
             && lease.holder == crate::protocol::LeaseHolder::Human
         {
             return Ok(failure(
@@ -742,14 +568,9 @@ impl CohostMcp {
                 "a human holds this session's control lease; only they interrupt its turns",
             ));
         }
-        let interrupted = match self.runtime_of(id) {
-            Err(refused) => return Ok(refused),
-            Ok(Runtime::Codex) => self.state.codex.interrupt(id).await,
-            Ok(Runtime::Claude) => self.state.claude.interrupt(id).await,
-        };
-        Ok(match interrupted {
+        Ok(match self.service.interrupt(id).await {
             Ok(interrupted) => answer(json!({ "interrupted": interrupted })),
-            Err(error) => host_failure(error),
+            Err(error) => failed(error),
         })
     }
 
@@ -759,24 +580,9 @@ impl CohostMcp {
     )]
     async fn list_approvals(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
-        let approvals = self.state.core.read(|s| {
-            s.sessions.get(id).map(|record| {
-                record
-                    .approvals
-                    .values()
-                    .map(|a| {
-                        json!({
-                            "request": a.request,
-                            "requestedAt": a.requested_at,
-                            "resolved": a.resolved,
-                            "pending": a.resolved.is_none(),
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            })
-        });
-        let Some(approvals) = approvals else {
-            return Ok(failure("session_not_found", &format!("no session `{id}`")));
+        let approvals = match self.service.approvals(id) {
+            Ok(approvals) => approvals,
+            Err(error) => return Ok(failed(error)),
         };
         let total = approvals.len();
         let bounded = bound(json!({ "approvals": approvals }), Some("approvals"));
@@ -793,30 +599,20 @@ impl CohostMcp {
     #[tool(description = "Answer a pending approval: accept, acceptForSession, decline or cancel.")]
     async fn resolve_approval(&self, Parameters(args): Parameters<ResolveArgs>) -> ToolResult {
         let id = &args.session_id;
-        let resolved = match self.runtime_of(id) {
-            Err(refused) => return Ok(refused),
-            Ok(Runtime::Codex) => {
-                self.state
-                    .codex
-                    .resolve_approval(id, &args.approval_id, &args.decision)
-                    .await
-            }
-            Ok(Runtime::Claude) => {
-                self.state
-                    .claude
-                    .resolve_approval(id, &args.approval_id, &args.decision)
-                    .await
-            }
-        };
-        Ok(match resolved {
-            Ok(()) => answer(json!({
-                "ok": true,
-                "approvalId": args.approval_id,
-                "decision": args.decision,
-            })),
-            Err(HostError::Invalid(message)) => failure("invalid_field", &message),
-            Err(error) => host_failure(error),
-        })
+        Ok(
+            match self
+                .service
+                .resolve_approval(id, &args.approval_id, &args.decision)
+                .await
+            {
+                Ok(()) => answer(json!({
+                    "ok": true,
+                    "approvalId": args.approval_id,
+                    "decision": args.decision,
+                })),
+                Err(error) => failed(error),
+            },
+        )
     }
 
     #[tool(
@@ -824,77 +620,45 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn goal_get(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        let id = &args.session_id;
-        Ok(match self.runtime_of(id) {
-            Err(refused) => refused,
-            Ok(Runtime::Codex) => match self.state.codex.goal_get(id).await {
-                Ok(capability) => answer(to_value(capability)),
-                Err(error) => host_failure(error),
-            },
-            Ok(runtime) => unsupported("goals", runtime),
+        Ok(match self.service.goal_get(&args.session_id).await {
+            Ok(capability) => answer(to_value(capability)),
+            Err(error) => failed(error),
         })
     }
 
     #[tool(description = "Set a codex session's goal: any of objective, status, token_budget.")]
     async fn goal_set(&self, Parameters(args): Parameters<GoalSetArgs>) -> ToolResult {
-        const STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
-        if let Some(status) = &args.status
-            && !STATUSES.contains(&status.as_str())
-        {
-            return Ok(failure(
-                "invalid_field",
-                &format!("`status` must be one of {}", STATUSES.join(", ")),
-            ));
-        }
-        if args.objective.is_none() && args.status.is_none() && args.token_budget.is_none() {
-            return Ok(failure(
-                "invalid_request",
-                "give at least one of objective, status, token_budget",
-            ));
-        }
-        let id = &args.session_id;
-        Ok(match self.runtime_of(id) {
-            Err(refused) => refused,
-            Ok(Runtime::Codex) => match self
-                .state
-                .codex
-                .goal_set(id, args.objective, args.status, args.token_budget)
+        Ok(
+            match self
+                .service
+                .goal_set(
+                    &args.session_id,
+                    args.objective,
+                    args.status,
+                    args.token_budget,
+                )
                 .await
             {
                 Ok(capability) => answer(to_value(capability)),
-                Err(error) => host_failure(error),
+                Err(error) => failed(error),
             },
-            Ok(runtime) => unsupported("goals", runtime),
-        })
+        )
     }
 
     #[tool(description = "Clear a codex session's goal.")]
     async fn goal_clear(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        let id = &args.session_id;
-        Ok(match self.runtime_of(id) {
-            Err(refused) => refused,
-            Ok(Runtime::Codex) => match self.state.codex.goal_clear(id).await {
-                Ok(capability) => answer(to_value(capability)),
-                Err(error) => host_failure(error),
-            },
-            Ok(runtime) => unsupported("goals", runtime),
+        Ok(match self.service.goal_clear(&args.session_id).await {
+            Ok(capability) => answer(to_value(capability)),
+            Err(error) => failed(error),
         })
     }
 
     #[tool(description = "Fork a hosted session's whole conversation into a new session.")]
     async fn fork(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        let id = &args.session_id;
-        Ok(match self.runtime_of(id) {
-            Err(refused) => refused,
-            Ok(Runtime::Codex) => match self.state.codex.fork(id, None).await {
-                Ok(Ok(view)) => answer(json!({ "ok": true, "session": view })),
-                Ok(Err(capability)) => answer(to_value(capability)),
-                Err(error) => host_failure(error),
-            },
-            Ok(Runtime::Claude) => match self.state.claude.fork(id).await {
-                Ok(view) => answer(json!({ "ok": true, "session": view })),
-                Err(error) => host_failure(error),
-            },
+        Ok(match self.service.fork(&args.session_id, None).await {
+            Ok(Ok(view)) => answer(json!({ "ok": true, "session": view })),
+            Ok(Err(capability)) => answer(to_value(capability)),
+            Err(error) => failed(error),
         })
     }
 
@@ -903,18 +667,9 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn list_models(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        Ok(match self.state.codex.models().await {
+        Ok(match self.service.models(None).await {
             Ok(capability) => answer(to_value(capability)),
-            Err(error) => host_failure(error),
+            Err(error) => failed(error),
         })
     }
-}
-
-/// A capability the session's runtime lacks: an answer with `ok: false`, not an error.
-fn unsupported(what: &str, runtime: Runtime) -> CallToolResult {
-    answer(json!({
-        "ok": false,
-        "reason": "unsupported",
-        "message": format!("{what} are not supported for {} sessions", runtime.as_str()),
-    }))
 }

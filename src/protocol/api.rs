@@ -370,7 +370,7 @@ pub struct HostedSessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// `starting`, `live`, `restarting`, `lost` or `closed`.
-    pub state: String,
+    pub state: super::SessionState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,10 +1,13 @@
-//! cohost's own wire contract: the events it logs and streams, and the bodies of its HTTP API.
+//! cohost's own wire contract: the events it logs and streams, the bodies of its HTTP API and
+//! MCP tools, and (in [`boundary`]) the files and requests exchanged with `cohost-runner` and
+//! `cohost-hook`.
 //!
 //! This module is an API boundary: everything here is serialized to clients and to the event log,
 //! so a change here is a change to `docs/api.md`.
 //! It imports nothing else from the crate and does no I/O.
 
 mod api;
+pub mod boundary;
 mod event;
 mod session;
 mod task;

@@ -12,11 +12,47 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// Every runtime, in a stable order.
+    pub const ALL: [Runtime; 2] = [Runtime::Codex, Runtime::Claude];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Codex => "codex",
             Runtime::Claude => "claude",
         }
+    }
+
+    /// The error code of a runtime that is not installed or did not start.
+    pub fn unavailable_code(self) -> &'static str {
+        match self {
+            Runtime::Codex => "codex_unavailable",
+            Runtime::Claude => "claude_unavailable",
+        }
+    }
+
+    /// The error code of a runtime that failed us.
+    pub fn error_code(self) -> &'static str {
+        match self {
+            Runtime::Codex => "codex_error",
+            Runtime::Claude => "claude_error",
+        }
+    }
+
+    /// Whether a session's settings carry codex's approval policy (claude sessions created
+    /// before `permissionMode` existed kept their mode there).
+    pub fn has_approval_policy(self) -> bool {
+        self == Runtime::Codex
+    }
+
+    /// The runtime named `name` (`codex`, `claude`).
+    pub fn parse(name: &str) -> Option<Runtime> {
+        Runtime::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -113,12 +149,43 @@ pub struct SessionClosed {
     pub reason: String,
 }
 
+/// Where a hosted session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionState {
+    /// Created; its runtime is not bound yet.
+    Starting,
+    /// Its runtime answers.
+    Live,
+    /// Its codex backend died and is being replaced.
+    Restarting,
+    /// Its runtime went away and could not be brought back.
+    Lost,
+    /// Its TUI exited (claude); a relaunch brings it back.
+    Exited,
+    /// Closed through the API.
+    Closed,
+}
+
+impl SessionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionState::Starting => "starting",
+            SessionState::Live => "live",
+            SessionState::Restarting => "restarting",
+            SessionState::Lost => "lost",
+            SessionState::Exited => "exited",
+            SessionState::Closed => "closed",
+        }
+    }
+}
+
 /// `session.status`: whether the session's runtime is reachable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {
-    /// `live`, `restarting` or `lost`.
-    pub state: String,
+    /// `live`, `restarting`, `lost` (codex) or `exited` (claude).
+    pub state: SessionState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use cohost::claude::normalize::unwrap_pasted;
 use cohost::peers::CLAUDE;
+use cohost::runtime::claude::normalize::unwrap_pasted;
 
 use crate::support::claude_host::ClaudeFixture;
 use crate::support::mock_messages::Step;

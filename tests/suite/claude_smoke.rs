@@ -3,7 +3,7 @@
 //! [`MockMessages`] server. They prove that the mock's SSE is what the CLI accepts (text,
 //! tool_use with a permission dialog, a hung stream cut by Escape), that bracketed-paste
 //! injection delivers one prompt, and that the readiness heuristic of
-//! `claude-code-observed.md` §6 holds on real screens.
+//! docs/peers.md ("Screen") holds on real screens.
 //!
 //! Every test owns its mock, tmux socket, `HOME` and work directory, so they run in parallel.
 //! Set `COHOST_UPDATE_CLAUDE_SCREENS=1` to rewrite `tests/fixtures/claude/screens/*.txt` from
@@ -23,8 +23,8 @@ use crate::support::http::{Resp, raw_request};
 use crate::support::mock_messages::{MockMessages, RequestKind, Step};
 use crate::support::tmux::{TmuxServer, require_tmux};
 use crate::support::{pinned_version, run_with_timeout, temp_dir};
-use cohost::claude::normalize::unwrap_pasted;
 use cohost::peers::CLAUDE;
+use cohost::runtime::claude::normalize::unwrap_pasted;
 
 /// How long any single wait on the TUI may take (startup on a loaded 2-core machine included).
 const WAIT: Duration = Duration::from_secs(20);
@@ -35,7 +35,7 @@ const POLL: Duration = Duration::from_millis(50);
 /// The environment variable that makes the screens test rewrite the fixtures.
 const UPDATE_SCREENS_ENV: &str = "COHOST_UPDATE_CLAUDE_SCREENS";
 
-/// What the readiness heuristic (`claude-code-observed.md` §6) reads from one `capture-pane -p`.
+/// What the readiness heuristic (docs/peers.md, "Screen") reads from one `capture-pane -p`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Analysis {
     /// The unsent text of the live input box (`❯\u{a0}…`), `None` when no box is on screen.

@@ -1003,6 +1003,9 @@ fn a_message_that_steers_a_turn_finishes_with_it_and_the_queue_moves_on() {
             .then_hang()
             .when_user_contains("Another long one"),
     );
+    // The steer restarts the model request: it hangs too, so the cancel finds the turn running.
+    fx.mock
+        .push(Step::hang().when_user_contains("Never mind this one"));
     fx.mock
         .push(Step::text("Last reply.").when_user_contains("The last task"));
     let id = fx.create(session_opts());

@@ -1,23 +1,39 @@
-//! Test support: a private tmux server, a spawned `cohost serve`, and small HTTP/SSE clients.
-#![allow(dead_code)]
+//! Glue between the integration suite and the test kit (`tests/kit`, crate `cohost-testkit`):
+//! everything the kit has, re-exported under the paths the suite uses (`crate::support::…`), bound
+//! to this build's `cohost` binary, plus what needs the `cohost` library itself
+//! ([`pinned_version`]).
+//!
+//! The kit cannot name the binary (only this package's integration tests and benches get
+//! `env!("CARGO_BIN_EXE_cohost")`), so its daemon-spawning types take a [`Binaries`] parameter;
+//! the aliases here ([`TestDaemon`], [`codex_host::CodexFixture`], [`claude_host::ClaudeFixture`])
+//! fix it to [`Cohost`].
 
-pub mod daemon;
-pub mod http;
-pub mod tmux;
-
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
-
-pub use daemon::TestDaemon;
-pub use http::SseClient;
-pub use serde_json::{Value, json};
-pub use tmux::TmuxServer;
+pub use cohost_testkit::*;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_cohost");
+
+/// This build's executables, for the kit.
+pub struct Cohost;
+
+impl Binaries for Cohost {
+    const COHOST: &'static str = BIN;
+}
+
+/// A `cohost serve` of this build (see [`cohost_testkit::TestDaemon`]).
+pub type TestDaemon = cohost_testkit::TestDaemon<Cohost>;
+
+pub mod codex_host {
+    //! [`cohost_testkit::codex_host`], with the fixture bound to this build's binary.
+    pub use cohost_testkit::codex_host::*;
+
+    pub type CodexFixture = cohost_testkit::codex_host::CodexFixture<super::Cohost>;
+}
+
+pub mod claude_host {
+    //! [`cohost_testkit::claude_host`]'s fixture, bound to this build's binary.
+    pub type ClaudeFixture = cohost_testkit::claude_host::ClaudeFixture<super::Cohost>;
+}
 
 /// The release of a peer CLI under test, as `./scripts/test` exports it for each run of the
 /// version matrix (`COHOST_TEST_CODEX_VERSION`, `COHOST_TEST_CLAUDE_VERSION`). It must be one of
@@ -38,153 +54,3 @@ pub fn pinned_version(peer: &cohost::peers::Supported) -> String {
     );
     version
 }
-
-/// Polls `f` every 20 ms until it returns `Some`, panicking after `timeout`.
-pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = f() {
-            return value;
-        }
-        if Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs a command to completion with a deadline, capturing stdout and stderr.
-pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Output {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("failed to spawn {command:?}: {e}"));
-    let mut stdout = child.stdout.take().expect("stdout piped");
-    let mut stderr = child.stderr.take().expect("stderr piped");
-    let out_thread = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stdout.read_to_end(&mut buf);
-        buf
-    });
-    let err_thread = thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stderr.read_to_end(&mut buf);
-        buf
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{command:?} did not finish within {timeout:?}");
-            }
-            Err(e) => panic!("waiting for {command:?}: {e}"),
-        }
-    };
-    Output {
-        status,
-        stdout: out_thread.join().unwrap_or_default(),
-        stderr: err_thread.join().unwrap_or_default(),
-    }
-}
-
-/// A fresh temporary directory under /tmp (short paths keep tmux socket paths under the limit).
-pub fn temp_dir(prefix: &str) -> tempfile::TempDir {
-    let base = if Path::new("/tmp").is_dir() {
-        PathBuf::from("/tmp")
-    } else {
-        std::env::temp_dir()
-    };
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(base)
-        .expect("cannot create a temporary directory")
-}
-
-/// Creates `dir` (and parents) and returns its canonical path as a string.
-pub fn make_dir(dir: &Path) -> String {
-    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-    dir.canonicalize()
-        .expect("canonicalize")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// Removes ANSI colour escapes, so log excerpts stay readable in panic messages.
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' && chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// An agent-event body addressed by tmux session name.
-pub fn report(session: &str, agent: &str, status: &str) -> Value {
-    json!({ "agent": agent, "status": status, "tmuxSession": session })
-}
-
-/// A tmux server with one session per name, each in its own directory `<tmp>/p/<name>`.
-/// Returns the server and the sessions' canonical directories, in order.
-pub fn tmux_with_sessions(names: &[&str]) -> (TmuxServer, Vec<String>) {
-    let tmux = TmuxServer::new();
-    let mut dirs = Vec::new();
-    for name in names {
-        let dir = make_dir(&tmux.dir().join("p").join(name));
-        tmux.new_session(name, Path::new(&dir));
-        dirs.push(dir);
-    }
-    (tmux, dirs)
-}
-
-/// The seqs of a list of events.
-pub fn seqs(events: &[Value]) -> Vec<u64> {
-    events
-        .iter()
-        .map(|e| e["seq"].as_u64().expect("seq"))
-        .collect()
-}
-
-/// Asserts that `seqs` is exactly `first..=last`.
-#[track_caller]
-pub fn assert_contiguous(seqs: &[u64], first: u64, last: u64) {
-    let expected: Vec<u64> = (first..=last).collect();
-    if seqs != expected.as_slice() {
-        let mut problems = Vec::new();
-        for pair in seqs.windows(2) {
-            if pair[1] != pair[0] + 1 {
-                problems.push(format!("{} -> {}", pair[0], pair[1]));
-            }
-        }
-        panic!(
-            "expected seqs {first}..={last} ({} events), got {} events from {:?} to {:?}; breaks: {:?}",
-            expected.len(),
-            seqs.len(),
-            seqs.first(),
-            seqs.last(),
-            &problems[..problems.len().min(20)]
-        );
-    }
-}
-pub mod claude_env;
-pub mod claude_host;
-pub mod codex_home;
-pub mod codex_host;
-pub mod mock_messages;
-pub mod mock_responses;
-pub mod mock_server;

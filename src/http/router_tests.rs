@@ -1,0 +1,254 @@
+//! The router in process (`tower::ServiceExt::oneshot`, no socket): the guard's Host, Origin
+//! and token rules, the token-less opensessions routes, and the error mapping — every refusal
+//! one JSON shape with the status of its class.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::{AppState, router};
+use crate::core::CoreConfig;
+use crate::core::event_log::{FsyncPolicy, LogConfig};
+use crate::core::tracker::TrackerConfig;
+use crate::runtime::Hosts;
+use crate::service::Service;
+use crate::tasks::TaskManager;
+use crate::tmux::{SessionCache, Tmux};
+
+const TOKEN: &str = "test-token-0123456789";
+
+struct Fixture {
+    app: axum::Router,
+    _home: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let home = tempfile::tempdir().unwrap();
+    let (core, _thread, _) = crate::core::start(CoreConfig {
+        home: home.path().to_path_buf(),
+        log: LogConfig {
+            dir: home.path().join("log"),
+            quarantine: home.path().join("quarantine.jsonl"),
+            segment_bytes: 1 << 20,
+            retain_bytes: 1 << 24,
+            fsync: FsyncPolicy::Never,
+        },
+        tracker: TrackerConfig::default(),
+    })
+    .unwrap();
+    let hosts = Hosts::from_hosts(Vec::new());
+    let cancel = CancellationToken::new();
+    let service = Service {
+        core: core.clone(),
+        tmux: Arc::new(SessionCache::new(Tmux::new(Some(
+            home.path().join("no-tmux"),
+        )))),
+        hosts: hosts.clone(),
+        tasks: TaskManager::new(core, hosts),
+        mcp_roots: Arc::new(Vec::new()),
+        shutdown: cancel.clone(),
+    };
+    let state = AppState {
+        service,
+        token: TOKEN.into(),
+        local_addr: "127.0.0.1:7391".parse().unwrap(),
+        allow_remote: false,
+        shutdown: cancel,
+        body_timeout: std::time::Duration::from_secs(5),
+    };
+    Fixture {
+        app: router(state, axum::Router::new()),
+        _home: home,
+    }
+}
+
+struct Sent {
+    status: StatusCode,
+    body: Value,
+}
+
+impl Fixture {
+    async fn send(&self, request: Request<Body>) -> Sent {
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let is_json = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("application/json"));
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            assert!(
+                is_json,
+                "a non-JSON answer: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+            serde_json::from_slice(&bytes).unwrap()
+        };
+        Sent { status, body }
+    }
+}
+
+fn get(path: &str) -> axum::http::request::Builder {
+    Request::get(path).header(header::HOST, "127.0.0.1:7391")
+}
+
+fn authed(builder: axum::http::request::Builder) -> axum::http::request::Builder {
+    builder.header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+}
+
+#[track_caller]
+fn refused(sent: &Sent, status: StatusCode, code: &str) {
+    assert_eq!(sent.status, status, "{}", sent.body);
+    assert_eq!(sent.body["error"]["code"], code, "{}", sent.body);
+    assert!(sent.body["error"]["message"].is_string(), "{}", sent.body);
+}
+
+#[tokio::test]
+async fn the_guard_checks_host_origin_and_token_in_that_order() {
+    let fx = fixture();
+    // No token, wrong token, right token.
+    let sent = fx
+        .send(get("/api/state").body(Body::empty()).unwrap())
+        .await;
+    refused(&sent, StatusCode::UNAUTHORIZED, "unauthorized");
+    let sent = fx
+        .send(
+            get("/api/state")
+                .header(header::AUTHORIZATION, "Bearer nope")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    refused(&sent, StatusCode::UNAUTHORIZED, "unauthorized");
+    let sent = fx
+        .send(authed(get("/api/state")).body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    assert!(sent.body["sessions"].is_array());
+
+    // A rebinding Host is refused before the token is even looked at.
+    let sent = fx
+        .send(
+            authed(Request::get("/api/state").header(header::HOST, "evil.example:7391"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(sent.status, StatusCode::FORBIDDEN, "{}", sent.body);
+    // A foreign Origin too, even with the token.
+    let sent = fx
+        .send(
+            authed(get("/api/state"))
+                .header(header::ORIGIN, "http://evil.example")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(sent.status, StatusCode::FORBIDDEN, "{}", sent.body);
+
+    // The health route and the page need no token.
+    let sent = fx
+        .send(get("/api/health").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    assert_eq!(sent.body["ok"], true);
+}
+
+#[tokio::test]
+async fn opensessions_posts_need_no_token_but_json_and_no_origin() {
+    let fx = fixture();
+    let post = |origin: Option<&str>, content_type: &str| {
+        let mut builder = Request::post("/api/agent-event")
+            .header(header::HOST, "127.0.0.1:7391")
+            .header(header::CONTENT_TYPE, content_type);
+        if let Some(origin) = origin {
+            builder = builder.header(header::ORIGIN, origin);
+        }
+        builder
+            .body(Body::from(
+                json!({"agent": "a", "status": "running", "tmuxSession": "nowhere"}).to_string(),
+            ))
+            .unwrap()
+    };
+    // Past the guard without a token: the session is unknown (no tmux here), as JSON.
+    let sent = fx.send(post(None, "application/json")).await;
+    refused(&sent, StatusCode::NOT_FOUND, "session_not_found");
+    // A browser "simple" request (text/plain) or one with an Origin needs the token.
+    let sent = fx.send(post(None, "text/plain")).await;
+    refused(&sent, StatusCode::UNAUTHORIZED, "unauthorized");
+    let sent = fx
+        .send(post(Some("http://127.0.0.1:7391"), "application/json"))
+        .await;
+    refused(&sent, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
+async fn errors_are_one_json_shape_with_the_status_of_their_class() {
+    let fx = fixture();
+    let call = |method: &str, path: &str, body: Option<Value>| {
+        let builder = authed(
+            Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::HOST, "127.0.0.1:7391"),
+        );
+        match body {
+            Some(body) => builder
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+            None => builder.body(Body::empty()).unwrap(),
+        }
+    };
+    // Not found (service), with the code of the resource.
+    let sent = fx.send(call("GET", "/api/sessions/cs_nope", None)).await;
+    refused(&sent, StatusCode::NOT_FOUND, "session_not_found");
+    let sent = fx.send(call("GET", "/api/tasks/task_nope", None)).await;
+    refused(&sent, StatusCode::NOT_FOUND, "task_not_found");
+    // Invalid field (service): 400 naming the field.
+    let sent = fx
+        .send(call(
+            "POST",
+            "/api/sessions",
+            Some(json!({"runtime": "vim", "cwd": "/"})),
+        ))
+        .await;
+    refused(&sent, StatusCode::BAD_REQUEST, "invalid_field");
+    assert_eq!(sent.body["error"]["field"], "runtime");
+    // A runtime with no host here: unavailable, not a crash.
+    let sent = fx
+        .send(call(
+            "POST",
+            "/api/sessions",
+            Some(json!({"runtime": "codex", "cwd": "/"})),
+        ))
+        .await;
+    refused(&sent, StatusCode::SERVICE_UNAVAILABLE, "unsupported");
+    // A bad query (the extractor) and an unknown body field (the JSON extractor).
+    let sent = fx.send(call("GET", "/api/events?after=x", None)).await;
+    refused(&sent, StatusCode::BAD_REQUEST, "invalid_field");
+    let sent = fx
+        .send(call(
+            "POST",
+            "/api/sessions/cs_x/messages",
+            Some(json!({"text": "hi", "extra": 1})),
+        ))
+        .await;
+    assert_eq!(sent.status, StatusCode::BAD_REQUEST, "{}", sent.body);
+    // A cursor ahead of the log, routes and methods that do not exist.
+    let sent = fx.send(call("GET", "/api/events?after=999999", None)).await;
+    refused(&sent, StatusCode::BAD_REQUEST, "invalid_field");
+    assert_eq!(sent.body["error"]["field"], "after");
+    let sent = fx.send(call("GET", "/api/nope", None)).await;
+    refused(&sent, StatusCode::NOT_FOUND, "not_found");
+    let sent = fx.send(call("DELETE", "/api/state", None)).await;
+    refused(&sent, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+}

@@ -1,0 +1,11 @@
+//! The Claude Code adapter: the only module that knows Claude's hooks, transcripts and TUI.
+
+pub mod doctor;
+pub mod host;
+pub mod normalize;
+pub mod policy;
+pub mod records;
+pub mod screen;
+mod seam;
+
+pub use policy::PermissionPolicy;

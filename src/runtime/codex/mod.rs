@@ -1,0 +1,16 @@
+//! The codex adapter: the only module that knows codex's `app-server` JSON-RPC protocol and how
+//! to run it.
+//!
+//! [`rpc`] speaks the wire (framing, ids, server→client requests) over stdio or WebSocket;
+//! [`process`] finds the codex binary and runs `codex app-server` children; [`home`] prepares
+//! the private CODEX_HOME each backend runs in; [`wire`] types the payloads under codex's own
+//! schema names. Nothing codex-specific leaves this module except
+//! as `protocol` events.
+
+pub mod home;
+pub mod host;
+pub mod normalize;
+pub mod process;
+pub mod rpc;
+mod seam;
+pub mod wire;

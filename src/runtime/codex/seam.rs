@@ -1,0 +1,162 @@
+//! The codex host behind the runtime seam: [`SessionHost`] for [`CodexHost`].
+
+use super::host::{APPROVAL_POLICIES, CodexHost, CreateParams, SANDBOXES};
+use crate::protocol::{HostedSessionView, Runtime};
+use crate::runtime::{
+    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
+};
+
+fn check_choice(
+    field: &'static str,
+    value: &Option<String>,
+    allowed: &[&str],
+) -> Result<(), HostError> {
+    match value {
+        Some(value) if !allowed.contains(&value.as_str()) => Err(HostError::field(
+            field,
+            format!(
+                "`{field}` must be one of {}, got `{value}`",
+                allowed.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionHost for CodexHost {
+    fn runtime(&self) -> Runtime {
+        Runtime::Codex
+    }
+
+    fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
+        if request.permission_mode.is_some() {
+            return Err(HostError::field(
+                "permissionMode",
+                "`permissionMode` applies to claude sessions only",
+            ));
+        }
+        if request.tmux_session.is_some() && !request.terminal {
+            return Err(HostError::field(
+                "tmuxSession",
+                "`tmuxSession` needs `terminal: true` for codex sessions",
+            ));
+        }
+        check_choice(
+            "approvalPolicy",
+            &request.approval_policy,
+            &APPROVAL_POLICIES,
+        )?;
+        check_choice("sandbox", &request.sandbox, &SANDBOXES)
+    }
+
+    async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+        let view = CodexHost::create(
+            self,
+            CreateParams {
+                cwd: request.cwd,
+                model: request.model,
+                approval_policy: request.approval_policy,
+                sandbox: request.sandbox,
+                budget: request.budget,
+                idempotency_key: request.idempotency_key,
+            },
+        )
+        .await?;
+        if request.terminal && view.pane_id.is_none() {
+            return CodexHost::open_terminal(self, &view.id, request.tmux_session).await;
+        }
+        Ok(view)
+    }
+
+    fn restore(&self) {
+        CodexHost::restore(self)
+    }
+
+    async fn inject(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        CodexHost::inject(self, session, text, key).await
+    }
+
+    async fn interrupt(&self, session: &str) -> Result<bool, HostError> {
+        CodexHost::interrupt(self, session).await
+    }
+
+    async fn resolve_approval(
+        &self,
+        session: &str,
+        approval: &str,
+        decision: &str,
+    ) -> Result<(), HostError> {
+        CodexHost::resolve_approval(self, session, approval, decision).await
+    }
+
+    async fn close(&self, session: &str) -> Result<(), HostError> {
+        CodexHost::close(self, session).await
+    }
+
+    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
+        CodexHost::fork(self, session, after_turn).await
+    }
+
+    async fn relaunch(&self, session: &str) -> Result<(), HostError> {
+        CodexHost::relaunch_terminal(self, session).await
+    }
+
+    fn after_restart(&self) -> AfterRestart {
+        // The backend (and the turn it ran) went with the daemon.
+        AfterRestart::Lost
+    }
+
+    async fn doctor(&self) -> serde_json::Value {
+        serde_json::json!(CodexHost::doctor(self).await)
+    }
+
+    async fn shutdown(&self) {
+        CodexHost::shutdown(self).await
+    }
+
+    async fn goal_get(&self, session: &str) -> Result<Capability, HostError> {
+        CodexHost::goal_get(self, session).await
+    }
+
+    async fn goal_set(
+        &self,
+        session: &str,
+        objective: Option<String>,
+        status: Option<String>,
+        token_budget: Option<u64>,
+    ) -> Result<Capability, HostError> {
+        CodexHost::goal_set(self, session, objective, status, token_budget).await
+    }
+
+    async fn goal_clear(&self, session: &str) -> Result<Capability, HostError> {
+        CodexHost::goal_clear(self, session).await
+    }
+
+    async fn models(&self) -> Result<Capability, HostError> {
+        CodexHost::models(self).await
+    }
+
+    async fn terminal_spec(
+        &self,
+        session: &str,
+        include_token: bool,
+    ) -> Result<serde_json::Value, HostError> {
+        Ok(serde_json::json!(
+            CodexHost::terminal_spec(self, session, include_token).await?
+        ))
+    }
+
+    async fn open_terminal(
+        &self,
+        session: &str,
+        tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        CodexHost::open_terminal(self, session, tmux_session).await
+    }
+}

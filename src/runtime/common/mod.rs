@@ -1,0 +1,84 @@
+//! What every pane-hosted runtime shares: session ids, finding the helper programs, the pane a
+//! runtime's TUI runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the
+//! idempotent-inject bookkeeping ([`inject`]) and the mirror of a hosted session into the
+//! tracker ([`mirror`]). Runtimes import this; it imports no runtime.
+
+pub mod inject;
+pub mod mirror;
+pub mod pane;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The tmux session cohost opens panes in, unless a request names one.
+pub const DEFAULT_TMUX_SESSION: &str = "cohost";
+
+/// A mutex guard that survives a panicked holder (the data stays usable).
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A new hosted-session id: `cs_` and 16 random hex digits.
+pub fn new_session_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cs_{hex}")
+}
+
+/// Finds a helper binary (`cohost-runner`, `cohost-hook`): `env_override` if set, else next to
+/// the daemon's own executable (or one level up, where integration tests run from), else PATH.
+pub fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(env_override).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let candidate = dir.join(name);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+        // Integration tests run from target/debug/deps.
+        if let Some(parent) = dir.parent() {
+            let candidate = parent.join(name);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+    }
+    which(name).ok_or_else(|| {
+        format!("{name} was not found next to cohost or on PATH (build the workspace, or set {env_override})")
+    })
+}
+
+/// The first `name` on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Writes a file only the daemon's user may read, atomically.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    crate::core::private_file::write_atomic(path, bytes, 0o600)
+}
+
+/// Creates `dir` (and its parents) and makes it private to the daemon's user.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Sends a signal with `kill(1)` semantics through a child `kill` process, so the daemon needs
+/// no unsafe code.
+pub fn send_signal(pid: u32, signal: i32) {
+    let _ = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}

@@ -1,0 +1,402 @@
+//! The runtime seam: what a surface or the task queue may ask of any hosted runtime — the
+//! [`SessionHost`] trait and the [`Hosts`] registry that maps each [`Runtime`] to its host — and
+//! the types every host shares (`HostError`, `InjectOutcome`, `Capability`, `CreateSession`).
+//!
+//! Each runtime lives in its own folder (`codex/`, `claude/`) and imports this module and
+//! `common/` (what pane-hosted runtimes share), never another runtime. Surfaces and the task
+//! queue reach a runtime only through the registry: `Hosts::new` is the one place that names the
+//! runtimes.
+
+pub mod claude;
+pub mod codex;
+pub mod common;
+pub mod lenient;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::core::CoreError;
+use crate::protocol::{Budget, HostedSessionView, Runtime};
+
+/// Why a host operation failed. The service layer maps each variant to one error once.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The request is wrong in a way no field names (a bad decision for this approval, …).
+    #[error("{0}")]
+    Invalid(String),
+    /// One field of the request is wrong; `field` is its name in the HTTP API.
+    #[error("{message}")]
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
+    /// The runtime cannot do this at all (a claude session has no separate terminal, …).
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("no session `{0}`")]
+    UnknownSession(String),
+    #[error("session `{0}` is closed")]
+    Closed(String),
+    /// The session exists but cannot take this now (no thread bound yet, the TUI not running).
+    #[error("session `{0}` has no live thread yet; retry shortly")]
+    NotReady(String),
+    /// A human has a half-typed draft in the session's input box; cohost does not type into it.
+    #[error("someone is typing in session `{0}`'s input box; not typing over their draft")]
+    HumanTyping(String),
+    /// The runtime's program is not installed or did not start.
+    #[error("{runtime} is not available: {message}")]
+    Unavailable { runtime: Runtime, message: String },
+    /// The runtime answered with an error, or its process failed us; `source` keeps the cause
+    /// when there is one (an RPC error, an I/O error, a tmux failure).
+    #[error("{runtime} failed: {message}")]
+    Failed {
+        runtime: Runtime,
+        message: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    #[error("no approval `{0}` in this session")]
+    UnknownApproval(String),
+    #[error("approval `{0}` was already resolved")]
+    ApprovalResolved(String),
+    /// Recording the outcome in the event log failed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}
+
+impl HostError {
+    pub fn unavailable(runtime: Runtime, message: impl Into<String>) -> Self {
+        HostError::Unavailable {
+            runtime,
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(runtime: Runtime, message: impl Into<String>) -> Self {
+        HostError::Failed {
+            runtime,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure with its cause kept as the error's source.
+    pub fn failed_by(
+        runtime: Runtime,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        HostError::Failed {
+            runtime,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    pub fn field(field: &'static str, message: impl Into<String>) -> Self {
+        HostError::InvalidField {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// How an inject reached the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InjectState {
+    /// A new turn started with it.
+    Started,
+    /// It joined the running turn (codex `turn/steer`).
+    Steered,
+    /// The agent queued it behind the running turn; it runs as a turn of its own later.
+    Queued,
+}
+
+impl InjectState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectState::Started => "started",
+            InjectState::Steered => "steered",
+            InjectState::Queued => "queued",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "started" => Some(InjectState::Started),
+            "steered" => Some(InjectState::Steered),
+            "queued" => Some(InjectState::Queued),
+            _ => None,
+        }
+    }
+}
+
+/// What an inject did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InjectOutcome {
+    pub outcome: InjectState,
+    /// The turn it started or joined (for `queued`: the turn it waits behind).
+    pub turn_id: String,
+    /// True when an idempotency key matched an earlier inject: nothing was sent again.
+    pub duplicate: bool,
+}
+
+/// A capability answer: `{ok:true,data}` or `{ok:false,reason,message}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capability {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// `unsupported`, `no_active_thread` or `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Capability {
+    pub fn ok(data: Value) -> Self {
+        Capability {
+            ok: true,
+            data: Some(data),
+            reason: None,
+            message: None,
+        }
+    }
+
+    pub fn fail(reason: &str, message: impl Into<String>) -> Self {
+        Capability {
+            ok: false,
+            data: None,
+            reason: Some(reason.to_string()),
+            message: Some(message.into()),
+        }
+    }
+}
+
+/// `POST /api/sessions` (or MCP `start_session`), validated for syntax by the service; each
+/// runtime checks the options that are its own (`SessionHost::check_create`) and refuses the
+/// others by field name. A new runtime with options of its own adds them here.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    pub cwd: PathBuf,
+    pub model: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// The tmux session to open a pane in (default `cohost`).
+    pub tmux_session: Option<String>,
+    /// codex: also open the real TUI on the thread in a tmux pane.
+    pub terminal: bool,
+    /// codex: the thread's approval policy.
+    pub approval_policy: Option<String>,
+    /// codex: the sandbox mode.
+    pub sandbox: Option<String>,
+    /// codex: run on a dedicated backend with these retry settings.
+    pub budget: Option<Budget>,
+    /// claude: the permission mode to start in.
+    pub permission_mode: Option<String>,
+}
+
+/// What happens to a prompt a runtime had taken when the daemon restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterRestart {
+    /// The agent's process went down with the daemon: the turn is lost.
+    Lost,
+    /// The agent keeps running without the daemon (a TUI in tmux): its turn still ends.
+    Continues,
+}
+
+/// A forked session, or why there is none (a capability answer).
+pub type Forked = Result<HostedSessionView, Capability>;
+
+/// What a surface or the task queue may ask of a hosted runtime. Every method names the cohost
+/// session it acts on; the host refuses sessions of another runtime. Optional capabilities have
+/// default bodies that answer `unsupported`.
+#[async_trait::async_trait]
+pub trait SessionHost: Send + Sync {
+    /// The runtime this host runs.
+    fn runtime(&self) -> Runtime;
+
+    /// Checks the options of a create request that concern this runtime, and refuses the ones
+    /// that do not apply to it, naming the field.
+    fn check_create(&self, request: &CreateSession) -> Result<(), HostError>;
+
+    /// Starts a session (and its terminal, if asked and available).
+    async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError>;
+
+    /// Follows again, after a daemon restart, every open session of this runtime.
+    fn restore(&self);
+
+    /// Sends a prompt: a new turn, a steer of the running one, or queued behind it.
+    async fn inject(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError>;
+
+    /// Interrupts the running turn; `false` when nothing was running.
+    async fn interrupt(&self, session: &str) -> Result<bool, HostError>;
+
+    /// Answers a pending approval (first answer wins).
+    async fn resolve_approval(
+        &self,
+        session: &str,
+        approval: &str,
+        decision: &str,
+    ) -> Result<(), HostError>;
+
+    /// Ends the session: its process or pane goes, `session.closed` is logged.
+    async fn close(&self, session: &str) -> Result<(), HostError>;
+
+    /// A new session continuing this one's conversation (optionally up to a turn).
+    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError>;
+
+    /// Starts the session's TUI again on the same conversation.
+    async fn relaunch(&self, session: &str) -> Result<(), HostError>;
+
+    /// How a prompt this runtime had taken fares across a daemon restart.
+    fn after_restart(&self) -> AfterRestart;
+
+    /// `cohost doctor`'s section for this runtime: `issues` and `warnings` arrays at least.
+    async fn doctor(&self) -> serde_json::Value;
+
+    /// Stops what the host runs for the daemon (backends), at shutdown.
+    async fn shutdown(&self);
+
+    async fn goal_get(&self, _session: &str) -> Result<Capability, HostError> {
+        Ok(self.unsupported("goals"))
+    }
+
+    async fn goal_set(
+        &self,
+        _session: &str,
+        _objective: Option<String>,
+        _status: Option<String>,
+        _token_budget: Option<u64>,
+    ) -> Result<Capability, HostError> {
+        Ok(self.unsupported("goals"))
+    }
+
+    async fn goal_clear(&self, _session: &str) -> Result<Capability, HostError> {
+        Ok(self.unsupported("goals"))
+    }
+
+    async fn models(&self) -> Result<Capability, HostError> {
+        Ok(Capability::fail(
+            "unsupported",
+            format!(
+                "listing models is not supported for runtime `{}`",
+                self.runtime().as_str()
+            ),
+        ))
+    }
+
+    /// How to attach the runtime's own TUI to the session from any terminal.
+    async fn terminal_spec(
+        &self,
+        _session: &str,
+        _include_token: bool,
+    ) -> Result<serde_json::Value, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions run their TUI in their own pane; see paneId",
+            self.runtime().as_str()
+        )))
+    }
+
+    /// Opens the runtime's TUI on the session in a tmux pane.
+    async fn open_terminal(
+        &self,
+        _session: &str,
+        _tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions already run in their own pane",
+            self.runtime().as_str()
+        )))
+    }
+
+    /// A hook of the runtime asks for a permission decision and waits for it.
+    async fn permission_request(
+        &self,
+        _session: &str,
+        _request_id: &str,
+        _payload: serde_json::Value,
+    ) -> Result<serde_json::Value, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions do not ask for permissions through a hook",
+            self.runtime().as_str()
+        )))
+    }
+
+    /// Whether a person can leave unsent input in this runtime's box that cohost can see
+    /// ([`SessionHost::human_input`]); the lease watches it each second while tasks are in play.
+    fn watches_human_input(&self) -> bool {
+        false
+    }
+
+    /// Text a person typed into the session's input and did not send, if any (`None` while a
+    /// delivery of ours is in progress, or when the runtime cannot tell).
+    async fn human_input(&self, _session: &str) -> Result<Option<String>, HostError> {
+        Ok(None)
+    }
+
+    /// Clears the session's input if it still holds exactly `text` (a prompt of ours the agent
+    /// handed back after an interrupt); whether it did.
+    async fn clear_input(&self, _session: &str, _text: &str) -> Result<bool, HostError> {
+        Ok(false)
+    }
+
+    /// The answer for an optional capability this runtime lacks.
+    fn unsupported(&self, what: &str) -> Capability {
+        Capability::fail(
+            "unsupported",
+            format!(
+                "{what} is not supported for {} sessions",
+                self.runtime().as_str()
+            ),
+        )
+    }
+}
+
+/// The hosts, by runtime: the one place the runtimes are named.
+#[derive(Clone)]
+pub struct Hosts {
+    hosts: HashMap<Runtime, Arc<dyn SessionHost>>,
+}
+
+impl Hosts {
+    /// Every runtime cohost hosts. A new runtime is one line here (and its folder).
+    pub fn new(codex: codex::host::CodexHost, claude: claude::host::ClaudeHost) -> Self {
+        let list: [Arc<dyn SessionHost>; 2] = [Arc::new(codex), Arc::new(claude)];
+        Hosts {
+            hosts: list.into_iter().map(|h| (h.runtime(), h)).collect(),
+        }
+    }
+
+    /// A registry of the given hosts (tests use fakes through this).
+    pub fn from_hosts(hosts: Vec<Arc<dyn SessionHost>>) -> Self {
+        Hosts {
+            hosts: hosts.into_iter().map(|h| (h.runtime(), h)).collect(),
+        }
+    }
+
+    /// The runtime whose doctor report sits at the top level of `cohost doctor` (codex's
+    /// predates the other runtimes'); the others' are nested under their names.
+    pub fn flattened_doctor(&self) -> Option<Runtime> {
+        Some(Runtime::Codex).filter(|r| self.hosts.contains_key(r))
+    }
+
+    pub fn get(&self, runtime: Runtime) -> Option<&Arc<dyn SessionHost>> {
+        self.hosts.get(&runtime)
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn SessionHost>> {
+        self.hosts.values()
+    }
+}

@@ -1,0 +1,204 @@
+//! Reading the event log: a page after a cursor, optionally for one session, optionally waiting
+//! for the next event (the long-poll of `GET /api/events` and MCP's `events` tool). Reads skip
+//! seqs with no stored event (a damaged log) and report them once, as `gaps`, so no cursor ever
+//! stalls. The SSE stream (HTTP only) reuses [`Service::read_events`] for its catch-up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{Service, ServiceError};
+use crate::core::{CoreError, StoredEvent};
+use crate::protocol::SeqRange;
+
+/// The default and largest page.
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+/// The longest wait a long-poll may ask for.
+pub const MAX_WAIT_SECS: f64 = 300.0;
+/// Events read from the store per step of a filtered scan.
+pub const STORE_PAGE: usize = 512;
+/// The most events a filtered (per-session) read scans in one call.
+const MAX_SCAN: usize = 20_000;
+
+/// A read request, validated by [`Service::events`].
+#[derive(Debug, Clone)]
+pub struct EventsRead {
+    pub after: u64,
+    pub limit: usize,
+    pub session: Option<String>,
+    pub wait: Duration,
+}
+
+/// One page of events.
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub events: Vec<Arc<StoredEvent>>,
+    /// Where the read stopped: the cursor for the next read.
+    pub next: u64,
+    pub head: u64,
+    /// Seqs up to `next` with no stored event (a damaged log), skipped by this read.
+    pub gaps: Vec<SeqRange>,
+}
+
+impl Service {
+    /// The newest stored seq.
+    pub fn head(&self) -> u64 {
+        self.core.store.head()
+    }
+
+    /// The live broadcast: every event as it is stored (and live-only ones), in seq order.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+        self.core.subscribe()
+    }
+
+    /// A cursor must not be ahead of the newest event.
+    pub fn check_cursor(&self, after: u64) -> Result<(), ServiceError> {
+        let head = self.core.store.head();
+        if after > head {
+            return Err(ServiceError::field(
+                "after",
+                format!("cursor {after} is ahead of the newest event {head}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The session must exist (for a per-session read).
+    pub fn known_session(&self, id: &str) -> Result<(), ServiceError> {
+        if self.core.read(|s| s.sessions.get(id).is_some()) {
+            Ok(())
+        } else {
+            Err(ServiceError::unknown_session(id))
+        }
+    }
+
+    /// Checks a wait in seconds and a limit.
+    pub fn read_request(
+        &self,
+        after: u64,
+        limit: Option<u64>,
+        wait_secs: Option<f64>,
+        session: Option<String>,
+    ) -> Result<EventsRead, ServiceError> {
+        if let Some(id) = &session {
+            self.known_session(id)?;
+        }
+        let limit = match limit {
+            Some(limit) if limit == 0 || limit > MAX_LIMIT as u64 => {
+                return Err(ServiceError::field(
+                    "limit",
+                    format!("`limit` must be between 1 and {MAX_LIMIT}"),
+                ));
+            }
+            Some(limit) => limit as usize,
+            None => DEFAULT_LIMIT,
+        };
+        let wait = match wait_secs {
+            Some(wait) if !(0.0..=MAX_WAIT_SECS).contains(&wait) => {
+                return Err(ServiceError::field(
+                    "wait",
+                    format!("`wait` must be between 0 and {MAX_WAIT_SECS} seconds"),
+                ));
+            }
+            Some(wait) => Duration::from_secs_f64(wait),
+            None => Duration::ZERO,
+        };
+        self.check_cursor(after)?;
+        Ok(EventsRead {
+            after,
+            limit,
+            session,
+            wait,
+        })
+    }
+
+    /// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at
+    /// most `MAX_SCAN` events per call so a filtered read of a busy log answers promptly;
+    /// `next` then tells the caller where the scan stopped.
+    pub async fn read_events(
+        &self,
+        after: u64,
+        limit: usize,
+        session: Option<&str>,
+    ) -> Result<Page, ServiceError> {
+        let Some(session) = session else {
+            let page = self.core.store.read_after_async(after, limit).await?;
+            let next = page.events.last().map(|e| e.seq).unwrap_or(after);
+            return Ok(Page {
+                events: page.events,
+                next,
+                head: page.head,
+                gaps: page.gaps,
+            });
+        };
+        let mut cursor = after;
+        let mut out = Vec::new();
+        let mut gaps = Vec::new();
+        let mut scanned = 0;
+        let finish = |events, next, head, mut gaps: Vec<SeqRange>| {
+            gaps.retain(|gap: &SeqRange| gap.to < next);
+            Ok(Page {
+                events,
+                next,
+                head,
+                gaps,
+            })
+        };
+        loop {
+            let page = self.core.store.read_after_async(cursor, STORE_PAGE).await?;
+            let Some(last) = page.events.last().map(|e| e.seq) else {
+                return finish(out, cursor, page.head, gaps);
+            };
+            gaps.extend(page.gaps);
+            for event in page.events {
+                scanned += 1;
+                if event.session.as_deref() == Some(session) {
+                    out.push(event.clone());
+                    if out.len() == limit {
+                        return finish(out, event.seq, page.head, gaps);
+                    }
+                }
+            }
+            cursor = last;
+            if scanned >= MAX_SCAN {
+                return finish(out, cursor, page.head, gaps);
+            }
+        }
+    }
+
+    /// A page of events; with a wait, blocks until one arrives for the filter (or the wait or
+    /// the daemon ends). Gaps crossed while waiting are reported with the page.
+    pub async fn events(&self, read: EventsRead) -> Result<Page, ServiceError> {
+        // Subscribe first: an event published after the read below is then in the channel.
+        let mut live = self.core.subscribe();
+        let deadline = tokio::time::Instant::now() + read.wait;
+        let mut cursor = read.after;
+        let mut gaps = Vec::new();
+        loop {
+            let mut page = self
+                .read_events(cursor, read.limit, read.session.as_deref())
+                .await?;
+            gaps.append(&mut page.gaps);
+            if !page.events.is_empty()
+                || read.wait.is_zero()
+                || tokio::time::Instant::now() >= deadline
+            {
+                page.gaps = gaps;
+                return Ok(page);
+            }
+            // Nothing for this filter yet: wait from where the scan stopped.
+            cursor = page.next;
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = self.shutdown.cancelled() => {}
+                received = live.recv() => {
+                    if let Err(broadcast::error::RecvError::Closed) = received {
+                        return Err(ServiceError::from(CoreError::ShuttingDown));
+                    }
+                }
+            }
+        }
+    }
+}

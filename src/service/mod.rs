@@ -1,0 +1,257 @@
+//! The service layer: every operation a surface offers — hosted sessions, events with the
+//! blocking wait, the tracker, approvals, tasks — once, with one error type. HTTP and MCP are
+//! thin siblings over it: they parse their own requests, call a [`Service`] method, and map a
+//! [`ServiceError`] to their own answer in one place each (`http::error`, `mcp`). Nothing here
+//! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
+
+mod events;
+mod sessions;
+mod tracker;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+/// What the surfaces see of an event: its routing fields and its exact line.
+pub use crate::core::StoredEvent;
+/// The answer of an optional capability, and what an inject did.
+pub use crate::runtime::{Capability, InjectOutcome, InjectState};
+pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
+
+/// The task queue's operations and types, for the surfaces (the queue itself sits below the
+/// service, beside the runtimes it delivers to).
+pub mod tasks {
+    pub use crate::tasks::*;
+}
+pub use sessions::{CreateRequest, Created, SendResult};
+pub use tracker::RefreshAnswer;
+
+use crate::core::CoreError;
+use crate::core::CoreHandle;
+use crate::core::event_log::ReadError;
+use crate::protocol::{FieldError, Runtime};
+use crate::runtime::{HostError, Hosts, SessionHost};
+use crate::tasks::{TaskError, TaskManager};
+use crate::tmux::SessionCache;
+
+/// Everything the surfaces share. Cheap to clone.
+#[derive(Clone)]
+pub struct Service {
+    pub core: CoreHandle,
+    pub tmux: Arc<SessionCache>,
+    pub hosts: Hosts,
+    pub tasks: TaskManager,
+    /// Project roots under which MCP clients may start sessions (none: they may not).
+    pub mcp_roots: Arc<Vec<PathBuf>>,
+    /// Cancelled on shutdown so that waits end.
+    pub shutdown: CancellationToken,
+}
+
+/// The class of a [`ServiceError`]: what kind of refusal it is, whatever the surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is wrong (a field, a value, a combination).
+    Invalid,
+    /// What it names does not exist.
+    NotFound,
+    /// It clashes with the current state (resolved, closed, revision, someone typing).
+    Conflict,
+    /// The cursor fell out of retention.
+    Gone,
+    /// A bound was reached (queue, instances).
+    TooMany,
+    /// Not now: not ready, not installed, overloaded, shutting down.
+    Unavailable,
+    /// The agent's runtime failed us.
+    Upstream,
+    /// Storage failed.
+    Internal,
+    /// Not allowed for this caller (a root outside the allowed ones, a human's lease).
+    Forbidden,
+}
+
+/// Why a service operation failed: its class, a stable code, a message for people, and the
+/// request field it concerns (its HTTP API name) when one does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceError {
+    pub kind: ErrorKind,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ServiceError {}
+
+impl ServiceError {
+    pub fn new(kind: ErrorKind, code: &'static str, message: impl Into<String>) -> Self {
+        ServiceError {
+            kind,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// A wrong field (`invalid_field`).
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ServiceError {
+            field: Some(field.into()),
+            ..ServiceError::new(ErrorKind::Invalid, "invalid_field", message)
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ServiceError::new(ErrorKind::Invalid, "invalid_request", message)
+    }
+
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::new(ErrorKind::NotFound, code, message)
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ServiceError::new(ErrorKind::Conflict, code, message)
+    }
+
+    pub fn with_field(self, field: impl Into<String>) -> Self {
+        ServiceError {
+            field: Some(field.into()),
+            ..self
+        }
+    }
+
+    pub fn unknown_session(id: &str) -> Self {
+        ServiceError::not_found("session_not_found", format!("no session `{id}`"))
+    }
+}
+
+impl From<FieldError> for ServiceError {
+    fn from(error: FieldError) -> Self {
+        ServiceError::field(error.field, error.message)
+    }
+}
+
+impl From<CoreError> for ServiceError {
+    fn from(error: CoreError) -> Self {
+        match &error {
+            CoreError::Overloaded => {
+                ServiceError::new(ErrorKind::Unavailable, "overloaded", error.to_string())
+            }
+            CoreError::ShuttingDown => {
+                ServiceError::new(ErrorKind::Unavailable, "shutting_down", error.to_string())
+            }
+            CoreError::TooManyInstances { .. } => {
+                ServiceError::new(ErrorKind::TooMany, "too_many_instances", error.to_string())
+            }
+            CoreError::Duplicate => {
+                ServiceError::new(ErrorKind::Conflict, "duplicate", error.to_string())
+            }
+            CoreError::Storage(detail) => {
+                tracing::error!(detail, "event log write failed");
+                ServiceError::new(
+                    ErrorKind::Internal,
+                    "storage_error",
+                    "the event log could not be written; nothing was recorded",
+                )
+            }
+        }
+    }
+}
+
+impl From<ReadError> for ServiceError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::CursorExpired { .. } => {
+                ServiceError::new(ErrorKind::Gone, "cursor_expired", error.to_string())
+            }
+            ReadError::Io { .. } => {
+                tracing::error!(%error, "event log read failed");
+                ServiceError::new(
+                    ErrorKind::Internal,
+                    "storage_error",
+                    "the event log could not be read",
+                )
+            }
+        }
+    }
+}
+
+impl From<HostError> for ServiceError {
+    fn from(error: HostError) -> Self {
+        let message = error.to_string();
+        match error {
+            HostError::Invalid(_) => ServiceError::invalid(message),
+            HostError::InvalidField { field, .. } => ServiceError::field(field, message),
+            HostError::Unsupported(_) => {
+                ServiceError::new(ErrorKind::Invalid, "unsupported", message)
+            }
+            HostError::UnknownSession(_) => ServiceError::not_found("session_not_found", message),
+            HostError::Closed(_) => ServiceError::conflict("session_closed", message),
+            HostError::NotReady(_) => {
+                ServiceError::new(ErrorKind::Unavailable, "not_ready", message)
+            }
+            HostError::HumanTyping(_) => ServiceError::conflict("human_typing", message),
+            HostError::Unavailable { runtime, .. } => {
+                ServiceError::new(ErrorKind::Unavailable, runtime.unavailable_code(), message)
+            }
+            HostError::Failed { runtime, .. } => {
+                ServiceError::new(ErrorKind::Upstream, runtime.error_code(), message)
+            }
+            HostError::UnknownApproval(_) => ServiceError::not_found("approval_not_found", message),
+            HostError::ApprovalResolved(_) => ServiceError::conflict("approval_resolved", message),
+            HostError::Core(core) => ServiceError::from(core),
+        }
+    }
+}
+
+impl From<TaskError> for ServiceError {
+    fn from(error: TaskError) -> Self {
+        let message = error.to_string();
+        match error {
+            TaskError::Invalid(_) => ServiceError::invalid(message),
+            TaskError::UnknownTask(_) => ServiceError::not_found("task_not_found", message),
+            TaskError::UnknownSession(_) => ServiceError::not_found("session_not_found", message),
+            TaskError::Closed(_) => ServiceError::conflict("session_closed", message),
+            TaskError::Conflict { .. } => ServiceError::conflict("revision_conflict", message),
+            TaskError::NotWaiting { .. } => ServiceError::conflict("not_waiting", message),
+            TaskError::QueueFull(_) => ServiceError::new(ErrorKind::TooMany, "queue_full", message),
+            TaskError::EditLimit(_) => ServiceError::conflict("edit_limit", message),
+            TaskError::Core(core) => ServiceError::from(core),
+        }
+    }
+}
+
+impl Service {
+    /// The runtime of a session, or `session_not_found`.
+    pub fn runtime_of(&self, id: &str) -> Result<Runtime, ServiceError> {
+        self.core
+            .read(|s| s.sessions.get(id).map(|r| r.created.runtime))
+            .ok_or_else(|| ServiceError::unknown_session(id))
+    }
+
+    /// The host of a session's runtime.
+    pub fn host_of(&self, id: &str) -> Result<Arc<dyn SessionHost>, ServiceError> {
+        let runtime = self.runtime_of(id)?;
+        self.host(runtime)
+    }
+
+    /// The host of a runtime.
+    pub fn host(&self, runtime: Runtime) -> Result<Arc<dyn SessionHost>, ServiceError> {
+        self.hosts.get(runtime).cloned().ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::Unavailable,
+                "unsupported",
+                format!("this daemon hosts no {runtime} sessions"),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

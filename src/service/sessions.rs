@@ -1,0 +1,458 @@
+//! Hosted sessions: create, list, send, interrupt, approvals, capabilities (goal, fork, models,
+//! slash commands), terminals, relaunch, the runtimes' permission hooks, and doctor — each
+//! validated once and routed to the session's runtime through the registry.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::{ErrorKind, Service, ServiceError};
+use crate::protocol::{Budget, HostedSessionView, Runtime};
+use crate::runtime::{Capability, CreateSession, Forked, HostError, InjectOutcome};
+
+/// `POST /api/sessions` (and MCP `start_session`) before validation.
+#[derive(Debug, Clone, Default)]
+pub struct CreateRequest {
+    pub runtime: String,
+    pub cwd: String,
+    pub model: Option<String>,
+    pub approval_policy: Option<String>,
+    pub sandbox: Option<String>,
+    pub budget: Option<Budget>,
+    pub permission_mode: Option<String>,
+    pub tmux_session: Option<String>,
+    pub terminal: bool,
+    pub idempotency_key: Option<String>,
+    /// Sent at once as the first message (a direct inject, tracked as a task).
+    pub prompt: Option<String>,
+}
+
+/// What a create did: the session, and for a prompt, how it was sent or why not.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub session: HostedSessionView,
+    pub inject: Option<InjectOutcome>,
+    pub task_id: Option<String>,
+    /// The prompt was not sent: the code of the error (the session exists anyway).
+    pub inject_error: Option<&'static str>,
+}
+
+/// What a direct send did.
+#[derive(Debug, Clone)]
+pub struct SendResult {
+    pub outcome: InjectOutcome,
+    /// The task that tracks the prompt.
+    pub task_id: String,
+}
+
+/// The goal statuses codex takes.
+pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
+
+pub fn check_key(field: &'static str, key: &Option<String>) -> Result<(), ServiceError> {
+    match key {
+        Some(key) if key.is_empty() || key.len() > 256 => Err(ServiceError::field(
+            field,
+            format!("`{field}` must be 1 to 256 bytes"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_choice(
+    field: &'static str,
+    value: &Option<String>,
+    allowed: &[&str],
+) -> Result<(), ServiceError> {
+    match value {
+        Some(value) if !allowed.contains(&value.as_str()) => Err(ServiceError::field(
+            field,
+            format!(
+                "`{field}` must be one of {}, got `{value}`",
+                allowed.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Inject errors use the outcome names: `not_live`, `not_ready`, `failed`.
+fn inject_error(error: HostError) -> ServiceError {
+    let message = error.to_string();
+    match error {
+        HostError::UnknownSession(_) => ServiceError::not_found("not_live", message),
+        HostError::Closed(_) => ServiceError::conflict("not_live", message),
+        HostError::NotReady(_) => ServiceError::new(ErrorKind::Unavailable, "not_ready", message),
+        HostError::Failed { .. } | HostError::Unavailable { .. } => {
+            ServiceError::new(ErrorKind::Upstream, "failed", message)
+        }
+        other => ServiceError::from(other),
+    }
+}
+
+impl Service {
+    /// Validates a create request and starts the session (with its terminal when asked). A
+    /// `prompt` is sent at once and tracked as a task; its failure leaves the session standing.
+    pub async fn create(&self, request: CreateRequest) -> Result<Created, ServiceError> {
+        let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
+            ServiceError::field(
+                "runtime",
+                format!(
+                    "runtime `{}` is not supported (supported: {})",
+                    request.runtime,
+                    Runtime::ALL.map(Runtime::as_str).join(", ")
+                ),
+            )
+        })?;
+        let host = self.host(runtime)?;
+        let create = CreateSession {
+            cwd: PathBuf::from(&request.cwd),
+            model: request.model,
+            idempotency_key: request.idempotency_key,
+            tmux_session: request.tmux_session,
+            terminal: request.terminal,
+            approval_policy: request.approval_policy,
+            sandbox: request.sandbox,
+            budget: request.budget,
+            permission_mode: request.permission_mode,
+        };
+        host.check_create(&create)?;
+        if let Some(name) = &create.tmux_session
+            && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
+        {
+            return Err(ServiceError::field(
+                "tmuxSession",
+                "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
+            ));
+        }
+        if !create.cwd.is_absolute() {
+            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+        }
+        if !create.cwd.is_dir() {
+            return Err(ServiceError::field(
+                "cwd",
+                format!("`cwd` {} is not a directory", request.cwd),
+            ));
+        }
+        check_key("idempotencyKey", &create.idempotency_key)?;
+        if let Some(model) = &create.model
+            && (model.is_empty() || model.len() > 256)
+        {
+            return Err(ServiceError::field(
+                "model",
+                "`model` must be 1 to 256 bytes",
+            ));
+        }
+        let key = create.idempotency_key.clone();
+        let session = host.create(create).await?;
+        let mut created = Created {
+            session,
+            inject: None,
+            task_id: None,
+            inject_error: None,
+        };
+        if let Some(prompt) = request.prompt.filter(|p| !p.trim().is_empty()) {
+            // The prompt's idempotency derives from the creation key, so a retried create
+            // does not send the prompt twice.
+            let key = key.map(|k| format!("create:{k}"));
+            match host.inject(&created.session.id, &prompt, key.clone()).await {
+                Ok(outcome) => {
+                    // Tracked as a task like every prompt.
+                    created.task_id = self
+                        .tasks
+                        .record_direct(&created.session.id, &prompt, key, &outcome)
+                        .await
+                        .ok();
+                    created.inject = Some(outcome);
+                }
+                Err(error) => created.inject_error = Some(inject_error(error).code),
+            }
+        }
+        Ok(created)
+    }
+
+    /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
+    /// the project roots the owner allowed.
+    pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
+        let forbidden =
+            |message: String| ServiceError::new(ErrorKind::Forbidden, "permission_denied", message);
+        if self.mcp_roots.is_empty() {
+            return Err(forbidden(
+                "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)".into(),
+            ));
+        }
+        let path = PathBuf::from(cwd);
+        if !path.is_absolute() {
+            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+        }
+        let Ok(path) = path.canonicalize() else {
+            return Err(ServiceError::field(
+                "cwd",
+                format!("`cwd` {cwd} does not exist"),
+            ));
+        };
+        if !path.is_dir() {
+            return Err(ServiceError::field(
+                "cwd",
+                format!("`cwd` {cwd} is not a directory"),
+            ));
+        }
+        // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
+        if !self.mcp_roots.iter().any(|root| path.starts_with(root)) {
+            return Err(forbidden(format!(
+                "`cwd` {} is outside the project roots the owner allowed",
+                path.display()
+            )));
+        }
+        Ok(path)
+    }
+
+    pub fn sessions(&self) -> Vec<HostedSessionView> {
+        self.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter_map(|s| state.session_view(&s.id))
+                .collect()
+        })
+    }
+
+    pub fn session(&self, id: &str) -> Result<HostedSessionView, ServiceError> {
+        self.core
+            .read(|state| state.session_view(id))
+            .ok_or_else(|| ServiceError::unknown_session(id))
+    }
+
+    pub async fn close(&self, id: &str) -> Result<(), ServiceError> {
+        Ok(self.host_of(id)?.close(id).await?)
+    }
+
+    /// Sends a prompt now (a new turn, a steer, or queued by the agent), tracked as a task. A
+    /// key a queued task holds is that task's: a direct send must not reuse it.
+    pub async fn send(
+        &self,
+        id: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<SendResult, ServiceError> {
+        check_key("idempotencyKey", &key)?;
+        if text.trim().is_empty() {
+            return Err(ServiceError::field("text", "`text` must not be empty"));
+        }
+        if let Some(key) = &key {
+            let held = self.core.read(|s| {
+                let sent = s.sessions.get(id).is_some_and(|r| r.sent(key).is_some());
+                s.tasks
+                    .by_key(id, key)
+                    .filter(|_| !sent)
+                    .map(|t| t.id.clone())
+            });
+            if let Some(task) = held {
+                return Err(ServiceError::conflict(
+                    "idempotency_key_in_use",
+                    format!("`idempotencyKey` already names queued task `{task}`"),
+                )
+                .with_field("idempotencyKey"));
+            }
+        }
+        let host = self
+            .host_of(id)
+            .map_err(|_| ServiceError::not_found("not_live", format!("no session `{id}`")))?;
+        let outcome = host
+            .inject(id, text, key.clone())
+            .await
+            .map_err(inject_error)?;
+        // The prompt was taken: track it as a task (a repeat with the key finds the first one).
+        let task_id = self.tasks.record_direct(id, text, key, &outcome).await?;
+        Ok(SendResult { outcome, task_id })
+    }
+
+    pub async fn interrupt(&self, id: &str) -> Result<bool, ServiceError> {
+        Ok(self.host_of(id)?.interrupt(id).await?)
+    }
+
+    /// Every approval of the session, pending or resolved.
+    pub fn approvals(&self, id: &str) -> Result<Vec<Value>, ServiceError> {
+        self.core
+            .read(|s| {
+                s.sessions.get(id).map(|record| {
+                    record
+                        .approvals
+                        .values()
+                        .map(|a| {
+                            json!({
+                                "request": a.request,
+                                "requestedAt": a.requested_at,
+                                "resolved": a.resolved,
+                                "pending": a.resolved.is_none(),
+                            })
+                        })
+                        .collect()
+                })
+            })
+            .ok_or_else(|| ServiceError::unknown_session(id))
+    }
+
+    pub async fn resolve_approval(
+        &self,
+        id: &str,
+        approval: &str,
+        decision: &str,
+    ) -> Result<(), ServiceError> {
+        self.host_of(id)?
+            .resolve_approval(id, approval, decision)
+            .await
+            .map_err(|error| match error {
+                HostError::Invalid(message) => ServiceError::field("decision", message),
+                other => ServiceError::from(other),
+            })
+    }
+
+    pub async fn goal_get(&self, id: &str) -> Result<Capability, ServiceError> {
+        Ok(self.host_of(id)?.goal_get(id).await?)
+    }
+
+    pub async fn goal_set(
+        &self,
+        id: &str,
+        objective: Option<String>,
+        status: Option<String>,
+        token_budget: Option<u64>,
+    ) -> Result<Capability, ServiceError> {
+        check_choice("status", &status, &GOAL_STATUSES)?;
+        if objective.is_none() && status.is_none() && token_budget.is_none() {
+            return Err(ServiceError::invalid(
+                "give at least one of objective, status, tokenBudget",
+            ));
+        }
+        Ok(self
+            .host_of(id)?
+            .goal_set(id, objective, status, token_budget)
+            .await?)
+    }
+
+    pub async fn goal_clear(&self, id: &str) -> Result<Capability, ServiceError> {
+        Ok(self.host_of(id)?.goal_clear(id).await?)
+    }
+
+    pub async fn fork(&self, id: &str, after_turn: Option<String>) -> Result<Forked, ServiceError> {
+        Ok(self.host_of(id)?.fork(id, after_turn).await?)
+    }
+
+    /// Models of a runtime (the first registered one, codex, when none is named).
+    pub async fn models(&self, runtime: Option<&str>) -> Result<Capability, ServiceError> {
+        let name = runtime.unwrap_or(Runtime::ALL[0].as_str());
+        match Runtime::parse(name).and_then(|r| self.hosts.get(r).cloned()) {
+            Some(host) => Ok(host.models().await?),
+            None => Ok(Capability::fail(
+                "unsupported",
+                format!("listing models is not supported for runtime `{name}`"),
+            )),
+        }
+    }
+
+    /// Chat-bot slash commands: `/goal [text|clear]`, `/fork`, `/models`, `/interrupt`.
+    pub async fn command(&self, id: &str, text: &str) -> Result<Capability, ServiceError> {
+        let host = self.host_of(id)?;
+        let text = text.trim();
+        let (name, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let rest = rest.trim();
+        Ok(match name {
+            "/goal" if rest.is_empty() => host.goal_get(id).await?,
+            "/goal" if rest == "clear" => host.goal_clear(id).await?,
+            "/goal" => {
+                host.goal_set(id, Some(rest.to_string()), None, None)
+                    .await?
+            }
+            "/fork" => match host.fork(id, None).await? {
+                Ok(view) => Capability::ok(json!({ "session": view })),
+                Err(capability) => capability,
+            },
+            "/models" => host.models().await?,
+            "/interrupt" => Capability::ok(json!({ "interrupted": host.interrupt(id).await? })),
+            _ => {
+                return Err(ServiceError::field(
+                    "text",
+                    format!(
+                        "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt"
+                    ),
+                ));
+            }
+        })
+    }
+
+    pub async fn relaunch(&self, id: &str) -> Result<(), ServiceError> {
+        Ok(self.host_of(id)?.relaunch(id).await?)
+    }
+
+    pub async fn terminal_spec(
+        &self,
+        id: &str,
+        include_token: bool,
+    ) -> Result<Value, ServiceError> {
+        Ok(self.host_of(id)?.terminal_spec(id, include_token).await?)
+    }
+
+    pub async fn open_terminal(
+        &self,
+        id: &str,
+        tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, ServiceError> {
+        Ok(self.host_of(id)?.open_terminal(id, tmux_session).await?)
+    }
+
+    /// A runtime's permission hook asks for a decision and waits for it.
+    pub async fn permission_request(
+        &self,
+        session: &str,
+        request_id: &str,
+        payload: Value,
+    ) -> Result<Value, ServiceError> {
+        if request_id.is_empty() || request_id.len() > 128 {
+            return Err(ServiceError::field(
+                "requestId",
+                "`requestId` must be 1 to 128 bytes",
+            ));
+        }
+        Ok(self
+            .host_of(session)?
+            .permission_request(session, request_id, payload)
+            .await?)
+    }
+
+    /// `cohost doctor`: codex's checks at the top level (as before claude was covered), every
+    /// other runtime's under its name; `ok` when none found an issue, `warnings` from all.
+    pub async fn doctor(&self) -> Value {
+        let mut answer = json!({});
+        let mut issues: Vec<Value> = Vec::new();
+        let mut warnings: Vec<Value> = Vec::new();
+        let flattened = self.hosts.flattened_doctor();
+        for runtime in Runtime::ALL {
+            let Some(host) = self.hosts.get(runtime) else {
+                continue;
+            };
+            let report = host.doctor().await;
+            let top = Some(runtime) == flattened;
+            let prefix = if top {
+                String::new()
+            } else {
+                format!("{runtime}: ")
+            };
+            for issue in report["issues"].as_array().into_iter().flatten() {
+                issues.push(json!(format!("{prefix}{}", issue.as_str().unwrap_or(""))));
+            }
+            warnings.extend(report["warnings"].as_array().cloned().unwrap_or_default());
+            match report {
+                Value::Object(fields) if top => {
+                    for (key, value) in fields {
+                        answer[key] = value;
+                    }
+                }
+                report => answer[runtime.as_str()] = report,
+            }
+        }
+        answer["ok"] = json!(issues.is_empty());
+        answer["issues"] = json!(issues);
+        answer["warnings"] = json!(warnings);
+        answer
+    }
+}

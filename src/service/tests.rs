@@ -1,0 +1,678 @@
+//! The service layer and the task dispatcher against an in-memory fake runtime, through the
+//! seam: no tmux, no peer, a real core on a temporary log.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::core::event_log::{FsyncPolicy, LogConfig};
+use crate::core::tracker::TrackerConfig;
+use crate::core::{CoreConfig, CoreHandle};
+use crate::protocol::{
+    EventKind, HostedSessionView, Item, ItemEvent, LeaseHolder, SessionBound, SessionCreated,
+    SessionStatus, TaskState, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
+};
+use crate::runtime::common::inject;
+use crate::runtime::{
+    AfterRestart, CreateSession, Forked, HostError, InjectOutcome, InjectState, SessionHost,
+};
+use crate::tasks::Source;
+use crate::tmux::{SessionCache, Tmux};
+
+/// How the fake answers its next inject.
+#[derive(Clone, Debug)]
+enum Next {
+    /// Start a turn that ends at once with this reply.
+    Reply(&'static str),
+    /// Start a turn that stays open until `finish`.
+    Hold,
+    /// Refuse, as a runtime would.
+    Fail(fn(&str) -> HostError),
+}
+
+/// A runtime that lives in memory: it writes the events a real host writes (session created
+/// and bound, turns, replies) and records what it was asked.
+struct Fake {
+    core: CoreHandle,
+    next: Mutex<Vec<Next>>,
+    injects: Mutex<Vec<(String, String, Option<String>)>>,
+    draft: Mutex<Option<String>>,
+    cleared: Mutex<Vec<String>>,
+    turns: Mutex<u32>,
+}
+
+impl Fake {
+    fn new(core: CoreHandle) -> Arc<Fake> {
+        Arc::new(Fake {
+            core,
+            next: Mutex::new(Vec::new()),
+            injects: Mutex::new(Vec::new()),
+            draft: Mutex::new(None),
+            cleared: Mutex::new(Vec::new()),
+            turns: Mutex::new(0),
+        })
+    }
+
+    fn then(&self, next: Next) {
+        self.next.lock().unwrap().push(next);
+    }
+
+    async fn store(&self, session: &str, kind: EventKind) {
+        self.core
+            .append(Some(session.to_string()), kind)
+            .await
+            .unwrap();
+    }
+
+    async fn finish(&self, session: &str, turn: &str, reply: &str, status: TurnStatus) {
+        self.store(
+            session,
+            EventKind::ItemCompleted(ItemEvent {
+                turn_id: turn.into(),
+                item: Item::AgentMessage {
+                    id: format!("{turn}:reply"),
+                    text: reply.into(),
+                },
+            }),
+        )
+        .await;
+        self.store(
+            session,
+            EventKind::TurnCompleted(TurnCompleted {
+                turn_id: turn.into(),
+                status,
+                error: None,
+                duration_ms: None,
+                lost: false,
+            }),
+        )
+        .await;
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionHost for Fake {
+    fn runtime(&self) -> Runtime {
+        Runtime::Codex
+    }
+
+    fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
+        if request.permission_mode.is_some() {
+            return Err(HostError::field("permissionMode", "not for the fake"));
+        }
+        Ok(())
+    }
+
+    async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+        let id = crate::runtime::common::new_session_id();
+        self.store(
+            &id,
+            EventKind::SessionCreated(SessionCreated {
+                runtime: Runtime::Codex,
+                cwd: request.cwd.to_string_lossy().into_owned(),
+                model: request.model,
+                approval_policy: None,
+                permission_mode: None,
+                sandbox: None,
+                budget: None,
+                forked_from: None,
+                idempotency_key: request.idempotency_key,
+            }),
+        )
+        .await;
+        self.store(
+            &id,
+            EventKind::SessionBound(SessionBound {
+                thread_id: format!("thread-{id}"),
+                backend: "fake".into(),
+            }),
+        )
+        .await;
+        self.store(
+            &id,
+            EventKind::SessionStatus(SessionStatus {
+                state: crate::protocol::SessionState::Live,
+                message: None,
+            }),
+        )
+        .await;
+        Ok(self.core.read(|s| s.session_view(&id)).unwrap())
+    }
+
+    fn restore(&self) {}
+
+    async fn inject(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if let Some(earlier) = inject::previous(&self.core, session, key.as_deref()) {
+            return Ok(earlier);
+        }
+        self.injects
+            .lock()
+            .unwrap()
+            .push((session.into(), text.into(), key.clone()));
+        let next = {
+            let mut next = self.next.lock().unwrap();
+            if next.is_empty() {
+                Next::Reply("Done.")
+            } else {
+                next.remove(0)
+            }
+        };
+        if let Next::Fail(error) = next {
+            return Err(error(session));
+        }
+        let turn = {
+            let mut turns = self.turns.lock().unwrap();
+            *turns += 1;
+            format!("turn-{turns}")
+        };
+        self.store(
+            session,
+            EventKind::TurnStarted(TurnStarted {
+                turn_id: turn.clone(),
+                source: TurnSource::Api,
+            }),
+        )
+        .await;
+        let outcome = inject::record(&self.core, session, InjectState::Started, &turn, key)
+            .await
+            .unwrap();
+        if let Next::Reply(reply) = next {
+            self.finish(session, &turn, reply, TurnStatus::Completed)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    async fn interrupt(&self, session: &str) -> Result<bool, HostError> {
+        let turn = self
+            .core
+            .read(|s| s.sessions.get(session).and_then(|r| r.active_turn.clone()));
+        match turn {
+            Some(turn) => {
+                self.finish(session, &turn, "Cut short.", TurnStatus::Interrupted)
+                    .await;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn resolve_approval(&self, _: &str, approval: &str, _: &str) -> Result<(), HostError> {
+        Err(HostError::UnknownApproval(approval.into()))
+    }
+
+    async fn close(&self, session: &str) -> Result<(), HostError> {
+        Err(HostError::Closed(session.into()))
+    }
+
+    async fn fork(&self, _: &str, _: Option<String>) -> Result<Forked, HostError> {
+        Ok(Err(crate::runtime::Capability::fail("unsupported", "no")))
+    }
+
+    async fn relaunch(&self, _: &str) -> Result<(), HostError> {
+        Ok(())
+    }
+
+    fn after_restart(&self) -> AfterRestart {
+        AfterRestart::Lost
+    }
+
+    async fn doctor(&self) -> Value {
+        json!({ "fakeFound": true, "issues": [], "warnings": ["a fake"] })
+    }
+
+    async fn shutdown(&self) {}
+
+    fn watches_human_input(&self) -> bool {
+        true
+    }
+
+    async fn human_input(&self, _: &str) -> Result<Option<String>, HostError> {
+        Ok(self.draft.lock().unwrap().clone())
+    }
+
+    async fn clear_input(&self, _: &str, text: &str) -> Result<bool, HostError> {
+        self.cleared.lock().unwrap().push(text.into());
+        *self.draft.lock().unwrap() = None;
+        Ok(true)
+    }
+}
+
+struct Fixture {
+    service: Service,
+    fake: Arc<Fake>,
+    work: tempfile::TempDir,
+    cancel: CancellationToken,
+    _home: tempfile::TempDir,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn fixture() -> Fixture {
+    let home = tempfile::tempdir().unwrap();
+    let (core, _thread, _) = crate::core::start(CoreConfig {
+        home: home.path().to_path_buf(),
+        log: LogConfig {
+            dir: home.path().join("log"),
+            quarantine: home.path().join("quarantine.jsonl"),
+            segment_bytes: 1 << 20,
+            retain_bytes: 1 << 24,
+            fsync: FsyncPolicy::Never,
+        },
+        tracker: TrackerConfig::default(),
+    })
+    .unwrap();
+    let fake = Fake::new(core.clone());
+    let hosts = Hosts::from_hosts(vec![fake.clone() as Arc<dyn SessionHost>]);
+    let cancel = CancellationToken::new();
+    let tasks = TaskManager::new(core.clone(), hosts.clone());
+    tokio::spawn(tasks.clone().run(cancel.clone()));
+    let tmux = SessionCache::new(Tmux::new(Some(home.path().join("no-tmux"))));
+    Fixture {
+        service: Service {
+            core,
+            tmux: Arc::new(tmux),
+            hosts,
+            tasks,
+            mcp_roots: Arc::new(Vec::new()),
+            shutdown: cancel.clone(),
+        },
+        fake,
+        work: tempfile::tempdir().unwrap(),
+        cancel,
+        _home: home,
+    }
+}
+
+impl Fixture {
+    fn request(&self) -> CreateRequest {
+        CreateRequest {
+            runtime: "codex".into(),
+            cwd: self.work.path().to_string_lossy().into_owned(),
+            ..Default::default()
+        }
+    }
+
+    async fn session(&self) -> String {
+        self.service
+            .create(self.request())
+            .await
+            .unwrap()
+            .session
+            .id
+    }
+
+    /// Polls the task until `pred` holds (the dispatcher works on its own task).
+    async fn wait_task(&self, id: &str, pred: impl Fn(&crate::protocol::TaskView) -> bool) {
+        for _ in 0..500 {
+            let view = self.service.tasks.status(id).unwrap();
+            if pred(&view) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("task {id}: {:?}", self.service.tasks.status(id));
+    }
+}
+
+#[tokio::test]
+async fn create_is_validated_once_and_routed_through_the_seam() {
+    let fx = fixture();
+    let refused = |request: CreateRequest| {
+        let service = fx.service.clone();
+        async move { service.create(request).await.unwrap_err() }
+    };
+    let error = refused(CreateRequest {
+        runtime: "vim".into(),
+        ..fx.request()
+    })
+    .await;
+    assert_eq!(
+        (error.code, error.field.as_deref()),
+        ("invalid_field", Some("runtime"))
+    );
+    assert!(error.message.contains("codex, claude"), "{error}");
+    // The runtime checks its own options and names the field.
+    let error = refused(CreateRequest {
+        permission_mode: Some("plan".into()),
+        ..fx.request()
+    })
+    .await;
+    assert_eq!(error.field.as_deref(), Some("permissionMode"));
+    let error = refused(CreateRequest {
+        cwd: "relative".into(),
+        ..fx.request()
+    })
+    .await;
+    assert_eq!(error.field.as_deref(), Some("cwd"));
+    let error = refused(CreateRequest {
+        idempotency_key: Some(String::new()),
+        ..fx.request()
+    })
+    .await;
+    assert_eq!(error.field.as_deref(), Some("idempotencyKey"));
+    assert!(fx.service.sessions().is_empty(), "nothing was created");
+
+    let created = fx
+        .service
+        .create(CreateRequest {
+            prompt: Some("Hello".into()),
+            idempotency_key: Some("c-1".into()),
+            ..fx.request()
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.session.state, crate::protocol::SessionState::Live);
+    let inject = created.inject.unwrap();
+    assert_eq!(inject.outcome, InjectState::Started);
+    let task = created.task_id.unwrap();
+    fx.wait_task(&task, |t| t.state == TaskState::Completed)
+        .await;
+    let injects = fx.fake.injects.lock().unwrap().clone();
+    assert_eq!(injects.len(), 1);
+    assert_eq!(injects[0].1, "Hello");
+    assert_eq!(injects[0].2.as_deref(), Some("create:c-1"));
+}
+
+#[tokio::test]
+async fn sends_map_runtime_failures_to_the_documented_outcomes() {
+    let fx = fixture();
+    let id = fx.session().await;
+    let error = fx.service.send(&id, "  ", None).await.unwrap_err();
+    assert_eq!(error.field.as_deref(), Some("text"));
+    fx.fake
+        .then(Next::Fail(|id| HostError::NotReady(id.into())));
+    let error = fx.service.send(&id, "now", None).await.unwrap_err();
+    assert_eq!(
+        (error.kind, error.code),
+        (ErrorKind::Unavailable, "not_ready")
+    );
+    fx.fake
+        .then(Next::Fail(|_| HostError::failed(Runtime::Codex, "boom")));
+    let error = fx.service.send(&id, "now", None).await.unwrap_err();
+    assert_eq!((error.kind, error.code), (ErrorKind::Upstream, "failed"));
+    let error = fx.service.send("cs_nope", "now", None).await.unwrap_err();
+    assert_eq!((error.kind, error.code), (ErrorKind::NotFound, "not_live"));
+
+    // A key a queued task holds is refused for a direct send, and nothing is sent.
+    fx.service
+        .tasks
+        .takeover(&id, None, "takeover")
+        .await
+        .unwrap();
+    fx.service
+        .tasks
+        .send(&id, "queued", Some("k".into()), Source::Api)
+        .await
+        .unwrap();
+    let before = fx.fake.injects.lock().unwrap().len();
+    let error = fx
+        .service
+        .send(&id, "direct", Some("k".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, "idempotency_key_in_use");
+    assert_eq!(error.field.as_deref(), Some("idempotencyKey"));
+    assert_eq!(fx.fake.injects.lock().unwrap().len(), before);
+
+    // A direct send is a task that the turn finishes.
+    let sent = fx
+        .service
+        .send(&id, "direct", Some("d".into()))
+        .await
+        .unwrap();
+    fx.wait_task(&sent.task_id, |t| t.state == TaskState::Completed)
+        .await;
+    let again = fx
+        .service
+        .send(&id, "direct", Some("d".into()))
+        .await
+        .unwrap();
+    assert!(again.outcome.duplicate);
+    assert_eq!(again.task_id, sent.task_id);
+}
+
+#[tokio::test]
+async fn the_dispatcher_delivers_in_order_and_waits_for_the_human() {
+    let fx = fixture();
+    let id = fx.session().await;
+    fx.fake.then(Next::Hold);
+    let first = fx
+        .service
+        .tasks
+        .send(&id, "first", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    let second = fx
+        .service
+        .tasks
+        .send(&id, "second", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    fx.wait_task(&first, |t| t.state == TaskState::Running)
+        .await;
+    // One task in flight: the second waits until the first's turn ends.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        fx.service.tasks.status(&second).unwrap().state,
+        TaskState::Waiting
+    );
+    let turn = fx
+        .service
+        .core
+        .read(|s| s.sessions.get(&id).and_then(|r| r.active_turn.clone()))
+        .unwrap();
+    fx.fake
+        .finish(&id, &turn, "First done.", TurnStatus::Completed)
+        .await;
+    fx.wait_task(&second, |t| t.state == TaskState::Completed)
+        .await;
+    let first = fx.service.tasks.status(&first).unwrap();
+    assert_eq!(first.state, TaskState::Completed);
+    assert_eq!(first.result_excerpt.as_deref(), Some("First done."));
+    let sent: Vec<String> = fx
+        .fake
+        .injects
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, text, key)| format!("{text} {}", key.as_deref().unwrap_or("")))
+        .collect();
+    assert!(
+        sent[0].starts_with("first task:") && sent[1].starts_with("second task:"),
+        "{sent:?}"
+    );
+
+    // Text a person left in the input (seen on two ticks) hands the session to them.
+    fx.fake.then(Next::Hold);
+    let third = fx
+        .service
+        .tasks
+        .send(&id, "third", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    fx.wait_task(&third, |t| t.state == TaskState::Running)
+        .await;
+    *fx.fake.draft.lock().unwrap() = Some("a person typing".into());
+    for _ in 0..60 {
+        if fx.service.tasks.lease(&id).unwrap().holder == LeaseHolder::Human {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lease = fx.service.tasks.lease(&id).unwrap();
+    assert_eq!(lease.holder, LeaseHolder::Human, "{lease:?}");
+    assert!(
+        fx.fake.cleared.lock().unwrap().is_empty(),
+        "a person's text is not cleared"
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_of_ours_handed_back_is_cleared_not_taken_for_a_person() {
+    let fx = fixture();
+    let id = fx.session().await;
+    let task = fx
+        .service
+        .tasks
+        .send(&id, "ours", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    fx.wait_task(&task, |t| t.state == TaskState::Completed)
+        .await;
+    // A running task keeps the watch on; the agent hands our earlier prompt back.
+    fx.fake.then(Next::Hold);
+    let held = fx
+        .service
+        .tasks
+        .send(&id, "another", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    fx.wait_task(&held, |t| t.state == TaskState::Running).await;
+    *fx.fake.draft.lock().unwrap() = Some("ours".into());
+    for _ in 0..40 {
+        if !fx.fake.cleared.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(*fx.fake.cleared.lock().unwrap(), ["ours"]);
+    assert_eq!(
+        fx.service.tasks.lease(&id).unwrap().holder,
+        LeaseHolder::Managed
+    );
+}
+
+#[tokio::test]
+async fn reads_wait_for_the_next_event_and_refuse_bad_cursors() {
+    let fx = fixture();
+    let head = fx.service.head();
+    let error = fx
+        .service
+        .read_request(head + 5, None, None, None)
+        .unwrap_err();
+    assert_eq!(error.field.as_deref(), Some("after"));
+    for (limit, wait, field) in [
+        (Some(0), None, "limit"),
+        (Some(MAX_LIMIT as u64 + 1), None, "limit"),
+        (None, Some(MAX_WAIT_SECS + 1.0), "wait"),
+    ] {
+        let error = fx.service.read_request(0, limit, wait, None).unwrap_err();
+        assert_eq!(error.field.as_deref(), Some(field));
+    }
+    let error = fx
+        .service
+        .read_request(0, None, None, Some("cs_nope".into()))
+        .unwrap_err();
+    assert_eq!(error.code, "session_not_found");
+
+    let read = fx
+        .service
+        .read_request(head, None, Some(10.0), None)
+        .unwrap();
+    let service = fx.service.clone();
+    let waiting = tokio::spawn(async move { service.events(read).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "nothing to read yet");
+    let id = fx.session().await;
+    let page = waiting.await.unwrap().unwrap();
+    assert!(!page.events.is_empty());
+    assert_eq!(page.events[0].session.as_deref(), Some(id.as_str()));
+    assert_eq!(page.next, page.events.last().unwrap().seq);
+}
+
+#[tokio::test]
+async fn doctor_flattens_only_the_first_runtime_and_collects_warnings() {
+    let fx = fixture();
+    let doctor = fx.service.doctor().await;
+    assert_eq!(doctor["fakeFound"], true, "{doctor}");
+    assert_eq!(doctor["ok"], true, "{doctor}");
+    assert_eq!(doctor["warnings"], json!(["a fake"]));
+}
+
+#[test]
+fn host_errors_map_to_one_class_each() {
+    let cases = [
+        (
+            HostError::Invalid("x".into()),
+            ErrorKind::Invalid,
+            "invalid_request",
+        ),
+        (
+            HostError::field("cwd", "x"),
+            ErrorKind::Invalid,
+            "invalid_field",
+        ),
+        (
+            HostError::Unsupported("x".into()),
+            ErrorKind::Invalid,
+            "unsupported",
+        ),
+        (
+            HostError::UnknownSession("s".into()),
+            ErrorKind::NotFound,
+            "session_not_found",
+        ),
+        (
+            HostError::Closed("s".into()),
+            ErrorKind::Conflict,
+            "session_closed",
+        ),
+        (
+            HostError::NotReady("s".into()),
+            ErrorKind::Unavailable,
+            "not_ready",
+        ),
+        (
+            HostError::HumanTyping("s".into()),
+            ErrorKind::Conflict,
+            "human_typing",
+        ),
+        (
+            HostError::unavailable(Runtime::Claude, "x"),
+            ErrorKind::Unavailable,
+            "claude_unavailable",
+        ),
+        (
+            HostError::failed(Runtime::Codex, "x"),
+            ErrorKind::Upstream,
+            "codex_error",
+        ),
+        (
+            HostError::UnknownApproval("a".into()),
+            ErrorKind::NotFound,
+            "approval_not_found",
+        ),
+        (
+            HostError::ApprovalResolved("a".into()),
+            ErrorKind::Conflict,
+            "approval_resolved",
+        ),
+    ];
+    for (error, kind, code) in cases {
+        let mapped = ServiceError::from(error);
+        assert_eq!((mapped.kind, mapped.code), (kind, code), "{mapped:?}");
+    }
+}

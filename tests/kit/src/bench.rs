@@ -1,0 +1,367 @@
+//! What the benchmarks share: the runtime around their `run`, a `cohost serve` process
+//! ([`Daemon`], started on a [`crate::TmuxServer`]), an HTTP/1.1 connection, failure counting and
+//! report helpers.
+//!
+//! The benches (`benches/*.rs`, each its own `harness = false` binary) use only part of it. Unlike
+//! [`crate::TestDaemon`], [`Daemon`] reports errors instead of panicking, leaves the daemon's
+//! logging as the caller's environment sets it and sends its stderr to a file, so that what is
+//! measured is the daemon, not the harness.
+//!
+//! Bench code reports errors rather than panicking, so the crate's test-code allowance does not
+//! hold here.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use http_body_util::{BodyExt, Full};
+use hyper::StatusCode;
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::TmuxServer;
+
+/// Runs `run` to its end on a multi-threaded tokio runtime and turns its outcome into the exit
+/// code: `Ok(false)` is a failed run (`failed` says where to look), `Err` an aborted one. On
+/// Ctrl-C or SIGTERM, dropping `run` drops its fixtures, which stop the daemons and the private
+/// tmux server (tmux daemonizes, so nothing else would). `bench` names the benchmark in messages.
+///
+/// `cargo bench` passes `--bench` (and any filter); the benchmarks have a single fixed plan.
+pub fn main(
+    bench: &str,
+    failed: &str,
+    run: impl Future<Output = anyhow::Result<bool>>,
+) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("{bench} bench: cannot start the tokio runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = run => outcome,
+            signal = interrupted() => Err(anyhow::anyhow!("interrupted by {signal}")),
+        }
+    });
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("{bench} bench: FAILED ({failed})");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("{bench} bench: FAILED: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+            _ = interrupt.recv() => "SIGINT",
+            _ = terminate.recv() => "SIGTERM",
+        },
+        _ => std::future::pending().await,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the daemon
+
+/// `cohost serve` (`cohost` is the build `cargo bench` made: the bench's
+/// `env!("CARGO_BIN_EXE_cohost")`) on a free loopback port against `tmux`; the caller adds its
+/// own arguments and environment, then passes it to [`Daemon::start`].
+pub fn serve_command(cohost: &Path, tmux: &TmuxServer) -> Command {
+    let mut command = Command::new(cohost);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
+        .arg(tmux.socket());
+    command
+}
+
+/// One running `cohost serve`, killed on drop unless [`Daemon::stop`] stopped it.
+pub struct Daemon {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    /// The `Host` header for requests to it.
+    pub host: String,
+    pub token: String,
+    stderr_path: PathBuf,
+}
+
+impl Daemon {
+    /// Spawns `command` (from [`serve_command`]) with `COHOST_HOME=home` and its stderr appended
+    /// to `stderr_path`, reads the address it announces on stdout, then its token.
+    pub fn start(
+        mut command: Command,
+        home: &Path,
+        stderr_path: PathBuf,
+    ) -> anyhow::Result<Daemon> {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stderr_path)?;
+        let mut child = command
+            .env("COHOST_HOME", home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .context("failed to start cohost serve")?;
+        let stdout = child.stdout.take();
+        let mut daemon = Daemon {
+            child: Some(child),
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            host: String::new(),
+            token: String::new(),
+            stderr_path,
+        };
+        let mut line = String::new();
+        if let Some(stdout) = stdout {
+            BufReader::new(stdout).read_line(&mut line)?;
+        }
+        let Some(addr) = line.trim().strip_prefix("cohost listening on ") else {
+            bail!(
+                "cohost serve did not announce its address (stdout: {line:?}); stderr:\n{}",
+                daemon.stderr_tail()
+            );
+        };
+        daemon.addr = addr
+            .parse()
+            .with_context(|| format!("bad address {addr:?}"))?;
+        daemon.host = daemon.addr.to_string();
+        daemon.token = std::fs::read_to_string(home.join("token"))?
+            .trim()
+            .to_string();
+        Ok(daemon)
+    }
+
+    /// The process id; 0 once stopped.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// The last 20 lines the daemon wrote to its stderr file.
+    pub fn stderr_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    /// SIGTERM and wait for the graceful shutdown, which must exit 0; SIGKILL if it takes
+    /// longer than `grace` (whole seconds).
+    pub fn stop(&mut self, grace: Duration) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + grace;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    bail!(
+                        "cohost serve exited with {status}; stderr:\n{}",
+                        self.stderr_tail()
+                    );
+                }
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "cohost serve did not stop within {} s of SIGTERM",
+                    grace.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Opens one keep-alive HTTP/1.1 connection to `addr` (TCP_NODELAY), its driver spawned.
+pub async fn handshake(addr: SocketAddr) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// The body of an SSE stream's response (`what` is its request, for the error), which must be
+/// 200: by the time its headers arrive, the daemon has subscribed the stream.
+pub async fn stream_body(
+    response: hyper::Response<Incoming>,
+    what: &str,
+) -> anyhow::Result<Incoming> {
+    if response.status() != StatusCode::OK {
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        bail!("{what}: {status}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(response.into_body())
+}
+
+// ---------------------------------------------------------------------------------------------
+// failures and figures
+
+/// Failures across the run: counted, and the first few kept for the report.
+pub struct Failures {
+    count: AtomicU64,
+    keep: usize,
+    samples: std::sync::Mutex<Vec<String>>,
+}
+
+impl Failures {
+    /// Keeps the first `keep` failures' descriptions.
+    pub fn new(keep: usize) -> Failures {
+        Failures {
+            count: AtomicU64::new(0),
+            keep,
+            samples: std::sync::Mutex::default(),
+        }
+    }
+
+    pub fn record(&self, what: String) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        if samples.len() < self.keep {
+            samples.push(what);
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// The descriptions kept, oldest first.
+    pub fn first(&self) -> Vec<String> {
+        self.samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// The `p`th percentile (nearest rank) of `sorted`; zero when it is empty.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Milliseconds with three decimals.
+pub fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+/// The number of CPUs this process may use; 0 when unknown.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0)
+}
+
+/// The 1/5/15-minute load averages: other work on the machine skews every figure here.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// CPU time in clock ticks: the whole machine (`/proc/stat`) and this bench plus the daemon,
+/// so that a run disturbed by other work on the machine says so.
+#[derive(Clone, Copy)]
+pub struct CpuUse {
+    pub total: u64,
+    pub busy: u64,
+    pub ours: u64,
+}
+
+impl CpuUse {
+    /// Now; `ours` counts this process and the daemon `daemon` if given. None when a figure
+    /// cannot be read.
+    pub fn sample(daemon: Option<u32>) -> Option<CpuUse> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let total: u64 = fields.iter().take(8).sum();
+        let idle = fields.get(3)? + fields.get(4)?;
+        let process = |path: String| -> Option<u64> {
+            let text = std::fs::read_to_string(path).ok()?;
+            // Fields after `(comm)`: utime and stime are the 12th and 13th.
+            let after = text.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        };
+        let mut ours = process("/proc/self/stat".into())?;
+        if let Some(pid) = daemon {
+            ours += process(format!("/proc/{pid}/stat"))?;
+        }
+        Some(CpuUse {
+            total,
+            busy: total.saturating_sub(idle),
+            ours,
+        })
+    }
+
+    /// How many CPUs other processes kept busy on average between `start` and `end`.
+    pub fn others(start: Option<CpuUse>, end: Option<CpuUse>, cpus: usize) -> String {
+        match (start, end) {
+            (Some(start), Some(end)) if end.total > start.total => {
+                let busy = end.busy.saturating_sub(start.busy);
+                let ours = end.ours.saturating_sub(start.ours);
+                let elapsed = (end.total - start.total) as f64 / cpus.max(1) as f64;
+                format!(
+                    "{:.2} of {cpus} CPUs busy with other processes",
+                    busy.saturating_sub(ours) as f64 / elapsed
+                )
+            }
+            _ => "CPU use by other processes unknown".into(),
+        }
+    }
+}
