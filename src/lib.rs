@@ -32,6 +32,7 @@ pub mod service;
 pub mod tail;
 pub mod tasks;
 pub mod tmux;
+pub mod watch;
 
 #[cfg(test)]
 mod tidy {
