@@ -288,6 +288,10 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive once its head is in.
     #[arg(long, default_value_t = 30)]
     pub body_timeout: u64,
+    /// A shell command run once per attention notification (`turn-ended`, `input-needed`,
+    /// `error`) with the event's JSON on stdin; rate-limited, never on the ingest path.
+    #[arg(long, env = "COHOST_NOTIFY_COMMAND")]
+    pub notify_command: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@ mod claude_host;
 mod claude_host_more;
 mod claude_smoke;
 mod cli;
+mod codex_asks;
 mod codex_codrive;
 mod codex_host;
 mod codex_host_approvals;
