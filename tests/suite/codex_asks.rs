@@ -491,3 +491,73 @@ fn notifications_once_per_occurrence_across_a_restart_and_to_the_notify_command(
         "the command ran once per notification: {delivered:?}"
     );
 }
+
+#[test]
+fn an_mcp_elicitation_is_declined_then_accepted_with_content() {
+    let python = std::env::var("COHOST_TEST_PYTHON")
+        .expect("COHOST_TEST_PYTHON (./scripts/test installs the Python MCP SDK and sets it)");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp/elicit_server.py");
+    let extra = format!(
+        "[mcp_servers.asker]\ncommand = {python:?}\nargs = [{:?}]\nstartup_timeout_sec = 30\n",
+        script.to_str().unwrap()
+    );
+    let fx = CodexFixture::start_with_config(&[], &extra);
+    let id = fx.create(json!({}));
+    // codex offers an MCP server's tools once the server started: wait for it.
+    std::thread::sleep(Duration::from_secs(4));
+
+    // codex asks whether the MCP tool may run as an elicitation of its own, from the server.
+    let run_tool = |n: usize, body: Value| -> (Value, Value) {
+        fx.mock
+            .push(Step::namespaced_call("mcp__asker", "ask_name", json!({})));
+        fx.mock.push(Step::text("Done."));
+        fx.send(&id, "Ask my name");
+        let requested = fx.wait_event(&id, "an elicitation", |e| {
+            e["type"] == "input.requested"
+                && e["data"]["kind"] == "elicitation"
+                && of_type(&fx.events(&id), "input.requested").len() >= n
+                && e == of_type(&fx.events(&id), "input.requested")[n - 1]
+        });
+        let request = requested["data"]["requestId"].as_str().unwrap().to_string();
+        answer(&fx, &id, &request, body).assert_ok();
+        let done = fx.wait_turns_completed(&id, n);
+        let events = fx.events(&id);
+        let tool = of_type(&events, "item.completed")
+            .into_iter()
+            .filter(|e| e["data"]["item"]["name"] == "ask_name")
+            .nth(n - 1)
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool item: {}", dump(&events)));
+        assert_eq!(done[n - 1]["data"]["status"], "completed");
+        (requested, tool)
+    };
+
+    let (requested, tool) = run_tool(1, json!({ "decision": "decline" }));
+    let data = &requested["data"];
+    assert_eq!(data["server"], "asker", "{requested}");
+    assert!(
+        data["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"ask_name\""),
+        "{requested}"
+    );
+    assert_eq!(data["schema"]["type"], "object", "{requested}");
+    assert_eq!(data["decisions"], json!(["accept", "decline", "cancel"]));
+    assert_ne!(
+        tool["data"]["item"]["status"], "completed",
+        "a declined tool does not run: {tool}"
+    );
+
+    let (_, tool) = run_tool(2, json!({ "decision": "accept", "content": {} }));
+    let output = tool["data"]["item"]["output"].as_str().unwrap_or_default();
+    assert_eq!(tool["data"]["item"]["status"], "completed", "{tool}");
+    assert!(output.contains("action="), "the MCP tool ran: {output}");
+    let events = fx.events(&id);
+    let resolved = of_type(&events, "input.resolved");
+    assert_eq!(resolved.len(), 2, "{}", dump(&events));
+    assert_eq!(resolved[0]["data"]["decision"], "decline");
+    assert_eq!(resolved[1]["data"]["decision"], "accept");
+    assert_eq!(resolved[1]["data"]["content"], json!({}));
+}
