@@ -1046,3 +1046,172 @@ fn claude_smoke_skip_permissions_runs_tools_without_a_dialog() {
     assert!(screen.contains("bypass permissions on"), "{screen}");
     eprintln!("skip permissions: {:?}", started.elapsed());
 }
+
+/// A hook command for the observation tests: appends its event (and the event name) to
+/// `hooks.log` in `dir`, and prints `answer.<Event>.<tool>` from `dir` once if it exists.
+fn answering_hooks(dir: &Path) -> PathBuf {
+    let script = dir.join("hook.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+dir='{dir}'
+input=$(cat)
+printf '%s\t%s\n' "$1" "$input" >> "$dir/hooks.log"
+tool=other
+for t in AskUserQuestion ExitPlanMode EnterPlanMode; do
+  case "$input" in *"\"tool_name\":\"$t\""*) tool=$t;; esac
+done
+for answer in "$dir/answer.$1.$tool".*; do
+  case "$answer" in *.used) continue;; esac
+  if [ -f "$answer" ]; then cat "$answer"; mv "$answer" "$answer.used"; break; fi
+done
+exit 0
+"#,
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hook = |event: &str| json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": format!("{} {event}", script.display()) }] }]);
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({ "hooks": {
+            "PreToolUse": hook("PreToolUse"),
+            "PermissionRequest": hook("PermissionRequest"),
+            "PostToolUse": hook("PostToolUse"),
+            "UserPromptSubmit": hook("UserPromptSubmit"),
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    settings
+}
+
+fn hook_log(dir: &Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(dir.join("hooks.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(event, json)| {
+            (
+                event.to_string(),
+                serde_json::from_str(json).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn claude_smoke_observe_ask_user_question_and_exit_plan_mode() {
+    let dir = temp_dir("cohost-claude-asks-");
+    let settings = answering_hooks(dir.path());
+    let questions = json!([{
+        "question": "Which color?",
+        "header": "Color",
+        "options": [
+            { "label": "Red", "description": "warm" },
+            { "label": "Blue", "description": "cold" }
+        ],
+        "multiSelect": false
+    }]);
+    std::fs::write(
+        dir.path()
+            .join("answer.PermissionRequest.AskUserQuestion.1"),
+        json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "allow",
+            "updatedInput": { "questions": questions, "answers": { "Which color?": "Blue" } }
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = MockMessages::start();
+    mock.push(Step::tool_use(
+        "AskUserQuestion",
+        json!({ "questions": questions }),
+    ));
+    mock.push(Step::text("Blue it is.").when_tool_result());
+    let tui = Tui::start_with(
+        mock,
+        &[
+            "--permission-mode",
+            "default",
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        |_| {},
+    );
+    tui.submit("Pick a color");
+    tui.wait_text("Blue it is.");
+    let main = tui.mock.main_requests();
+    let result = main.last().unwrap().tool_results();
+    eprintln!(
+        "ASK tool_result: {}",
+        serde_json::to_string(&result).unwrap()
+    );
+    for (event, payload) in hook_log(dir.path()) {
+        eprintln!(
+            "HOOK {event}: {}",
+            payload.to_string().chars().take(900).collect::<String>()
+        );
+    }
+    eprintln!("SCREEN\n{}", tui.screen());
+}
+
+#[test]
+fn claude_smoke_observe_exit_plan_mode() {
+    let dir = temp_dir("cohost-claude-plan-");
+    let settings = answering_hooks(dir.path());
+    std::fs::write(
+        dir.path().join("answer.PermissionRequest.ExitPlanMode.1"),
+        json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "deny", "message": "Use plan B instead"
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = MockMessages::start();
+    mock.push(Step::tool_use(
+        "ExitPlanMode",
+        json!({ "plan": "# Plan A\n1. Do A" }),
+    ));
+    mock.push(
+        Step::tool_use("ExitPlanMode", json!({ "plan": "# Plan B\n1. Do B" })).when_tool_result(),
+    );
+    mock.push(Step::text("Plan B approved.").when_tool_result());
+    let tui = Tui::start_with(
+        mock,
+        &[
+            "--permission-mode",
+            "plan",
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        |_| {},
+    );
+    std::fs::write(
+        dir.path().join("answer.PermissionRequest.ExitPlanMode.2"),
+        if std::env::var("OBS_PLAIN").is_ok() { json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": { "behavior": "allow" }}}) } else { json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "allow",
+            "updatedPermissions": [{ "type": "setMode", "mode": "acceptEdits", "destination": "session" }]
+        }}}) }
+        .to_string(),
+    )
+    .unwrap();
+    tui.submit("Plan something");
+    thread::sleep(Duration::from_secs(8));
+    eprintln!("SCREEN2\n{}", tui.screen());
+    for r in tui.mock.main_requests() {
+        eprintln!(
+            "RESULTS {}",
+            serde_json::to_string(&r.tool_results()).unwrap()
+        );
+    }
+    for (event, payload) in hook_log(dir.path()) {
+        eprintln!(
+            "HOOK {event}: {}",
+            payload.to_string().chars().take(700).collect::<String>()
+        );
+    }
+}

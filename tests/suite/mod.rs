@@ -1,5 +1,6 @@
 //! The integration tests, one module per area of cohost.
 
+mod claude_asks;
 mod claude_host;
 mod claude_host_more;
 mod claude_smoke;
