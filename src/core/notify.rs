@@ -161,3 +161,131 @@ pub fn derive(
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{
+        AgentUpdate, Event, InputKind, InputRequested, Runtime, SessionCreated, TurnCompleted,
+    };
+
+    fn event(seq: u64, session: &str, kind: EventKind) -> Event {
+        Event {
+            seq,
+            ts: seq,
+            session: Some(session.into()),
+            session_seq: Some(seq),
+            kind,
+        }
+    }
+
+    fn hosted() -> State {
+        let mut state = State::default();
+        state.apply(&event(
+            1,
+            "s1",
+            EventKind::SessionCreated(SessionCreated {
+                runtime: Runtime::Codex,
+                cwd: "/w".into(),
+                model: None,
+                approval_policy: None,
+                permission_mode: None,
+                sandbox: None,
+                budget: None,
+                forked_from: None,
+                idempotency_key: None,
+            }),
+        ));
+        state
+    }
+
+    fn update(status: AgentStatus, thread: Option<&str>) -> EventKind {
+        EventKind::AgentUpdated(AgentUpdate {
+            agent: "claude".into(),
+            status,
+            ts: 1,
+            thread_id: thread.map(Into::into),
+            thread_name: None,
+            last_user_prompt: Some("fix it".into()),
+            pane_id: None,
+            liveness: None,
+        })
+    }
+
+    #[test]
+    fn hosted_turns_and_requests_notify_once_with_stable_ids() {
+        let state = hosted();
+        let mut seen = BatchSeen::default();
+        let done = EventKind::TurnCompleted(TurnCompleted {
+            turn_id: "t1".into(),
+            status: TurnStatus::Completed,
+            error: None,
+            duration_ms: None,
+            lost: false,
+        });
+        let n = derive(&state, &mut seen, 7, Some("s1"), &done).unwrap();
+        assert_eq!(n.kind, "turn-ended");
+        assert_eq!(n.id, "turn-ended:s1:t1");
+        assert_eq!(n.cause, 7);
+        assert_eq!(n.agent.as_deref(), Some("codex"));
+        let asked = EventKind::InputRequested(Box::new(InputRequested {
+            request_id: "in:t1:c1:question".into(),
+            kind: InputKind::Question,
+            turn_id: Some("t1".into()),
+            item_id: None,
+            questions: Vec::new(),
+            plan: None,
+            message: Some("Proceed?".into()),
+            server: None,
+            schema: None,
+            url: None,
+            permissions: None,
+            decisions: Vec::new(),
+        }));
+        let n = derive(&state, &mut seen, 8, Some("s1"), &asked).unwrap();
+        assert_eq!(n.kind, "input-needed");
+        assert_eq!(n.request_id.as_deref(), Some("in:t1:c1:question"));
+        assert_eq!(n.body.as_deref(), Some("Proceed?"));
+        // Not for a session cohost does not host, nor for its own notifications.
+        assert!(derive(&state, &mut seen, 9, Some("other"), &done).is_none());
+        assert!(
+            derive(
+                &state,
+                &mut seen,
+                10,
+                Some("s1"),
+                &EventKind::Notification(n)
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn watched_agents_notify_on_a_change_of_status_only() {
+        let mut state = hosted();
+        let mut seen = BatchSeen::default();
+        let waiting = update(AgentStatus::Waiting, Some("th"));
+        let n = derive(&state, &mut seen, 2, Some("work"), &waiting).unwrap();
+        assert_eq!(
+            (n.kind.as_str(), n.source.as_str()),
+            ("input-needed", "watched")
+        );
+        // The same status again in the same batch, or after it was applied: nothing.
+        assert!(derive(&state, &mut seen, 3, Some("work"), &waiting).is_none());
+        state.apply(&event(2, "work", waiting.clone()));
+        let mut fresh = BatchSeen::default();
+        assert!(derive(&state, &mut fresh, 4, Some("work"), &waiting).is_none());
+        let running = update(AgentStatus::Running, Some("th"));
+        assert!(derive(&state, &mut fresh, 5, Some("work"), &running).is_none());
+        let done = update(AgentStatus::Done, Some("th"));
+        assert_eq!(
+            derive(&state, &mut fresh, 6, Some("work"), &done)
+                .unwrap()
+                .kind,
+            "turn-ended"
+        );
+        // A hosted session's own mirror (its id or thread) is notified from its events.
+        let mirror = update(AgentStatus::Done, Some("s1"));
+        assert!(derive(&state, &mut BatchSeen::default(), 7, Some("work"), &mirror).is_none());
+    }
+}

@@ -323,7 +323,7 @@ impl Sessions {
                 record.requests.insert(
                     request.request_id.clone(),
                     InputRecord {
-                        request: request.clone(),
+                        request: (**request).clone(),
                         requested_at: event.ts,
                         resolved: None,
                         resolved_at: None,
@@ -466,6 +466,78 @@ mod tests {
         assert_eq!(
             record.view().last_turn_status,
             Some(TurnStatus::Interrupted)
+        );
+    }
+
+    #[test]
+    fn input_requests_resolve_once_and_go_moot_with_their_turn() {
+        let mut sessions = Sessions::default();
+        sessions.apply(&event(1, created(None)));
+        let request = |id: &str, kind: InputKind, turn: Option<&str>| {
+            EventKind::InputRequested(Box::new(InputRequested {
+                request_id: id.into(),
+                kind,
+                turn_id: turn.map(Into::into),
+                item_id: None,
+                questions: Vec::new(),
+                plan: None,
+                message: None,
+                server: None,
+                schema: None,
+                url: None,
+                permissions: None,
+                decisions: Vec::new(),
+            }))
+        };
+        sessions.apply(&event(2, request("q1", InputKind::Question, Some("u1"))));
+        sessions.apply(&event(3, request("q2", InputKind::Question, Some("u1"))));
+        sessions.apply(&event(4, request("p1", InputKind::Plan, None)));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.pending_requests().count(), 3);
+        assert_eq!(record.view().pending_requests, 3);
+        sessions.apply(&event(
+            5,
+            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::API)),
+        ));
+        // A second resolution changes nothing.
+        sessions.apply(&event(
+            6,
+            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::RUNTIME)),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.requests["q1"].resolved.as_ref().unwrap().by, "api");
+        // The turn's end makes its questions moot; the plan waits for the next turn.
+        sessions.apply(&event(
+            7,
+            EventKind::TurnCompleted(TurnCompleted {
+                turn_id: "u1".into(),
+                status: TurnStatus::Interrupted,
+                error: None,
+                duration_ms: None,
+                lost: false,
+            }),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.requests["q2"].resolved.as_ref().unwrap().by, "turn");
+        assert!(record.requests["p1"].resolved.is_none());
+        sessions.apply(&event(
+            8,
+            EventKind::TurnStarted(TurnStarted {
+                turn_id: "u2".into(),
+                source: TurnSource::Api,
+            }),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.pending_requests().count(), 0);
+        sessions.apply(&event(
+            9,
+            EventKind::SessionMode(crate::protocol::SessionMode {
+                mode: "plan".into(),
+            }),
+        ));
+        assert_eq!(
+            sessions.get("s1").unwrap().view().mode.as_deref(),
+            Some("plan")
         );
     }
 }

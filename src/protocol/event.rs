@@ -96,7 +96,7 @@ pub enum EventKind {
     ApprovalResolved(ApprovalResolved),
     /// The agent waits for a person: a question, a plan, an elicitation, a permissions grant.
     #[serde(rename = "input.requested")]
-    InputRequested(InputRequested),
+    InputRequested(Box<InputRequested>),
     /// An input request was answered, or made moot.
     #[serde(rename = "input.resolved")]
     InputResolved(InputResolved),

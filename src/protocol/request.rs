@@ -475,3 +475,128 @@ impl InputAnswer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn question(secret: bool) -> InputRequested {
+        InputRequested {
+            request_id: "in:t:c:question".into(),
+            kind: InputKind::Question,
+            turn_id: Some("t".into()),
+            item_id: None,
+            questions: vec![Question {
+                id: "color".into(),
+                header: None,
+                question: "Which color?".into(),
+                options: vec![
+                    QuestionOption {
+                        label: "Red".into(),
+                        description: None,
+                    },
+                    QuestionOption {
+                        label: "Blue".into(),
+                        description: None,
+                    },
+                ],
+                is_other: false,
+                is_secret: secret,
+                multi_select: false,
+            }],
+            plan: None,
+            message: None,
+            server: None,
+            schema: None,
+            url: None,
+            permissions: None,
+            decisions: Vec::new(),
+        }
+    }
+
+    fn answer(value: serde_json::Value) -> InputAnswer {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn answers_are_checked_against_the_request_naming_the_field() {
+        let q = question(false);
+        assert!(
+            answer(json!({"answers": {"color": "Blue"}}))
+                .check(&q)
+                .is_ok()
+        );
+        assert!(
+            answer(json!({"answers": {"color": ["Blue"]}}))
+                .check(&q)
+                .is_ok()
+        );
+        for (body, field) in [
+            (json!({}), "answers"),
+            (json!({"answers": {"shape": "Round"}}), "answers"),
+            (json!({"answers": {"color": "Green"}}), "answers"),
+            (json!({"answers": {"color": ["Red", "Blue"]}}), "answers"),
+            (
+                json!({"answers": {"color": "Blue"}, "decision": "accept"}),
+                "decision",
+            ),
+        ] {
+            assert_eq!(
+                answer(body.clone()).check(&q).unwrap_err().field,
+                field,
+                "{body}"
+            );
+        }
+        let mut plan = question(false);
+        plan.kind = InputKind::Plan;
+        assert!(
+            answer(json!({"decision": "approve", "mode": "default"}))
+                .check(&plan)
+                .is_ok()
+        );
+        assert!(
+            answer(json!({"decision": "reject", "feedback": "no"}))
+                .check(&plan)
+                .is_ok()
+        );
+        for (body, field) in [
+            (json!({"decision": "accept"}), "decision"),
+            (json!({"decision": "approve", "feedback": "x"}), "feedback"),
+            (json!({"decision": "reject", "mode": "plan"}), "mode"),
+            (json!({"answers": {"color": "Blue"}}), "answers"),
+        ] {
+            assert_eq!(
+                answer(body.clone()).check(&plan).unwrap_err().field,
+                field,
+                "{body}"
+            );
+        }
+        let mut elicitation = question(false);
+        elicitation.kind = InputKind::Elicitation;
+        assert!(
+            answer(json!({"decision": "accept", "content": {"a": 1}}))
+                .check(&elicitation)
+                .is_ok()
+        );
+        assert_eq!(
+            answer(json!({"decision": "decline", "content": {}}))
+                .check(&elicitation)
+                .unwrap_err()
+                .field,
+            "content"
+        );
+        assert!(serde_json::from_value::<InputAnswer>(json!({"answer": "x"})).is_err());
+    }
+
+    #[test]
+    fn a_secret_answer_is_sent_but_not_recorded() {
+        let q = question(true);
+        let given = answer(json!({"answers": {"color": "Blue"}}));
+        assert_eq!(given.answer_lists()["color"], vec!["Blue".to_string()]);
+        let recorded = given.record(&q, resolved_by::API);
+        assert_eq!(recorded.answers, Some(BTreeMap::new()));
+        assert_eq!(recorded.withheld, vec!["color".to_string()]);
+        assert!(!serde_json::to_string(&recorded).unwrap().contains("Blue"));
+    }
+}

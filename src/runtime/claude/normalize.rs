@@ -452,7 +452,7 @@ impl Normalizer {
                 if let Some(request) =
                     input_request(&session, &request_id, &tool, input, Some(turn_id.clone()))
                 {
-                    out.push(Output::Store(EventKind::InputRequested(request)));
+                    out.push(Output::Store(EventKind::InputRequested(Box::new(request))));
                     out.push(Output::Status(AgentStatus::Waiting));
                 } else {
                     let BashToolInput {
@@ -1428,6 +1428,39 @@ mod tests {
         assert_eq!(a.approval_id, "ap:s1:r1");
         assert_eq!(a.command.as_deref(), Some("touch made.txt"));
         assert!(out.contains(&Output::Status(AgentStatus::Waiting)));
+    }
+
+    #[test]
+    fn ask_user_question_and_exit_plan_mode_become_input_requests() {
+        let mut n = Normalizer::new();
+        let out = n.hook(&json!({"receivedAt":1,"event":"PermissionRequest","requestId":"r2","payload":{"session_id":"s1","prompt_id":"p1","hook_event_name":"PermissionRequest","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which color?","header":"Color","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}],"multiSelect":true}]}}}), 0);
+        let Some(Output::Store(EventKind::InputRequested(q))) = out
+            .iter()
+            .find(|o| matches!(o, Output::Store(EventKind::InputRequested(_))))
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(q.request_id, "in:s1:r2:question");
+        assert_eq!(q.questions[0].id, "Which color?");
+        assert!(q.questions[0].multi_select && q.questions[0].is_other);
+        assert_eq!(q.questions[0].options[1].label, "Blue");
+        assert!(
+            !out.iter()
+                .any(|o| matches!(o, Output::Store(EventKind::ApprovalRequested(_))))
+        );
+        // 2.1.332 sends no plan in the input; 2.1.197 does.
+        for (input, plan) in [(json!({}), None), (json!({"plan": "# A"}), Some("# A"))] {
+            let out = n.hook(&json!({"receivedAt":2,"event":"PermissionRequest","requestId":"r3","payload":{"session_id":"s1","prompt_id":"p1","hook_event_name":"PermissionRequest","tool_name":"ExitPlanMode","tool_input":input}}), 0);
+            let Some(Output::Store(EventKind::InputRequested(p))) = out
+                .iter()
+                .find(|o| matches!(o, Output::Store(EventKind::InputRequested(_))))
+            else {
+                panic!("{out:?}")
+            };
+            assert_eq!(p.kind, InputKind::Plan);
+            assert_eq!(p.plan.as_deref(), plan);
+            assert_eq!(p.decisions, ["approve", "reject"]);
+        }
     }
 
     #[test]

@@ -1383,7 +1383,7 @@ impl Inner {
                     .await;
                 // A plan offered in plan mode waits for a person's decision.
                 if let Some(plan) = plan {
-                    self.store(&session_id, EventKind::InputRequested(plan))
+                    self.store(&session_id, EventKind::InputRequested(Box::new(plan)))
                         .await;
                 }
             }

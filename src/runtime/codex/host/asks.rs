@@ -67,7 +67,7 @@ impl Inner {
                 rpc_id,
             },
         );
-        self.store(session_id, EventKind::InputRequested(request))
+        self.store(session_id, EventKind::InputRequested(Box::new(request)))
             .await;
         self.report(session_id, AgentStatus::Waiting).await;
     }
