@@ -560,3 +560,76 @@ fn an_mcp_elicitation_is_declined_then_accepted_with_content() {
     assert_eq!(resolved[1]["data"]["decision"], "accept");
     assert_eq!(resolved[1]["data"]["content"], json!({}));
 }
+
+#[test]
+fn the_cli_sets_the_mode_lists_requests_and_answers_one() {
+    let fx = CodexFixture::start();
+    let id = fx.create(json!({}));
+    assert_eq!(fx.daemon.cli_ok(&["mode", &id, "plan"]).trim(), "plan");
+    let refused = fx
+        .daemon
+        .cli_command(&["mode", &id, "sideways"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("sideways"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(
+        fx.daemon
+            .cli_ok(&["requests", &id])
+            .contains("nothing is waiting")
+    );
+    fx.mock.push(ask(color_question()));
+    fx.mock.push(Step::text("Blue."));
+    fx.send(&id, "Ask me");
+    let requested = wait_request(&fx, &id, "question");
+    let request = requested["data"]["requestId"].as_str().unwrap().to_string();
+    let listed = fx.daemon.cli_ok(&["requests", &id]);
+    assert!(listed.contains(&request), "{listed}");
+    assert!(listed.contains("color: Which color?"), "{listed}");
+    assert!(listed.contains("Red (Recommended) | Blue"), "{listed}");
+    let answered = fx
+        .daemon
+        .cli_ok(&["answer", &id, &request, "--answer", "color=Blue"]);
+    assert!(answered.contains(&request), "{answered}");
+    fx.wait_turns_completed(&id, 1);
+    let again = fx
+        .daemon
+        .cli_command(&[
+            "answer",
+            &id,
+            &request,
+            "--answer",
+            "color=Red (Recommended)",
+        ])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already resolved"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let all: Value =
+        serde_json::from_str(&fx.daemon.cli_ok(&["requests", &id, "--all", "--json"])).unwrap();
+    assert_eq!(all[0]["resolved"]["answers"], json!({ "color": ["Blue"] }));
+    // The slash commands: /plan off, and /answer with nothing pending.
+    let off = fx
+        .daemon
+        .post(
+            &format!("/api/sessions/{id}/command"),
+            &json!({ "text": "/plan off" }),
+        )
+        .assert_ok();
+    assert_eq!(off["ok"], true, "{off}");
+    assert_eq!(fx.view(&id)["mode"], "default");
+    fx.daemon
+        .post(
+            &format!("/api/sessions/{id}/command"),
+            &json!({ "text": "/answer Blue" }),
+        )
+        .assert_error(409, "no_pending_request", None);
+}
