@@ -28,6 +28,9 @@ use crate::runtime::{Capability, HostError};
 /// permission policy); shift+tab cycles `default → acceptEdits → plan → auto → default`.
 pub const MODES: [&str; 3] = ["default", "acceptEdits", "plan"];
 
+/// How long `set_mode` waits for a session that just ended a turn to be idle.
+const IDLE_WAIT: Duration = Duration::from_secs(3);
+
 /// The most shift+tab presses one mode change takes (the cycle has at most five modes).
 const MAX_CYCLE: usize = 6;
 
@@ -281,17 +284,25 @@ impl ClaudeHost {
                 message: refusal,
             });
         }
-        let busy = self.inner.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .is_some_and(|s| s.active_turn.is_some())
-        });
-        if busy || live.status.borrow().as_str() == "busy" {
-            return Ok(Capability::fail(
-                "busy",
-                "the session is running a turn; set its mode when it is idle",
-            ));
+        // Right after a turn the session file can say `busy` a moment longer: wait a little.
+        let deadline = tokio::time::Instant::now() + IDLE_WAIT;
+        loop {
+            let turn_open = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .is_some_and(|s| s.active_turn.is_some())
+            });
+            if !turn_open && live.status.borrow().as_str() != "busy" {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(Capability::fail(
+                    "busy",
+                    "the session is running a turn; set its mode when it is idle",
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _keys = live.keys.lock().await;
         let pane = self.verified_pane(session_id).await?;
