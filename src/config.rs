@@ -29,6 +29,8 @@ pub struct ServeConfig {
     pub permission_modes: PermissionPolicy,
     /// HTTP connection cap and timeouts.
     pub http: crate::http::server::Limits,
+    /// `--notify-command`: run once per notification (see `notifier`).
+    pub notify_command: Option<String>,
 }
 
 impl ServeConfig {
@@ -95,6 +97,7 @@ impl ServeConfig {
         }
         let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)?;
         Ok(ServeConfig {
+            notify_command: args.notify_command.clone().filter(|c| !c.trim().is_empty()),
             mcp_roots,
             permission_modes,
             http: crate::http::server::Limits {

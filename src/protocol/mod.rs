@@ -9,11 +9,13 @@
 mod api;
 pub mod boundary;
 mod event;
+mod request;
 mod session;
 mod task;
 
 pub use api::*;
 pub use event::*;
+pub use request::*;
 pub use session::*;
 pub use task::*;
 
