@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::request::{InputRequested, InputResolved, Notification, SessionMode};
+use super::request::{InputRequested, InputResolved, Notification, SessionAttention, SessionMode};
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
@@ -103,6 +103,9 @@ pub enum EventKind {
     /// The collaboration mode the session's next turn runs in.
     #[serde(rename = "session.mode")]
     SessionMode(SessionMode),
+    /// The agent said it waits for a person (Claude's `Notification` hook).
+    #[serde(rename = "session.attention")]
+    SessionAttention(SessionAttention),
     /// Something a person should look at (`turn-ended`, `input-needed`, `error`), derived by
     /// the core from the event that caused it.
     #[serde(rename = "notification")]
@@ -171,6 +174,7 @@ impl EventKind {
             EventKind::InputRequested(_) => "input.requested",
             EventKind::InputResolved(_) => "input.resolved",
             EventKind::SessionMode(_) => "session.mode",
+            EventKind::SessionAttention(_) => "session.attention",
             EventKind::Notification(_) => "notification",
             EventKind::Usage(_) => "usage",
             EventKind::Error(_) => "error",
