@@ -6,7 +6,7 @@ use super::request::{InputRequested, InputResolved, Notification, SessionAttenti
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
-    SessionStatus, TurnCompleted, TurnStarted, Usage,
+    SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -83,6 +83,9 @@ pub enum EventKind {
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
     TurnCompleted(TurnCompleted),
+    /// The turn's step list, as the agent last set it (codex `update_plan`).
+    #[serde(rename = "turn.plan_updated")]
+    TurnPlanUpdated(TurnPlan),
     #[serde(rename = "item.started")]
     ItemStarted(ItemEvent),
     #[serde(rename = "item.completed")]
@@ -166,6 +169,7 @@ impl EventKind {
             EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",
+            EventKind::TurnPlanUpdated(_) => "turn.plan_updated",
             EventKind::ItemStarted(_) => "item.started",
             EventKind::ItemCompleted(_) => "item.completed",
             EventKind::ItemDelta(_) => "item.delta",
