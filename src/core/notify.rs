@@ -102,6 +102,24 @@ pub fn derive(
             n.request_id = Some(request.request_id.clone());
             Some(n)
         }
+        // The agent says it waits (Claude's `Notification` hook). A pending approval or request
+        // already notified this wait when it was requested.
+        EventKind::SessionAttention(attention) if attention.is_waiting() => {
+            let record = hosted?;
+            if record.pending_approvals().next().is_some()
+                || record.pending_requests().next().is_some()
+            {
+                return None;
+            }
+            let mut n = base(
+                notification_kind::INPUT_NEEDED,
+                format!("input-needed:{session}:{}", attention.id),
+                format!("waiting for you ({})", attention.kind),
+            );
+            n.body = attention.message.as_deref().map(excerpt);
+            n.turn_id = attention.turn_id.clone();
+            Some(n)
+        }
         EventKind::Error(error) if hosted.is_some() => {
             let mut n = base(
                 notification_kind::ERROR,
@@ -287,5 +305,47 @@ mod tests {
         // A hosted session's own mirror (its id or thread) is notified from its events.
         let mirror = update(AgentStatus::Done, Some("s1"));
         assert!(derive(&state, &mut BatchSeen::default(), 7, Some("work"), &mirror).is_none());
+    }
+
+    #[test]
+    fn an_agent_waiting_notifies_once_unless_a_pending_ask_already_did() {
+        use crate::protocol::{ApprovalRequested, SessionAttention};
+        let attention = |id: &str, kind: &str| {
+            EventKind::SessionAttention(SessionAttention {
+                id: id.into(),
+                kind: kind.into(),
+                message: Some("Claude is waiting for your input".into()),
+                turn_id: Some("t1".into()),
+            })
+        };
+        let mut state = hosted();
+        let mut seen = BatchSeen::default();
+        let idle = attention("c1:100:idle_prompt", "idle_prompt");
+        let n = derive(&state, &mut seen, 5, Some("s1"), &idle).unwrap();
+        assert_eq!(n.kind, "input-needed");
+        assert_eq!(n.id, "input-needed:s1:c1:100:idle_prompt");
+        assert_eq!(n.body.as_deref(), Some("Claude is waiting for your input"));
+        assert_eq!(n.turn_id.as_deref(), Some("t1"));
+        // Not a wait: stored, notifies nothing; nor for a session cohost does not host.
+        let auth = attention("c1:101:auth_success", "auth_success");
+        assert!(derive(&state, &mut seen, 6, Some("s1"), &auth).is_none());
+        assert!(derive(&state, &mut seen, 6, Some("other"), &idle).is_none());
+        // A permission dialog whose approval is pending was notified by the approval.
+        state.apply(&event(
+            7,
+            "s1",
+            EventKind::ApprovalRequested(ApprovalRequested {
+                approval_id: "a1".into(),
+                kind: "command".into(),
+                turn_id: "t1".into(),
+                item_id: None,
+                command: Some("touch x".into()),
+                cwd: None,
+                reason: None,
+                decisions: Vec::new(),
+            }),
+        ));
+        let prompt = attention("c1:102:permission_prompt", "permission_prompt");
+        assert!(derive(&state, &mut seen, 8, Some("s1"), &prompt).is_none());
     }
 }

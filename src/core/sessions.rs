@@ -164,6 +164,7 @@ pub(crate) fn dedupe_key(kind: &EventKind) -> Option<String> {
         EventKind::InputRequested(r) => Some(format!("input.requested:{}", r.request_id)),
         EventKind::InputResolved(r) => Some(format!("input.resolved:{}", r.request_id)),
         EventKind::Notification(n) => Some(format!("notification:{}", n.id)),
+        EventKind::SessionAttention(a) => Some(format!("session.attention:{}", a.id)),
         EventKind::Usage(u) => u.id.as_ref().map(|id| format!("usage:{id}")),
         EventKind::Error(e) => e.id.as_ref().map(|id| format!("error:{id}")),
         _ => None,

@@ -2,11 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::request::{InputRequested, InputResolved, Notification, SessionMode};
+use super::request::{InputRequested, InputResolved, Notification, SessionAttention, SessionMode};
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
-    SessionStatus, TurnCompleted, TurnStarted, Usage,
+    SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -83,6 +83,9 @@ pub enum EventKind {
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
     TurnCompleted(TurnCompleted),
+    /// The turn's step list, as the agent last set it (codex `update_plan`).
+    #[serde(rename = "turn.plan_updated")]
+    TurnPlanUpdated(TurnPlan),
     #[serde(rename = "item.started")]
     ItemStarted(ItemEvent),
     #[serde(rename = "item.completed")]
@@ -103,6 +106,9 @@ pub enum EventKind {
     /// The collaboration mode the session's next turn runs in.
     #[serde(rename = "session.mode")]
     SessionMode(SessionMode),
+    /// The agent said it waits for a person (Claude's `Notification` hook).
+    #[serde(rename = "session.attention")]
+    SessionAttention(SessionAttention),
     /// Something a person should look at (`turn-ended`, `input-needed`, `error`), derived by
     /// the core from the event that caused it.
     #[serde(rename = "notification")]
@@ -163,6 +169,7 @@ impl EventKind {
             EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",
+            EventKind::TurnPlanUpdated(_) => "turn.plan_updated",
             EventKind::ItemStarted(_) => "item.started",
             EventKind::ItemCompleted(_) => "item.completed",
             EventKind::ItemDelta(_) => "item.delta",
@@ -171,6 +178,7 @@ impl EventKind {
             EventKind::InputRequested(_) => "input.requested",
             EventKind::InputResolved(_) => "input.resolved",
             EventKind::SessionMode(_) => "session.mode",
+            EventKind::SessionAttention(_) => "session.attention",
             EventKind::Notification(_) => "notification",
             EventKind::Usage(_) => "usage",
             EventKind::Error(_) => "error",

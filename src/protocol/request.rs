@@ -232,6 +232,38 @@ pub struct SessionMode {
     pub mode: String,
 }
 
+/// `session.attention`: the agent said it waits for a person (Claude's `Notification` hook:
+/// `permission_prompt` when a dialog has gone unanswered for a few seconds, `idle_prompt` when
+/// the prompt box has sat idle after a turn). The core derives an `input-needed` notification
+/// from it unless an approval or input request of the session is already pending (that wait
+/// was notified when it was requested).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAttention {
+    /// Unique per occurrence (for a hook line, from its receive time), so a replayed line is
+    /// stored once.
+    pub id: String,
+    /// Claude's `notification_type` (`permission_prompt`, `idle_prompt`, …), as sent.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What the agent says (Claude's `message`, e.g. "Claude is waiting for your input").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+impl SessionAttention {
+    /// The kinds that mean the agent waits for the person (others, like `auth_success`, are
+    /// stored but notify nothing).
+    pub fn is_waiting(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            "permission_prompt" | "idle_prompt" | "elicitation_dialog"
+        )
+    }
+}
+
 /// The kinds of attention notification.
 pub mod notification_kind {
     /// A turn ended (completed, interrupted or failed) and the agent waits for a prompt.

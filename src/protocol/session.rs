@@ -233,6 +233,25 @@ pub struct TurnCompleted {
     pub lost: bool,
 }
 
+/// `turn.plan_updated`: the turn's step list as the agent last set it (codex's `update_plan`
+/// tool, `turn/plan/updated`), whole each time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnPlan {
+    pub turn_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    pub plan: Vec<PlanStep>,
+}
+
+/// One step of a [`TurnPlan`]: `status` is `pending`, `inProgress` or `completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStep {
+    pub step: String,
+    pub status: String,
+}
+
 /// `item.started` / `item.completed`: one unit of a turn.
 /// `item.id` is deterministic (derived from the runtime's own turn and item ids), so a backfill
 /// after a resume converges with the live stream instead of duplicating it.

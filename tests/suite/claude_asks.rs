@@ -216,3 +216,86 @@ fn plan_mode_is_toggled_on_an_idle_live_session() {
             && e["seq"].as_u64() > seen["seq"].as_u64()
     });
 }
+
+/// Claude's `Notification` hook: the permission dialog it reports (6 s after it opened) is the
+/// approval's wait, notified once already; the idle prompt after the turn is a wait of its own.
+#[test]
+fn claude_waiting_notifies_input_needed_once_per_wait() {
+    let fx = ClaudeFixture::start();
+    // Claude reports an idle prompt after `messageIdleNotifThresholdMs` (60 s by default).
+    let path = fx.env.claude_json();
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["messageIdleNotifThresholdMs"] = json!(1500);
+    std::fs::write(&path, config.to_string()).unwrap();
+    fx.mock.push(
+        Step::tool_use(
+            "Bash",
+            json!({"command": "touch approved.txt", "description": "Create a file"}),
+        )
+        .then_text("Created it."),
+    );
+    let id = fx.create(json!({}));
+    let (status, sent) = fx.send(&id, "Make a file");
+    assert_eq!(status, 200, "{sent}");
+    let requested = fx.wait_event(&id, "approval.requested", |e| {
+        e["type"] == "approval.requested"
+    });
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dialog = fx.wait_event(&id, "the permission dialog reported", |e| {
+        e["type"] == "session.attention" && e["data"]["type"] == "permission_prompt"
+    });
+    assert_eq!(
+        dialog["data"]["message"], "Claude needs your permission",
+        "{dialog}"
+    );
+    let input_needed = |events: &[Value]| -> Vec<Value> {
+        of_type(events, "notification")
+            .into_iter()
+            .filter(|e| e["data"]["kind"] == "input-needed")
+            .cloned()
+            .collect()
+    };
+    let notified = input_needed(&fx.events(&id));
+    assert_eq!(
+        notified.len(),
+        1,
+        "the approval's wait, once: {notified:#?}"
+    );
+    assert_eq!(notified[0]["data"]["requestId"], approval.as_str());
+    fx.daemon
+        .post(
+            &format!("/api/sessions/{id}/approvals/{approval}"),
+            &json!({ "decision": "accept" }),
+        )
+        .assert_ok();
+    let done = fx.wait_turns_completed(&id, 1);
+    let idle = fx.wait_event(&id, "the idle prompt reported", |e| {
+        e["type"] == "session.attention" && e["data"]["type"] == "idle_prompt"
+    });
+    assert!(idle["seq"].as_u64() > done[0]["seq"].as_u64(), "{idle}");
+    let waiting = fx.wait_event(&id, "input-needed for the idle prompt", |e| {
+        e["type"] == "notification"
+            && e["data"]["kind"] == "input-needed"
+            && e["data"]["cause"] == idle["seq"]
+    });
+    assert_eq!(
+        waiting["data"]["body"], "Claude is waiting for your input",
+        "{waiting}"
+    );
+    assert_eq!(waiting["data"]["agent"], "claude");
+    assert_eq!(waiting["seq"].as_u64(), idle["seq"].as_u64().map(|s| s + 1));
+    let events = fx.events(&id);
+    let attention = of_type(&events, "session.attention");
+    let notified = input_needed(&events);
+    assert_eq!(
+        notified.len(),
+        1 + attention
+            .iter()
+            .filter(|e| e["data"]["type"] == "idle_prompt")
+            .count(),
+        "one per wait: {notified:#?}"
+    );
+}

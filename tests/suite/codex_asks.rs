@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::codex_host::{dump, of_type};
+use super::codex_host::{dump, of_type, session_sse};
 use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::{Step, input_items};
 
@@ -325,6 +325,92 @@ fn a_plan_is_approved_then_implemented_in_default_mode() {
         409,
         "request_resolved",
         None,
+    );
+}
+
+#[test]
+fn the_plan_streams_as_deltas_and_the_turn_plan_is_an_event() {
+    // The mock's model gets no `update_plan` tool unless the config turns it on.
+    let fx = CodexFixture::start_with_config(&[], "\n[tools.update_plan]\nenabled = true\n");
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    let mut sse = session_sse(&fx.daemon, &id, Some(0), None);
+    set_mode(&fx, &id, "plan");
+    fx.mock.push(
+        Step::text(
+            "Here is my plan.\n<proposed_plan>\n# Greeting\n1. Write hello.txt\n2. Say hi\n</proposed_plan>\n",
+        )
+        .delay(Duration::from_millis(20)),
+    );
+    fx.send(&id, "Plan a greeting file");
+    // The plan item's text streams live (no id), like the agent's message.
+    let mut plan_deltas = Vec::new();
+    let completed_plan = loop {
+        let event = sse.next_event().expect("the stream ended before the plan");
+        let value = event.json();
+        if value["type"] == "item.delta" && value["data"]["kind"] == "plan" {
+            assert!(event.id.is_none(), "deltas are live only: {value}");
+            plan_deltas.push(value);
+        } else if value["type"] == "item.completed" && value["data"]["item"]["type"] == "plan" {
+            break value;
+        }
+    };
+    assert!(!plan_deltas.is_empty(), "plan deltas stream");
+    let streamed: String = plan_deltas
+        .iter()
+        .map(|d| d["data"]["delta"].as_str().unwrap())
+        .collect();
+    assert!(streamed.contains("1. Write hello.txt"), "{streamed:?}");
+    let plan_item = completed_plan["data"]["item"]["id"].as_str().unwrap();
+    for delta in &plan_deltas {
+        assert_eq!(delta["data"]["itemId"], plan_item, "{delta}");
+    }
+    fx.wait_turns_completed(&id, 1);
+
+    // In default mode the model keeps a step list with `update_plan`: each update is an event.
+    set_mode(&fx, &id, "default");
+    let steps = json!([
+        { "step": "Write hello.txt", "status": "completed" },
+        { "step": "Say hi", "status": "in_progress" }
+    ]);
+    fx.mock.push(Step::function_call(
+        "update_plan",
+        json!({ "explanation": "Halfway there", "plan": steps }),
+    ));
+    fx.mock.push(Step::text("Updated the plan."));
+    let turn = fx.send(&id, "Go on")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.wait_turns_completed(&id, 2);
+    let events = fx.events(&id);
+    let updates = of_type(&events, "turn.plan_updated");
+    let received: Vec<String> = fx
+        .mock
+        .main_requests()
+        .iter()
+        .map(|r| {
+            let tools: Vec<String> = r.body["tools"]
+                .as_array()
+                .map(|t| t.iter().map(|t| t["name"].to_string()).collect())
+                .unwrap_or_default();
+            let outputs: Vec<&Value> = input_items(&r.body)
+                .iter()
+                .filter(|i| i["type"] == "function_call_output")
+                .collect();
+            format!("tools {tools:?} outputs {outputs:?}")
+        })
+        .collect();
+    assert_eq!(updates.len(), 1, "{}\n{received:#?}", dump(&events));
+    assert_eq!(
+        updates[0]["data"],
+        json!({
+            "turnId": turn,
+            "explanation": "Halfway there",
+            "plan": [
+                { "step": "Write hello.txt", "status": "completed" },
+                { "step": "Say hi", "status": "inProgress" }
+            ]
+        })
     );
 }
 

@@ -1036,3 +1036,85 @@ fn mcp_stdio_claude_task_completes_then_a_human_typing_takes_control_until_relea
     assert_eq!(again["session"]["id"], started["session"]["id"]);
     assert_eq!(again["task"]["taskId"], started["task"]["taskId"]);
 }
+
+#[test]
+fn mcp_http_answer_request_and_set_mode_wait_for_a_managed_lease() {
+    let fx = CodexFixture::start();
+    let question = json!([{
+        "id": "color",
+        "header": "Color",
+        "question": "Which color?",
+        "options": [
+            { "label": "Red", "description": "warm" },
+            { "label": "Blue", "description": "cold" }
+        ]
+    }]);
+    fx.mock.push(Step::function_call(
+        "request_user_input",
+        json!({ "questions": question }),
+    ));
+    fx.mock.push(Step::text("Blue it is."));
+    let id = fx.create(json!({}));
+    let plan = json!([
+        { "pause": "takeover" },
+        // 1-2: under the human lease, both are refused and change nothing.
+        { "tool": "set_mode", "arguments": { "session_id": id, "mode": "plan" } },
+        { "tool": "answer_request", "arguments": { "session_id": id,
+          "request_id": "in:made:up:question", "answers": { "color": "Blue" } } },
+        { "pause": "release" },
+        // 4-7: managed again, both are allowed.
+        { "tool": "set_mode", "arguments": { "session_id": id, "mode": "plan" } },
+        { "tool": "send", "arguments": { "session_id": id, "text": "Pick a color with me" } },
+        { "tool": "list_requests", "arguments": { "session_id": id },
+          "until": { "/requests/0/pending": [true] },
+          "save": { "request": "/requests/0/request/requestId" } },
+        { "tool": "answer_request", "arguments": { "session_id": id,
+          "request_id": "$request", "answers": { "color": "Blue" } } },
+    ]);
+    let run = run_client_with(
+        &fx.daemon,
+        Transport::Http,
+        &plan,
+        |_| {},
+        |label, _| match label {
+            "takeover" => {
+                let out = fx.daemon.cli_ok(&["takeover", &id]);
+                assert!(out.contains("human now holds"), "{out}");
+            }
+            "release" => {
+                fx.daemon.cli_ok(&["release", &id]);
+            }
+            other => panic!("unexpected pause {other}"),
+        },
+    );
+    for index in [1, 2] {
+        let refusal = refused(run.one(index));
+        assert_eq!(refusal["kind"], "permission", "{refusal:#}");
+        assert_eq!(refusal["code"], "human_control", "{refusal:#}");
+    }
+    let mode = ok(run.one(4));
+    assert_eq!(mode["ok"], true, "{mode:#}");
+    let answered = ok(run.one(7));
+    assert_eq!(answered["ok"], true, "{answered:#}");
+    fx.wait_turns_completed(&id, 1);
+    let outputs: Vec<Value> = fx
+        .mock
+        .received()
+        .iter()
+        .flat_map(|r| crate::support::mock_responses::input_items(&r.body).to_vec())
+        .filter(|i| i["type"] == "function_call_output")
+        .collect();
+    assert!(
+        outputs
+            .iter()
+            .any(|o| o["output"].to_string().contains("Blue")),
+        "the model got the answer: {outputs:#?}"
+    );
+    // The one mode change is the managed one (the refused one stored nothing).
+    let modes: Vec<Value> = fx
+        .events(&id)
+        .into_iter()
+        .filter(|e| e["type"] == "session.mode")
+        .collect();
+    assert_eq!(modes.len(), 1, "{modes:#?}");
+}

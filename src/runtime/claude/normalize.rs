@@ -19,8 +19,8 @@ use super::records::{
 };
 use crate::protocol::{
     AgentStatus, ApprovalRequested, ErrorEvent, EventKind, InputKind, InputRequested, Item,
-    ItemEvent, Question, QuestionOption, TokenCounts, TurnCompleted, TurnSource, TurnStarted,
-    TurnStatus, Usage,
+    ItemEvent, Question, QuestionOption, SessionAttention, TokenCounts, TurnCompleted, TurnSource,
+    TurnStarted, TurnStatus, Usage,
 };
 
 /// How long a turn's end waits for the transcript to catch up before it is stored anyway.
@@ -525,6 +525,22 @@ impl Normalizer {
                     self.ended_before_reply = false;
                     self.pending_end = Some((done, now + STOP_GRACE_MS));
                 }
+            }
+            HookEvent::Notification(notification) => {
+                let kind = notification.notification_type.clone().unwrap_or_default();
+                // One per hook line: a line read again after a restart is stored once.
+                let at = line.received_at.unwrap_or(now);
+                out.push(Output::Store(EventKind::SessionAttention(
+                    SessionAttention {
+                        id: format!(
+                            "{}:{at}:{kind}",
+                            self.claude_session.as_deref().unwrap_or_default()
+                        ),
+                        kind,
+                        message: notification.message.clone(),
+                        turn_id: Some(turn_id.clone()).filter(|t| !t.is_empty()),
+                    },
+                )));
             }
             HookEvent::SessionEnd(end) => {
                 if let Some(turn) = self.turn.clone() {

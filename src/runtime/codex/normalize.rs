@@ -17,8 +17,8 @@ use super::wire::{
 };
 use crate::protocol::{
     ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, InputKind, InputRequested,
-    Item, ItemDelta, ItemEvent, Question, QuestionOption, TokenCounts, TurnCompleted, TurnStatus,
-    Usage,
+    Item, ItemDelta, ItemEvent, PlanStep, Question, QuestionOption, TokenCounts, TurnCompleted,
+    TurnPlan, TurnStatus, Usage,
 };
 
 /// The cohost item id of codex item `item_id` in turn `turn_id`.
@@ -119,6 +119,26 @@ pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
                 ..
             },
         ) => delta(turn_id, item_id, text, "commandOutput"),
+        ServerNotification::PlanDelta(AgentMessageDeltaNotification {
+            turn_id,
+            item_id,
+            delta: text,
+            ..
+        }) => delta(turn_id, item_id, text, "plan"),
+        ServerNotification::TurnPlanUpdated(updated) => {
+            vec![Normalized::Store(EventKind::TurnPlanUpdated(TurnPlan {
+                turn_id: updated.turn_id.unwrap_or_default(),
+                explanation: updated.explanation.filter(|e| !e.is_empty()),
+                plan: updated
+                    .plan
+                    .into_iter()
+                    .map(|step| PlanStep {
+                        step: step.step.unwrap_or_default(),
+                        status: step.status.unwrap_or_else(|| "pending".into()),
+                    })
+                    .collect(),
+            }))]
+        }
         ServerNotification::ThreadTokenUsageUpdated(ThreadTokenUsageUpdatedNotification {
             turn_id,
             token_usage,
@@ -544,6 +564,34 @@ mod tests {
     use serde_json::json;
 
     // Literal shapes as codex 0.169 writes them (turns, tool items, approvals, goals; docs/peers.md).
+
+    #[test]
+    fn plan_deltas_stream_and_plan_updates_are_stored() {
+        let delta = json!({"threadId":"th","turnId":"tu","itemId":"tu-plan","delta":"1. Write"});
+        let out = notification("item/plan/delta", &delta);
+        assert!(
+            matches!(&out[..], [Normalized::Live(EventKind::ItemDelta(d))] if d.kind == "plan" && d.item_id == "tu:tu-plan" && d.delta == "1. Write"),
+            "{out:?}"
+        );
+        let updated = json!({"threadId":"th","turnId":"tu","explanation":null,"plan":[{"step":"Write","status":"completed"},{"step":"Say hi","status":"inProgress"},"junk"]});
+        assert_eq!(
+            notification("turn/plan/updated", &updated),
+            vec![Normalized::Store(EventKind::TurnPlanUpdated(TurnPlan {
+                turn_id: "tu".into(),
+                explanation: None,
+                plan: vec![
+                    PlanStep {
+                        step: "Write".into(),
+                        status: "completed".into()
+                    },
+                    PlanStep {
+                        step: "Say hi".into(),
+                        status: "inProgress".into()
+                    },
+                ],
+            }))]
+        );
+    }
 
     #[test]
     fn agent_message_completed_and_delta() {

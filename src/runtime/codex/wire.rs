@@ -938,6 +938,10 @@ pub enum ServerNotification {
     ReasoningTextDelta(ReasoningTextDeltaNotification),
     /// `item/commandExecution/outputDelta`
     CommandExecutionOutputDelta(CommandExecutionOutputDeltaNotification),
+    /// `item/plan/delta` (plan mode: the proposed plan streaming)
+    PlanDelta(AgentMessageDeltaNotification),
+    /// `turn/plan/updated` (the `update_plan` tool)
+    TurnPlanUpdated(TurnPlanUpdatedNotification),
     /// `thread/tokenUsage/updated`
     ThreadTokenUsageUpdated(ThreadTokenUsageUpdatedNotification),
     /// `error`
@@ -970,6 +974,8 @@ impl ServerNotification {
             "item/commandExecution/outputDelta" => {
                 ServerNotification::CommandExecutionOutputDelta(params(p))
             }
+            "item/plan/delta" => ServerNotification::PlanDelta(params(p)),
+            "turn/plan/updated" => ServerNotification::TurnPlanUpdated(params(p)),
             "thread/tokenUsage/updated" => ServerNotification::ThreadTokenUsageUpdated(params(p)),
             "error" => ServerNotification::Error(params(p)),
             "thread/goal/updated" => ServerNotification::ThreadGoalUpdated(params(p)),
@@ -1106,6 +1112,31 @@ pub struct AgentMessageDeltaNotification {
     pub item_id: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
     pub delta: Option<String>,
+}
+
+/// `turn/plan/updated` (`TurnPlanUpdatedNotification`): the turn's step list, whole, each time
+/// the model calls `update_plan`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TurnPlanUpdatedNotification {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub thread_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub explanation: Option<String>,
+    #[serde(deserialize_with = "lenient::vec")]
+    pub plan: Vec<TurnPlanStep>,
+}
+
+/// `TurnPlanStep`: `{step, status}` (`pending`, `inProgress`, `completed`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TurnPlanStep {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub step: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub status: Option<String>,
 }
 
 /// `item/reasoning/summaryTextDelta` (`ReasoningSummaryTextDeltaNotification`).
@@ -1601,6 +1632,7 @@ pub struct CommandExecutionRequestApprovalResponse {
 }
 
 lenient_object!(
+    TurnPlanStep,
     ToolRequestUserInputQuestion,
     ToolRequestUserInputOption,
     Thread,
