@@ -322,6 +322,10 @@ struct Thread {
     status: Option<AgentStatus>,
     /// The file whose status holds (see [`Observation::holds`]).
     held_by: Option<PathBuf>,
+    /// The last status other files implied while the hold stood: the status once the holder
+    /// lifts it without saying one (Claude's session file going `idle` after its transcript
+    /// wrote the turn's end, as read in one catch-up).
+    shadow: Option<AgentStatus>,
     title: Option<String>,
     prompt: Option<String>,
     cwd: Option<PathBuf>,
@@ -1227,21 +1231,31 @@ impl Engine {
         });
         thread.files.insert(path.to_path_buf());
         let mut changed = false;
+        let mut rule = obs.rule.clone();
         if thread.held_by.as_deref() == Some(path) {
             thread.held_by = None;
+            if let (None, Some(shadow)) = (obs.status, thread.shadow.take()) {
+                changed |= thread.status != Some(shadow);
+                thread.status = Some(shadow);
+                rule = format!(
+                    "{rule} (the hold is lifted: {} from the other files)",
+                    shadow.as_str()
+                );
+            }
         }
-        let mut rule = obs.rule.clone();
         if let Some(status) = obs.status {
             if let Some(holder) = &thread.held_by {
                 rule = format!(
-                    "{rule} (ignored: {} holds {:?})",
+                    "{rule} (kept aside: {} holds {})",
                     holder.display(),
-                    thread.status
+                    thread.status.map(|s| s.as_str()).unwrap_or("-")
                 );
+                thread.shadow = Some(status);
             } else {
                 changed |= thread.status != Some(status);
                 thread.status = Some(status);
                 thread.held_by = obs.holds.then(|| path.to_path_buf());
+                thread.shadow = None;
             }
         }
         if let Some(title) = obs.title {
@@ -1749,7 +1763,12 @@ fn source_of(agent: WatchedAgent) -> String {
 /// What the tracker should hold for `thread` placed at `placement`: `None` removes it.
 fn desired(thread: &Thread, placement: &Placement) -> Option<(Emitted, AgentUpdate)> {
     let agent = thread.agent?;
-    let mut status = thread.status?;
+    // A live agent whose records imply no turn yet (a TUI just started) is idle.
+    let mut status = match thread.status {
+        Some(status) => status,
+        None if thread.agent_pid().is_some() && !thread.gone && !thread.ended => AgentStatus::Idle,
+        None => return None,
+    };
     if let Placement::Suppressed { .. } = placement {
         return None;
     }

@@ -3,6 +3,7 @@
 mod claude_host;
 mod claude_host_more;
 mod claude_smoke;
+mod claude_watch;
 mod cli;
 mod codex_codrive;
 mod codex_host;
@@ -22,4 +23,5 @@ mod tasks;
 mod tasks_claude;
 mod tmux_hooks;
 mod tracker_api;
+mod watch_common;
 mod web;
