@@ -9,8 +9,9 @@
 //! disk); `task_complete` → done, or error when it carries `error`; `turn_aborted` →
 //! interrupted. The prompt is the last `UserMessage` item (or a user `message` that is not
 //! injected context: `<environment_context>`, `<turn_aborted>`, `# AGENTS.md`, …); developer
-//! messages are skipped. The process is found by who holds the rollout open (the TUI's
-//! `app-server` child) and climbing to the TUI (`process_names`).
+//! messages are skipped. The process is the TUI running in the thread's cwd (see
+//! `Codex::pick_process`): the rollout's writer is an `app-server` the TUIs share. An open tool
+//! call with no tool process under the TUI is an approval waiting.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use super::format::{
+    Decoder, FileKind, Format, Locator, Observation, ProcessFacts, ThreadFacts, WatchEnv,
+    WatchedAgent,
+};
 use crate::protocol::AgentStatus;
 
 /// The Codex watcher.
@@ -51,6 +55,33 @@ impl Format for Codex {
 
     fn process_names(&self) -> &'static [&'static str] {
         &["codex"]
+    }
+
+    fn tools_run_as_children(&self) -> bool {
+        true
+    }
+
+    /// The TUI a person runs. Since 0.169 the rollout is written by an `app-server` that one
+    /// TUI spawned and every TUI of the same `CODEX_HOME` shares (it outlives them), so holding
+    /// the file says nothing about which TUI runs the thread. A holder that is not an
+    /// `app-server` (`codex exec`) is the agent; otherwise the TUI (not an `app-server`) whose
+    /// cwd is the thread's and that no other live thread took, the oldest first.
+    fn pick_process(&self, thread: &ThreadFacts<'_>, candidates: &[ProcessFacts]) -> Option<u32> {
+        let is_server = |p: &ProcessFacts| p.args.iter().any(|arg| arg == "app-server");
+        if let Some(holder) = candidates
+            .iter()
+            .find(|p| !is_server(p) && p.holds.iter().any(|held| thread.files.contains(held)))
+        {
+            return Some(holder.pid);
+        }
+        let cwd = thread.cwd?;
+        candidates
+            .iter()
+            .filter(|p| {
+                !is_server(p) && p.cwd.as_deref() == Some(cwd) && !thread.claimed.contains(&p.pid)
+            })
+            .min_by_key(|p| (p.start_time, p.pid))
+            .map(|p| p.pid)
     }
 
     fn classify(&self, path: &Path) -> Option<FileKind> {

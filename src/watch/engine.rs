@@ -47,7 +47,8 @@ use notify::Watcher;
 use serde::{Deserialize, Serialize};
 
 use super::format::{
-    Decoder, FileKind, Format, Locator, Observation, TableFollower, WatchEnv, WatchedAgent,
+    Decoder, FileKind, Format, Locator, Observation, TableFollower, ThreadFacts, WatchEnv,
+    WatchedAgent,
 };
 use super::procs;
 use crate::core::{CoreHandle, now_ms};
@@ -331,11 +332,16 @@ struct Thread {
     cwd: Option<PathBuf>,
     /// From the records.
     pid: Option<u32>,
-    /// Found holding a record file open (and climbed to the agent's top process).
+    /// Found in `/proc` by its format ([`Format::pick_process`]).
     found_pid: Option<u32>,
     start_time: Option<u64>,
     /// The records say it ended (session file removed).
     ended: bool,
+    /// When a tool call opened (ms), while the records say tool-running.
+    tool_since: Option<u64>,
+    /// `waiting` comes from the process tree (an open tool call with no tool process under the
+    /// agent, see [`Format::tools_run_as_children`]), not from a record.
+    derived_wait: bool,
     /// Its process is gone.
     gone: bool,
     record_ts: Option<u64>,
@@ -402,6 +408,14 @@ impl Thread {
             self.evidence.pop_front();
         }
     }
+}
+
+/// Which threads [`Engine::find_processes`] looks for.
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    All,
+    InTurn,
+    One(&'a str),
 }
 
 /// The checkpoint file.
@@ -628,18 +642,107 @@ impl Engine {
     /// exit watch.
     fn arm_liveness(&mut self) {
         let needed = self.threads.values().any(|thread| {
-            thread.in_turn()
-                && match thread.agent_pid() {
-                    None => self
-                        .format_of_agent(thread.agent)
-                        .is_some_and(|f| !self.formats[f].process_names().is_empty()),
-                    Some(pid) => !self.exit_watched.contains(&pid),
-                }
+            self.watches_tools(thread)
+                || thread.in_turn()
+                    && match thread.agent_pid() {
+                        None => self
+                            .format_of_agent(thread.agent)
+                            .is_some_and(|f| !self.formats[f].process_names().is_empty()),
+                        Some(pid) => !self.exit_watched.contains(&pid),
+                    }
         });
         if !needed {
             self.next_liveness = None;
         } else if self.next_liveness.is_none() {
             self.next_liveness = Some(Instant::now() + self.limits.liveness_interval);
+        }
+    }
+
+    /// Whether `thread` has a tool call open (or a derived wait) whose process the slow timer
+    /// looks for.
+    fn watches_tools(&self, thread: &Thread) -> bool {
+        (thread.status == Some(AgentStatus::ToolRunning) || thread.derived_wait)
+            && thread.agent_pid().is_some()
+            && !thread.gone
+            && !thread.ended
+            && self
+                .format_of_agent(thread.agent)
+                .is_some_and(|f| self.formats[f].tools_run_as_children())
+    }
+
+    /// An open tool call with no tool process under the agent is an approval waiting; one
+    /// whose process appeared is running again.
+    fn check_tool_processes(&mut self) {
+        /// A call younger than this may not have started its process yet.
+        const TOOL_START_GRACE_MS: u64 = 2000;
+        let now = now_ms();
+        let keys: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| {
+                self.watches_tools(t)
+                    && (t.derived_wait
+                        || t.tool_since
+                            .is_some_and(|since| now.saturating_sub(since) >= TOOL_START_GRACE_MS))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        let tree = procs::children();
+        self.shared.proc_scans.fetch_add(1, Ordering::Relaxed);
+        for key in keys {
+            let Some(thread) = self.threads.get(&key) else {
+                continue;
+            };
+            let Some(pid) = thread.agent_pid() else {
+                continue;
+            };
+            let Some(format) = self.format_of_agent(thread.agent) else {
+                continue;
+            };
+            let names = self.formats[format].process_names();
+            let tools: Vec<u32> = procs::descendants(pid, &tree)
+                .into_iter()
+                .filter(|child| procs::comm(*child).is_none_or(|c| !names.contains(&c.as_str())))
+                .collect();
+            let agent = self.formats[format].agent().as_str();
+            let change = match (thread.derived_wait, tools.is_empty()) {
+                (false, true) => Some((
+                    AgentStatus::Waiting,
+                    true,
+                    format!(
+                        "{agent}: a tool call is open and no tool process runs under process {pid} → waiting (an approval)"
+                    ),
+                )),
+                (true, false) => Some((
+                    AgentStatus::ToolRunning,
+                    false,
+                    format!(
+                        "{agent}: tool process {} runs under process {pid} → tool-running",
+                        tools[0]
+                    ),
+                )),
+                _ => None,
+            };
+            let Some((status, derived, rule)) = change else {
+                continue;
+            };
+            if let Some(thread) = self.threads.get_mut(&key) {
+                thread.status = Some(status);
+                thread.derived_wait = derived;
+                thread.push_evidence(EvidenceView {
+                    file: format!("/proc/{pid}"),
+                    locator: None,
+                    rule,
+                    status: Some(status),
+                    at: now_ms(),
+                    record_ts: None,
+                });
+            }
+            self.mark_dirty();
+            self.emit(&key);
         }
     }
 
@@ -691,7 +794,7 @@ impl Engine {
         }
         // Threads found during the catch-up: emit each once, if its process lives or the
         // tracker had it.
-        self.find_processes(true);
+        self.find_processes(Scope::All);
         self.catching_up = false;
         let keys: Vec<String> = self.threads.keys().cloned().collect();
         for key in keys {
@@ -1224,6 +1327,7 @@ impl Engine {
         };
         let agent = self.formats[format].agent();
         let key = crate::protocol::instance_key(agent.as_str(), Some(&obs.thread_id));
+        let is_new = !self.threads.contains_key(&key);
         let thread = self.threads.entry(key.clone()).or_insert_with(|| Thread {
             agent: Some(agent),
             thread_id: obs.thread_id.clone(),
@@ -1253,6 +1357,12 @@ impl Engine {
                 thread.shadow = Some(status);
             } else {
                 changed |= thread.status != Some(status);
+                if status != AgentStatus::ToolRunning {
+                    thread.tool_since = None;
+                } else if thread.status != Some(AgentStatus::ToolRunning) || thread.derived_wait {
+                    thread.tool_since = Some(now_ms());
+                }
+                thread.derived_wait = false;
                 thread.status = Some(status);
                 thread.held_by = obs.holds.then(|| path.to_path_buf());
                 thread.shadow = None;
@@ -1300,6 +1410,11 @@ impl Engine {
         });
         if let Some(pid) = new_pid {
             self.watch_exit(pid);
+        }
+        // A thread that appears while we follow: find its process now (one /proc pass), so its
+        // first update is already placed in its pane.
+        if is_new && !self.catching_up && obs.pid.is_none() {
+            self.find_processes(Scope::One(&key));
         }
         if changed || !self.catching_up {
             self.mark_dirty();
@@ -1360,59 +1475,87 @@ impl Engine {
         }
     }
 
-    /// Finds the processes of threads without one (by who holds their files open) and checks
-    /// those without an exit watch. `all`: every thread (the catch-up), else threads in a turn.
-    fn find_processes(&mut self, all: bool) {
-        let mut wanted: HashMap<usize, HashSet<PathBuf>> = HashMap::new();
-        for thread in self.threads.values() {
-            if thread.agent_pid().is_some() || thread.ended || (!all && !thread.in_turn()) {
+    /// Finds the processes of threads without one (by who holds their files open): every thread
+    /// (the catch-up), threads in a turn (the slow timer) or one new thread.
+    fn find_processes(&mut self, scope: Scope<'_>) {
+        // The threads to look for, by format.
+        let mut wanted: HashMap<usize, Vec<String>> = HashMap::new();
+        for (key, thread) in &self.threads {
+            let in_scope = match scope {
+                Scope::All => true,
+                Scope::InTurn => thread.in_turn(),
+                Scope::One(one) => key == one,
+            };
+            if thread.agent_pid().is_some() || thread.ended || !in_scope {
                 continue;
             }
             let Some(format) = self.format_of_agent(thread.agent) else {
                 continue;
             };
-            if self.formats[format].process_names().is_empty() {
-                continue;
-            }
-            let files = wanted.entry(format).or_default();
-            for file in &thread.files {
-                if self.single.contains_key(file) {
-                    continue;
-                }
-                files.insert(file.canonicalize().unwrap_or_else(|_| file.clone()));
+            if !self.formats[format].process_names().is_empty() {
+                wanted.entry(format).or_default().push(key.clone());
             }
         }
-        for (format, files) in wanted {
-            if files.is_empty() {
-                continue;
-            }
+        for (format, keys) in wanted {
+            let canonical = |file: &PathBuf| file.canonicalize().unwrap_or_else(|_| file.clone());
+            let files: HashSet<PathBuf> = keys
+                .iter()
+                .filter_map(|key| self.threads.get(key))
+                .flat_map(|thread| thread.files.iter())
+                .filter(|file| !self.single.contains_key(*file))
+                .map(canonical)
+                .collect();
             let names = self.formats[format].process_names();
             let mut cost = procs::ScanCost::default();
-            let holders = procs::find_holders(&files, names, &mut cost);
+            let candidates = procs::list_processes(names, &files, &mut cost);
             self.shared.proc_scans.fetch_add(1, Ordering::Relaxed);
-            let keys: Vec<String> = self.threads.keys().cloned().collect();
+            if candidates.is_empty() {
+                continue;
+            }
+            let agent = self.formats[format].agent();
+            // Processes other live threads of this agent already have.
+            let mut claimed: HashSet<u32> = self
+                .threads
+                .values()
+                .filter(|t| t.agent == Some(agent) && !t.gone && !t.ended)
+                .filter_map(Thread::agent_pid)
+                .collect();
             for key in keys {
                 let Some(thread) = self.threads.get(&key) else {
                     continue;
                 };
-                if thread.agent_pid().is_some() {
+                let thread_files: Vec<PathBuf> = thread.files.iter().map(canonical).collect();
+                let facts = ThreadFacts {
+                    thread_id: &thread.thread_id,
+                    cwd: thread.cwd.as_deref(),
+                    files: &thread_files,
+                    claimed: &claimed,
+                };
+                let Some(pid) = self.formats[format].pick_process(&facts, &candidates) else {
                     continue;
-                }
-                let holder = thread.files.iter().find_map(|file| {
-                    let file = file.canonicalize().unwrap_or_else(|_| file.clone());
-                    holders.get(&file).copied()
-                });
-                let Some(holder) = holder else { continue };
-                let pid = procs::climb(holder, names);
+                };
+                let Some(picked) = candidates.iter().find(|p| p.pid == pid) else {
+                    continue;
+                };
+                let how = if picked.holds.iter().any(|h| thread_files.contains(h)) {
+                    "holds the record file open"
+                } else if picked.cwd.is_some() && picked.cwd.as_deref() == thread.cwd.as_deref() {
+                    "runs in the thread's cwd"
+                } else {
+                    "is the agent above the file's holder"
+                };
+                claimed.insert(pid);
                 if let Some(thread) = self.threads.get_mut(&key) {
                     thread.found_pid = Some(pid);
-                    thread.start_time = procs::stat(pid).map(|s| s.start_time);
+                    thread.start_time = Some(picked.start_time);
                     thread.gone = false;
                     thread.push_evidence(EvidenceView {
-                        file: format!("/proc/{holder}/fd"),
+                        file: format!("/proc/{pid}"),
                         locator: None,
                         rule: format!(
-                            "process {holder} holds the record file open; the agent is process {pid} → alive"
+                            "{}: process {pid} ({}) {how} → alive",
+                            agent.as_str(),
+                            picked.comm
                         ),
                         status: None,
                         at: now_ms(),
@@ -1428,7 +1571,8 @@ impl Engine {
     }
 
     fn check_liveness(&mut self) {
-        self.find_processes(false);
+        self.find_processes(Scope::InTurn);
+        self.check_tool_processes();
         let keys: Vec<String> = self
             .threads
             .iter()

@@ -63,36 +63,61 @@ pub fn ancestors(pid: u32) -> Vec<u32> {
     chain
 }
 
-/// Climbs from `pid` while the parent is also one of the agent's processes (`names`): the
-/// rollout holder is Codex's `app-server`, its parent the TUI a person runs.
-pub fn climb(pid: u32, names: &[&str]) -> u32 {
-    let mut current = pid;
-    for _ in 0..16 {
-        let Some(stat) = stat(current) else { break };
-        if stat.ppid <= 1 || !comm(stat.ppid).is_some_and(|c| names.contains(&c.as_str())) {
-            break;
+/// Every process's children, from one pass over `/proc`.
+pub fn children() -> HashMap<u32, Vec<u32>> {
+    let mut tree: HashMap<u32, Vec<u32>> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return tree;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some(stat) = stat(pid)
+            && !stat.zombie
+        {
+            tree.entry(stat.ppid).or_default().push(pid);
         }
-        current = stat.ppid;
     }
-    current
+    tree
 }
 
-/// How many processes one [`find_holders`] call looked at (the bench counts them).
+/// The live descendants of `pid` (not `pid` itself), from a [`children`] map.
+pub fn descendants(pid: u32, tree: &HashMap<u32, Vec<u32>>) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut stack = vec![pid];
+    while let Some(parent) = stack.pop() {
+        for child in tree.get(&parent).into_iter().flatten() {
+            if out.len() < 4096 && !out.contains(child) {
+                out.push(*child);
+                stack.push(*child);
+            }
+        }
+    }
+    out
+}
+
+/// How many processes one [`list_processes`] call looked at (the bench counts them).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ScanCost {
     pub processes: u64,
     pub fds: u64,
 }
 
-/// The processes named one of `names` that hold one of `wanted` open, by file: one pass over
-/// `/proc`, reading only the fd links of processes whose name matches.
-pub fn find_holders(
-    wanted: &HashSet<PathBuf>,
+/// Every live process named one of `names`, with what a format needs to pick its agent: parent,
+/// arguments, cwd, start time, and which of `wanted` it holds open. One pass over `/proc`;
+/// only processes whose name matches are read further.
+pub fn list_processes(
     names: &[&str],
+    wanted: &HashSet<PathBuf>,
     cost: &mut ScanCost,
-) -> HashMap<PathBuf, u32> {
-    let mut found = HashMap::new();
-    if wanted.is_empty() || names.is_empty() {
+) -> Vec<crate::watch::format::ProcessFacts> {
+    let mut found = Vec::new();
+    if names.is_empty() {
         return found;
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -107,20 +132,45 @@ pub fn find_holders(
             continue;
         };
         cost.processes += 1;
-        if !comm(pid).is_some_and(|c| names.contains(&c.as_str())) {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        let Some(comm) = comm(pid).filter(|c| names.contains(&c.as_str())) else {
             continue;
         };
-        for fd in fds.flatten() {
-            cost.fds += 1;
-            if let Ok(target) = std::fs::read_link(fd.path())
-                && wanted.contains(&target)
-            {
-                found.entry(target).or_insert(pid);
+        let Some(stat) = stat(pid).filter(|s| !s.zombie) else {
+            continue;
+        };
+        let args = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|bytes| {
+                bytes
+                    .split(|b| *b == 0)
+                    .filter(|arg| !arg.is_empty())
+                    .map(|arg| String::from_utf8_lossy(arg).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        let mut holds = Vec::new();
+        if !wanted.is_empty()
+            && let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        {
+            for fd in fds.flatten() {
+                cost.fds += 1;
+                if let Ok(target) = std::fs::read_link(fd.path())
+                    && wanted.contains(&target)
+                    && !holds.contains(&target)
+                {
+                    holds.push(target);
+                }
             }
         }
+        found.push(crate::watch::format::ProcessFacts {
+            pid,
+            ppid: stat.ppid,
+            comm,
+            args,
+            cwd,
+            start_time: stat.start_time,
+            holds,
+        });
     }
     found
 }
@@ -170,6 +220,19 @@ mod tests {
     }
 
     #[test]
+    fn descendants_include_a_child() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        let tree = children();
+        let found = descendants(std::process::id(), &tree);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.contains(&child.id()), "{found:?}");
+    }
+
+    #[test]
     fn holders_are_found_by_open_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("held.jsonl");
@@ -178,8 +241,13 @@ mod tests {
         let name = comm(std::process::id()).expect("own comm");
         let wanted: HashSet<PathBuf> = [path.clone()].into();
         let mut cost = ScanCost::default();
-        let found = find_holders(&wanted, &[name.as_str()], &mut cost);
-        assert_eq!(found.get(&path), Some(&std::process::id()));
+        let found = list_processes(&[name.as_str()], &wanted, &mut cost);
+        let me = found
+            .iter()
+            .find(|p| p.pid == std::process::id())
+            .expect("this process is listed");
+        assert_eq!(me.holds, vec![path.clone()]);
+        assert_eq!(me.cwd, std::env::current_dir().ok());
         assert!(cost.processes > 0 && cost.fds > 0);
     }
 }

@@ -12,6 +12,7 @@ mod codex_host_capabilities;
 mod codex_host_recovery;
 mod codex_host_surface;
 mod codex_smoke;
+mod codex_watch;
 mod durability;
 mod events_sse;
 mod http_limits;
