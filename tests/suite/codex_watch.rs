@@ -214,8 +214,8 @@ fn watch_codex_tool_turn_runs_then_runs_a_tool_then_is_done() {
     assert!(
         rules
             .iter()
-            .any(|r| r.contains("holds the record file open")),
-        "the process was found by its open rollout: {rules:#?}"
+            .any(|r| r.contains("runs in the thread's cwd → alive")),
+        "the TUI was found by its cwd (the rollout's writer is the shared app-server): {rules:#?}"
     );
     // The TUI names the thread (session_index.jsonl) after the first turn starts.
     wait_instance(&daemon, AGENT, "a title", |i| i["threadName"].is_string());
