@@ -439,3 +439,40 @@ fn watch_claude_daemon_restart_mid_turn_loses_and_repeats_nothing() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn watch_claude_hosted_session_shows_once() {
+    // The claude-host fixture's daemon runs in the TUI's HOME, so the watcher sees the hosted
+    // session's own files: its instance must not show beside the hosted one.
+    let fx =
+        crate::support::claude_host::ClaudeFixture::start_with(&[], &[("COHOST_WATCHERS", AGENT)]);
+    let id = fx.create(json!({}));
+    fx.mock.push(Step::text("Hosted hello."));
+    let (status, answer) = fx.send(&id, "Hello from the host");
+    assert!(status < 300, "send answered {status}: {answer}");
+    fx.wait_turns_completed(&id, 1);
+    // The watcher has read the session's files by now (it follows them as they are written).
+    fx.daemon
+        .wait_for("the watcher saw the hosted thread", STATUS_WAIT, |daemon| {
+            let stats = daemon.get("/api/watch").json();
+            (stats["instances"].as_u64() >= Some(1)).then_some(())
+        });
+    thread::sleep(Duration::from_secs(1));
+    let shown = instances(&fx.daemon, AGENT);
+    assert_eq!(
+        shown.len(),
+        1,
+        "one instance, not one per source: {shown:#?}"
+    );
+    assert_eq!(shown[0].1["source"], "hosted", "{shown:#?}");
+    let watched: Vec<Value> = fx
+        .daemon
+        .events_after(0)
+        .into_iter()
+        .filter(|e| e["type"] == "agent.updated" && e["data"]["source"] == "watcher:claude-code")
+        .collect();
+    assert!(
+        watched.is_empty(),
+        "the watcher never reported it: {watched:#?}"
+    );
+}
