@@ -121,7 +121,7 @@ pub async fn run(
             agents: config.watchers.clone(),
             env: crate::watch::process_env(),
             state_dir: config.home.join("watch"),
-            limits: WatchLimits::default(),
+            limits: watch_limits_from_env(),
         },
         core.clone(),
         Arc::clone(&sessions),
@@ -218,6 +218,25 @@ pub async fn run(
     let _ = fs::remove_file(config.home.join(DAEMON_FILE));
     tracing::info!("cohost stopped");
     server_result.context("the HTTP server failed")
+}
+
+/// The watchers' limits, with two knobs the tests and the bench use to reach the degraded mode
+/// quickly: `COHOST_WATCH_MAX_WATCHES` (pretend the inotify limit is this many directories) and
+/// `COHOST_WATCH_RESCAN_MS` (how often unwatched directories are re-listed).
+fn watch_limits_from_env() -> WatchLimits {
+    let number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|value| value.trim().parse::<u64>().ok())
+    };
+    let mut limits = WatchLimits::default();
+    if let Some(max) = number("COHOST_WATCH_MAX_WATCHES") {
+        limits.max_watches = usize::try_from(max).ok();
+    }
+    if let Some(ms) = number("COHOST_WATCH_RESCAN_MS").filter(|ms| *ms > 0) {
+        limits.rescan_interval = Duration::from_millis(ms);
+    }
+    limits
 }
 
 async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {

@@ -124,6 +124,8 @@ const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;
 const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 /// One `read` asks for this much.
 const READ_CHUNK: usize = 64 * 1024;
+/// How long after a thread's last record the slow timer keeps looking for its process.
+const PROCESS_SEARCH_MS: u64 = 60_000;
 /// The tmux pane list is re-read at most this often when a placement misses.
 const PANES_MAX_AGE: Duration = Duration::from_secs(1);
 
@@ -337,6 +339,10 @@ struct Thread {
     start_time: Option<u64>,
     /// The records say it ended (session file removed).
     ended: bool,
+    /// Until when (ms) the slow timer looks for the process of a thread in a turn whose process
+    /// is unknown: a minute after its last record. A transcript left mid-turn by a crash is
+    /// not searched for forever.
+    search_until: Option<u64>,
     /// When a tool call opened (ms), while the records say tool-running.
     tool_since: Option<u64>,
     /// `waiting` comes from the process tree (an open tool call with no tool process under the
@@ -645,9 +651,12 @@ impl Engine {
             self.watches_tools(thread)
                 || thread.in_turn()
                     && match thread.agent_pid() {
-                        None => self
-                            .format_of_agent(thread.agent)
-                            .is_some_and(|f| !self.formats[f].process_names().is_empty()),
+                        None => {
+                            thread.search_until.is_some_and(|until| until > now_ms())
+                                && self
+                                    .format_of_agent(thread.agent)
+                                    .is_some_and(|f| !self.formats[f].process_names().is_empty())
+                        }
                         Some(pid) => !self.exit_watched.contains(&pid),
                     }
         });
@@ -788,10 +797,14 @@ impl Engine {
                             self.register(&path, index);
                         }
                     }
-                    _ => self.add_pending(path, index, false),
+                    _ => {
+                        self.add_pending(path, index, false);
+                    }
                 }
             }
         }
+        // A root created while we looked.
+        self.activate_pending();
         // Threads found during the catch-up: emit each once, if its process lives or the
         // tracker had it.
         self.find_processes(Scope::All);
@@ -834,39 +847,44 @@ impl Engine {
         }
     }
 
-    fn add_pending(&mut self, path: PathBuf, format: usize, recursive: bool) {
-        let mut ancestor = path.parent();
-        while let Some(dir) = ancestor {
-            if dir.is_dir() {
-                let dir = dir.to_path_buf();
-                self.watch_plain(&dir);
-                break;
-            }
-            ancestor = dir.parent();
+    /// Waits for `path` from its deepest existing ancestor; returns that ancestor.
+    fn add_pending(&mut self, path: PathBuf, format: usize, recursive: bool) -> Option<PathBuf> {
+        let ancestor = deepest_existing(&path);
+        if let Some(dir) = &ancestor {
+            self.watch_plain(dir);
         }
         if !self.pending.iter().any(|(p, _, _)| *p == path) {
             self.pending.push((path, format, recursive));
         }
+        ancestor
     }
 
     /// Re-checks the roots that did not exist: activates those that appeared, and moves the
-    /// watch down to the deepest existing ancestor of the others.
+    /// watch down to the deepest existing ancestor of the others. A level created between our
+    /// look and our watch would send no event, so it looks again until nothing moved.
     fn activate_pending(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        for (path, format, recursive) in pending {
-            if recursive && path.is_dir() {
-                tracing::info!(root = %path.display(), "a watched root appeared");
-                self.add_tree(&path, format);
-            } else if !recursive && path.parent().is_some_and(Path::is_dir) {
-                if let Some(parent) = path.parent() {
-                    let parent = parent.to_path_buf();
-                    self.watch_plain(&parent);
+        for _ in 0..16 {
+            let pending = std::mem::take(&mut self.pending);
+            let mut moved = false;
+            for (path, format, recursive) in pending {
+                if recursive && path.is_dir() {
+                    tracing::info!(root = %path.display(), "a watched root appeared");
+                    self.add_tree(&path, format);
+                } else if !recursive && path.parent().is_some_and(Path::is_dir) {
+                    if let Some(parent) = path.parent() {
+                        let parent = parent.to_path_buf();
+                        self.watch_plain(&parent);
+                    }
+                    if path.is_file() {
+                        self.register(&path, format);
+                    }
+                } else {
+                    let watched = self.add_pending(path.clone(), format, recursive);
+                    moved |= deepest_existing(&path) != watched;
                 }
-                if path.is_file() {
-                    self.register(&path, format);
-                }
-            } else {
-                self.add_pending(path, format, recursive);
+            }
+            if !moved {
+                break;
             }
         }
     }
@@ -1334,6 +1352,7 @@ impl Engine {
             ..Thread::default()
         });
         thread.files.insert(path.to_path_buf());
+        thread.search_until = Some(now_ms() + PROCESS_SEARCH_MS);
         let mut changed = false;
         let mut rule = obs.rule.clone();
         if thread.held_by.as_deref() == Some(path) {
@@ -1483,7 +1502,9 @@ impl Engine {
         for (key, thread) in &self.threads {
             let in_scope = match scope {
                 Scope::All => true,
-                Scope::InTurn => thread.in_turn(),
+                Scope::InTurn => {
+                    thread.in_turn() && thread.search_until.is_some_and(|until| until > now_ms())
+                }
                 Scope::One(one) => key == one,
             };
             if thread.agent_pid().is_some() || thread.ended || !in_scope {
@@ -1898,6 +1919,18 @@ impl Engine {
         view.unwatched_dirs = self.unwatched.len() as u64;
         view.instances = instances;
     }
+}
+
+/// The deepest existing directory above `path`.
+fn deepest_existing(path: &Path) -> Option<PathBuf> {
+    let mut ancestor = path.parent();
+    while let Some(dir) = ancestor {
+        if dir.is_dir() {
+            return Some(dir.to_path_buf());
+        }
+        ancestor = dir.parent();
+    }
+    None
 }
 
 fn source_of(agent: WatchedAgent) -> String {

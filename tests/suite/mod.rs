@@ -25,4 +25,5 @@ mod tasks_claude;
 mod tmux_hooks;
 mod tracker_api;
 mod watch_common;
+mod watch_engine;
 mod web;
