@@ -482,6 +482,8 @@ struct Engine {
     panes_at: Option<Instant>,
     tmux_seen: Option<Arc<SessionList>>,
     catching_up: bool,
+    /// Threads whose explain view is to be rebuilt.
+    view_changed: HashSet<String>,
     dirty_since: Option<Instant>,
     next_liveness: Option<Instant>,
     next_rescan: Option<Instant>,
@@ -523,6 +525,7 @@ impl Engine {
             panes_at: None,
             tmux_seen: None,
             catching_up: true,
+            view_changed: HashSet::new(),
             dirty_since: None,
             next_liveness: None,
             next_rescan: None,
@@ -534,6 +537,7 @@ impl Engine {
         let started = Instant::now();
         self.load_checkpoint();
         self.catch_up();
+        self.view_changed.extend(self.threads.keys().cloned());
         let catch_up_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
             files = self.files.len(),
@@ -1197,8 +1201,10 @@ impl Engine {
             decoder.removed(&mut out);
         }
         self.observe_all(path, out.into_iter().map(|o| (Locator::Snapshot, o)));
-        for thread in self.threads.values_mut() {
-            thread.files.remove(path);
+        for (key, thread) in self.threads.iter_mut() {
+            if thread.files.remove(path) {
+                self.view_changed.insert(key.clone());
+            }
         }
         self.view().files_known = self.files.len() as u64;
         self.mark_dirty();
@@ -1353,6 +1359,7 @@ impl Engine {
         });
         thread.files.insert(path.to_path_buf());
         thread.search_until = Some(now_ms() + PROCESS_SEARCH_MS);
+        self.view_changed.insert(key.clone());
         let mut changed = false;
         let mut rule = obs.rule.clone();
         if thread.held_by.as_deref() == Some(path) {
@@ -1709,6 +1716,7 @@ impl Engine {
 
     /// Appends what changed about thread `key` (or removes it from the tracker).
     fn emit(&mut self, key: &str) {
+        self.view_changed.insert(key.to_string());
         let placement = self.place(key);
         let Some(thread) = self.threads.get_mut(key) else {
             return;
@@ -1892,7 +1900,7 @@ impl Engine {
         }
     }
 
-    fn publish_view(&self) {
+    fn publish_view(&mut self) {
         let mut roots = Vec::new();
         for format in &self.formats {
             for path in format
@@ -1907,17 +1915,27 @@ impl Engine {
                 });
             }
         }
-        let instances = self
-            .threads
-            .iter()
-            .map(|(key, thread)| (key.clone(), watched_view(thread)))
+        // Only the threads that changed are rebuilt: an event costs the same with 10 threads
+        // as with 10,000.
+        let changed = std::mem::take(&mut self.view_changed);
+        let updates: Vec<(String, Option<WatchedView>)> = changed
+            .into_iter()
+            .map(|key| {
+                let view = self.threads.get(&key).map(watched_view);
+                (key, view)
+            })
             .collect();
         let mut view = self.view();
         view.roots = roots;
         view.files_known = self.files.len() as u64;
         view.watched_dirs = self.watched.len() as u64;
         view.unwatched_dirs = self.unwatched.len() as u64;
-        view.instances = instances;
+        for (key, thread) in updates {
+            match thread {
+                Some(thread) => view.instances.insert(key, thread),
+                None => view.instances.remove(&key),
+            };
+        }
     }
 }
 

@@ -255,3 +255,36 @@ fn watch_start_up_reads_only_tails_and_old_files_not_at_all() {
         "no wakeup while nothing changes (the checkpoint is saved, no turn is open)"
     );
 }
+
+#[test]
+fn watch_unknown_watchers_are_refused_by_name() {
+    let home = temp_dir("cohost-watch-args-");
+    for (args, env, needle) in [
+        (
+            vec!["--watchers", "cursor"],
+            None,
+            "unknown watcher `cursor`",
+        ),
+        (vec![], Some("codex,nope"), "unknown watcher `nope`"),
+        (
+            vec!["--watchers", "codex", "--no-watchers"],
+            None,
+            "cannot be used with",
+        ),
+    ] {
+        let mut command = std::process::Command::new(crate::support::BIN);
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(&args)
+            .env_remove("COHOST_LISTEN")
+            .env_remove("COHOST_WATCHERS")
+            .env("COHOST_HOME", home.path().join("h"));
+        if let Some(value) = env {
+            command.env("COHOST_WATCHERS", value);
+        }
+        let output = crate::support::run_with_timeout(&mut command, Duration::from_secs(10));
+        assert!(!output.status.success(), "{args:?} {env:?}: serve started");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{args:?} {env:?}: {stderr}");
+    }
+}
