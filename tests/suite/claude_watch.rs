@@ -434,10 +434,9 @@ fn watch_claude_daemon_restart_mid_turn_loses_and_repeats_nothing() {
     let events = instance_events(&daemon, &key);
     assert_no_repeats(&events);
     let seen = statuses(&events);
-    assert!(
-        in_order(&seen, &["idle", "running", "waiting", "done"]),
-        "{seen:?}"
-    );
+    // `busy` may be rewritten to `waiting` before the watcher reads the session file (a
+    // snapshot keeps only its last state), so `running` is not required between them.
+    assert!(in_order(&seen, &["idle", "waiting", "done"]), "{seen:?}");
 }
 
 #[test]
