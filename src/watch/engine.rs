@@ -31,8 +31,8 @@
 //! (key `agent:threadId`, `source: watcher:<agent>`) in the tmux session the engine places it
 //! in, only when its status, title, prompt, pane, liveness or session changed (a move appends
 //! `agent.pruned` in the old session first). During the start-up catch-up observations fold
-//! silently and each thread is emitted once at the end, and only if its process lives or the
-//! tracker already had it.
+//! silently and each thread is emitted once at the end, and only if its process lives, the
+//! tracker already had it, or one of its files was written in the last ten minutes.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fs::File;
@@ -817,7 +817,9 @@ impl Engine {
         let keys: Vec<String> = self.threads.keys().cloned().collect();
         for key in keys {
             let keep = self.threads.get(&key).is_some_and(|thread| {
-                thread.emitted.is_some() || (thread.agent_pid().is_some() && !thread.gone)
+                thread.emitted.is_some()
+                    || (thread.agent_pid().is_some() && !thread.gone)
+                    || written_lately(thread)
             });
             if keep {
                 self.emit(&key);
@@ -1938,6 +1940,22 @@ impl Engine {
             };
         }
     }
+}
+
+/// How recent a thread's last write must be for the catch-up to show it without a live
+/// process: an agent whose process cohost cannot find (or a file written while the daemon
+/// started) still shows; the history does not.
+const CATCH_UP_RECENT: Duration = Duration::from_secs(10 * 60);
+
+/// Whether one of the thread's files was modified in the last [`CATCH_UP_RECENT`].
+fn written_lately(thread: &Thread) -> bool {
+    thread.files.iter().any(|file| {
+        std::fs::metadata(file)
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age <= CATCH_UP_RECENT)
+    })
 }
 
 /// The deepest existing directory above `path`.

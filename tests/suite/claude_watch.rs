@@ -296,9 +296,10 @@ fn watch_claude_failed_turn() {
     let mut rig = Rig::new();
     let tui = rig.start("work");
     let daemon = daemon(&rig);
-    // A 400 is not retried: Claude ends the turn with an API error.
+    // Every main request fails (2.1.332 sends the turn's request again after a first 400):
+    // Claude ends the turn with an API error.
     rig.mock
-        .push(Step::http_status(400, "mock failure: invalid request"));
+        .set_default(Step::http_status(400, "mock failure: invalid request"));
     rig.submit(&tui, "Fail please");
     let (_, failed) = wait_instance(&daemon, AGENT, "error", status_is("error"));
     let key = failed["key"].as_str().expect("key").to_owned();

@@ -13,7 +13,7 @@ use crate::support::{TestDaemon, run_with_timeout};
 
 /// How long a status may take to show after the agent wrote it (the agent itself is slow to
 /// start on a loaded 2-core machine; the watcher is not).
-pub const STATUS_WAIT: Duration = Duration::from_secs(30);
+pub const STATUS_WAIT: Duration = Duration::from_secs(45);
 
 /// Starts `argv` (exec'd, no shell: the pane's pid is the program's) as the only pane of a new
 /// tmux session `session` in `cwd`, with exactly `env` (the server itself starts from a
