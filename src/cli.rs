@@ -97,6 +97,39 @@ pub enum Command {
         #[arg(long)]
         drop_queued: bool,
     },
+    // -- What the agent asks a person (issue 13).
+    /// List a session's input requests (questions, plans, elicitations, permissions).
+    Requests {
+        id: String,
+        /// Pending and resolved (default: pending only).
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a pending input request: `--answer QUESTION=TEXT` (repeatable) for a question;
+    /// `--decision` (approve/reject a plan; accept/decline/cancel an elicitation;
+    /// accept/acceptForSession/decline permissions), with `--feedback`, `--mode`, `--content`.
+    Answer {
+        id: String,
+        request: String,
+        /// `QUESTION_ID=TEXT`; repeat the id for a multi-select question.
+        #[arg(long = "answer", value_name = "QUESTION_ID=TEXT")]
+        answers: Vec<String>,
+        #[arg(long)]
+        decision: Option<String>,
+        /// A rejected plan: what the agent should change.
+        #[arg(long)]
+        feedback: Option<String>,
+        /// An approved plan: the mode to continue in.
+        #[arg(long)]
+        mode: Option<String>,
+        /// An accepted elicitation: the content, as JSON.
+        #[arg(long)]
+        content: Option<String>,
+    },
+    /// Set the collaboration mode of a session's next turns (codex: plan, default).
+    Mode { id: String, mode: String },
     /// Answer a pending approval: accept, acceptForSession, decline or cancel.
     Approve {
         id: String,
@@ -273,6 +306,10 @@ pub struct ServeArgs {
     /// Run no passive watcher (the same as `--watchers none`).
     #[arg(long)]
     pub no_watchers: bool,
+    /// A shell command run once per attention notification (`turn-ended`, `input-needed`,
+    /// `error`) with the event's JSON on stdin; rate-limited, never on the ingest path.
+    #[arg(long, env = "COHOST_NOTIFY_COMMAND")]
+    pub notify_command: Option<String>,
 }
 
 #[derive(Debug, Args)]

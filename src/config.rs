@@ -31,6 +31,8 @@ pub struct ServeConfig {
     pub http: crate::http::server::Limits,
     /// The passive watchers to run (`--watchers`, `--no-watchers`, `COHOST_WATCHERS`).
     pub watchers: Vec<crate::watch::format::WatchedAgent>,
+    /// `--notify-command`: run once per notification (see `notifier`).
+    pub notify_command: Option<String>,
 }
 
 impl ServeConfig {
@@ -107,6 +109,7 @@ impl ServeConfig {
         };
         Ok(ServeConfig {
             watchers,
+            notify_command: args.notify_command.clone().filter(|c| !c.trim().is_empty()),
             mcp_roots,
             permission_modes,
             http: crate::http::server::Limits {

@@ -159,6 +159,9 @@ pub async fn run(
         cancel.clone(),
     ));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
+    if let Some(command) = config.notify_command.clone() {
+        tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
+    }
     tasks.spawn(queue.run(cancel.clone()));
     tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
     tasks.spawn(tmux_poll_loop(

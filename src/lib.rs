@@ -14,6 +14,7 @@
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`peers`] — the supported range of each peer CLI (codex, claude), written once.
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
+//! - [`notifier`] — `--notify-command`: a command run per attention notification.
 
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
 
@@ -24,6 +25,7 @@ pub mod core;
 pub mod daemon;
 pub mod http;
 pub mod mcp;
+pub mod notifier;
 pub mod peers;
 pub mod protocol;
 pub mod redact;

@@ -247,6 +247,125 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Requests { id, all, json } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.get(&format!("/api/sessions/{id}/requests"))?;
+            let requests: Vec<&serde_json::Value> = answer["requests"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| all || r["pending"] == true)
+                .collect();
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &requests)?;
+                writeln!(out)?;
+                return Ok(());
+            }
+            if requests.is_empty() {
+                writeln!(out, "nothing is waiting for an answer")?;
+            }
+            for r in requests {
+                let request = &r["request"];
+                let state = if r["pending"] == true {
+                    "pending"
+                } else {
+                    "resolved"
+                };
+                writeln!(
+                    out,
+                    "{}  {}  {state}",
+                    request["requestId"].as_str().unwrap_or(""),
+                    request["kind"].as_str().unwrap_or("")
+                )?;
+                for q in request["questions"].as_array().into_iter().flatten() {
+                    let options: Vec<&str> = q["options"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|o| o["label"].as_str())
+                        .collect();
+                    writeln!(
+                        out,
+                        "  {}: {}  [{}]",
+                        q["id"].as_str().unwrap_or(""),
+                        q["question"].as_str().unwrap_or(""),
+                        options.join(" | ")
+                    )?;
+                }
+                for field in ["plan", "message"] {
+                    if let Some(text) = request[field].as_str() {
+                        writeln!(out, "  {}", text.replace('\n', "\n  "))?;
+                    }
+                }
+                if let Some(decisions) = request["decisions"].as_array() {
+                    let decisions: Vec<&str> =
+                        decisions.iter().filter_map(|d| d.as_str()).collect();
+                    writeln!(out, "  decisions: {}", decisions.join(", "))?;
+                }
+            }
+            Ok(())
+        }
+        Command::Answer {
+            id,
+            request,
+            answers,
+            decision,
+            feedback,
+            mode,
+            content,
+        } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let mut body = json!({});
+            if !answers.is_empty() {
+                let mut map = serde_json::Map::new();
+                for pair in &answers {
+                    let Some((question, text)) = pair.split_once('=') else {
+                        anyhow::bail!("--answer takes QUESTION_ID=TEXT, got `{pair}`");
+                    };
+                    match map.get_mut(question) {
+                        Some(serde_json::Value::Array(list)) => list.push(json!(text)),
+                        _ => {
+                            map.insert(question.to_string(), json!([text]));
+                        }
+                    }
+                }
+                body["answers"] = serde_json::Value::Object(map);
+            }
+            for (field, value) in [
+                ("decision", decision),
+                ("feedback", feedback),
+                ("mode", mode),
+            ] {
+                if let Some(value) = value {
+                    body[field] = json!(value);
+                }
+            }
+            if let Some(content) = content {
+                body["content"] = serde_json::from_str(&content)
+                    .map_err(|e| anyhow::anyhow!("--content is not JSON: {e}"))?;
+            }
+            let _: serde_json::Value =
+                client.post(&format!("/api/sessions/{id}/requests/{request}"), &body)?;
+            println!("answered {request}");
+            Ok(())
+        }
+        Command::Mode { id, mode } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let answer: serde_json::Value = client.put(
+                &format!("/api/sessions/{id}/mode"),
+                &json!({ "mode": mode }),
+            )?;
+            if answer["ok"] == true {
+                println!("{mode}");
+                Ok(())
+            } else {
+                anyhow::bail!(
+                    "{}",
+                    answer["message"].as_str().unwrap_or("the mode was not set")
+                )
+            }
+        }
         Command::Approve {
             id,
             approval,

@@ -27,8 +27,16 @@ const DEFAULT_DENY_MESSAGE: &str = "Denied through cohost";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "behavior", rename_all = "lowercase")]
 pub enum Decision {
-    Allow,
-    Deny { message: String, interrupt: bool },
+    Allow {
+        #[serde(rename = "updatedInput", skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Value>,
+        #[serde(rename = "updatedPermissions", skip_serializing_if = "Option::is_none")]
+        updated_permissions: Option<Value>,
+    },
+    Deny {
+        message: String,
+        interrupt: bool,
+    },
 }
 
 #[derive(Serialize)]
@@ -130,7 +138,13 @@ fn decision_of(text: &str) -> Result<Option<Decision>, String> {
     let answer: PermissionAnswer =
         serde_json::from_str(text).map_err(|e| format!("unreadable answer {text:?}: {e}"))?;
     Ok(match answer {
-        PermissionAnswer::Allow => Some(Decision::Allow),
+        PermissionAnswer::Allow {
+            updated_input,
+            updated_permissions,
+        } => Some(Decision::Allow {
+            updated_input,
+            updated_permissions,
+        }),
         PermissionAnswer::Deny { message, interrupt } => Some(Decision::Deny {
             message: message
                 .filter(|m| !m.is_empty())
@@ -148,7 +162,10 @@ mod tests {
     #[test]
     fn outputs_are_exact() {
         assert_eq!(
-            hook_output(&Decision::Allow),
+            hook_output(&Decision::Allow {
+                updated_input: None,
+                updated_permissions: None
+            }),
             r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}"#
         );
         assert_eq!(
@@ -164,7 +181,10 @@ mod tests {
     fn answers_map_to_decisions() {
         assert_eq!(
             decision_of(r#"{"behavior":"allow"}"#),
-            Ok(Some(Decision::Allow))
+            Ok(Some(Decision::Allow {
+                updated_input: None,
+                updated_permissions: None
+            }))
         );
         assert_eq!(decision_of(r#"{"behavior":"ask"}"#), Ok(None));
         assert_eq!(

@@ -14,6 +14,7 @@ pub mod event_log;
 #[cfg(test)]
 mod fault_tests;
 pub mod log_line;
+pub mod notify;
 pub mod private_file;
 pub mod sessions;
 mod snapshot;
@@ -942,7 +943,9 @@ impl Core {
         // (event, its line, whether it is stored) in batch order.
         let mut events = Vec::with_capacity(batch.len());
         let mut replies = Vec::with_capacity(batch.len());
-        for entry in batch {
+        let mut batch: std::collections::VecDeque<Entry> = batch.into();
+        let mut notified = notify::BatchSeen::default();
+        while let Some(entry) = batch.pop_front() {
             if entry.ephemeral {
                 let line = serde_json::json!({
                     "ts": now,
@@ -977,6 +980,24 @@ impl Core {
                 session_seq,
                 kind: entry.kind,
             };
+            // The notification this event calls for is stored right after it, in this batch.
+            let derived = {
+                let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+                notify::derive(
+                    &state,
+                    &mut notified,
+                    event.seq,
+                    event.session.as_deref(),
+                    &event.kind,
+                )
+            };
+            if let Some(notification) = derived {
+                batch.push_front(Entry::stored(
+                    event.session.clone(),
+                    EventKind::Notification(notification),
+                    None,
+                ));
+            }
             // Serializing our own types into a Vec cannot fail.
             let json = serde_json::to_string(&event).unwrap_or_default();
             log_line::encode(&json, &mut buf);

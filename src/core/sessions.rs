@@ -11,9 +11,22 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, MessageSent,
-    SessionCreated, SessionState, TurnCompleted,
+    ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, InputKind,
+    InputRequested, InputResolved, MessageSent, SessionCreated, SessionState, TurnCompleted,
+    resolved_by,
 };
+
+/// One input request (a question, a plan, an elicitation, a permissions grant) and its
+/// resolution, as the log tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRecord {
+    pub request: InputRequested,
+    pub requested_at: u64,
+    pub resolved: Option<InputResolved>,
+    #[serde(default)]
+    pub resolved_at: Option<u64>,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,6 +54,12 @@ pub struct SessionRecord {
     pub last_agent_message: Option<String>,
     pub goal: Option<serde_json::Value>,
     pub approvals: BTreeMap<String, ApprovalRecord>,
+    /// Input requests by request id, pending and resolved.
+    #[serde(default)]
+    pub requests: BTreeMap<String, InputRecord>,
+    /// The collaboration mode set for the session's next turns (`session.mode`).
+    #[serde(default)]
+    pub mode: Option<String>,
     /// Items started and not completed yet (a command waiting for its approval, a tool running),
     /// so a restart can close them when their turn turns out to be over.
     #[serde(default)]
@@ -68,6 +87,20 @@ impl SessionRecord {
 
     pub fn pending_approvals(&self) -> impl Iterator<Item = &ApprovalRecord> {
         self.approvals.values().filter(|a| a.resolved.is_none())
+    }
+
+    pub fn pending_requests(&self) -> impl Iterator<Item = &InputRecord> {
+        self.requests.values().filter(|r| r.resolved.is_none())
+    }
+
+    /// Resolves every pending request `moot` selects, by `by` (a turn that ended, the next turn).
+    fn resolve_moot(&mut self, by: &str, at: u64, moot: impl Fn(&InputRequested) -> bool) {
+        for record in self.requests.values_mut() {
+            if record.resolved.is_none() && moot(&record.request) {
+                record.resolved = Some(InputResolved::moot(&record.request.request_id, by));
+                record.resolved_at = Some(at);
+            }
+        }
     }
 
     pub fn view(&self) -> HostedSessionView {
@@ -98,6 +131,8 @@ impl SessionRecord {
             last_agent_message: self.last_agent_message.clone(),
             goal: self.goal.clone(),
             pending_approvals: self.pending_approvals().count(),
+            pending_requests: self.pending_requests().count(),
+            mode: self.mode.clone(),
             forked_from: self.created.forked_from.clone(),
             pane_id: self.pane.as_ref().map(|p| p.pane_id.clone()),
             tmux_session: self.pane.as_ref().map(|p| p.tmux_session.clone()),
@@ -126,6 +161,9 @@ pub(crate) fn dedupe_key(kind: &EventKind) -> Option<String> {
         EventKind::ItemCompleted(i) => Some(format!("item.completed:{}", i.id())),
         EventKind::ApprovalRequested(a) => Some(format!("approval.requested:{}", a.approval_id)),
         EventKind::ApprovalResolved(a) => Some(format!("approval.resolved:{}", a.approval_id)),
+        EventKind::InputRequested(r) => Some(format!("input.requested:{}", r.request_id)),
+        EventKind::InputResolved(r) => Some(format!("input.resolved:{}", r.request_id)),
+        EventKind::Notification(n) => Some(format!("notification:{}", n.id)),
         EventKind::Usage(u) => u.id.as_ref().map(|id| format!("usage:{id}")),
         EventKind::Error(e) => e.id.as_ref().map(|id| format!("error:{id}")),
         _ => None,
@@ -187,6 +225,8 @@ impl Sessions {
                     last_agent_message: None,
                     goal: None,
                     approvals: BTreeMap::new(),
+                    requests: BTreeMap::new(),
+                    mode: None,
                     open_items: BTreeMap::new(),
                     pane: None,
                     permission_mode_seen: None,
@@ -224,6 +264,10 @@ impl Sessions {
             EventKind::TurnStarted(turn) => {
                 record.active_turn = Some(turn.turn_id.clone());
                 record.turns += 1;
+                // A plan offered after its turn (codex) is moot once the next turn starts.
+                record.resolve_moot(resolved_by::TURN, event.ts, |request| {
+                    request.kind == InputKind::Plan && request.turn_id.is_none()
+                });
             }
             EventKind::TurnCompleted(turn) => {
                 if record.active_turn.as_deref() == Some(turn.turn_id.as_str()) {
@@ -233,7 +277,10 @@ impl Sessions {
                 record
                     .open_items
                     .retain(|_, item| item.turn_id != turn.turn_id);
-                // A turn that ended leaves nothing to approve.
+                // A turn that ended leaves nothing to answer.
+                record.resolve_moot(resolved_by::TURN, event.ts, |request| {
+                    request.turn_id.as_deref() == Some(turn.turn_id.as_str())
+                });
                 for approval in record.approvals.values_mut() {
                     if approval.resolved.is_none() && approval.request.turn_id == turn.turn_id {
                         approval.resolved = Some(ApprovalResolved {
@@ -272,6 +319,26 @@ impl Sessions {
                     approval.resolved = Some(resolved.clone());
                 }
             }
+            EventKind::InputRequested(request) => {
+                record.requests.insert(
+                    request.request_id.clone(),
+                    InputRecord {
+                        request: (**request).clone(),
+                        requested_at: event.ts,
+                        resolved: None,
+                        resolved_at: None,
+                    },
+                );
+            }
+            EventKind::InputResolved(resolved) => {
+                if let Some(request) = record.requests.get_mut(&resolved.request_id)
+                    && request.resolved.is_none()
+                {
+                    request.resolved = Some(resolved.clone());
+                    request.resolved_at = Some(event.ts);
+                }
+            }
+            EventKind::SessionMode(mode) => record.mode = Some(mode.mode.clone()),
             EventKind::GoalUpdated(goal) => record.goal = Some(goal.goal.clone()),
             EventKind::GoalCleared(_) => record.goal = None,
             EventKind::MessageSent(sent) => {
@@ -399,6 +466,78 @@ mod tests {
         assert_eq!(
             record.view().last_turn_status,
             Some(TurnStatus::Interrupted)
+        );
+    }
+
+    #[test]
+    fn input_requests_resolve_once_and_go_moot_with_their_turn() {
+        let mut sessions = Sessions::default();
+        sessions.apply(&event(1, created(None)));
+        let request = |id: &str, kind: InputKind, turn: Option<&str>| {
+            EventKind::InputRequested(Box::new(InputRequested {
+                request_id: id.into(),
+                kind,
+                turn_id: turn.map(Into::into),
+                item_id: None,
+                questions: Vec::new(),
+                plan: None,
+                message: None,
+                server: None,
+                schema: None,
+                url: None,
+                permissions: None,
+                decisions: Vec::new(),
+            }))
+        };
+        sessions.apply(&event(2, request("q1", InputKind::Question, Some("u1"))));
+        sessions.apply(&event(3, request("q2", InputKind::Question, Some("u1"))));
+        sessions.apply(&event(4, request("p1", InputKind::Plan, None)));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.pending_requests().count(), 3);
+        assert_eq!(record.view().pending_requests, 3);
+        sessions.apply(&event(
+            5,
+            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::API)),
+        ));
+        // A second resolution changes nothing.
+        sessions.apply(&event(
+            6,
+            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::RUNTIME)),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.requests["q1"].resolved.as_ref().unwrap().by, "api");
+        // The turn's end makes its questions moot; the plan waits for the next turn.
+        sessions.apply(&event(
+            7,
+            EventKind::TurnCompleted(TurnCompleted {
+                turn_id: "u1".into(),
+                status: TurnStatus::Interrupted,
+                error: None,
+                duration_ms: None,
+                lost: false,
+            }),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.requests["q2"].resolved.as_ref().unwrap().by, "turn");
+        assert!(record.requests["p1"].resolved.is_none());
+        sessions.apply(&event(
+            8,
+            EventKind::TurnStarted(TurnStarted {
+                turn_id: "u2".into(),
+                source: TurnSource::Api,
+            }),
+        ));
+        let record = sessions.get("s1").unwrap();
+        assert_eq!(record.pending_requests().count(), 0);
+        sessions.apply(&event(
+            9,
+            EventKind::SessionMode(crate::protocol::SessionMode {
+                mode: "plan".into(),
+            }),
+        ));
+        assert_eq!(
+            sessions.get("s1").unwrap().view().mode.as_deref(),
+            Some("plan")
         );
     }
 }

@@ -43,6 +43,15 @@ const DRAIN_BYTES: usize = 1024 * 1024;
 /// JSON like every route. A body that does not arrive in time is `408 request_timeout`, and
 /// the connection closes (hyper does not reuse a connection whose body was not read).
 async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiError> {
+    // A prompt may carry images: its route alone takes a larger body.
+    let limit = if request.method() == Method::POST
+        && request.uri().path().starts_with("/api/sessions/")
+        && request.uri().path().ends_with("/messages")
+    {
+        super::MAX_PROMPT_BODY_BYTES
+    } else {
+        super::MAX_BODY_BYTES
+    };
     let headers = request.headers();
     let length = headers
         .get(header::CONTENT_LENGTH)
@@ -56,7 +65,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
-            format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
+            format!("the body is larger than {limit} bytes"),
         )
     };
     let too_slow = || {
@@ -69,7 +78,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
             ),
         )
     };
-    if let Some(n) = length.filter(|&n| n > super::MAX_BODY_BYTES as u64) {
+    if let Some(n) = length.filter(|&n| n > limit as u64) {
         // Read a moderately oversized body to its end before refusing it, so the client can
         // finish sending and read the 413 (answering mid-upload closes the connection under
         // it). A body past the drain bound is not read: that connection closes.
@@ -80,7 +89,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
-    match tokio::time::timeout(timeout, axum::body::to_bytes(body, super::MAX_BODY_BYTES)).await {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Err(_) => Err(too_slow()),
         Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
         Ok(Err(error)) if error.to_string().contains("length limit") => Err(too_large()),

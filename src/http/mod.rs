@@ -10,6 +10,7 @@
 mod error;
 mod extract;
 mod guard;
+mod requests;
 mod routes;
 pub mod server;
 mod sessions;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use tokio_util::sync::CancellationToken;
 
 use crate::service::Service;
@@ -31,6 +32,12 @@ pub use error::ApiError;
 
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// `POST /api/sessions/{id}/messages` bodies may carry images: up to
+/// `request_bounds::IMAGES` of `request_bounds::IMAGE_BASE64` characters, plus the prompt.
+pub const MAX_PROMPT_BODY_BYTES: usize = crate::protocol::request_bounds::IMAGES
+    * crate::protocol::request_bounds::IMAGE_BASE64
+    + 2 * MAX_BODY_BYTES;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -98,7 +105,10 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             "/api/sessions/{id}",
             get(sessions::get).delete(sessions::delete),
         )
-        .route("/api/sessions/{id}/messages", post(sessions::message))
+        .route(
+            "/api/sessions/{id}/messages",
+            post(sessions::message).layer(DefaultBodyLimit::max(MAX_PROMPT_BODY_BYTES)),
+        )
         .route("/api/sessions/{id}/interrupt", post(sessions::interrupt))
         .route("/api/sessions/{id}/tasks", post(tasks::send))
         .route("/api/sessions/{id}/queue", get(tasks::queue))
@@ -117,6 +127,12 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             get(stream::session_events_stream),
         )
         .route("/api/sessions/{id}/approvals", get(sessions::approvals))
+        .route("/api/sessions/{id}/requests", get(requests::list))
+        .route(
+            "/api/sessions/{id}/requests/{request_id}",
+            post(requests::answer),
+        )
+        .route("/api/sessions/{id}/mode", put(requests::set_mode))
         .route(
             "/api/sessions/{id}/approvals/{approval_id}",
             post(sessions::resolve_approval),

@@ -122,6 +122,9 @@ pub struct MessageBody {
     text: String,
     #[serde(default)]
     idempotency_key: Option<String>,
+    /// Images attached to the prompt (base64, bounded; see docs/api.md).
+    #[serde(default)]
+    images: Vec<crate::protocol::PromptImage>,
 }
 
 pub async fn message(
@@ -131,7 +134,7 @@ pub async fn message(
 ) -> Result<Json<Value>, ApiError> {
     let sent = state
         .service
-        .send(&id, &body.text, body.idempotency_key)
+        .send_prompt(&id, &body.text, body.images, body.idempotency_key)
         .await?;
     let mut answer = json!(sent.outcome);
     answer["taskId"] = json!(sent.task_id);

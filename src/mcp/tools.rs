@@ -135,6 +135,38 @@ pub struct ResolveArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct AnswerArgs {
+    pub session_id: String,
+    /// The request id (see `list_requests`).
+    pub request_id: String,
+    /// A question: an answer per question id, a label (or free text where `isOther`) or a list.
+    #[serde(default)]
+    pub answers: Option<std::collections::BTreeMap<String, Value>>,
+    /// A plan: `approve` or `reject`; an elicitation: `accept`, `decline`, `cancel`;
+    /// permissions: `accept`, `acceptForSession`, `decline`.
+    #[serde(default)]
+    pub decision: Option<String>,
+    /// A rejected plan: what the agent should change.
+    #[serde(default)]
+    pub feedback: Option<String>,
+    /// An approved plan: the mode to continue in.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// An accepted elicitation: the form's content.
+    #[serde(default)]
+    pub content: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModeArgs {
+    pub session_id: String,
+    /// codex: `plan` or `default`; claude: a permission mode (`plan`, `default`, `acceptEdits`).
+    pub mode: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GoalSetArgs {
     pub session_id: String,
     #[serde(default)]
@@ -216,6 +248,20 @@ impl LivenessArg {
             LivenessArg::Exited => Liveness::Exited,
             LivenessArg::Unknown => Liveness::Unknown,
         }
+    }
+}
+
+impl CohostMcp {
+    /// The refusal when a human holds the session's control lease (MCP acts only while the
+    /// lease is managed, like `interrupt`).
+    fn human_holds(&self, id: &str, what: &str) -> Option<CallToolResult> {
+        let lease = self.service.tasks.lease(id).ok()?;
+        (lease.holder == crate::protocol::LeaseHolder::Human).then(|| {
+            failure(
+                "human_control",
+                &format!("a human holds this session's control lease; only they {what}"),
+            )
+        })
     }
 }
 
@@ -668,6 +714,80 @@ impl CohostMcp {
     )]
     async fn list_models(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         Ok(match self.service.models(None).await {
+            Ok(capability) => answer(to_value(capability)),
+            Err(error) => failed(error),
+        })
+    }
+
+    // -- What the agent asks a person: input requests and the collaboration mode (issue 13).
+
+    #[tool(
+        description = "A hosted session's input requests (questions, plans, MCP elicitations, permissions), pending and resolved.",
+        annotations(read_only_hint = true)
+    )]
+    async fn list_requests(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        let requests = match self.service.requests(&args.session_id) {
+            Ok(requests) => requests,
+            Err(error) => return Ok(failed(error)),
+        };
+        let total = requests.len();
+        let bounded = bound(json!({ "requests": requests }), Some("requests"));
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            value["note"] = json!(format!(
+                "only the first {} of {total} requests fit",
+                bounded.kept
+            ));
+        }
+        Ok(CallToolResult::structured(value))
+    }
+
+    #[tool(
+        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]}; a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease."
+    )]
+    async fn answer_request(&self, Parameters(args): Parameters<AnswerArgs>) -> ToolResult {
+        let id = &args.session_id;
+        if let Some(refused) = self.human_holds(id, "answers what the agent asks") {
+            return Ok(refused);
+        }
+        let reply = match serde_json::from_value::<crate::protocol::InputAnswer>(json!({
+            "answers": args.answers,
+            "decision": args.decision,
+            "feedback": args.feedback,
+            "mode": args.mode,
+            "content": args.content,
+        })) {
+            Ok(reply) => reply,
+            Err(error) => {
+                return Ok(failed(ServiceError::field(
+                    "answers",
+                    format!(
+                        "answers must map question ids to a string or a list of strings: {error}"
+                    ),
+                )));
+            }
+        };
+        Ok(
+            match self
+                .service
+                .answer_request(id, &args.request_id, reply)
+                .await
+            {
+                Ok(()) => answer(json!({ "ok": true, "requestId": args.request_id })),
+                Err(error) => failed(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Set the collaboration mode of a session's next turns: codex `plan` or `default`; claude `plan`, `default`, `acceptEdits` (as its policy allows). Refused while a human holds the session's control lease."
+    )]
+    async fn set_mode(&self, Parameters(args): Parameters<ModeArgs>) -> ToolResult {
+        let id = &args.session_id;
+        if let Some(refused) = self.human_holds(id, "changes its mode") {
+            return Ok(refused);
+        }
+        Ok(match self.service.set_mode(id, &args.mode).await {
             Ok(capability) => answer(to_value(capability)),
             Err(error) => failed(error),
         })

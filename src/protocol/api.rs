@@ -390,6 +390,12 @@ pub struct HostedSessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal: Option<serde_json::Value>,
     pub pending_approvals: usize,
+    /// Input requests (questions, plans, elicitations, permissions) waiting for a person.
+    #[serde(default)]
+    pub pending_requests: usize,
+    /// The collaboration mode set for the session's next turns (`PUT …/mode`), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
     /// The tmux pane of the session's terminal (claude sessions, co-driven codex sessions).

@@ -140,7 +140,23 @@ pub struct PermissionAsk {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "behavior", rename_all = "lowercase")]
 pub enum PermissionAnswer {
-    Allow,
+    /// Allowed; `updatedInput` replaces the tool's input (Claude's `AskUserQuestion` reads the
+    /// person's answers from its `answers`), `updatedPermissions` changes permissions
+    /// (`[{"type":"setMode","mode":…,"destination":"session"}]` after an approved plan).
+    Allow {
+        #[serde(
+            default,
+            rename = "updatedInput",
+            skip_serializing_if = "Option::is_none"
+        )]
+        updated_input: Option<Value>,
+        #[serde(
+            default,
+            rename = "updatedPermissions",
+            skip_serializing_if = "Option::is_none"
+        )]
+        updated_permissions: Option<Value>,
+    },
     Deny {
         #[serde(default)]
         message: Option<String>,
@@ -257,7 +273,20 @@ mod tests {
     #[test]
     fn permission_answers_round_trip() {
         for (answer, json) in [
-            (PermissionAnswer::Allow, r#"{"behavior":"allow"}"#),
+            (
+                PermissionAnswer::Allow {
+                    updated_input: None,
+                    updated_permissions: None,
+                },
+                r#"{"behavior":"allow"}"#,
+            ),
+            (
+                PermissionAnswer::Allow {
+                    updated_input: Some(serde_json::json!({"answers": {"Q?": "A"}})),
+                    updated_permissions: None,
+                },
+                r#"{"behavior":"allow","updatedInput":{"answers":{"Q?":"A"}}}"#,
+            ),
             (PermissionAnswer::Ask, r#"{"behavior":"ask"}"#),
             (
                 PermissionAnswer::Deny {

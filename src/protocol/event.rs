@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::request::{InputRequested, InputResolved, Notification, SessionMode};
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
@@ -93,6 +94,19 @@ pub enum EventKind {
     ApprovalRequested(ApprovalRequested),
     #[serde(rename = "approval.resolved")]
     ApprovalResolved(ApprovalResolved),
+    /// The agent waits for a person: a question, a plan, an elicitation, a permissions grant.
+    #[serde(rename = "input.requested")]
+    InputRequested(Box<InputRequested>),
+    /// An input request was answered, or made moot.
+    #[serde(rename = "input.resolved")]
+    InputResolved(InputResolved),
+    /// The collaboration mode the session's next turn runs in.
+    #[serde(rename = "session.mode")]
+    SessionMode(SessionMode),
+    /// Something a person should look at (`turn-ended`, `input-needed`, `error`), derived by
+    /// the core from the event that caused it.
+    #[serde(rename = "notification")]
+    Notification(Notification),
     #[serde(rename = "usage")]
     Usage(Usage),
     #[serde(rename = "error")]
@@ -154,6 +168,10 @@ impl EventKind {
             EventKind::ItemDelta(_) => "item.delta",
             EventKind::ApprovalRequested(_) => "approval.requested",
             EventKind::ApprovalResolved(_) => "approval.resolved",
+            EventKind::InputRequested(_) => "input.requested",
+            EventKind::InputResolved(_) => "input.resolved",
+            EventKind::SessionMode(_) => "session.mode",
+            EventKind::Notification(_) => "notification",
             EventKind::Usage(_) => "usage",
             EventKind::Error(_) => "error",
             EventKind::GoalUpdated(_) => "goal.updated",

@@ -9,12 +9,14 @@
 mod api;
 pub mod boundary;
 mod event;
+mod request;
 mod session;
 mod task;
 mod watch;
 
 pub use api::*;
 pub use event::*;
+pub use request::*;
 pub use session::*;
 pub use task::*;
 pub use watch::*;

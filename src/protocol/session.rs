@@ -297,6 +297,11 @@ pub enum Item {
         output: Option<String>,
         status: String,
     },
+    /// A proposed plan (codex plan mode's `<proposed_plan>` block, Claude's `ExitPlanMode`).
+    Plan {
+        id: String,
+        text: String,
+    },
     /// Anything else the runtime reports, kept by kind.
     Other {
         id: String,
@@ -313,6 +318,7 @@ impl Item {
             | Item::Command { id, .. }
             | Item::FileChange { id, .. }
             | Item::Tool { id, .. }
+            | Item::Plan { id, .. }
             | Item::Other { id, .. } => id,
         }
     }

@@ -19,7 +19,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::core::CoreError;
-use crate::protocol::{Budget, HostedSessionView, Runtime};
+use crate::protocol::{
+    Budget, HostedSessionView, InputAnswer, InputRequested, PromptImage, Runtime,
+};
 
 /// Why a host operation failed. The service layer maps each variant to one error once.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,11 @@ pub enum HostError {
     UnknownApproval(String),
     #[error("approval `{0}` was already resolved")]
     ApprovalResolved(String),
+    #[error("no input request `{0}` in this session")]
+    UnknownRequest(String),
+    /// The request was answered already (first answer wins), or made moot.
+    #[error("input request `{0}` was already resolved")]
+    RequestResolved(String),
     /// Recording the outcome in the event log failed.
     #[error(transparent)]
     Core(#[from] CoreError),
@@ -350,6 +357,49 @@ pub trait SessionHost: Send + Sync {
     /// handed back after an interrupt); whether it did.
     async fn clear_input(&self, _session: &str, _text: &str) -> Result<bool, HostError> {
         Ok(false)
+    }
+
+    /// Answers a pending input request. The service checked that `request` is pending and that
+    /// `answer` fits its kind; the host sends it (first answer wins: a request already answered
+    /// or withdrawn is `RequestResolved`) and stores `input.resolved` with secrets withheld.
+    /// `Some(prompt)`: the answer continues as a prompt the service sends next (a codex plan
+    /// approved: "implement it"; rejected: the feedback).
+    async fn answer_request(
+        &self,
+        _session: &str,
+        request: &InputRequested,
+        _answer: InputAnswer,
+    ) -> Result<Option<String>, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions cannot answer a {} request through cohost",
+            self.runtime().as_str(),
+            request.kind.as_str()
+        )))
+    }
+
+    /// The collaboration modes a session of this runtime can be set to (`PUT …/mode`).
+    fn modes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Sets the mode the session's next turns run in (`plan`, `default`, …; one of
+    /// [`SessionHost::modes`]), and stores `session.mode`.
+    async fn set_mode(&self, _session: &str, _mode: &str) -> Result<Capability, HostError> {
+        Ok(self.unsupported("setting the mode"))
+    }
+
+    /// Sends a prompt with images attached (bounded and checked by the service).
+    async fn inject_images(
+        &self,
+        _session: &str,
+        _text: &str,
+        _images: Vec<PromptImage>,
+        _key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions do not take images in prompts",
+            self.runtime().as_str()
+        )))
     }
 
     /// The answer for an optional capability this runtime lacks.

@@ -5,6 +5,7 @@
 //! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
 
 mod events;
+mod requests;
 mod sessions;
 mod tracker;
 mod watch;
@@ -208,6 +209,8 @@ impl From<HostError> for ServiceError {
             }
             HostError::UnknownApproval(_) => ServiceError::not_found("approval_not_found", message),
             HostError::ApprovalResolved(_) => ServiceError::conflict("approval_resolved", message),
+            HostError::UnknownRequest(_) => ServiceError::not_found("request_not_found", message),
+            HostError::RequestResolved(_) => ServiceError::conflict("request_resolved", message),
             HostError::Core(core) => ServiceError::from(core),
         }
     }

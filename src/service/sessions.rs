@@ -234,7 +234,20 @@ impl Service {
         text: &str,
         key: Option<String>,
     ) -> Result<SendResult, ServiceError> {
+        self.send_prompt(id, text, Vec::new(), key).await
+    }
+
+    /// [`Service::send`] with images attached (checked by `check_images`; runtimes that
+    /// take none answer `unsupported`).
+    pub async fn send_prompt(
+        &self,
+        id: &str,
+        text: &str,
+        images: Vec<crate::protocol::PromptImage>,
+        key: Option<String>,
+    ) -> Result<SendResult, ServiceError> {
         check_key("idempotencyKey", &key)?;
+        super::requests::check_images(&images)?;
         if text.trim().is_empty() {
             return Err(ServiceError::field("text", "`text` must not be empty"));
         }
@@ -257,10 +270,12 @@ impl Service {
         let host = self
             .host_of(id)
             .map_err(|_| ServiceError::not_found("not_live", format!("no session `{id}`")))?;
-        let outcome = host
-            .inject(id, text, key.clone())
-            .await
-            .map_err(inject_error)?;
+        let outcome = if images.is_empty() {
+            host.inject(id, text, key.clone()).await
+        } else {
+            host.inject_images(id, text, images, key.clone()).await
+        }
+        .map_err(inject_error)?;
         // The prompt was taken: track it as a task (a repeat with the key finds the first one).
         let task_id = self.tasks.record_direct(id, text, key, &outcome).await?;
         Ok(SendResult { outcome, task_id })
@@ -350,7 +365,8 @@ impl Service {
         }
     }
 
-    /// Chat-bot slash commands: `/goal [text|clear]`, `/fork`, `/models`, `/interrupt`.
+    /// Chat-bot slash commands: `/goal [text|clear]`, `/fork`, `/models`, `/interrupt`, and
+    /// (in `requests.rs`) `/plan on|off`, `/answer [requestId] text`.
     pub async fn command(&self, id: &str, text: &str) -> Result<Capability, ServiceError> {
         let host = self.host_of(id)?;
         let text = text.trim();
@@ -369,11 +385,12 @@ impl Service {
             },
             "/models" => host.models().await?,
             "/interrupt" => Capability::ok(json!({ "interrupted": host.interrupt(id).await? })),
+            "/plan" | "/answer" => return self.ask_command(id, name, rest).await,
             _ => {
                 return Err(ServiceError::field(
                     "text",
                     format!(
-                        "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt"
+                        "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt, /plan on|off, /answer [requestId] text"
                     ),
                 ));
             }

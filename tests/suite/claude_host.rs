@@ -35,6 +35,7 @@ fn a_turn_is_seen_as_events_in_order_each_item_once() {
                 "message.sent",
                 "session.pane",
                 "session.permission_mode",
+                "notification",
             ]
             .contains(&kind)
                 && !kind.starts_with("task.")

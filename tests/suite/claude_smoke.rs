@@ -1046,3 +1046,206 @@ fn claude_smoke_skip_permissions_runs_tools_without_a_dialog() {
     assert!(screen.contains("bypass permissions on"), "{screen}");
     eprintln!("skip permissions: {:?}", started.elapsed());
 }
+
+/// A hook command for the observation tests: appends its event (and the event name) to
+/// `hooks.log` in `dir`, and prints `answer.<Event>.<tool>` from `dir` once if it exists.
+fn answering_hooks(dir: &Path) -> PathBuf {
+    let script = dir.join("hook.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+dir='{dir}'
+input=$(cat)
+printf '%s\t%s\n' "$1" "$input" >> "$dir/hooks.log"
+tool=other
+for t in AskUserQuestion ExitPlanMode EnterPlanMode; do
+  case "$input" in *"\"tool_name\":\"$t\""*) tool=$t;; esac
+done
+for answer in "$dir/answer.$1.$tool".*; do
+  case "$answer" in *.used) continue;; esac
+  if [ -f "$answer" ]; then cat "$answer"; mv "$answer" "$answer.used"; break; fi
+done
+exit 0
+"#,
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hook = |event: &str| json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": format!("{} {event}", script.display()) }] }]);
+    let settings = dir.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({ "hooks": {
+            "PreToolUse": hook("PreToolUse"),
+            "PermissionRequest": hook("PermissionRequest"),
+            "PostToolUse": hook("PostToolUse"),
+            "UserPromptSubmit": hook("UserPromptSubmit"),
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    settings
+}
+
+fn hook_log(dir: &Path) -> Vec<(String, Value)> {
+    std::fs::read_to_string(dir.join("hooks.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(event, json)| {
+            (
+                event.to_string(),
+                serde_json::from_str(json).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn claude_smoke_ask_user_question_is_answered_by_a_permission_request_hook() {
+    let dir = temp_dir("cohost-claude-asks-");
+    let settings = answering_hooks(dir.path());
+    let questions = json!([{
+        "question": "Which color?",
+        "header": "Color",
+        "options": [
+            { "label": "Red", "description": "warm" },
+            { "label": "Blue", "description": "cold" }
+        ],
+        "multiSelect": false
+    }]);
+    std::fs::write(
+        dir.path()
+            .join("answer.PermissionRequest.AskUserQuestion.1"),
+        json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "allow",
+            "updatedInput": { "questions": questions, "answers": { "Which color?": "Blue" } }
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = MockMessages::start();
+    mock.push(Step::tool_use(
+        "AskUserQuestion",
+        json!({ "questions": questions }),
+    ));
+    mock.push(Step::text("Blue it is.").when_tool_result());
+    let tui = Tui::start_with(
+        mock,
+        &[
+            "--permission-mode",
+            "default",
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        |_| {},
+    );
+    tui.submit("Pick a color");
+    tui.wait_text("Blue it is.");
+    let main = tui.mock.main_requests();
+    let results = main.last().unwrap().tool_results();
+    assert_eq!(
+        results[0]["content"],
+        "Your questions have been answered: \"Which color?\"=\"Blue\". You can now continue with these answers in mind.",
+        "{results:#?}"
+    );
+    let log = hook_log(dir.path());
+    let request = log
+        .iter()
+        .find(|(event, _)| event == "PermissionRequest")
+        .map(|(_, payload)| payload)
+        .unwrap_or_else(|| panic!("no PermissionRequest: {log:#?}"));
+    assert_eq!(request["tool_name"], "AskUserQuestion");
+    assert_eq!(request["tool_input"]["questions"], questions);
+    assert!(
+        request.get("tool_use_id").is_none(),
+        "PermissionRequest names no tool_use_id: {request}"
+    );
+}
+
+#[test]
+fn claude_smoke_exit_plan_mode_takes_a_hook_denial_and_an_approval_by_release() {
+    let dir = temp_dir("cohost-claude-plan-");
+    let settings = answering_hooks(dir.path());
+    std::fs::write(
+        dir.path().join("answer.PermissionRequest.ExitPlanMode.1"),
+        json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "deny", "message": "Use plan B instead"
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("answer.PermissionRequest.ExitPlanMode.2"),
+        json!({ "hookSpecificOutput": { "hookEventName": "PermissionRequest", "decision": {
+            "behavior": "allow",
+            "updatedPermissions": [{ "type": "setMode", "mode": "acceptEdits", "destination": "session" }]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let mock = MockMessages::start();
+    mock.push(Step::tool_use(
+        "ExitPlanMode",
+        json!({ "plan": "# Plan A\n1. Do A" }),
+    ));
+    mock.push(
+        Step::tool_use("ExitPlanMode", json!({ "plan": "# Plan B\n1. Do B" })).when_tool_result(),
+    );
+    mock.push(Step::text("Plan B approved.").when_tool_result());
+    let tui = Tui::start_with(
+        mock,
+        &[
+            "--permission-mode",
+            "plan",
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        |_| {},
+    );
+    tui.submit("Plan something");
+    let d = dir.path().to_path_buf();
+    tui.wait_until("both ExitPlanMode hooks", || {
+        d.join("answer.PermissionRequest.ExitPlanMode.2.used")
+            .exists()
+    });
+    let log = hook_log(dir.path());
+    let requests: Vec<&Value> = log
+        .iter()
+        .filter(|(event, _)| event == "PermissionRequest")
+        .map(|(_, payload)| payload)
+        .collect();
+    assert!(
+        requests.iter().all(|r| r["permission_mode"] == "plan"),
+        "{requests:#?}"
+    );
+    if pinned_version(&CLAUDE) == CLAUDE.oldest {
+        // 2.1.197 takes the plan in the input and the hook's allow (and its mode change).
+        assert_eq!(requests[0]["tool_input"]["plan"], "# Plan A\n1. Do A");
+        tui.wait_text("Plan B approved.");
+        tui.wait_text("accept edits on");
+        let results: Vec<Value> = tui
+            .mock
+            .main_requests()
+            .iter()
+            .flat_map(|r| r.tool_results())
+            .collect();
+        assert!(
+            results[1]["content"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("User has approved your plan."),
+            "{results:#?}"
+        );
+    } else {
+        // 2.1.332 sends `{}` (its plan is a file) and asks in its own dialog despite the allow.
+        assert_eq!(requests[0]["tool_input"], json!({}));
+        let screen = tui.wait_text("Exit plan mode?");
+        assert!(screen.contains("1. Yes"), "{screen}");
+    }
+    let first = tui.mock.main_requests()[1].tool_results();
+    assert_eq!(first[0]["content"], "Use plan B instead", "{first:#?}");
+    assert_eq!(first[0]["is_error"], true);
+}

@@ -35,7 +35,7 @@ fn a_full_turn_is_streamed_into_session_events_in_order() {
         // the turn's own notifications; it is checked on its own below.
         .filter(|e| {
             let kind = e["type"].as_str().unwrap();
-            !["usage", "session.status", "message.sent"].contains(&kind)
+            !["usage", "session.status", "message.sent", "notification"].contains(&kind)
                 && !kind.starts_with("task.")
         })
         .map(|e| {

@@ -133,8 +133,9 @@ fn graceful_restart_keeps_state_and_continues_the_cursor() {
     let seq = daemon.report_status("s1", "a", "running");
     assert_eq!(seq, head + 1);
     let new = &daemon.events_after(seq - 1)[0];
+    // s1 had: done, its `turn-ended` notification, running, status, log.
     assert_eq!(
-        new["sessionSeq"], 5,
+        new["sessionSeq"], 6,
         "per-session seqs continue after a restart: {new}"
     );
     assert_eq!(daemon.instance("s1", "a").unwrap()["unseen"], false);

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-const TYPES: [&str; 10] = [
+const TYPES: [&str; 11] = [
     "daemon.started",
+    "notification",
     "daemon.stopped",
     "agent.updated",
     "agent.stale",
@@ -35,7 +36,8 @@ fn events_have_the_documented_shape_and_page_by_cursor() {
         .post("/api/focus", &json!({"session": "s1"}))
         .assert_ok();
     let head = daemon.head();
-    assert_eq!(head, 6);
+    // Each `done` is followed by its `turn-ended` notification.
+    assert_eq!(head, 8);
 
     let resp = daemon.get("/api/events?after=0");
     assert!(
@@ -84,13 +86,16 @@ fn events_have_the_documented_shape_and_page_by_cursor() {
                 .push(event["sessionSeq"].as_u64().expect("sessionSeq"));
         }
     }
-    assert_eq!(session_seqs["s1"], [1, 2, 3]);
-    assert_eq!(session_seqs["s2"], [1, 2]);
+    assert_eq!(session_seqs["s1"], [1, 2, 3, 4]);
+    assert_eq!(session_seqs["s2"], [1, 2, 3]);
+    assert_eq!(events[3]["type"], "notification");
+    assert_eq!(events[3]["data"]["kind"], "turn-ended");
+    assert_eq!(events[3]["data"]["cause"], 3);
     assert_eq!(
         events[1]["data"],
         json!({"agent": "a", "status": "running", "ts": events[1]["data"]["ts"]})
     );
-    assert_eq!(events[5]["type"], "session.focused");
+    assert_eq!(events[7]["type"], "session.focused");
 
     // Pages.
     let page = daemon.get("/api/events?after=0&limit=2").assert_ok();

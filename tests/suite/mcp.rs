@@ -14,7 +14,8 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 21] = [
+const TOOLS: [&str; 24] = [
+    "answer_request",
     "cancel_task",
     "edit_task",
     "events",
@@ -26,11 +27,13 @@ const TOOLS: [&str; 21] = [
     "interrupt",
     "list_approvals",
     "list_models",
+    "list_requests",
     "list_sessions",
     "post_agent_event",
     "queue",
     "resolve_approval",
     "send",
+    "set_mode",
     "start_session",
     "supersede_task",
     "task_result",
@@ -61,15 +64,15 @@ fn client_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py")
 }
 
-enum Transport {
+pub(super) enum Transport {
     Stdio,
     Http,
 }
 
 /// What the Python client printed: the tool list and every call's answer, in order.
-struct Run {
-    tools: Vec<Value>,
-    answers: Vec<Value>,
+pub(super) struct Run {
+    pub(super) tools: Vec<Value>,
+    pub(super) answers: Vec<Value>,
 }
 
 impl Run {
@@ -81,7 +84,7 @@ impl Run {
             .collect()
     }
 
-    fn one(&self, index: usize) -> &Value {
+    pub(super) fn one(&self, index: usize) -> &Value {
         let answers = self.step(index);
         assert_eq!(answers.len(), 1, "step {index}: {answers:?}");
         answers[0]
@@ -90,7 +93,7 @@ impl Run {
 
 /// Runs the Python client with `plan` against `daemon`; `on_call(tool)` runs when the client
 /// says it is calling a tool.
-fn run_client(
+pub(super) fn run_client(
     daemon: &TestDaemon,
     transport: Transport,
     plan: &Value,

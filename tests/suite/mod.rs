@@ -1,10 +1,12 @@
 //! The integration tests, one module per area of cohost.
 
+mod claude_asks;
 mod claude_host;
 mod claude_host_more;
 mod claude_smoke;
 mod claude_watch;
 mod cli;
+mod codex_asks;
 mod codex_codrive;
 mod codex_host;
 mod codex_host_approvals;

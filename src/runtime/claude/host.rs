@@ -118,6 +118,9 @@ pub struct ClaudeHost {
     inner: Arc<Inner>,
 }
 
+mod asks;
+pub use asks::MODES;
+
 struct Inner {
     core: CoreHandle,
     tmux: Arc<SessionCache>,
@@ -125,6 +128,8 @@ struct Inner {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// Permission requests waiting for a decision, by approval id.
     permissions: Mutex<HashMap<String, (String, oneshot::Sender<String>)>>,
+    /// `AskUserQuestion` / `ExitPlanMode` hooks waiting for a person's answer, by request id.
+    inputs: Mutex<HashMap<String, asks::PendingInput>>,
     create_lock: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
 }
@@ -218,6 +223,7 @@ impl ClaudeHost {
                 config,
                 live: Mutex::new(HashMap::new()),
                 permissions: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(HashMap::new()),
                 create_lock: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
             }),
@@ -803,6 +809,13 @@ impl ClaudeHost {
         payload: Value,
     ) -> Result<Value, HostError> {
         let live = self.live_session(session_id)?;
+        // A question or a plan waits for an answer, not a permission decision.
+        if let Some(answer) = self
+            .input_permission(session_id, request_id, &payload)
+            .await
+        {
+            return answer;
+        }
         // The hook line may not have been tailed yet: store the request now (deduplicated).
         let line = HookLine::permission_request(now_ms(), request_id, &payload);
         let claude_session = line.payload.common.session_id.clone().unwrap_or_default();

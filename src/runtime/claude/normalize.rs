@@ -18,8 +18,9 @@ use super::records::{
     ToolResponse, ToolUseBlock, TranscriptRecord, UserContent, UserContentBlock, UserRecord,
 };
 use crate::protocol::{
-    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent, TokenCounts,
-    TurnCompleted, TurnSource, TurnStarted, TurnStatus, Usage,
+    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, InputKind, InputRequested, Item,
+    ItemEvent, Question, QuestionOption, TokenCounts, TurnCompleted, TurnSource, TurnStarted,
+    TurnStatus, Usage,
 };
 
 /// How long a turn's end waits for the transcript to catch up before it is stored anyway.
@@ -447,34 +448,42 @@ impl Normalizer {
                 let session = self.claude_session.clone().unwrap_or_default();
                 let tool = request.tool_name.clone().unwrap_or_default();
                 let input = request.tool_input.as_ref();
-                let BashToolInput {
-                    command,
-                    description,
-                } = BashToolInput::of(input);
-                out.push(Output::Store(EventKind::ApprovalRequested(
-                    ApprovalRequested {
-                        approval_id: approval_id(&session, &request_id),
-                        kind: if tool == "Bash" {
-                            "command".into()
-                        } else {
-                            "tool".into()
+                // Claude asks the person, not for a permission: an input request.
+                if let Some(request) =
+                    input_request(&session, &request_id, &tool, input, Some(turn_id.clone()))
+                {
+                    out.push(Output::Store(EventKind::InputRequested(Box::new(request))));
+                    out.push(Output::Status(AgentStatus::Waiting));
+                } else {
+                    let BashToolInput {
+                        command,
+                        description,
+                    } = BashToolInput::of(input);
+                    out.push(Output::Store(EventKind::ApprovalRequested(
+                        ApprovalRequested {
+                            approval_id: approval_id(&session, &request_id),
+                            kind: if tool == "Bash" {
+                                "command".into()
+                            } else {
+                                "tool".into()
+                            },
+                            turn_id: turn_id.clone(),
+                            item_id: None,
+                            command: command.or_else(|| {
+                                (!tool.is_empty()).then(|| {
+                                    format!(
+                                        "{tool} {}",
+                                        input.map(|i| i.to_string()).unwrap_or_default()
+                                    )
+                                })
+                            }),
+                            cwd: common.cwd.clone(),
+                            reason: description,
+                            decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
                         },
-                        turn_id: turn_id.clone(),
-                        item_id: None,
-                        command: command.or_else(|| {
-                            (!tool.is_empty()).then(|| {
-                                format!(
-                                    "{tool} {}",
-                                    input.map(|i| i.to_string()).unwrap_or_default()
-                                )
-                            })
-                        }),
-                        cwd: common.cwd.clone(),
-                        reason: description,
-                        decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
-                    },
-                )));
-                out.push(Output::Status(AgentStatus::Waiting));
+                    )));
+                    out.push(Output::Status(AgentStatus::Waiting));
+                }
             }
             HookEvent::Stop(_) | HookEvent::StopFailure(_) => {
                 if let Some(turn_id) = prompt_id.or_else(|| self.turn.clone()) {
@@ -904,6 +913,83 @@ pub const DECISIONS: [&str; 4] = ["accept", "acceptForSession", "decline", "canc
 /// The approval id of a permission request: Claude's session and the hook's request id.
 pub fn approval_id(claude_session: &str, request_id: &str) -> String {
     format!("ap:{claude_session}:{request_id}")
+}
+
+/// The cohost id of the input request a `PermissionRequest` hook (its own `request_id`) opened.
+pub fn input_id(claude_session: &str, request_id: &str, kind: InputKind) -> String {
+    format!("in:{claude_session}:{request_id}:{}", kind.as_str())
+}
+
+/// The `PermissionRequest` of `AskUserQuestion` (questions) or `ExitPlanMode` (a plan) → the
+/// input request it is; `None` for every other tool (an approval). A question's id is its text:
+/// Claude reads the answers from `updatedInput.answers`, keyed by the question's text.
+pub fn input_request(
+    claude_session: &str,
+    request_id: &str,
+    tool: &str,
+    input: Option<&Value>,
+    turn_id: Option<String>,
+) -> Option<InputRequested> {
+    let kind = match tool {
+        "AskUserQuestion" => InputKind::Question,
+        "ExitPlanMode" => InputKind::Plan,
+        _ => return None,
+    };
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let questions = input
+        .and_then(|i| i.get("questions"))
+        .and_then(Value::as_array)
+        .map(|questions| {
+            questions
+                .iter()
+                .filter_map(|q| {
+                    let question = text(q, "question")?;
+                    Some(Question {
+                        id: question.clone(),
+                        header: text(q, "header"),
+                        question,
+                        options: q
+                            .get("options")
+                            .and_then(Value::as_array)
+                            .map(|options| {
+                                options
+                                    .iter()
+                                    .filter_map(|o| {
+                                        Some(QuestionOption {
+                                            label: text(o, "label")?,
+                                            description: text(o, "description"),
+                                        })
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        // Claude's dialog always offers a free-form "Other".
+                        is_other: true,
+                        is_secret: false,
+                        multi_select: q
+                            .get("multiSelect")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(InputRequested {
+        request_id: input_id(claude_session, request_id, kind),
+        kind,
+        turn_id,
+        item_id: None,
+        questions,
+        // 2.1.197 sends the plan in the input; 2.1.332 sends `{}` (its plan is a file).
+        plan: input.and_then(|i| text(i, "plan")),
+        message: (kind == InputKind::Plan).then(|| "Claude wants to exit plan mode".to_string()),
+        server: None,
+        schema: None,
+        url: None,
+        permissions: None,
+        decisions: kind.decisions().iter().map(|d| d.to_string()).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -1342,6 +1428,39 @@ mod tests {
         assert_eq!(a.approval_id, "ap:s1:r1");
         assert_eq!(a.command.as_deref(), Some("touch made.txt"));
         assert!(out.contains(&Output::Status(AgentStatus::Waiting)));
+    }
+
+    #[test]
+    fn ask_user_question_and_exit_plan_mode_become_input_requests() {
+        let mut n = Normalizer::new();
+        let out = n.hook(&json!({"receivedAt":1,"event":"PermissionRequest","requestId":"r2","payload":{"session_id":"s1","prompt_id":"p1","hook_event_name":"PermissionRequest","tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which color?","header":"Color","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}],"multiSelect":true}]}}}), 0);
+        let Some(Output::Store(EventKind::InputRequested(q))) = out
+            .iter()
+            .find(|o| matches!(o, Output::Store(EventKind::InputRequested(_))))
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(q.request_id, "in:s1:r2:question");
+        assert_eq!(q.questions[0].id, "Which color?");
+        assert!(q.questions[0].multi_select && q.questions[0].is_other);
+        assert_eq!(q.questions[0].options[1].label, "Blue");
+        assert!(
+            !out.iter()
+                .any(|o| matches!(o, Output::Store(EventKind::ApprovalRequested(_))))
+        );
+        // 2.1.332 sends no plan in the input; 2.1.197 does.
+        for (input, plan) in [(json!({}), None), (json!({"plan": "# A"}), Some("# A"))] {
+            let out = n.hook(&json!({"receivedAt":2,"event":"PermissionRequest","requestId":"r3","payload":{"session_id":"s1","prompt_id":"p1","hook_event_name":"PermissionRequest","tool_name":"ExitPlanMode","tool_input":input}}), 0);
+            let Some(Output::Store(EventKind::InputRequested(p))) = out
+                .iter()
+                .find(|o| matches!(o, Output::Store(EventKind::InputRequested(_))))
+            else {
+                panic!("{out:?}")
+            };
+            assert_eq!(p.kind, InputKind::Plan);
+            assert_eq!(p.plan.as_deref(), plan);
+            assert_eq!(p.decisions, ["approve", "reject"]);
+        }
     }
 
     #[test]

@@ -81,6 +81,27 @@ impl SessionHost for ClaudeHost {
         ClaudeHost::close(self, session).await
     }
 
+    async fn answer_request(
+        &self,
+        session: &str,
+        request: &crate::protocol::InputRequested,
+        answer: crate::protocol::InputAnswer,
+    ) -> Result<Option<String>, HostError> {
+        ClaudeHost::answer_request(self, session, request, answer).await
+    }
+
+    fn modes(&self) -> &'static [&'static str] {
+        &super::host::MODES
+    }
+
+    async fn set_mode(
+        &self,
+        session: &str,
+        mode: &str,
+    ) -> Result<crate::runtime::Capability, HostError> {
+        ClaudeHost::set_mode(self, session, mode).await
+    }
+
     async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
         if after_turn.is_some() {
             return Err(HostError::field(

@@ -114,6 +114,8 @@ struct Inner {
     backends: tokio::sync::Mutex<HashMap<String, Arc<Backend>>>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     approvals: Mutex<HashMap<String, PendingRequest>>,
+    /// Input requests codex waits on (questions, elicitations, permissions), by request id.
+    inputs: Mutex<HashMap<String, asks::PendingInput>>,
     /// Serializes session creation so two requests with one idempotency key create one session.
     create_lock: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
@@ -158,6 +160,8 @@ struct Live {
     binding: watch::Sender<Option<Binding>>,
     inject: tokio::sync::Mutex<()>,
     turn: Mutex<TurnTracking>,
+    /// The model the thread runs, from codex's thread answers (a collaboration mode names it).
+    model: Mutex<Option<String>>,
 }
 
 struct PendingRequest {
@@ -183,6 +187,9 @@ fn running_turn_in(message: &str) -> Option<String> {
     (!id.is_empty()).then(|| id.to_string())
 }
 
+mod asks;
+pub use asks::MODES;
+
 fn text_input(text: &str) -> Vec<wire::UserInput> {
     vec![wire::UserInput::text(text)]
 }
@@ -202,6 +209,7 @@ impl CodexHost {
                 backends: tokio::sync::Mutex::new(HashMap::new()),
                 live: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(HashMap::new()),
                 create_lock: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
             }),
@@ -312,6 +320,18 @@ impl CodexHost {
         text: &str,
         idempotency_key: Option<String>,
     ) -> Result<InjectOutcome, HostError> {
+        self.inject_input(session_id, text, text_input(text), idempotency_key)
+            .await
+    }
+
+    /// [`CodexHost::inject`] with any input elements (text and images).
+    pub(crate) async fn inject_input(
+        &self,
+        session_id: &str,
+        text: &str,
+        input: Vec<wire::UserInput>,
+        idempotency_key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
         if text.trim().is_empty() {
             return Err(HostError::Invalid("text must not be empty".into()));
         }
@@ -334,7 +354,7 @@ impl CodexHost {
                 .rpc
                 .call(&wire::TurnSteerParams {
                     thread_id: binding.thread_id.clone(),
-                    input: text_input(text),
+                    input: input.clone(),
                     expected_turn_id: turn_id.clone(),
                 })
                 .await
@@ -375,7 +395,8 @@ impl CodexHost {
                     .rpc
                     .call(&wire::TurnStartParams {
                         thread_id: binding.thread_id.clone(),
-                        input: text_input(text),
+                        input: input.clone(),
+                        collaboration_mode: self.inner.collaboration_mode(&live),
                     })
                     .await;
                 let answer = match answer {
@@ -652,6 +673,7 @@ impl CodexHost {
             .append(Some(new_id.clone()), EventKind::SessionCreated(created))
             .await?;
         let new_live = self.inner.live_for(&new_id);
+        *lock(&new_live.model) = answer.model.clone();
         self.inner
             .attach(&new_live, &thread_id, &binding.backend, Some(&thread))
             .await?;
@@ -952,6 +974,7 @@ impl Inner {
                         terminal_pending: std::sync::atomic::AtomicBool::new(false),
                         binding: watch::channel(None).0,
                         inject: tokio::sync::Mutex::new(()),
+                        model: Mutex::new(None),
                         // Items a previous run left open are closed when their turn ends.
                         turn: Mutex::new(TurnTracking {
                             open_items: self.core.read(|state| {
@@ -1035,6 +1058,7 @@ impl Inner {
             sandbox: settings.sandbox.as_deref().map(Into::into),
         };
         let answer = backend.rpc.call(&params).await?;
+        *lock(&live.model) = answer.model.clone();
         let thread_id = answer.thread.and_then(|thread| thread.id).ok_or_else(|| {
             HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
         })?;
@@ -1125,6 +1149,7 @@ impl Inner {
             }
         };
         lock(&live.turn).current = None;
+        *lock(&live.model) = answer.model.clone();
         self.attach(live, thread_id, &backend, answer.thread.as_ref())
             .await?;
         // A turn the old backend was running and that did not end in the backfill is over.
@@ -1348,8 +1373,19 @@ impl Inner {
             }
             Normalized::Store(EventKind::ItemCompleted(item)) => {
                 lock(&live.turn).open_items.remove(item.id());
+                let plan = match &item.item {
+                    Item::Plan { id, text } => {
+                        Some(normalize::plan_request(&item.turn_id, id, text))
+                    }
+                    _ => None,
+                };
                 self.store(&session_id, EventKind::ItemCompleted(item))
                     .await;
+                // A plan offered in plan mode waits for a person's decision.
+                if let Some(plan) = plan {
+                    self.store(&session_id, EventKind::InputRequested(Box::new(plan)))
+                        .await;
+                }
             }
             Normalized::Store(kind) => self.store(&session_id, kind).await,
             Normalized::Live(kind) => self.core.publish(Some(session_id), kind),
@@ -1367,6 +1403,8 @@ impl Inner {
                     }
                     found
                 };
+                self.input_withdrawn(backend, &session_id, &request_id)
+                    .await;
                 if let Some(approval_id) = approval {
                     self.store(
                         &session_id,
@@ -1445,6 +1483,12 @@ impl Inner {
     ) {
         let session_id = normalize::thread_id(params)
             .and_then(|thread| lock(&backend.threads).get(thread).cloned());
+        if let Some(session_id) = &session_id
+            && let Some(request) = normalize::input_request(method, params, &id.to_string())
+        {
+            self.input_requested(backend, session_id, id, request).await;
+            return;
+        }
         let (Some(session_id), Some(approval)) =
             (session_id, normalize::approval_request(method, params))
         else {

@@ -16,8 +16,9 @@ use super::wire::{
     ThreadTokenUsageUpdatedNotification, TokenUsageBreakdown, UserInput,
 };
 use crate::protocol::{
-    ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, Item, ItemDelta, ItemEvent,
-    TokenCounts, TurnCompleted, TurnStatus, Usage,
+    ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, InputKind, InputRequested,
+    Item, ItemDelta, ItemEvent, Question, QuestionOption, TokenCounts, TurnCompleted, TurnStatus,
+    Usage,
 };
 
 /// The cohost item id of codex item `item_id` in turn `turn_id`.
@@ -238,7 +239,7 @@ pub fn thread_item(turn_id: &str, item: &ThreadItem) -> Option<Item> {
                 .iter()
                 .filter_map(|input| match input {
                     UserInput::Text { text, .. } => Some(text.as_str()),
-                    UserInput::Other { .. } => None,
+                    UserInput::Image { .. } | UserInput::Other { .. } => None,
                 })
                 .collect::<Vec<_>>()
                 .join(""),
@@ -311,6 +312,10 @@ pub fn thread_item(turn_id: &str, item: &ThreadItem) -> Option<Item> {
             output: None,
             status: "completed".to_string(),
         },
+        ThreadItem::Plan(plan) => Item::Plan {
+            id,
+            text: plan.text.clone().unwrap_or_default(),
+        },
         ThreadItem::ImageView(_) => Item::Tool {
             id,
             name: item.kind().to_string(),
@@ -355,14 +360,6 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
                 None,
                 request.reason,
             ),
-            ServerRequest::PermissionsRequestApproval(request) => (
-                "permissions",
-                request.turn_id,
-                request.item_id,
-                None,
-                request.cwd,
-                request.reason,
-            ),
             // Legacy v1: no turn, the item is the call; the argv command is not relayed.
             ServerRequest::ExecCommandApproval(request) => (
                 "command",
@@ -380,7 +377,7 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
                 None,
                 request.reason,
             ),
-            ServerRequest::Other { .. } => return None,
+            _ => return None,
         };
     let turn_id = turn_id.unwrap_or_default();
     let codex_item = codex_item.unwrap_or_default();
@@ -394,6 +391,117 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
         reason,
         decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
     })
+}
+
+/// The cohost id of an input request: `in:<turn>:<codex item or rpc id>:<kind>`. Deterministic
+/// for questions and permissions (codex's call id), so a request replayed after a resume maps
+/// to the same id.
+pub fn input_request_id(turn_id: &str, key: &str, kind: InputKind) -> String {
+    format!("in:{turn_id}:{key}:{}", kind.as_str())
+}
+
+/// A server→client request that waits for a person (a question, an elicitation, a permissions
+/// grant) → `input.requested`, or `None` for requests that are not. `rpc_id` names a request
+/// that has no item of its own (an elicitation).
+pub fn input_request(method: &str, params: &Value, rpc_id: &str) -> Option<InputRequested> {
+    let blank = |kind: InputKind, turn_id: Option<String>, key: &str| InputRequested {
+        request_id: input_request_id(
+            turn_id.as_deref().or(thread_id(params)).unwrap_or_default(),
+            key,
+            kind,
+        ),
+        kind,
+        turn_id,
+        item_id: None,
+        questions: Vec::new(),
+        plan: None,
+        message: None,
+        server: None,
+        schema: None,
+        url: None,
+        permissions: None,
+        decisions: kind.decisions().iter().map(|d| d.to_string()).collect(),
+    };
+    match ServerRequest::parse(method, params) {
+        ServerRequest::ToolRequestUserInput(request) => {
+            let call = request
+                .item_id
+                .clone()
+                .unwrap_or_else(|| rpc_id.to_string());
+            let mut out = blank(InputKind::Question, request.turn_id.clone(), &call);
+            out.item_id = request.turn_id.as_deref().map(|turn| item_id(turn, &call));
+            out.questions = request
+                .questions
+                .into_iter()
+                .enumerate()
+                .map(|(n, q)| Question {
+                    id: q.id.unwrap_or_else(|| format!("q{n}")),
+                    header: q.header,
+                    question: q.question.unwrap_or_default(),
+                    options: q
+                        .options
+                        .into_iter()
+                        .map(|o| QuestionOption {
+                            label: o.label.unwrap_or_default(),
+                            description: o.description,
+                        })
+                        .collect(),
+                    is_other: q.is_other.unwrap_or(false),
+                    is_secret: q.is_secret.unwrap_or(false),
+                    multi_select: false,
+                })
+                .collect();
+            Some(out)
+        }
+        ServerRequest::McpServerElicitationRequest(request) => {
+            let key = request
+                .elicitation_id
+                .clone()
+                .unwrap_or_else(|| format!("rpc{rpc_id}"));
+            let mut out = blank(InputKind::Elicitation, request.turn_id.clone(), &key);
+            out.message = request.message;
+            out.server = request.server_name;
+            out.schema = request.requested_schema;
+            out.url = request.url;
+            Some(out)
+        }
+        ServerRequest::PermissionsRequestApproval(request) => {
+            let call = request
+                .item_id
+                .clone()
+                .unwrap_or_else(|| rpc_id.to_string());
+            let mut out = blank(InputKind::Permissions, request.turn_id.clone(), &call);
+            out.item_id = request.turn_id.as_deref().map(|turn| item_id(turn, &call));
+            out.message = request.reason;
+            out.permissions = request.permissions;
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// A plan item completed in plan mode → the `plan` request cohost offers for it: approving it
+/// switches the session to a mode and asks the agent to implement it; rejecting it sends the
+/// feedback. It belongs to no turn (the turn that planned has ended); the next turn makes it moot.
+pub fn plan_request(turn_id: &str, plan_item: &str, text: &str) -> InputRequested {
+    InputRequested {
+        request_id: input_request_id(turn_id, "plan", InputKind::Plan),
+        kind: InputKind::Plan,
+        turn_id: None,
+        item_id: Some(plan_item.to_string()),
+        questions: Vec::new(),
+        plan: Some(text.to_string()),
+        message: None,
+        server: None,
+        schema: None,
+        url: None,
+        permissions: None,
+        decisions: InputKind::Plan
+            .decisions()
+            .iter()
+            .map(|d| d.to_string())
+            .collect(),
+    }
 }
 
 /// The decisions cohost relays to codex.

@@ -99,6 +99,33 @@ impl SessionHost for CodexHost {
         CodexHost::close(self, session).await
     }
 
+    async fn answer_request(
+        &self,
+        session: &str,
+        request: &crate::protocol::InputRequested,
+        answer: crate::protocol::InputAnswer,
+    ) -> Result<Option<String>, HostError> {
+        CodexHost::answer_request(self, session, request, answer).await
+    }
+
+    fn modes(&self) -> &'static [&'static str] {
+        &super::host::MODES
+    }
+
+    async fn set_mode(&self, session: &str, mode: &str) -> Result<Capability, HostError> {
+        CodexHost::set_mode(self, session, mode).await
+    }
+
+    async fn inject_images(
+        &self,
+        session: &str,
+        text: &str,
+        images: Vec<crate::protocol::PromptImage>,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        CodexHost::inject_images(self, session, text, images, key).await
+    }
+
     async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
         CodexHost::fork(self, session, after_turn).await
     }

@@ -170,6 +170,9 @@ impl ClientRequest for ThreadStartParams {
 pub struct ThreadStartResponse {
     #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
+    /// The model the thread runs (a collaboration mode's settings must name one).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub model: Option<String>,
 }
 
 /// `thread/resume` params. Without `excludeTurns` the answer carries the whole history, which
@@ -191,6 +194,9 @@ impl ClientRequest for ThreadResumeParams {
 pub struct ThreadResumeResponse {
     #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
+    /// The model the thread runs (a collaboration mode's settings must name one).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub model: Option<String>,
 }
 
 /// `thread/fork` params: the new thread copies the history, through `lastTurnId` when set.
@@ -213,6 +219,9 @@ impl ClientRequest for ThreadForkParams {
 pub struct ThreadForkResponse {
     #[serde(deserialize_with = "lenient::opt")]
     pub thread: Option<Thread>,
+    /// The model the thread runs (a collaboration mode's settings must name one).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub model: Option<String>,
 }
 
 /// `thread/unsubscribe` params.
@@ -256,14 +265,18 @@ pub struct Thread {
 // ----------------------------------------------------------------------------------------------
 // Turns.
 
-/// One input element (`UserInput`). cohost sends text only; the other kinds codex accepts
-/// (`image`, `localImage`, `audio`, `localAudio`, `skill`, `mention`) are read as `Other`.
+/// One input element (`UserInput`). cohost sends text and images (`{"type":"image","url"}`,
+/// a `data:` URL, which codex hands the model as an `input_image`); the other kinds codex
+/// accepts (`localImage`, `audio`, `localAudio`, `skill`, `mention`) are read as `Other`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UserInput {
     Text {
         text: String,
         /// UI spans within `text` (`TextElement`s); cohost sends none.
         text_elements: Vec<Value>,
+    },
+    Image {
+        url: String,
     },
     Other {
         kind: String,
@@ -303,6 +316,12 @@ impl Serialize for UserInput {
                 map.serialize_entry("text_elements", text_elements)?;
                 map.end()
             }
+            UserInput::Image { url } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("url", url)?;
+                map.end()
+            }
             UserInput::Other { kind } => {
                 let mut map = serializer.serialize_map(Some(1))?;
                 map.serialize_entry("type", kind)?;
@@ -324,6 +343,12 @@ impl<'de> Deserialize<'de> for UserInput {
                     text_elements: input.text_elements,
                 }
             }
+            "image" => match value.get("url").and_then(Value::as_str) {
+                Some(url) => UserInput::Image {
+                    url: url.to_string(),
+                },
+                None => UserInput::Other { kind },
+            },
             _ => UserInput::Other { kind },
         })
     }
@@ -335,6 +360,38 @@ impl<'de> Deserialize<'de> for UserInput {
 pub struct TurnStartParams {
     pub thread_id: String,
     pub input: Vec<UserInput>,
+    /// EXPERIMENTAL in codex: the collaboration mode this turn (and the thread's next turns)
+    /// run in. Absent: the thread keeps its mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collaboration_mode: Option<CollaborationMode>,
+}
+
+/// `CollaborationMode`: `{mode, settings}`; `settings.model` is required, and a `null`
+/// `developer_instructions` means the mode's built-in instructions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollaborationMode {
+    /// `ModeKind`: `plan` or `default`.
+    pub mode: String,
+    pub settings: CollaborationModeSettings,
+}
+
+/// `Settings` of a collaboration mode (snake_case on the wire, as codex writes it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollaborationModeSettings {
+    pub model: String,
+    pub reasoning_effort: Option<String>,
+    pub developer_instructions: Option<String>,
+}
+
+/// `collaborationMode/list` params (EXPERIMENTAL): none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CollaborationModeListParams {}
+
+impl ClientRequest for CollaborationModeListParams {
+    const METHOD: &'static str = "collaborationMode/list";
+    /// `{"data": [CollaborationModeMask]}` (`{name, mode, model, reasoning_effort}`), returned
+    /// to the caller as it is.
+    type Response = Value;
 }
 
 impl ClientRequest for TurnStartParams {
@@ -532,6 +589,7 @@ pub enum ThreadItem {
     CollabAgentToolCall(CollabAgentToolCallThreadItem),
     WebSearch(WebSearchThreadItem),
     ImageView(ImageViewThreadItem),
+    Plan(PlanThreadItem),
     Other { kind: String, id: Option<String> },
 }
 
@@ -549,6 +607,7 @@ impl ThreadItem {
             ThreadItem::CollabAgentToolCall(_) => "collabAgentToolCall",
             ThreadItem::WebSearch(_) => "webSearch",
             ThreadItem::ImageView(_) => "imageView",
+            ThreadItem::Plan(_) => "plan",
             ThreadItem::Other { kind, .. } => kind,
         }
     }
@@ -566,6 +625,7 @@ impl ThreadItem {
             ThreadItem::CollabAgentToolCall(item) => item.id.as_deref(),
             ThreadItem::WebSearch(item) => item.id.as_deref(),
             ThreadItem::ImageView(item) => item.id.as_deref(),
+            ThreadItem::Plan(item) => item.id.as_deref(),
             ThreadItem::Other { id, .. } => id.as_deref(),
         }
     }
@@ -589,6 +649,7 @@ impl<'de> Deserialize<'de> for ThreadItem {
             "collabAgentToolCall" => ThreadItem::CollabAgentToolCall(variant(value)?),
             "webSearch" => ThreadItem::WebSearch(variant(value)?),
             "imageView" => ThreadItem::ImageView(variant(value)?),
+            "plan" => ThreadItem::Plan(variant(value)?),
             _ => ThreadItem::Other { kind, id },
         })
     }
@@ -609,6 +670,17 @@ pub struct UserMessageThreadItem {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AgentMessageThreadItem {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub text: Option<String>,
+}
+
+/// `{"type":"plan"}` (plan mode): the `<proposed_plan>` block of the agent's message, id
+/// `<turnId>-plan`, streamed by `item/plan/delta`; the `agentMessage` keeps the text around it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PlanThreadItem {
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
@@ -1255,8 +1327,8 @@ impl ClientRequest for ModelListParams {
 // ----------------------------------------------------------------------------------------------
 // Server requests (server → client, with an id) and cohost's answers.
 
-/// The server requests cohost relays as approvals, by method; every other one (user input,
-/// MCP elicitation, dynamic tools, token refresh, attestation, …) is `Other` and refused.
+/// The server requests cohost relays (as approvals or input requests), by method; every other
+/// one (dynamic tools, token refresh, attestation, …) is `Other` and refused.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerRequest {
     /// `item/commandExecution/requestApproval`
@@ -1269,6 +1341,10 @@ pub enum ServerRequest {
     ExecCommandApproval(ExecCommandApprovalParams),
     /// `applyPatchApproval` (legacy v1)
     ApplyPatchApproval(ApplyPatchApprovalParams),
+    /// `item/tool/requestUserInput` (the `request_user_input` tool, plan mode)
+    ToolRequestUserInput(ToolRequestUserInputParams),
+    /// `mcpServer/elicitation/request`
+    McpServerElicitationRequest(McpServerElicitationRequestParams),
     Other {
         method: String,
     },
@@ -1289,6 +1365,10 @@ impl ServerRequest {
             }
             "execCommandApproval" => ServerRequest::ExecCommandApproval(params(p)),
             "applyPatchApproval" => ServerRequest::ApplyPatchApproval(params(p)),
+            "item/tool/requestUserInput" => ServerRequest::ToolRequestUserInput(params(p)),
+            "mcpServer/elicitation/request" => {
+                ServerRequest::McpServerElicitationRequest(params(p))
+            }
             other => ServerRequest::Other {
                 method: other.to_string(),
             },
@@ -1363,6 +1443,108 @@ pub struct PermissionsRequestApprovalParams {
     pub permissions: Option<Value>,
 }
 
+/// `item/tool/requestUserInput` params (`ToolRequestUserInputParams`, EXPERIMENTAL).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolRequestUserInputParams {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub thread_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
+    /// The tool call id (`call_…`).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub item_id: Option<String>,
+    #[serde(deserialize_with = "lenient::vec")]
+    pub questions: Vec<ToolRequestUserInputQuestion>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub is_blocking: Option<bool>,
+}
+
+/// `ToolRequestUserInputQuestion`. codex sets `isOther: true` itself (the client adds a
+/// free-form choice).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolRequestUserInputQuestion {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub header: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub question: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub is_other: Option<bool>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub is_secret: Option<bool>,
+    #[serde(deserialize_with = "lenient::vec")]
+    pub options: Vec<ToolRequestUserInputOption>,
+}
+
+/// `ToolRequestUserInputOption`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolRequestUserInputOption {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub label: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub description: Option<String>,
+}
+
+/// The answer to `item/tool/requestUserInput` (`ToolRequestUserInputResponse`):
+/// `{"answers": {"<question id>": {"answers": ["…"]}}}`; codex hands it to the model as the
+/// tool's output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRequestUserInputResponse {
+    pub answers: std::collections::BTreeMap<String, ToolRequestUserInputAnswer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRequestUserInputAnswer {
+    pub answers: Vec<String>,
+}
+
+/// `mcpServer/elicitation/request` params (`McpServerElicitationRequestParams`): an MCP
+/// server's elicitation, `mode` `form` (with `requestedSchema`) or `url`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpServerElicitationRequestParams {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub thread_id: Option<String>,
+    /// Nullable: codex correlates a turn when it can.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub server_name: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub mode: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub message: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub requested_schema: Option<Value>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub url: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub elicitation_id: Option<String>,
+}
+
+/// The answer to `mcpServer/elicitation/request` (`McpServerElicitationRequestResponse`):
+/// `action` `accept` (with `content`), `decline` or `cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpServerElicitationRequestResponse {
+    pub action: String,
+    pub content: Option<Value>,
+    #[serde(rename = "_meta")]
+    pub meta: Option<Value>,
+}
+
+/// The answer to `item/permissions/requestApproval` (`PermissionsRequestApprovalResponse`):
+/// the permissions granted (a `GrantedPermissionProfile`; `{}` grants nothing) and for how
+/// long (`turn` or `session`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionsRequestApprovalResponse {
+    pub permissions: Value,
+    pub scope: String,
+}
+
 /// `execCommandApproval` params (legacy v1: no `threadId`, the thread is `conversationId`; the
 /// command is an argv).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -1411,14 +1593,16 @@ open_enum! {
 /// The answer to `item/commandExecution/requestApproval` (`CommandExecutionRequestApprovalResponse`):
 /// `{"decision"}`. `FileChangeRequestApprovalResponse` has the same shape and decisions.
 ///
-/// cohost answers every approval it relays with this shape, `item/permissions/requestApproval`
-/// included, although codex's `PermissionsRequestApprovalResponse` is `{permissions, scope}`.
+/// `item/permissions/requestApproval` is not an approval to cohost but an input request of kind
+/// `permissions`, answered with [`PermissionsRequestApprovalResponse`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandExecutionRequestApprovalResponse {
     pub decision: CommandExecutionApprovalDecision,
 }
 
 lenient_object!(
+    ToolRequestUserInputQuestion,
+    ToolRequestUserInputOption,
     Thread,
     Turn,
     TurnError,
@@ -1520,6 +1704,7 @@ mod tests {
     fn turn_start_steer_and_interrupt() {
         // §6, §8, §9.
         let start = TurnStartParams {
+            collaboration_mode: None,
             thread_id: "01a2276b-fc47-74d2-8490-62f8454ea7c9".into(),
             input: vec![UserInput::text("Say hello")],
         };
@@ -1718,14 +1903,35 @@ mod tests {
         assert_eq!(request.reason, None);
         assert_eq!(request.item_id.as_deref(), Some("call_10_44e031fc"));
 
-        // §7.4: not relayed.
+        // §7.4: a question, relayed as an input request, answered with `answers`.
         let (method, params) = params_of(
-            r#"{"method":"item/tool/requestUserInput","id":0,"params":{"threadId":"01a2276c-20f0-7411-91c7-7d5ac1cf6cdc","turnId":"01a2276c-2108-76c2-ae9f-e10e01185d69","itemId":"call_12_0d3ad089","questions":[],"isBlocking":false,"autoResolutionMs":null}}"#,
+            r#"{"method":"item/tool/requestUserInput","id":0,"params":{"threadId":"01a2276c-20f0-7411-91c7-7d5ac1cf6cdc","turnId":"01a2276c-2108-76c2-ae9f-e10e01185d69","itemId":"call_12_0d3ad089","questions":[{"id":"confirm_path","header":"Confirm","question":"Proceed with the plan?","isOther":true,"isSecret":false,"options":[{"label":"Yes (Recommended)","description":"Continue the current plan."},{"label":"No","description":"Stop and revisit the approach."}]}],"isBlocking":false,"autoResolutionMs":null}}"#,
         );
-        assert!(matches!(
-            ServerRequest::parse(&method, &params),
-            ServerRequest::Other { .. }
-        ));
+        let ServerRequest::ToolRequestUserInput(request) = ServerRequest::parse(&method, &params)
+        else {
+            panic!()
+        };
+        assert_eq!(request.item_id.as_deref(), Some("call_12_0d3ad089"));
+        assert_eq!(request.questions.len(), 1);
+        assert_eq!(request.questions[0].is_other, Some(true));
+        assert_eq!(
+            request.questions[0].options[0].label.as_deref(),
+            Some("Yes (Recommended)")
+        );
+        let answer = ToolRequestUserInputResponse {
+            answers: [(
+                "confirm_path".to_string(),
+                ToolRequestUserInputAnswer {
+                    answers: vec!["Yes (Recommended)".into()],
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        assert_eq!(
+            serde_json::to_value(&answer).unwrap(),
+            serde_json::json!({"answers":{"confirm_path":{"answers":["Yes (Recommended)"]}}})
+        );
 
         let answer = CommandExecutionRequestApprovalResponse {
             decision: "accept".into(),

@@ -33,12 +33,24 @@ impl<B: Binaries> CodexFixture<B> {
     }
 
     pub fn start_with_args(args: &[&str]) -> CodexFixture<B> {
+        CodexFixture::start_with_config(args, "")
+    }
+
+    /// [`CodexFixture::start_with_args`] with `extra_toml` appended to the codex `config.toml`
+    /// (an `[mcp_servers.*]` table, …) before the daemon starts.
+    pub fn start_with_config(args: &[&str], extra_toml: &str) -> CodexFixture<B> {
         let mock = MockResponses::start();
         let work_dir = temp_dir("cohost-work-");
         let home_dir = temp_dir("cohost-codex-home-");
         let work = work_dir.path().to_path_buf();
         let codex_home = home_dir.path().to_path_buf();
-        write_codex_home(&codex_home, &mock.base_url(), &work);
+        let config = write_codex_home(&codex_home, &mock.base_url(), &work);
+        if !extra_toml.is_empty() {
+            let mut text = std::fs::read_to_string(&config).unwrap();
+            text.push('\n');
+            text.push_str(extra_toml);
+            std::fs::write(&config, text).unwrap();
+        }
         let tmux = TmuxServer::with_sessions(&[("work", work.as_path())]);
         let bin = codex_bin();
         let daemon = TestDaemon::start_with_env(

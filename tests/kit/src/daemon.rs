@@ -382,6 +382,17 @@ impl<B: Binaries> TestDaemon<B> {
                 }
                 self.finish(&what, request.call())
             }
+            "PUT" => {
+                let mut request = self.agent.put(self.url(path));
+                for (name, value) in headers {
+                    request = request.header(*name, *value);
+                }
+                let response = match body {
+                    Some(body) => request.send(body),
+                    None => request.send_empty(),
+                };
+                self.finish(&what, response)
+            }
             "POST" => {
                 let mut request = self.agent.post(self.url(path));
                 for (name, value) in headers {
@@ -404,6 +415,19 @@ impl<B: Binaries> TestDaemon<B> {
     pub fn get(&self, path: &str) -> Resp {
         let bearer = self.bearer();
         self.request("GET", path, &[("Authorization", &bearer)], None)
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> Resp {
+        let bearer = self.bearer();
+        self.request(
+            "PUT",
+            path,
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
+            Some(&body.to_string()),
+        )
     }
 
     pub fn get_no_token(&self, path: &str) -> Resp {

@@ -53,7 +53,12 @@ impl Default for Usage {
 enum Output {
     Reasoning(String),
     Message(String),
-    FunctionCall { name: String, arguments: String },
+    FunctionCall {
+        name: String,
+        arguments: String,
+        /// The tool's namespace (codex offers MCP tools as `namespace` tools: `mcp__<server>`).
+        namespace: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +147,21 @@ impl Step {
         Step::with(Reply::Stream(vec![Output::FunctionCall {
             name: name.into(),
             arguments: arguments.to_string(),
+            namespace: None,
+        }]))
+    }
+
+    /// A `function_call` to a tool inside a `namespace` tool (codex offers the tools of MCP
+    /// server `x` in namespace `mcp__x`).
+    pub fn namespaced_call(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> Step {
+        Step::with(Reply::Stream(vec![Output::FunctionCall {
+            name: name.into(),
+            arguments: arguments.to_string(),
+            namespace: Some(namespace.into()),
         }]))
     }
 
@@ -182,6 +202,7 @@ impl Step {
         self.push_output(Output::FunctionCall {
             name: "exec_command".into(),
             arguments,
+            namespace: None,
         });
         self
     }
@@ -707,11 +728,15 @@ async fn stream_output(
                 .await?;
             Ok(Some(done))
         }
-        Output::FunctionCall { name, arguments } => {
+        Output::FunctionCall {
+            name,
+            arguments,
+            namespace,
+        } => {
             let n = shared.next_id();
             let id = format!("fc_mock_{n}");
             let call_id = format!("call_mock_{n}");
-            let added = json!({
+            let mut added = json!({
                 "type": "function_call",
                 "id": id,
                 "call_id": call_id,
@@ -719,6 +744,9 @@ async fn stream_output(
                 "arguments": "",
                 "status": "in_progress",
             });
+            if let Some(namespace) = &namespace {
+                added["namespace"] = json!(namespace);
+            }
             sse.send(json!({ "type": "response.output_item.added", "output_index": output_index, "item": added }))
                 .await?;
             sse.send(json!({
@@ -738,7 +766,7 @@ async fn stream_output(
                 "arguments": arguments,
             }))
             .await?;
-            let done = json!({
+            let mut done = json!({
                 "type": "function_call",
                 "id": id,
                 "call_id": call_id,
@@ -746,6 +774,9 @@ async fn stream_output(
                 "arguments": arguments,
                 "status": "completed",
             });
+            if let Some(namespace) = &namespace {
+                done["namespace"] = json!(namespace);
+            }
             sse.send(json!({ "type": "response.output_item.done", "output_index": output_index, "item": done }))
                 .await?;
             Ok(Some(done))

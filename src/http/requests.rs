@@ -1,0 +1,42 @@
+//! Input-request routes: list a session's requests, answer one (first answer wins), set the
+//! session's collaboration mode — each a thin call into the service.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::extract::ApiJson;
+use super::{ApiError, AppState};
+use crate::protocol::InputAnswer;
+use crate::service::Capability;
+
+pub async fn list(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "requests": state.service.requests(&id)? })))
+}
+
+pub async fn answer(
+    State(state): State<AppState>,
+    Path((id, request_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<InputAnswer>,
+) -> Result<Json<Value>, ApiError> {
+    state.service.answer_request(&id, &request_id, body).await?;
+    Ok(Json(json!({ "ok": true, "requestId": request_id })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModeBody {
+    mode: String,
+}
+
+pub async fn set_mode(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ModeBody>,
+) -> Result<Json<Capability>, ApiError> {
+    Ok(Json(state.service.set_mode(&id, &body.mode).await?))
+}
