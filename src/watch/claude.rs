@@ -206,6 +206,12 @@ struct TranscriptState {
     status: Option<AgentStatus>,
     /// `tool_use` ids without their `tool_result` yet.
     open_tools: BTreeSet<String>,
+    /// The record timestamp (ms) of the last turn end (duration line, interrupt, error).
+    /// Claude may flush a turn's prompt line after the turn's end (file order is not logical
+    /// order): a prompt or tool call stamped before it belongs to that ended turn and does
+    /// not start a new one.
+    #[serde(default)]
+    ended_at: Option<u64>,
 }
 
 struct TranscriptDecoder {
@@ -236,6 +242,28 @@ fn record_ms(value: &Value) -> Option<u64> {
 
 impl TranscriptDecoder {
     fn observe(&mut self, value: &Value, status: Option<AgentStatus>, rule: &str) -> Observation {
+        let stamped = record_ms(value);
+        // A busy status from a record older than the last turn end is late news of that turn.
+        let late = matches!(
+            status,
+            Some(AgentStatus::Running | AgentStatus::ToolRunning)
+        ) && stamped.is_some_and(|at| self.state.ended_at.is_some_and(|end| at < end));
+        let (status, rule) = if late {
+            (
+                None,
+                format!("{rule} (written after its turn ended: no status)"),
+            )
+        } else {
+            (status, rule.to_string())
+        };
+        if matches!(
+            status,
+            Some(AgentStatus::Done | AgentStatus::Error | AgentStatus::Interrupted)
+        ) && let Some(at) = stamped
+        {
+            self.state.ended_at = Some(self.state.ended_at.map_or(at, |end| end.max(at)));
+        }
+        let rule = rule.as_str();
         if status.is_some() {
             self.state.status = status;
         }
@@ -395,6 +423,11 @@ impl TranscriptDecoder {
             return;
         }
         let mut tools = 0;
+        let late =
+            record_ms(value).is_some_and(|at| self.state.ended_at.is_some_and(|end| at < end));
+        if late {
+            return;
+        }
         if let Some(blocks) = message["content"].as_array() {
             for block in blocks {
                 if block["type"] == "tool_use"
@@ -527,6 +560,43 @@ mod tests {
             statuses(&out),
             vec![AgentStatus::Running, AgentStatus::Error]
         );
+    }
+
+    #[test]
+    fn a_prompt_flushed_after_its_turn_ended_does_not_reopen_it() {
+        let path = PathBuf::from("/h/.claude/projects/-w/late.jsonl");
+        let mut decoder = ClaudeCode.decoder(&path, None);
+        let mut out = Vec::new();
+        let at = Locator::Offset { offset: 0 };
+        decoder.line(
+            br#"{"type":"assistant","timestamp":"2026-12-01T09:00:02.000Z","message":{"content":[{"type":"text","text":"Hello."}]}}"#,
+            &at,
+            &mut out,
+        );
+        decoder.line(
+            br#"{"type":"system","subtype":"turn_duration","timestamp":"2026-12-01T09:00:02.100Z"}"#,
+            &at,
+            &mut out,
+        );
+        decoder.line(
+            br#"{"type":"user","timestamp":"2026-12-01T09:00:01.000Z","message":{"content":"Say hello"},"origin":{"kind":"human"}}"#,
+            &at,
+            &mut out,
+        );
+        assert_eq!(statuses(&out), vec![AgentStatus::Done]);
+        assert_eq!(out[1].last_user_prompt.as_deref(), Some("Say hello"));
+        assert!(
+            out[1].rule.contains("after its turn ended"),
+            "{}",
+            out[1].rule
+        );
+        // The next prompt, stamped after the end, starts a turn.
+        decoder.line(
+            br#"{"type":"user","timestamp":"2026-12-01T09:00:05.000Z","message":{"content":"Again"},"origin":{"kind":"human"}}"#,
+            &at,
+            &mut out,
+        );
+        assert_eq!(out[2].status, Some(AgentStatus::Running));
     }
 
     #[test]
