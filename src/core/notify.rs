@@ -227,6 +227,7 @@ mod tests {
             last_user_prompt: Some("fix it".into()),
             pane_id: None,
             liveness: None,
+            source: None,
         })
     }
 

@@ -12,12 +12,14 @@ mod event;
 mod request;
 mod session;
 mod task;
+mod watch;
 
 pub use api::*;
 pub use event::*;
 pub use request::*;
 pub use session::*;
 pub use task::*;
+pub use watch::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -39,6 +39,13 @@ impl WatchedAgent {
     ];
 
     /// The agent's name in `agent.updated` and in `source` (`watcher:<name>`).
+    /// The agent named `name` (as in [`WatchedAgent::as_str`]).
+    pub fn parse(name: &str) -> Option<WatchedAgent> {
+        WatchedAgent::ALL
+            .into_iter()
+            .find(|agent| agent.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             WatchedAgent::ClaudeCode => "claude-code",
@@ -91,8 +98,43 @@ pub trait Format: Send + Sync {
     /// The directories to watch (recursively), resolved from `env`. A root that does not exist
     /// yet is still returned: the engine watches for it to appear.
     fn roots(&self, env: &WatchEnv) -> Vec<PathBuf>;
-    /// Whether `path` (under one of the roots) is one of the agent's record files, and how to
-    /// follow it.
+    /// Single files to follow outside the roots (Codex's `session_index.jsonl` beside much
+    /// else in `$CODEX_HOME`): the engine watches their directory without recursing and looks
+    /// only at these names. A file that does not exist yet is still returned.
+    fn files(&self, _env: &WatchEnv) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// The process names (`/proc/<pid>/comm`) of the agent, for finding its process when no
+    /// record names the pid: the engine lists the processes with these names (their parent,
+    /// arguments, cwd, start time and which of the thread's files they hold open) and asks
+    /// [`Format::pick_process`]. Empty: only pids from records.
+    fn process_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Which of `candidates` (processes named [`Format::process_names`]) is the agent running
+    /// `thread`, if one is. Pure: the engine gathered the facts. The default takes the process
+    /// holding one of the thread's files open and climbs its parents while they are candidates
+    /// too (the agent above a helper it spawned).
+    fn pick_process(&self, thread: &ThreadFacts<'_>, candidates: &[ProcessFacts]) -> Option<u32> {
+        let holder = candidates.iter().find(|p| {
+            p.holds.iter().any(|held| thread.files.contains(held))
+                && !thread.claimed.contains(&p.pid)
+        })?;
+        let mut top = holder;
+        while let Some(parent) = candidates.iter().find(|p| p.pid == top.ppid) {
+            top = parent;
+        }
+        Some(top.pid)
+    }
+    /// The agent runs its tools as child processes (Codex): while a tool call is open and no
+    /// process other than the agent's own (see [`Format::process_names`]) runs under the agent,
+    /// the call is waiting for an approval, not running. Checked on the engine's slow timer,
+    /// only while a tool call is open.
+    fn tools_run_as_children(&self) -> bool {
+        false
+    }
+    /// Whether `path` (under one of the roots, or one of [`Format::files`]) is one of the
+    /// agent's record files, and how to follow it.
     fn classify(&self, path: &Path) -> Option<FileKind>;
     /// A fresh decoder for one file (or the one restored from a checkpoint, see
     /// [`Decoder::save`]).
@@ -105,6 +147,34 @@ pub trait Format: Send + Sync {
     ) -> Option<Box<dyn TableFollower>> {
         None
     }
+}
+
+/// What the engine knows of a thread when it looks for its process.
+#[derive(Debug, Clone)]
+pub struct ThreadFacts<'a> {
+    pub thread_id: &'a str,
+    /// The working directory from its records.
+    pub cwd: Option<&'a Path>,
+    /// Its record files (canonical paths).
+    pub files: &'a [PathBuf],
+    /// Processes already taken by other live threads of the same agent.
+    pub claimed: &'a std::collections::HashSet<u32>,
+}
+
+/// One process named like the agent, as the engine read it from `/proc`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessFacts {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    /// `/proc/<pid>/cmdline`.
+    pub args: Vec<String>,
+    /// `/proc/<pid>/cwd`.
+    pub cwd: Option<PathBuf>,
+    /// Clock ticks after boot: older processes have smaller values.
+    pub start_time: u64,
+    /// Which of the wanted files (the threads' record files) it holds open.
+    pub holds: Vec<PathBuf>,
 }
 
 /// Follows a database from a cursor (OpenCode's append-only `event` table by rowid).
@@ -146,6 +216,11 @@ pub struct Observation {
     pub pid: Option<u32>,
     /// The thread has ended for good (its session file was removed, the process exited).
     pub ended: bool,
+    /// The status stands until the same file says otherwise: records from other files of the
+    /// thread do not override it. Claude's session file sets it for `waiting` (an approval the
+    /// agent itself reports; its transcript still writes the pending `tool_use` after it).
+    #[serde(default)]
+    pub holds: bool,
     /// The rule that fired, for `explain` (e.g. `codex: event_msg/task_complete → done`).
     pub rule: String,
     /// The record's own timestamp (ms), when it has one.

@@ -93,7 +93,10 @@ pub fn serve_command(cohost: &Path, tmux: &TmuxServer) -> Command {
     let mut command = Command::new(cohost);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--tmux-socket"])
-        .arg(tmux.socket());
+        .arg(tmux.socket())
+        // The passive watchers would read the developer's own agents' files: off, unless the
+        // caller turns them on.
+        .env("COHOST_WATCHERS", "none");
     command
 }
 
