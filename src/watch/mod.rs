@@ -9,3 +9,9 @@
 //! [`format::Format`].
 
 pub mod format;
+
+// One module per agent's format (issue 12, part 2).
+pub mod amp;
+pub mod droid;
+pub mod opencode;
+pub mod pi;
