@@ -37,6 +37,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the evidence behind an agent instance's status: the files (or tables) and records
+    /// a watcher read, the rule that fired, when, and how it was placed.
+    Explain {
+        /// The tmux session (`unplaced` for agents outside every session).
+        session: String,
+        /// The instance key (`agent:threadId`), or an agent name naming one instance.
+        agent: String,
+        /// Print the raw JSON of the explain route.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {
         /// A hosted session id: only its events, rendered as a transcript.
@@ -255,6 +266,13 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive once its head is in.
     #[arg(long, default_value_t = 30)]
     pub body_timeout: u64,
+    /// The passive watchers to run: comma-separated agent names (`claude-code`, `codex`), `all`
+    /// (the default) or `none`.
+    #[arg(long, env = "COHOST_WATCHERS", conflicts_with = "no_watchers")]
+    pub watchers: Option<String>,
+    /// Run no passive watcher (the same as `--watchers none`).
+    #[arg(long)]
+    pub no_watchers: bool,
 }
 
 #[derive(Debug, Args)]

@@ -284,6 +284,71 @@ impl Client {
     pub fn state(&self) -> anyhow::Result<StateView> {
         self.get("/api/state")
     }
+
+    /// `GET /api/state/{session}/agents/{key}/explain` for `agent`: an instance key, or an
+    /// agent name (or key prefix) naming one instance of the session.
+    pub fn explain(
+        &self,
+        session: &str,
+        agent: &str,
+    ) -> anyhow::Result<crate::protocol::ExplainView> {
+        let state = self.state()?;
+        let agents: Vec<&crate::protocol::InstanceView> =
+            if session == crate::protocol::UNPLACED_SESSION || session == "unplaced" {
+                state.unplaced.iter().collect()
+            } else {
+                state
+                    .sessions
+                    .iter()
+                    .find(|s| s.name == session)
+                    .map(|s| s.agents.iter().collect())
+                    .unwrap_or_default()
+            };
+        let session = if session == "unplaced" {
+            crate::protocol::UNPLACED_SESSION
+        } else {
+            session
+        };
+        let key = match agents.iter().find(|a| a.key == agent) {
+            Some(found) => found.key.clone(),
+            None => {
+                let matching: Vec<&&crate::protocol::InstanceView> = agents
+                    .iter()
+                    .filter(|a| a.agent == agent || a.key.starts_with(agent))
+                    .collect();
+                match matching.as_slice() {
+                    [one] => one.key.clone(),
+                    [] => agent.to_string(),
+                    many => anyhow::bail!(
+                        "`{agent}` names {} instances of session `{session}`: {}",
+                        many.len(),
+                        many.iter()
+                            .map(|a| a.key.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }
+            }
+        };
+        self.get(&format!(
+            "/api/state/{}/agents/{}/explain",
+            encode_segment(session),
+            encode_segment(&key)
+        ))
+    }
+}
+
+/// Percent-encodes one URL path segment.
+fn encode_segment(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// Tells the user, on stderr, that the daemon skipped seqs missing from its log (a damaged log;
@@ -305,13 +370,13 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
     if !state.tmux_running {
         writeln!(out, "no tmux server is running on the configured socket")?;
     }
-    if state.sessions.is_empty() {
+    if state.sessions.is_empty() && state.unplaced.is_empty() {
         return writeln!(out, "no tmux sessions");
     }
     writeln!(
         out,
-        "{:<20} {:<13} {:<3} {:<24} {:<13} DETAIL",
-        "SESSION", "STATUS", "NEW", "AGENT", "AGENT STATUS"
+        "{:<20} {:<13} {:<3} {:<24} {:<13} {:<20} DETAIL",
+        "SESSION", "STATUS", "NEW", "AGENT", "AGENT STATUS", "SOURCE"
     )?;
     for session in &state.sessions {
         let status = session.status.map(|s| s.as_str()).unwrap_or("-");
@@ -328,19 +393,7 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
         for (i, agent) in session.agents.iter().enumerate() {
             let first = if i == 0 { name.as_str() } else { "" };
             let (session_status, session_unseen) = if i == 0 { (status, unseen) } else { ("", "") };
-            let detail = agent
-                .thread_name
-                .as_deref()
-                .or(agent.last_user_prompt.as_deref())
-                .unwrap_or("");
-            let detail: String = detail.chars().take(60).collect();
-            let mark = if agent.unseen { "*" } else { "" };
-            writeln!(
-                out,
-                "{first:<20} {session_status:<13} {session_unseen:<3} {:<24} {:<13} {detail}",
-                agent.key,
-                format!("{}{mark}", agent.status)
-            )?;
+            render_agent(out, first, session_status, session_unseen, agent)?;
         }
         if let Some(meta) = &session.metadata.status {
             writeln!(out, "{:<20} status: {}", "", meta.text)?;
@@ -353,6 +406,101 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
                 _ => writeln!(out, "{:<20} {label}", "")?,
             }
         }
+    }
+    // Agents a watcher found outside every tmux session.
+    for (i, agent) in state.unplaced.iter().enumerate() {
+        let first = if i == 0 { "(unplaced)" } else { "" };
+        render_agent(out, first, "", "", agent)?;
+    }
+    Ok(())
+}
+
+fn render_agent(
+    out: &mut impl Write,
+    first: &str,
+    session_status: &str,
+    session_unseen: &str,
+    agent: &crate::protocol::InstanceView,
+) -> std::io::Result<()> {
+    let detail = agent
+        .thread_name
+        .as_deref()
+        .or(agent.last_user_prompt.as_deref())
+        .unwrap_or("");
+    let detail: String = detail.chars().take(60).collect();
+    let mark = if agent.unseen { "*" } else { "" };
+    writeln!(
+        out,
+        "{first:<20} {session_status:<13} {session_unseen:<3} {:<24} {:<13} {:<20} {detail}",
+        agent.key,
+        format!("{}{mark}", agent.status),
+        agent.source
+    )
+}
+
+/// Renders `cohost explain`: the instance, then the evidence behind its status.
+pub fn render_explain(
+    view: &crate::protocol::ExplainView,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    writeln!(out, "{} in session {}", view.key, view.session)?;
+    writeln!(out, "  status:   {}", view.status.as_str())?;
+    writeln!(out, "  source:   {}", view.source)?;
+    if let Some(liveness) = view.liveness {
+        writeln!(
+            out,
+            "  liveness: {}",
+            serde_json::to_value(liveness)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        )?;
+    }
+    let Some(watched) = &view.watcher else {
+        return writeln!(
+            out,
+            "  no watcher follows it: its status is what its reporter ({}) last sent",
+            view.source
+        );
+    };
+    writeln!(out, "  process:  {}", watched.liveness)?;
+    if let Some(cwd) = &watched.cwd {
+        writeln!(out, "  cwd:      {cwd}")?;
+    }
+    writeln!(
+        out,
+        "  placed:   {}{}",
+        watched.placement,
+        watched
+            .placed_by
+            .as_deref()
+            .map(|by| format!(" ({by})"))
+            .unwrap_or_default()
+    )?;
+    for file in &watched.files {
+        writeln!(out, "  file:     {file}")?;
+    }
+    writeln!(out, "  evidence (oldest first):")?;
+    for evidence in &watched.evidence {
+        let at = evidence
+            .locator
+            .as_ref()
+            .map(|locator| match locator["kind"].as_str() {
+                Some("offset") => format!("@{}", locator["offset"]),
+                Some("row") => format!(
+                    "{} row {}",
+                    locator["table"].as_str().unwrap_or(""),
+                    locator["rowid"]
+                ),
+                _ => "(whole file)".to_string(),
+            })
+            .unwrap_or_default();
+        let status = evidence.status.map(|s| s.as_str()).unwrap_or("-");
+        writeln!(
+            out,
+            "    {} {:<13} {} {} — {}",
+            evidence.at, status, evidence.file, at, evidence.rule
+        )?;
     }
     Ok(())
 }

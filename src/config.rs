@@ -29,6 +29,8 @@ pub struct ServeConfig {
     pub permission_modes: PermissionPolicy,
     /// HTTP connection cap and timeouts.
     pub http: crate::http::server::Limits,
+    /// The passive watchers to run (`--watchers`, `--no-watchers`, `COHOST_WATCHERS`).
+    pub watchers: Vec<crate::watch::format::WatchedAgent>,
 }
 
 impl ServeConfig {
@@ -94,7 +96,17 @@ impl ServeConfig {
             mcp_roots.push(canonical);
         }
         let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)?;
+        let watchers = if args.no_watchers {
+            Vec::new()
+        } else {
+            match &args.watchers {
+                Some(text) => crate::watch::parse_watchers(text)
+                    .map_err(|error| anyhow::anyhow!("--watchers: {error}"))?,
+                None => crate::watch::implemented(),
+            }
+        };
         Ok(ServeConfig {
+            watchers,
             mcp_roots,
             permission_modes,
             http: crate::http::server::Limits {

@@ -27,6 +27,7 @@ use crate::runtime::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_
 use crate::service::Service;
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
+use crate::watch::{WatchConfig, WatchHandle, WatchLimits};
 
 /// How often the tmux session list is re-read even without a hook: a safety net for a server
 /// that was restarted (hooks gone) or hooks that failed to run. Lookups that miss refresh at once.
@@ -115,6 +116,21 @@ pub async fn run(
     claude.restore();
     let hosts = Hosts::new(codex.clone(), claude.clone());
 
+    let watch = WatchHandle::start(
+        WatchConfig {
+            agents: config.watchers.clone(),
+            env: crate::watch::process_env(),
+            state_dir: config.home.join("watch"),
+            limits: WatchLimits::default(),
+        },
+        core.clone(),
+        Arc::clone(&sessions),
+    )
+    .context("failed to start the watchers")?;
+    if watch.enabled() {
+        tracing::info!(watchers = ?config.watchers, "passive watchers started");
+    }
+
     let cancel = CancellationToken::new();
     let queue = TaskManager::new(core.clone(), hosts.clone());
     let tasks = tokio_util::task::TaskTracker::new();
@@ -125,6 +141,7 @@ pub async fn run(
         tasks: queue.clone(),
         mcp_roots: Arc::new(config.mcp_roots.clone()),
         shutdown: cancel.clone(),
+        watch: watch.clone(),
     };
     let state = AppState {
         service: service.clone(),
@@ -191,6 +208,8 @@ pub async fn run(
     for host in hosts.all() {
         host.shutdown().await;
     }
+    // The watchers save their checkpoint while the core still takes their last updates.
+    watch.stop().await;
     if let Err(error) = tmux.remove_hooks(hooks.index).await {
         tracing::warn!(%error, "failed to remove cohost's tmux hooks");
     }

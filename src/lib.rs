@@ -109,6 +109,7 @@ mod tidy {
                 "crate::runtime",
                 "crate::tasks",
                 "crate::tmux",
+                "crate::watch",
             ],
             "surfaces reach the rest through the service",
         );
@@ -128,6 +129,23 @@ mod tidy {
             &["runtime::codex", "runtime::claude"],
             "common code imports no runtime",
         );
+        // The watchers sit beside the runtimes: protocol, core and tmux only.
+        forbid(
+            &["watch"],
+            &[
+                "crate::runtime",
+                "crate::service",
+                "crate::http",
+                "crate::mcp",
+                "crate::tasks",
+                "crate::daemon",
+                "crate::cli",
+                "crate::client",
+                "axum",
+                "rmcp",
+            ],
+            "watch imports protocol, core and tmux only",
+        );
         // The core imports only the protocol; the protocol imports nothing.
         let others = [
             "crate::runtime",
@@ -143,6 +161,7 @@ mod tidy {
             "crate::client",
             "crate::redact",
             "crate::peers",
+            "crate::watch",
         ];
         forbid(&["core"], &others, "the core imports only the protocol");
         forbid(

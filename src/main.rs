@@ -44,6 +44,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Explain {
+            session,
+            agent,
+            json,
+        } => {
+            let client = Client::new(cli.home, cli.listen)?;
+            let view = client.explain(&session, &agent)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &view)?;
+                writeln!(out)?;
+            } else {
+                cohost::client::render_explain(&view, &mut out)?;
+            }
+            Ok(())
+        }
         Command::Events {
             id,
             after,

@@ -293,6 +293,7 @@ impl Tracker {
                 last_user_prompt: instance.update.last_user_prompt.clone(),
                 pane_id: instance.update.pane_id.clone(),
                 liveness: instance.update.liveness,
+                source: instance.update.source_name().to_string(),
             })
             .collect();
         agents.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));
@@ -311,6 +312,21 @@ impl Tracker {
                 logs: entry.metadata.logs.iter().cloned().collect(),
             },
         }
+    }
+
+    /// Where the instance `key` is and what it last reported, with when the tracker took it
+    /// (the first session holding it, by name).
+    pub fn find(&self, key: &str) -> Option<(&str, &AgentUpdate, u64)> {
+        self.sessions.iter().find_map(|(session, entry)| {
+            let instance = entry.instances.get(key)?;
+            Some((session.as_str(), &instance.update, instance.updated_at))
+        })
+    }
+
+    /// The instance `key` of `session`: what it last reported and when the tracker took it.
+    pub fn instance(&self, session: &str, key: &str) -> Option<(&AgentUpdate, u64)> {
+        let instance = self.sessions.get(session)?.instances.get(key)?;
+        Some((&instance.update, instance.updated_at))
     }
 
     fn instance_mut(&mut self, session: &str, key: &str) -> Option<&mut Instance> {
@@ -402,6 +418,7 @@ mod tests {
             last_user_prompt: None,
             pane_id: None,
             liveness: None,
+            source: None,
         }
     }
 

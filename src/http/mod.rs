@@ -15,6 +15,7 @@ pub mod server;
 mod sessions;
 mod stream;
 mod tasks;
+mod watch;
 mod web;
 
 use std::net::SocketAddr;
@@ -82,6 +83,11 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/", get(web::index))
         .route("/api/health", get(routes::health))
         .route("/api/state", get(routes::state))
+        .route(
+            "/api/state/{session}/agents/{key}/explain",
+            get(watch::explain),
+        )
+        .route("/api/watch", get(watch::stats))
         .route("/api/agent-event", post(routes::agent_event))
         .route("/api/focus", post(routes::focus))
         .route("/api/tmux/refresh", post(routes::tmux_refresh))

@@ -51,6 +51,7 @@ fn fixture() -> Fixture {
         tasks: TaskManager::new(core, hosts),
         mcp_roots: Arc::new(Vec::new()),
         shutdown: cancel.clone(),
+        watch: crate::watch::WatchHandle::disabled(),
     };
     let state = AppState {
         service,

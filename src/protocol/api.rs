@@ -231,6 +231,9 @@ pub struct InstanceView {
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub liveness: Option<Liveness>,
+    /// Who reported the instance: `api`, `hosted`, `watcher:<agent>`.
+    #[serde(default)]
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -304,6 +307,10 @@ pub struct StateView {
     /// Whether the tmux server on the configured socket answered.
     pub tmux_running: bool,
     pub sessions: Vec<SessionView>,
+    /// Agents a watcher found that belong to no tmux session (no pane holds their process and
+    /// no session's directory matches their working directory): listed, never dropped.
+    #[serde(default)]
+    pub unplaced: Vec<InstanceView>,
 }
 
 /// `GET /api/events`.

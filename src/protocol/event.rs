@@ -361,7 +361,23 @@ pub struct AgentUpdate {
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub liveness: Option<Liveness>,
+    /// Who reported it: `hosted` (a session cohost runs), `watcher:<agent>` (a passive
+    /// watcher); absent for reports over the API (`POST /api/agent-event`, `cohost event`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
+
+impl AgentUpdate {
+    /// [`AgentUpdate::source`] as the state view shows it: `api` when absent.
+    pub fn source_name(&self) -> &str {
+        self.source.as_deref().unwrap_or(SOURCE_API)
+    }
+}
+
+/// The `source` of reports made over the API.
+pub const SOURCE_API: &str = "api";
+/// The `source` of hosted sessions' reports.
+pub const SOURCE_HOSTED: &str = "hosted";
 
 impl AgentUpdate {
     /// The instance key: `agent:threadId`, or `agent` alone.

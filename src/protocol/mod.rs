@@ -11,11 +11,13 @@ pub mod boundary;
 mod event;
 mod session;
 mod task;
+mod watch;
 
 pub use api::*;
 pub use event::*;
 pub use session::*;
 pub use task::*;
+pub use watch::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.
 pub const SCHEMA_VERSION: u32 = 1;

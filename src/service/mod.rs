@@ -7,6 +7,7 @@
 mod events;
 mod sessions;
 mod tracker;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub struct Service {
     pub mcp_roots: Arc<Vec<PathBuf>>,
     /// Cancelled on shutdown so that waits end.
     pub shutdown: CancellationToken,
+    /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
+    pub watch: crate::watch::WatchHandle,
 }
 
 /// The class of a [`ServiceError`]: what kind of refusal it is, whatever the surface.

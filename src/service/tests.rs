@@ -288,6 +288,7 @@ fn fixture() -> Fixture {
             tasks,
             mcp_roots: Arc::new(Vec::new()),
             shutdown: cancel.clone(),
+            watch: crate::watch::WatchHandle::disabled(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

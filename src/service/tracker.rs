@@ -48,6 +48,7 @@ impl Service {
             last_user_prompt: params.last_user_prompt,
             pane_id: params.pane_id,
             liveness: params.liveness,
+            source: None,
         };
         self.record(session, EventKind::AgentUpdated(update)).await
     }
@@ -187,6 +188,9 @@ impl Service {
             focused_session: tracker.focused().map(str::to_string),
             tmux_running: list.running,
             sessions,
+            unplaced: tracker
+                .session_view(crate::protocol::UNPLACED_SESSION)
+                .agents,
         }
     }
 }

@@ -56,6 +56,35 @@ pub fn parse_pane_ref(out: &str) -> Option<PaneRef> {
     pane_id.starts_with('%').then_some(PaneRef { pane_id, pid })
 }
 
+/// One pane of the server, for placing watched agents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaneInfo {
+    pub pane_id: String,
+    pub pid: u32,
+    pub session: String,
+}
+
+/// The fields of `list-panes -a`, session name last (it may hold a tab).
+const PANES_FORMAT: &str = "#{pane_id}\t#{pane_pid}\t#{session_name}";
+
+/// Parses `list-panes -a -F PANES_FORMAT` output; lines that do not fit are skipped.
+pub fn parse_list_panes(stdout: &str) -> Vec<PaneInfo> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            let pane_id = fields.next()?.to_string();
+            let pid = fields.next()?.parse().ok()?;
+            let session = fields.next()?.to_string();
+            pane_id.starts_with('%').then_some(PaneInfo {
+                pane_id,
+                pid,
+                session,
+            })
+        })
+        .collect()
+}
+
 /// The sessions of one tmux server at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionList {
@@ -125,6 +154,16 @@ impl Tmux {
             Err(TmuxError::Failed { stderr, .. }) if is_no_server(&stderr) => {
                 Ok(SessionList::default())
             }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Every pane of the server with its process and session (for placing watched agents: the
+    /// pane whose process is an ancestor of the agent's). A server that is not running has none.
+    pub async fn list_panes(&self) -> Result<Vec<PaneInfo>, TmuxError> {
+        match self.run(&["list-panes", "-a", "-F", PANES_FORMAT]).await {
+            Ok(stdout) => Ok(parse_list_panes(&stdout)),
+            Err(TmuxError::Failed { stderr, .. }) if is_no_server(&stderr) => Ok(Vec::new()),
             Err(error) => Err(error),
         }
     }

@@ -39,6 +39,13 @@ impl WatchedAgent {
     ];
 
     /// The agent's name in `agent.updated` and in `source` (`watcher:<name>`).
+    /// The agent named `name` (as in [`WatchedAgent::as_str`]).
+    pub fn parse(name: &str) -> Option<WatchedAgent> {
+        WatchedAgent::ALL
+            .into_iter()
+            .find(|agent| agent.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             WatchedAgent::ClaudeCode => "claude-code",
@@ -91,8 +98,21 @@ pub trait Format: Send + Sync {
     /// The directories to watch (recursively), resolved from `env`. A root that does not exist
     /// yet is still returned: the engine watches for it to appear.
     fn roots(&self, env: &WatchEnv) -> Vec<PathBuf>;
-    /// Whether `path` (under one of the roots) is one of the agent's record files, and how to
-    /// follow it.
+    /// Single files to follow outside the roots (Codex's `session_index.jsonl` beside much
+    /// else in `$CODEX_HOME`): the engine watches their directory without recursing and looks
+    /// only at these names. A file that does not exist yet is still returned.
+    fn files(&self, _env: &WatchEnv) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    /// The process names (`/proc/<pid>/comm`) of the agent, for finding its process when no
+    /// record names the pid: the engine looks for one holding the record file open and climbs
+    /// its parents while they carry one of these names (Codex's rollout is held by its
+    /// `app-server` child; the TUI above it is the agent). Empty: only pids from records.
+    fn process_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Whether `path` (under one of the roots, or one of [`Format::files`]) is one of the
+    /// agent's record files, and how to follow it.
     fn classify(&self, path: &Path) -> Option<FileKind>;
     /// A fresh decoder for one file (or the one restored from a checkpoint, see
     /// [`Decoder::save`]).
@@ -146,6 +166,11 @@ pub struct Observation {
     pub pid: Option<u32>,
     /// The thread has ended for good (its session file was removed, the process exited).
     pub ended: bool,
+    /// The status stands until the same file says otherwise: records from other files of the
+    /// thread do not override it. Claude's session file sets it for `waiting` (an approval the
+    /// agent itself reports; its transcript still writes the pending `tool_use` after it).
+    #[serde(default)]
+    pub holds: bool,
     /// The rule that fired, for `explain` (e.g. `codex: event_msg/task_complete → done`).
     pub rule: String,
     /// The record's own timestamp (ms), when it has one.

@@ -88,6 +88,7 @@ pub async fn report(core: &CoreHandle, tmux: &SessionCache, report: Report<'_>) 
         last_user_prompt: None,
         pane_id,
         liveness: Some(liveness),
+        source: Some(crate::protocol::SOURCE_HOSTED.to_string()),
     };
     let _ = core
         .append(Some(tmux_session), EventKind::AgentUpdated(update))

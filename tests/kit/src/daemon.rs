@@ -117,7 +117,10 @@ impl<B: Binaries> TestDaemon<B> {
                 "RUST_LOG",
                 std::env::var("COHOST_TEST_LOG").unwrap_or_else(|_| "info".into()),
             )
-            .env("NO_COLOR", "1");
+            .env("NO_COLOR", "1")
+            // The passive watchers would read the HOME the tests run in (the developer's own
+            // agents): off unless a test turns them on (its `env` overrides this).
+            .env("COHOST_WATCHERS", "none");
         for (key, value) in &self.env {
             command.env(key, value);
         }

@@ -1,0 +1,585 @@
+//! Claude Code's files, as a [`Format`]: the transcripts under `<config>/projects/<encoded
+//! cwd>/<session id>.jsonl` (append-only lines) and the live status files
+//! `<config>/sessions/<pid>.json` (rewritten whole on each status change, removed when the TUI
+//! exits). `<config>` is `$CLAUDE_CONFIG_DIR`, else `~/.claude`. See docs/peers.md, "Watchers".
+//!
+//! The session file is the best status source: `busy` → running, `waiting` → waiting (held until
+//! the file changes again: the transcript writes the pending `tool_use` after it), `shell` →
+//! tool-running; `idle` says nothing by itself and leaves the transcript's last word (done,
+//! interrupted, error). The transcript gives the turn's markers, the title (`custom-title` over
+//! `ai-title`) and the last prompt a person typed (string content, not `isMeta`, not a command
+//! or interrupt marker). Subagent sidechains (`<session>/subagents/…`) are not followed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use crate::protocol::AgentStatus;
+
+/// The Claude Code watcher.
+pub struct ClaudeCode;
+
+impl ClaudeCode {
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub fn config_dir(env: &WatchEnv) -> PathBuf {
+        match env.var("CLAUDE_CONFIG_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => env.home.join(".claude"),
+        }
+    }
+}
+
+impl Format for ClaudeCode {
+    fn agent(&self) -> WatchedAgent {
+        WatchedAgent::ClaudeCode
+    }
+
+    fn roots(&self, env: &WatchEnv) -> Vec<PathBuf> {
+        let dir = ClaudeCode::config_dir(env);
+        vec![dir.join("projects"), dir.join("sessions")]
+    }
+
+    fn process_names(&self) -> &'static [&'static str] {
+        &["claude"]
+    }
+
+    fn classify(&self, path: &Path) -> Option<FileKind> {
+        let name = path.file_name()?.to_str()?;
+        let parent = path.parent()?;
+        let parent_name = parent.file_name()?.to_str()?;
+        if let Some(stem) = name.strip_suffix(".json")
+            && parent_name == "sessions"
+            && !stem.is_empty()
+            && stem.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Some(FileKind::Snapshot);
+        }
+        // `projects/<encoded cwd>/<session id>.jsonl`, not deeper (subagents).
+        if name.ends_with(".jsonl") && parent.parent()?.file_name()? == "projects" {
+            return Some(FileKind::Lines);
+        }
+        None
+    }
+
+    fn decoder(&self, path: &Path, saved: Option<Value>) -> Box<dyn Decoder> {
+        let is_session_file = path.extension().is_some_and(|ext| ext == "json");
+        if is_session_file {
+            let state = saved
+                .and_then(|value| serde_json::from_value(value).ok())
+                .unwrap_or_default();
+            Box::new(SessionFileDecoder { state })
+        } else {
+            let thread_id = path
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let state = saved
+                .and_then(|value| serde_json::from_value::<TranscriptState>(value).ok())
+                .filter(|state| state.thread_id == thread_id)
+                .unwrap_or(TranscriptState {
+                    thread_id,
+                    ..TranscriptState::default()
+                });
+            Box::new(TranscriptDecoder { state })
+        }
+    }
+}
+
+/// `sessions/<pid>.json`: what the last snapshot said, so its removal can name the thread and
+/// an unchanged rewrite says nothing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionFileState {
+    session_id: Option<String>,
+    pid: Option<u32>,
+    status: Option<String>,
+    waiting_for: Option<String>,
+}
+
+struct SessionFileDecoder {
+    state: SessionFileState,
+}
+
+impl Decoder for SessionFileDecoder {
+    fn line(&mut self, _line: &[u8], _at: &Locator, _out: &mut Vec<Observation>) {}
+
+    fn snapshot(&mut self, bytes: &[u8], out: &mut Vec<Observation>) {
+        // A half-written file (the TUI rewrites in place) is not an error: the next write
+        // brings the whole object.
+        let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        let Some(session_id) = value["sessionId"].as_str().map(str::to_string) else {
+            return;
+        };
+        let status_text = value["status"].as_str().map(str::to_string);
+        let waiting_for = value["waitingFor"].as_str().map(str::to_string);
+        let pid = value["pid"]
+            .as_u64()
+            .and_then(|pid| u32::try_from(pid).ok());
+        let (status, holds, rule) = match status_text.as_deref() {
+            Some("busy") => (
+                Some(AgentStatus::Running),
+                false,
+                "claude-code: sessions/<pid>.json status busy → running".to_string(),
+            ),
+            Some("waiting") => (
+                Some(AgentStatus::Waiting),
+                true,
+                format!(
+                    "claude-code: sessions/<pid>.json status waiting ({}) → waiting, held until the file changes",
+                    waiting_for.as_deref().unwrap_or("no waitingFor")
+                ),
+            ),
+            Some("shell") => (
+                Some(AgentStatus::ToolRunning),
+                false,
+                "claude-code: sessions/<pid>.json status shell → tool-running".to_string(),
+            ),
+            Some(other) => (
+                None,
+                false,
+                format!(
+                    "claude-code: sessions/<pid>.json status {other} → the transcript's last status"
+                ),
+            ),
+            None => (
+                None,
+                false,
+                "claude-code: sessions/<pid>.json without status".to_string(),
+            ),
+        };
+        let unchanged = self.state.session_id.as_deref() == Some(session_id.as_str())
+            && self.state.status == status_text
+            && self.state.waiting_for == waiting_for
+            && self.state.pid == pid;
+        self.state = SessionFileState {
+            session_id: Some(session_id.clone()),
+            pid,
+            status: status_text,
+            waiting_for,
+        };
+        if unchanged {
+            return;
+        }
+        out.push(Observation {
+            thread_id: session_id,
+            status,
+            cwd: value["cwd"].as_str().map(PathBuf::from),
+            pid,
+            holds,
+            rule,
+            record_ts: value["statusUpdatedAt"]
+                .as_u64()
+                .or_else(|| value["updatedAt"].as_u64()),
+            ..Observation::default()
+        });
+    }
+
+    fn removed(&mut self, out: &mut Vec<Observation>) {
+        if let Some(session_id) = self.state.session_id.take() {
+            out.push(Observation {
+                thread_id: session_id,
+                ended: true,
+                pid: self.state.pid,
+                rule: "claude-code: sessions/<pid>.json removed (the TUI exited) → ended".into(),
+                ..Observation::default()
+            });
+        }
+        self.state = SessionFileState::default();
+    }
+
+    fn save(&self) -> Value {
+        serde_json::to_value(&self.state).unwrap_or(Value::Null)
+    }
+}
+
+/// What a transcript said so far that later lines depend on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TranscriptState {
+    thread_id: String,
+    /// The last status the transcript implied.
+    status: Option<AgentStatus>,
+    /// `tool_use` ids without their `tool_result` yet.
+    open_tools: BTreeSet<String>,
+}
+
+struct TranscriptDecoder {
+    state: TranscriptState,
+}
+
+/// User texts that are not prompts a person typed.
+const NOT_A_PROMPT: [&str; 7] = [
+    "<command-name>",
+    "<command-message>",
+    "<local-command",
+    "<bash-",
+    "<system-reminder>",
+    "<task-notification>",
+    "Caveat:",
+];
+
+fn is_prompt_text(text: &str) -> bool {
+    let text = text.trim_start();
+    !text.is_empty()
+        && !text.starts_with("[Request interrupted")
+        && !NOT_A_PROMPT.iter().any(|prefix| text.starts_with(prefix))
+}
+
+fn record_ms(value: &Value) -> Option<u64> {
+    super::rfc3339_ms(value["timestamp"].as_str()?)
+}
+
+impl TranscriptDecoder {
+    fn observe(&mut self, value: &Value, status: Option<AgentStatus>, rule: &str) -> Observation {
+        if status.is_some() {
+            self.state.status = status;
+        }
+        Observation {
+            thread_id: self.state.thread_id.clone(),
+            status,
+            cwd: value["cwd"].as_str().map(PathBuf::from),
+            rule: format!("claude-code: {rule}"),
+            record_ts: record_ms(value),
+            ..Observation::default()
+        }
+    }
+
+    /// Running, or tool-running while a tool call has no result yet.
+    fn busy(&self) -> AgentStatus {
+        if self.state.open_tools.is_empty() {
+            AgentStatus::Running
+        } else {
+            AgentStatus::ToolRunning
+        }
+    }
+}
+
+impl Decoder for TranscriptDecoder {
+    fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        match value["type"].as_str().unwrap_or_default() {
+            "ai-title" => {
+                if let Some(title) = value["aiTitle"].as_str().filter(|t| !t.is_empty()) {
+                    let mut obs = self.observe(&value, None, "ai-title → title");
+                    obs.title = Some(title.to_string());
+                    out.push(obs);
+                }
+            }
+            "custom-title" => {
+                if let Some(title) = value["customTitle"].as_str().filter(|t| !t.is_empty()) {
+                    let mut obs = self.observe(&value, None, "custom-title → title");
+                    obs.title = Some(title.to_string());
+                    out.push(obs);
+                }
+            }
+            "system" if value["subtype"] == "turn_duration" => {
+                self.state.open_tools.clear();
+                // An error or an interrupt already ended the turn; the duration line does not
+                // turn it into a success.
+                let status = match self.state.status {
+                    Some(AgentStatus::Error) | Some(AgentStatus::Interrupted) => None,
+                    _ => Some(AgentStatus::Done),
+                };
+                out.push(self.observe(&value, status, "system/turn_duration → done"));
+            }
+            "user" => self.user_line(&value, out),
+            "assistant" => self.assistant_line(&value, out),
+            _ => {}
+        }
+    }
+
+    fn save(&self) -> Value {
+        serde_json::to_value(&self.state).unwrap_or(Value::Null)
+    }
+}
+
+impl TranscriptDecoder {
+    fn user_line(&mut self, value: &Value, out: &mut Vec<Observation>) {
+        if value["isMeta"].as_bool() == Some(true) {
+            return;
+        }
+        let content = &value["message"]["content"];
+        if let Some(text) = content.as_str() {
+            if is_prompt_text(text) {
+                let status = self.busy();
+                let mut obs = self.observe(
+                    value,
+                    Some(status),
+                    "user prompt (string content) → running",
+                );
+                obs.last_user_prompt = Some(text.to_string());
+                out.push(obs);
+            } else if text.trim_start().starts_with("[Request interrupted") {
+                self.state.open_tools.clear();
+                out.push(self.observe(
+                    value,
+                    Some(AgentStatus::Interrupted),
+                    "user `[Request interrupted…` → interrupted",
+                ));
+            }
+            return;
+        }
+        let Some(blocks) = content.as_array() else {
+            return;
+        };
+        let mut results = 0;
+        let mut interrupted = false;
+        let mut prompt = None;
+        for block in blocks {
+            match block["type"].as_str() {
+                Some("tool_result") => {
+                    results += 1;
+                    if let Some(id) = block["tool_use_id"].as_str() {
+                        self.state.open_tools.remove(id);
+                    }
+                    if let Some(text) = block["content"].as_str()
+                        && text.starts_with("[Request interrupted")
+                    {
+                        interrupted = true;
+                    }
+                }
+                Some("text") => {
+                    let text = block["text"].as_str().unwrap_or_default();
+                    if text.trim_start().starts_with("[Request interrupted") {
+                        interrupted = true;
+                    } else if is_prompt_text(text) && prompt.is_none() {
+                        prompt = Some(text.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        if interrupted {
+            self.state.open_tools.clear();
+            out.push(self.observe(
+                value,
+                Some(AgentStatus::Interrupted),
+                "user `[Request interrupted…` → interrupted",
+            ));
+        } else if results > 0 {
+            let status = self.busy();
+            out.push(self.observe(value, Some(status), "user tool_result → running"));
+        } else if let Some(text) = prompt
+            && (value["origin"]["kind"] == "human" || value["promptSource"].is_string())
+        {
+            let status = self.busy();
+            let mut obs = self.observe(value, Some(status), "user prompt (text blocks) → running");
+            obs.last_user_prompt = Some(text);
+            out.push(obs);
+        }
+    }
+
+    fn assistant_line(&mut self, value: &Value, out: &mut Vec<Observation>) {
+        if value["isApiErrorMessage"].as_bool() == Some(true) || !value["apiErrorStatus"].is_null()
+        {
+            self.state.open_tools.clear();
+            out.push(self.observe(
+                value,
+                Some(AgentStatus::Error),
+                "assistant isApiErrorMessage → error",
+            ));
+            return;
+        }
+        let message = &value["message"];
+        // An interrupted reply's partial text (`<synthetic>` on 2.1.197, `isAbortedMidStream`
+        // on 2.1.332): the interrupt marker that follows says what happened.
+        if message["model"] == "<synthetic>" || value["isAbortedMidStream"].as_bool() == Some(true)
+        {
+            return;
+        }
+        let mut tools = 0;
+        if let Some(blocks) = message["content"].as_array() {
+            for block in blocks {
+                if block["type"] == "tool_use"
+                    && let Some(id) = block["id"].as_str()
+                {
+                    self.state.open_tools.insert(id.to_string());
+                    tools += 1;
+                }
+            }
+        }
+        if tools > 0 {
+            out.push(self.observe(
+                value,
+                Some(AgentStatus::ToolRunning),
+                "assistant tool_use without tool_result → tool-running",
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/watchers/claude-code")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn decode_lines(name: &str) -> Vec<Observation> {
+        let path = PathBuf::from(format!("/h/.claude/projects/-w/{name}"));
+        let mut decoder = ClaudeCode.decoder(&path, None);
+        let mut out = Vec::new();
+        let bytes = fixture(name);
+        let mut offset = 0u64;
+        for line in bytes.split(|b| *b == b'\n') {
+            if !line.is_empty() {
+                decoder.line(line, &Locator::Offset { offset }, &mut out);
+            }
+            offset += line.len() as u64 + 1;
+        }
+        out
+    }
+
+    fn statuses(out: &[Observation]) -> Vec<AgentStatus> {
+        out.iter().filter_map(|o| o.status).collect()
+    }
+
+    #[test]
+    fn classify_follows_transcripts_and_session_files_only() {
+        let f = ClaudeCode;
+        let root = Path::new("/h/.claude");
+        assert_eq!(
+            f.classify(&root.join("projects/-w/abc.jsonl")),
+            Some(FileKind::Lines)
+        );
+        assert_eq!(
+            f.classify(&root.join("sessions/123.json")),
+            Some(FileKind::Snapshot)
+        );
+        assert_eq!(f.classify(&root.join("sessions/123.ab12.key")), None);
+        assert_eq!(
+            f.classify(&root.join("projects/-w/abc/subagents/agent-1.jsonl")),
+            None
+        );
+        assert_eq!(f.classify(&root.join("history.jsonl")), None);
+    }
+
+    #[test]
+    fn roots_follow_claude_config_dir() {
+        let mut env = WatchEnv {
+            home: PathBuf::from("/h"),
+            ..WatchEnv::default()
+        };
+        assert_eq!(
+            ClaudeCode.roots(&env),
+            vec![
+                PathBuf::from("/h/.claude/projects"),
+                PathBuf::from("/h/.claude/sessions")
+            ]
+        );
+        env.vars.insert("CLAUDE_CONFIG_DIR".into(), "/cfg".into());
+        assert_eq!(ClaudeCode.roots(&env)[0], PathBuf::from("/cfg/projects"));
+    }
+
+    #[test]
+    fn tool_turn_runs_then_tool_runs_then_is_done() {
+        let out = decode_lines("tool-turn.jsonl");
+        assert_eq!(
+            statuses(&out),
+            vec![
+                AgentStatus::ToolRunning,
+                AgentStatus::ToolRunning,
+                AgentStatus::Running,
+                AgentStatus::Done
+            ]
+        );
+        let titles: Vec<_> = out.iter().filter_map(|o| o.title.clone()).collect();
+        assert_eq!(titles, vec!["Mock title".to_string()]);
+        let prompts: Vec<_> = out
+            .iter()
+            .filter_map(|o| o.last_user_prompt.clone())
+            .collect();
+        assert_eq!(prompts, vec!["Run echo hi please".to_string()]);
+        assert!(out.iter().all(|o| o.thread_id == "tool-turn"));
+        assert_eq!(out[0].cwd, None, "the ai-title line has no cwd");
+        assert_eq!(out[1].cwd.as_deref(), Some(Path::new("/home/me/proj")));
+    }
+
+    #[test]
+    fn interrupt_marker_is_interrupted_and_meta_lines_are_no_prompt() {
+        let out = decode_lines("interrupted.jsonl");
+        assert_eq!(
+            statuses(&out),
+            vec![AgentStatus::Running, AgentStatus::Interrupted]
+        );
+        let prompts: Vec<_> = out
+            .iter()
+            .filter_map(|o| o.last_user_prompt.clone())
+            .collect();
+        assert_eq!(prompts, vec!["Write a long story".to_string()]);
+    }
+
+    #[test]
+    fn api_error_is_error_and_the_duration_line_keeps_it() {
+        let out = decode_lines("api-error.jsonl");
+        assert_eq!(
+            statuses(&out),
+            vec![AgentStatus::Running, AgentStatus::Error]
+        );
+    }
+
+    #[test]
+    fn custom_title_and_saved_state_resume() {
+        let path = PathBuf::from("/h/.claude/projects/-w/t1.jsonl");
+        let mut decoder = ClaudeCode.decoder(&path, None);
+        let mut out = Vec::new();
+        let at = Locator::Offset { offset: 0 };
+        decoder.line(
+            br#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"tu1","name":"Bash"}]}}"#,
+            &at,
+            &mut out,
+        );
+        let saved = decoder.save();
+        let mut resumed = ClaudeCode.decoder(&path, Some(saved));
+        out.clear();
+        resumed.line(
+            br#"{"type":"custom-title","customTitle":"Mine"}"#,
+            &at,
+            &mut out,
+        );
+        resumed.line(
+            br#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"ok"}]}}"#,
+            &at,
+            &mut out,
+        );
+        assert_eq!(out[0].title.as_deref(), Some("Mine"));
+        assert_eq!(out[1].status, Some(AgentStatus::Running));
+    }
+
+    #[test]
+    fn session_file_statuses_hold_waiting_and_removal_ends_the_thread() {
+        let path = PathBuf::from("/h/.claude/sessions/20072.json");
+        let mut decoder = ClaudeCode.decoder(&path, None);
+        let mut out = Vec::new();
+        decoder.snapshot(&fixture("session-waiting.json"), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].status, Some(AgentStatus::Waiting));
+        assert!(out[0].holds);
+        assert_eq!(out[0].pid, Some(20072));
+        assert_eq!(out[0].thread_id, "3c74e8a3-0000-4000-8000-000000000001");
+        assert!(out[0].rule.contains("permission prompt"));
+        // The same bytes again (an attribute change, a rewrite) say nothing new.
+        decoder.snapshot(&fixture("session-waiting.json"), &mut out);
+        assert_eq!(out.len(), 1);
+        // Half-written: nothing.
+        decoder.snapshot(b"{\"pid\":20072,\"sess", &mut out);
+        assert_eq!(out.len(), 1);
+        let saved = decoder.save();
+        let mut resumed = ClaudeCode.decoder(&path, Some(saved));
+        resumed.removed(&mut out);
+        assert_eq!(out.len(), 2);
+        assert!(out[1].ended);
+        assert_eq!(out[1].thread_id, "3c74e8a3-0000-4000-8000-000000000001");
+    }
+}
