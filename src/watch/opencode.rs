@@ -73,6 +73,13 @@ impl Format for OpenCode {
         vec![data.join("opencode")]
     }
 
+    /// OpenCode holds its database open for its whole life: the engine finds the process by
+    /// that (one database serves every OpenCode of the user, so with several running the
+    /// holder it finds stands for all of them).
+    fn process_names(&self) -> &'static [&'static str] {
+        &["opencode"]
+    }
+
     /// The database itself (`opencode.db`, a channel's `opencode-<channel>.db`, or the
     /// `OPENCODE_DB` file); its `-wal`/`-shm` sidecars are the engine's to watch.
     fn classify(&self, path: &Path) -> Option<FileKind> {
