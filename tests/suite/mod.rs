@@ -22,4 +22,5 @@ mod tasks;
 mod tasks_claude;
 mod tmux_hooks;
 mod tracker_api;
+mod watch_peers;
 mod web;
