@@ -10,6 +10,7 @@
 //! - timers, armed only while they have work: the checkpoint save (2 s after a change), the
 //!   liveness check (5 s, only for threads in a turn whose process is not known yet or has no
 //!   pidfd), the rescan of directories the inotify limit left unwatched (30 s).
+//!
 //! Nothing reads a file while nothing changes.
 //!
 //! Reads: each [`FileKind::Lines`] file is read from its byte offset to its end; the bytes
