@@ -87,10 +87,21 @@ pub enum Place {
     Newer,
 }
 
-// scripts/test reads these two lines: keep each on one line, in this form.
+// scripts/test reads these lines: keep each `Supported::new(…)` on one line, in this form.
 pub const CODEX: Supported = Supported::new("codex", "@openai/codex", "0.169.0", "0.171.0");
 pub const CLAUDE: Supported =
     Supported::new("claude", "@anthropic-ai/claude-code", "2.1.197", "2.1.332");
+
+// The agents cohost only watches (`src/watch/`): one release each, the one whose files the
+// watchers were written against (oldest = newest). Droid is installed from its platform package:
+// the `@factory/cli` shim's optional binary is not published for every release.
+pub const OPENCODE: Supported = Supported::new("opencode", "opencode-ai", "1.18.33", "1.18.33");
+pub const PI: Supported = Supported::new("pi", "@mariozechner/pi-coding-agent", "0.73.1", "0.73.1");
+pub const DROID: Supported =
+    Supported::new("droid", "@factory/cli-linux-x64", "0.225.2", "0.225.2");
+
+/// Every peer of the table: the hosted ones, then the watched ones.
+pub const ALL: [Supported; 5] = [CODEX, CLAUDE, OPENCODE, PI, DROID];
 
 /// The first `x.y.z` in a `--version` line (`codex-cli 0.171.0`, `2.1.332 (Claude Code)`).
 pub fn version_in(text: &str) -> Option<String> {
@@ -147,7 +158,7 @@ mod tests {
     fn scripts_and_docs_use_this_table() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let source = std::fs::read_to_string(root.join("src/peers.rs")).unwrap();
-        for peer in [CODEX, CLAUDE] {
+        for peer in ALL {
             let line = format!(
                 "Supported::new(\"{}\", \"{}\", \"{}\", \"{}\")",
                 peer.name, peer.package, peer.oldest, peer.newest
@@ -159,11 +170,14 @@ mod tests {
         }
         let script = std::fs::read_to_string(root.join("scripts/test")).unwrap();
         assert!(
-            script.contains("src/peers.rs") && !script.contains(CODEX.oldest),
+            script.contains("src/peers.rs")
+                && ALL
+                    .iter()
+                    .all(|peer| !script.contains(peer.oldest) && !script.contains(peer.newest)),
             "scripts/test must read the versions from src/peers.rs, not repeat them"
         );
         let api = std::fs::read_to_string(root.join("docs/api.md")).unwrap();
-        for peer in [CODEX, CLAUDE] {
+        for peer in ALL {
             for version in [peer.oldest, peer.newest] {
                 assert!(
                     api.contains(&format!("{} {version}", peer.name)),

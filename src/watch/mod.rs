@@ -12,10 +12,14 @@
 //! surface (the tidy test in `lib.rs` checks it). What the surfaces show of it goes through
 //! the service ([`WatchHandle`]).
 
+pub mod amp;
 pub mod claude;
 pub mod codex;
+pub mod droid;
 pub mod engine;
 pub mod format;
+pub mod opencode;
+pub mod pi;
 pub mod procs;
 
 pub use engine::{WatchConfig, WatchHandle, WatchLimits};
@@ -41,8 +45,10 @@ pub fn format_for(agent: WatchedAgent) -> Option<Box<dyn Format>> {
     match agent {
         WatchedAgent::ClaudeCode => Some(Box::new(claude::ClaudeCode)),
         WatchedAgent::Codex => Some(Box::new(codex::Codex)),
-        // The `watch-more` formats plug in here, one line each.
-        WatchedAgent::Opencode | WatchedAgent::Pi | WatchedAgent::Droid | WatchedAgent::Amp => None,
+        WatchedAgent::Opencode => Some(Box::new(opencode::OpenCode::default())),
+        WatchedAgent::Pi => Some(Box::new(pi::Pi)),
+        WatchedAgent::Droid => Some(Box::new(droid::Droid)),
+        WatchedAgent::Amp => Some(Box::new(amp::Amp)),
     }
 }
 

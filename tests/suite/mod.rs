@@ -28,4 +28,5 @@ mod tmux_hooks;
 mod tracker_api;
 mod watch_common;
 mod watch_engine;
+mod watch_peers;
 mod web;
