@@ -299,8 +299,8 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive once its head is in.
     #[arg(long, default_value_t = 30)]
     pub body_timeout: u64,
-    /// The passive watchers to run: comma-separated agent names (`claude-code`, `codex`), `all`
-    /// (the default) or `none`.
+    /// The passive watchers to run: comma-separated agent names (`claude-code`, `codex`,
+    /// `opencode`, `pi`, `droid`, `amp`), `all` (the default) or `none`.
     #[arg(long, env = "COHOST_WATCHERS", conflicts_with = "no_watchers")]
     pub watchers: Option<String>,
     /// Run no passive watcher (the same as `--watchers none`).

@@ -313,6 +313,9 @@ struct FileState {
     /// `None` until the file is first read (files registered at their size at start-up).
     decoder: Option<Box<dyn Decoder>>,
     follower: Option<Box<dyn TableFollower>>,
+    /// The follower's last error, logged once until a read succeeds or the error changes (a
+    /// database being created fails on every WAL write until its schema exists).
+    follower_error: Option<String>,
     /// The last snapshot's bytes' hash (an unchanged rewrite says nothing).
     snapshot_hash: Option<u64>,
 }
@@ -1014,6 +1017,7 @@ impl Engine {
             skipping: false,
             decoder: None,
             follower: None,
+            follower_error: None,
             snapshot_hash: None,
         };
         match (kind, saved) {
@@ -1320,8 +1324,15 @@ impl Engine {
                 return;
             };
             self.shared.file_reads.fetch_add(1, Ordering::Relaxed);
-            if let Err(error) = follower.poll(&mut out) {
-                tracing::warn!(path = %path.display(), error = %format!("{error:#}"), "reading a watched database failed");
+            match follower.poll(&mut out) {
+                Ok(()) => file.follower_error = None,
+                Err(error) => {
+                    let error = format!("{error:#}");
+                    if file.follower_error.as_deref() != Some(error.as_str()) {
+                        tracing::warn!(path = %path.display(), error = %error, "reading a watched database failed (logged once until it reads again)");
+                    }
+                    file.follower_error = Some(error);
+                }
             }
         }
         self.observe_all(path, out.into_iter());

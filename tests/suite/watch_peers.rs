@@ -107,8 +107,12 @@ impl Watched {
         });
     }
 
+    /// Types a prompt and submits it once the TUI shows it (under load a TUI still finishing
+    /// an interrupted turn may not have taken the keys yet: Enter before that submits nothing).
     fn type_prompt(&self, pane: &str, text: &str) {
         self.tmux.run(&["send-keys", "-t", pane, "-l", text]);
+        let shown: String = text.chars().take(16).collect();
+        self.wait_screen(pane, &format!("the typed prompt `{text}`"), &shown);
         std::thread::sleep(Duration::from_millis(300));
         self.tmux.run(&["send-keys", "-t", pane, "Enter"]);
     }
@@ -123,6 +127,10 @@ impl Watched {
             .collect()
     }
 
+    /// The thread's statuses in order, repeats folded. A leading `idle` is dropped: an agent
+    /// whose thread is seen before its first prompt (OpenCode's session row and its first
+    /// message land in separate WAL commits) is rightly `idle` then, and whether the watcher
+    /// reads in between depends on the machine's load.
     fn statuses_of(&self, thread: &str) -> Vec<String> {
         let mut statuses: Vec<String> = Vec::new();
         for update in self.updates() {
@@ -132,6 +140,9 @@ impl Watched {
                     statuses.push(status);
                 }
             }
+        }
+        if statuses.first().is_some_and(|s| s == "idle") {
+            statuses.remove(0);
         }
         statuses
     }
@@ -355,7 +366,20 @@ fn opencode_turns_in_a_tmux_pane_are_watched() {
 
     w.mock.push(Step::http_status(400, "mock failure"));
     w.type_prompt(&pane, "This one fails");
-    w.wait_status("error");
+    let deadline = std::time::Instant::now() + TURN_TIMEOUT;
+    let failed = loop {
+        let found = w.instances().into_iter().find(|a| a["status"] == "error");
+        if found.is_some() || std::time::Instant::now() >= deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        failed.is_some(),
+        "no error status; statuses {:?}; the pane:\n{}",
+        w.statuses_of(&thread),
+        w.screen(&pane)
+    );
 
     // Exit: the instance ends (pruned or ended), not stale.
     w.tmux.run(&["send-keys", "-t", &pane, "C-c"]);
