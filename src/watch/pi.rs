@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use super::format::{
+    Decoder, FileKind, Format, Locator, Observation, ProcessFacts, ThreadFacts, WatchEnv,
+    WatchedAgent,
+};
 use crate::protocol::AgentStatus;
 
 /// Pi's watcher format.
@@ -47,6 +50,25 @@ impl Format for Pi {
             Some(dir) => vec![expand_home(&dir, env)],
             None => vec![agent_dir.join("sessions")],
         }
+    }
+
+    /// Pi's process is named `pi` (node sets its title).
+    fn process_names(&self) -> &'static [&'static str] {
+        &["pi"]
+    }
+
+    /// Pi names no pid in its files and holds none open (it appends and closes), so its process
+    /// is the `pi` whose cwd is the session's and that no other live Pi thread took, the oldest
+    /// first. The engine looks when a thread first appears (Pi writes a session's first lines
+    /// together, once its first answer is complete) and at start-up; the pid's exit then ends
+    /// the instance.
+    fn pick_process(&self, thread: &ThreadFacts<'_>, candidates: &[ProcessFacts]) -> Option<u32> {
+        let cwd = thread.cwd?;
+        candidates
+            .iter()
+            .filter(|p| p.cwd.as_deref() == Some(cwd) && !thread.claimed.contains(&p.pid))
+            .min_by_key(|p| (p.start_time, p.pid))
+            .map(|p| p.pid)
     }
 
     fn classify(&self, path: &Path) -> Option<FileKind> {

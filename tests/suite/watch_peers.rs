@@ -215,9 +215,10 @@ fn pi_env(w: &Watched) -> Vec<(&'static str, String)> {
 }
 
 /// Pi: a tool turn, an interrupted turn (Escape), a failed turn (HTTP 400), the session named,
-/// a restart in the middle, and a second Pi in another pane. Pi has no approval prompts, so no
-/// waiting state exists to check. Pi names no process in its files and holds none open, so its
-/// exit is not seen by the watcher (the instance stays at its last status).
+/// a restart in the middle, a second Pi in another pane, and the first Pi exiting (its instance
+/// ends, found by its process: Pi names no pid in its files and holds none open, so the watcher
+/// finds the `pi` process by the session's cwd). Pi has no approval prompts, so no waiting
+/// state exists to check.
 #[test]
 fn pi_turns_in_tmux_panes_are_watched() {
     let bin = peer_bin(&PI);
@@ -284,6 +285,37 @@ fn pi_turns_in_tmux_panes_are_watched() {
                 .find(|a| a["threadId"] != thread.as_str() && a["status"] == "done");
             (instances.len() == 2 && other.is_some()).then_some(())
         });
+
+    // The first Pi exits (its pane is closed): its instance ends, not stale; the second stays.
+    let first = w
+        .instances()
+        .into_iter()
+        .find(|a| a["threadId"] == thread.as_str())
+        .unwrap();
+    assert_eq!(
+        first["liveness"], "alive",
+        "the first pi's process was found: {first}"
+    );
+    w.tmux.run(&["kill-pane", "-t", &pane]);
+    w.daemon
+        .wait_for("the first pi instance to end", TURN_TIMEOUT, |_| {
+            w.instances()
+                .iter()
+                .find(|a| a["threadId"] == thread.as_str())
+                .is_none_or(|a| a["liveness"] == "exited")
+                .then_some(())
+        });
+    let instances = w.instances();
+    assert!(
+        !instances.iter().any(|a| a["status"] == "stale"),
+        "{instances:?}"
+    );
+    assert!(
+        instances
+            .iter()
+            .any(|a| a["threadId"] != thread.as_str() && a["liveness"] == "alive"),
+        "the second pi is still alive: {instances:?}"
+    );
 }
 
 fn opencode_env(w: &Watched, permission_ask: bool) -> Vec<(&'static str, String)> {
