@@ -127,6 +127,8 @@ const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
 /// How long after a thread's last record the slow timer keeps looking for its process.
 const PROCESS_SEARCH_MS: u64 = 60_000;
+/// How long after a database change the settle read comes (see `Engine::db_settle`).
+const DB_SETTLE: Duration = Duration::from_millis(500);
 /// The tmux pane list is re-read at most this often when a placement misses.
 const PANES_MAX_AGE: Duration = Duration::from_secs(1);
 
@@ -489,6 +491,11 @@ struct Engine {
     /// Threads whose explain view is to be rebuilt.
     view_changed: HashSet<String>,
     dirty_since: Option<Instant>,
+    /// One more read of every followed database shortly after one changed: a commit that
+    /// lands while a read is under way (its WAL write already reported) would otherwise wait for
+    /// the agent's next write, which may never come (a failed turn is its last). Armed only by a
+    /// change, so an idle machine never wakes for it.
+    db_settle: Option<Instant>,
     next_liveness: Option<Instant>,
     next_rescan: Option<Instant>,
     warned_limit: bool,
@@ -531,6 +538,7 @@ impl Engine {
             catching_up: true,
             view_changed: HashSet::new(),
             dirty_since: None,
+            db_settle: None,
             next_liveness: None,
             next_rescan: None,
             warned_limit: false,
@@ -620,6 +628,7 @@ impl Engine {
     fn next_deadline(&self) -> Option<Instant> {
         [
             self.dirty_since.map(|at| at + self.limits.checkpoint_delay),
+            self.db_settle,
             self.next_liveness,
             self.next_rescan,
         ]
@@ -638,6 +647,18 @@ impl Engine {
         }
         if self.next_rescan.is_some_and(|at| now >= at) {
             self.rescan_unwatched();
+        }
+        if self.db_settle.is_some_and(|at| now >= at) {
+            self.db_settle = None;
+            let databases: Vec<PathBuf> = self
+                .files
+                .iter()
+                .filter(|(_, file)| file.kind == FileKind::Database)
+                .map(|(path, _)| path.clone())
+                .collect();
+            for path in databases {
+                self.poll_database(&path);
+            }
         }
         if self.next_liveness.is_some_and(|at| now >= at) {
             self.next_liveness = None;
@@ -1195,7 +1216,10 @@ impl Engine {
                 }
             }
             FileKind::Snapshot => self.read_snapshot(&path),
-            FileKind::Database => self.poll_database(&path),
+            FileKind::Database => {
+                self.poll_database(&path);
+                self.db_settle = Some(Instant::now() + DB_SETTLE);
+            }
         }
     }
 
