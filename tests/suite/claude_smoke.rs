@@ -22,7 +22,7 @@ use crate::support::claude_env::{ClaudeEnv, is_running};
 use crate::support::http::{Resp, raw_request};
 use crate::support::mock_messages::{MockMessages, RequestKind, Step};
 use crate::support::tmux::{TmuxServer, require_tmux};
-use crate::support::{pinned_version, run_with_timeout, temp_dir};
+use crate::support::{pinned_version, temp_dir};
 use cohost::peers::CLAUDE;
 use cohost::runtime::claude::normalize::unwrap_pasted;
 
@@ -171,60 +171,9 @@ impl Tui {
         // The server inherits its environment from the client that starts it: start it from a
         // cleared environment so that only `env.env()` reaches claude (plus tmux's own TMUX and
         // TMUX_PANE), whatever the test runner's environment holds.
-        let mut new_session: Vec<String> = [
-            "new-session",
-            "-d",
-            "-s",
-            "claude",
-            "-x",
-            "200",
-            "-y",
-            "50",
-            "-P",
-            "-F",
-            "#{pane_id} #{pane_pid}",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        for (key, value) in env.env() {
-            new_session.push("-e".into());
-            new_session.push(format!("{key}={value}"));
-        }
-        new_session.push("-c".into());
-        new_session.push(env.workdir().to_string_lossy().into_owned());
-        // With a single command argument tmux would run it through `sh -c`; `/usr/bin/env BIN`
-        // makes it exec directly, so the pane's pid is claude's.
-        new_session.push("--".into());
-        new_session.push("/usr/bin/env".into());
-        new_session.push(env.claude_bin().to_string_lossy().into_owned());
-        new_session.extend(args.iter().map(|a| (*a).to_owned()));
-        let mut command = Command::new("tmux");
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("LANG", "C.UTF-8")
-            .env("SHELL", "/bin/sh")
-            .arg("-S")
-            .arg(tmux.socket())
-            .arg("-f")
-            .arg("/dev/null")
-            .args(&new_session);
-        let output = run_with_timeout(&mut command, Duration::from_secs(10));
-        assert!(
-            output.status.success(),
-            "tmux new-session failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
-        let (pane, pid) = printed
-            .trim()
-            .split_once(' ')
-            .unwrap_or_else(|| panic!("unexpected new-session output {printed:?}"));
-        let pane = pane.to_owned();
-        let pid: u32 = pid.parse().expect("pane pid");
-        // tmux 3.3a crashes with `window-size manual` and no client; `default-size` is safe.
-        tmux.run(&["set-option", "-g", "default-size", "200x50"]);
+        let mut argv = vec![env.claude_bin().to_string_lossy().into_owned()];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let (pane, pid) = tmux.launch("claude", env.workdir(), &env.env(), &argv);
         tmux.run(&["set-option", "-g", "focus-events", "on"]);
         let tui = Tui {
             tmux,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::watch_common::{
     STATUS_WAIT, assert_no_repeats, daemon_watching, explain, in_order, instance_events, instances,
-    launch, rules, statuses, wait_instance,
+    rules, statuses, wait_instance,
 };
 use crate::support::claude_env::{ClaudeEnv, is_running};
 use crate::support::mock_messages::{MockMessages, Step};
@@ -62,13 +62,9 @@ impl Rig {
             "--permission-mode".into(),
             "default".into(),
         ];
-        let (pane, pid) = launch(
-            &self.tmux,
-            session,
-            self.env.workdir(),
-            &self.env.env(),
-            &argv,
-        );
+        let (pane, pid) = self
+            .tmux
+            .launch(session, self.env.workdir(), &self.env.env(), &argv);
         self.tuis.push(pid);
         let tui = Tui { pane, pid };
         self.wait_ready(&tui);

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::watch_common::{
     STATUS_WAIT, assert_no_repeats, daemon_watching, explain, in_order, instance_events, instances,
-    launch, rules, statuses, wait_instance,
+    rules, statuses, wait_instance,
 };
 use crate::support::claude_env::is_running;
 use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
@@ -80,7 +80,7 @@ impl Rig {
     /// Starts the codex TUI as tmux session `session` and waits for its prompt.
     fn start(&mut self, session: &str) -> Tui {
         let argv = vec![codex_bin().to_string_lossy().into_owned()];
-        let (pane, pid) = launch(&self.tmux, session, &self.work, &self.env(), &argv);
+        let (pane, pid) = self.tmux.launch(session, &self.work, &self.env(), &argv);
         self.tuis.push(pid);
         let tui = Tui { pane, pid };
         self.wait(&tui, "the codex prompt", || {

@@ -89,6 +89,68 @@ impl TmuxServer {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
+    /// Starts `argv` (exec'd, no shell: the pane's pid is the program's) as the only pane of a new
+    /// tmux session `session` in `cwd`, with exactly `env` (the server itself starts from a
+    /// cleared environment). Returns the pane id and pid.
+    pub fn launch(
+        &self,
+        session: &str,
+        cwd: &Path,
+        env: &[(String, String)],
+        argv: &[String],
+    ) -> (String, u32) {
+        let mut args: Vec<String> = [
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-P",
+            "-F",
+            "#{pane_id} #{pane_pid}",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        for (key, value) in env {
+            args.push("-e".into());
+            args.push(format!("{key}={value}"));
+        }
+        args.push("-c".into());
+        args.push(cwd.to_string_lossy().into_owned());
+        args.push("--".into());
+        args.push("/usr/bin/env".into());
+        args.extend(argv.iter().cloned());
+        let mut command = Command::new("tmux");
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("LANG", "C.UTF-8")
+            .env("SHELL", "/bin/sh")
+            .arg("-S")
+            .arg(self.socket())
+            .arg("-f")
+            .arg("/dev/null")
+            .args(&args);
+        let output = run_with_timeout(&mut command, Duration::from_secs(10));
+        assert!(
+            output.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+        let (pane, pid) = printed
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("unexpected new-session output {printed:?}"));
+        // tmux 3.3a crashes with `window-size manual` and no client; `default-size` is safe.
+        self.run(&["set-option", "-g", "default-size", "200x50"]);
+        (pane.to_owned(), pid.parse().expect("pane pid"))
+    }
+
     pub fn new_session(&self, name: &str, dir: &Path) {
         std::fs::create_dir_all(dir).expect("session dir");
         let dir = dir.to_string_lossy();
