@@ -24,13 +24,13 @@ pub mod tracker;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::protocol::{
-    DaemonInfo, Event, EventKind, InstanceRef, LogDamage, MissingRange, QuarantinedLine,
+    DaemonInfo, Event, EventKind, InstanceRef, ItemDelta, LogDamage, MissingRange, QuarantinedLine,
     SCHEMA_VERSION, SeqRange,
 };
 use event_log::{EventLog, LogConfig, LogLine, LogReader, ReadError, Recovery};
@@ -166,6 +166,123 @@ pub struct Store {
     ring: RwLock<VecDeque<Arc<StoredEvent>>>,
     reader: LogReader,
     head: AtomicU64,
+    streaming: Mutex<Streaming>,
+}
+
+/// Agent messages streaming now (deltas published, the item not yet stored), by item id: what
+/// a stream that (re)connects mid-message sends first, so it does not start mid-word. Memory
+/// only: a restart loses it, as it loses the backend's stream.
+#[derive(Debug, Default)]
+pub struct Streaming {
+    items: HashMap<String, Partial>,
+}
+
+#[derive(Debug)]
+struct Partial {
+    session: Option<String>,
+    turn_id: String,
+    /// The text so far, up to [`MAX_PARTIAL_TEXT`] bytes.
+    text: String,
+    /// Bytes streamed so far (also those past the cap).
+    len: u64,
+    /// The stored event the last delta followed.
+    seq: u64,
+}
+
+/// The most text kept of one streaming message, and the most messages tracked at once.
+const MAX_PARTIAL_TEXT: usize = 256 * 1024;
+const MAX_PARTIALS: usize = 256;
+
+impl Streaming {
+    /// Records a delta; returns its offset in the message.
+    fn delta(&mut self, session: Option<&String>, delta: &ItemDelta, seq: u64) -> u64 {
+        if !self.items.contains_key(&delta.item_id) && self.items.len() >= MAX_PARTIALS {
+            // A message that never completed nor ended its turn: forget the oldest.
+            if let Some(oldest) = self
+                .items
+                .iter()
+                .min_by_key(|(_, p)| p.seq)
+                .map(|(id, _)| id.clone())
+            {
+                self.items.remove(&oldest);
+            }
+        }
+        let partial = self
+            .items
+            .entry(delta.item_id.clone())
+            .or_insert_with(|| Partial {
+                session: session.cloned(),
+                turn_id: delta.turn_id.clone(),
+                text: String::new(),
+                len: 0,
+                seq,
+            });
+        let offset = partial.len;
+        if partial.text.len() + delta.delta.len() <= MAX_PARTIAL_TEXT {
+            partial.text.push_str(&delta.delta);
+        }
+        partial.len += delta.delta.len() as u64;
+        partial.seq = seq;
+        offset
+    }
+
+    /// A stored event ends what it completes: its item, or every message of its turn.
+    fn stored(&mut self, session: Option<&String>, kind: &EventKind) {
+        match kind {
+            EventKind::ItemCompleted(item) => {
+                self.items.remove(item.id());
+            }
+            EventKind::TurnCompleted(done) => self
+                .items
+                .retain(|_, p| !(p.turn_id == done.turn_id && p.session.as_ref() == session)),
+            _ => {}
+        }
+    }
+
+    /// A live-only `item.delta` (snapshot) of each message streaming in `session` (all when
+    /// `None`), in the order they started.
+    pub fn snapshot(&self, session: Option<&str>) -> Vec<Arc<StoredEvent>> {
+        let mut partials: Vec<(&String, &Partial)> = self
+            .items
+            .iter()
+            .filter(|(_, p)| session.is_none() || p.session.as_deref() == session)
+            .filter(|(_, p)| p.text.len() as u64 == p.len)
+            .collect();
+        partials.sort_by_key(|(_, p)| p.seq);
+        partials
+            .into_iter()
+            .map(|(item_id, p)| {
+                let kind = EventKind::ItemDelta(ItemDelta {
+                    turn_id: p.turn_id.clone(),
+                    item_id: item_id.clone(),
+                    kind: "agentMessage".to_string(),
+                    delta: p.text.clone(),
+                    offset: Some(0),
+                    snapshot: true,
+                });
+                Arc::new(StoredEvent {
+                    seq: p.seq,
+                    session: p.session.clone(),
+                    session_seq: None,
+                    json: ephemeral_line(now_ms(), p.session.as_ref(), &kind).into(),
+                    ephemeral: true,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The line of a live-only event: like a stored one, without `seq`.
+fn ephemeral_line(ts: u64, session: Option<&String>, kind: &EventKind) -> String {
+    serde_json::json!({
+        "ts": ts,
+        "session": session,
+        "type": kind.type_name(),
+        "data": serde_json::to_value(kind)
+            .ok()
+            .and_then(|v| v.get("data").cloned()),
+    })
+    .to_string()
 }
 
 /// What a read from the store can answer.
@@ -195,6 +312,11 @@ pub fn gaps_between(after: u64, events: &[Arc<StoredEvent>]) -> Vec<SeqRange> {
 }
 
 impl Store {
+    /// The agent messages streaming now.
+    pub fn streaming(&self) -> std::sync::MutexGuard<'_, Streaming> {
+        self.streaming.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The newest seq stored and published.
     pub fn head(&self) -> u64 {
         self.head.load(Ordering::Acquire)
@@ -704,6 +826,7 @@ pub fn start(
         ring: RwLock::new(ring),
         reader: log.reader(),
         head: AtomicU64::new(seq),
+        streaming: Mutex::default(),
     });
     let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
     let (bus, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -947,21 +1070,24 @@ impl Core {
         let mut notified = notify::BatchSeen::default();
         while let Some(entry) = batch.pop_front() {
             if entry.ephemeral {
-                let line = serde_json::json!({
-                    "ts": now,
-                    "session": entry.session,
-                    "type": entry.kind.type_name(),
-                    "data": serde_json::to_value(&entry.kind)
-                        .ok()
-                        .and_then(|v| v.get("data").cloned()),
-                })
-                .to_string();
+                let mut kind = entry.kind;
+                if let EventKind::ItemDelta(delta) = &mut kind
+                    && delta.kind == "agentMessage"
+                {
+                    delta.snapshot = false;
+                    delta.offset = Some(self.store.streaming().delta(
+                        entry.session.as_ref(),
+                        delta,
+                        self.seq,
+                    ));
+                }
+                let line = ephemeral_line(now, entry.session.as_ref(), &kind);
                 let event = Event {
                     seq: self.seq,
                     ts: now,
                     session: entry.session,
                     session_seq: None,
-                    kind: entry.kind,
+                    kind,
                 };
                 events.push((event, line, false));
                 continue;
@@ -1031,6 +1157,9 @@ impl Core {
                 .map(|(event, json, stored)| {
                     if stored {
                         state.apply(&event);
+                        self.store
+                            .streaming()
+                            .stored(event.session.as_ref(), &event.kind);
                     }
                     Arc::new(StoredEvent {
                         seq: event.seq,
@@ -1116,6 +1245,77 @@ mod tests {
         })
     }
 
+    fn delta(turn: &str, item: &str, text: &str) -> ItemDelta {
+        ItemDelta {
+            turn_id: turn.into(),
+            item_id: item.into(),
+            kind: "agentMessage".into(),
+            delta: text.into(),
+            offset: None,
+            snapshot: false,
+        }
+    }
+
+    /// Deltas get byte offsets; a snapshot holds each message's text so far, per session; a
+    /// stored completion (of the item, or of its turn) ends it.
+    #[test]
+    fn streaming_messages_have_offsets_and_snapshots() {
+        let s1 = Some("s1".to_string());
+        let s2 = Some("s2".to_string());
+        let mut streaming = Streaming::default();
+        assert_eq!(
+            streaming.delta(s1.as_ref(), &delta("t1", "m1", "h\u{e9}"), 3),
+            0
+        );
+        assert_eq!(
+            streaming.delta(s1.as_ref(), &delta("t1", "m1", "llo"), 4),
+            3
+        );
+        assert_eq!(streaming.delta(s2.as_ref(), &delta("t9", "m9", "x"), 5), 0);
+        let snap = streaming.snapshot(Some("s1"));
+        assert_eq!(snap.len(), 1);
+        let line: serde_json::Value = serde_json::from_str(&snap[0].json).unwrap();
+        assert_eq!(line["type"], "item.delta");
+        assert_eq!(line["data"]["delta"], "h\u{e9}llo");
+        assert_eq!(line["data"]["offset"], 0);
+        assert_eq!(line["data"]["snapshot"], true);
+        assert!(line.get("seq").is_none(), "{line}");
+        assert!(snap[0].ephemeral);
+        assert_eq!(streaming.snapshot(None).len(), 2);
+        let end = |turn: &str| {
+            EventKind::TurnCompleted(crate::protocol::TurnCompleted {
+                turn_id: turn.into(),
+                status: crate::protocol::TurnStatus::Interrupted,
+                error: None,
+                duration_ms: None,
+                lost: false,
+            })
+        };
+        // Another session's turn of the same id ends nothing here.
+        streaming.stored(s2.as_ref(), &end("t1"));
+        assert_eq!(streaming.snapshot(Some("s1")).len(), 1);
+        streaming.stored(s1.as_ref(), &end("t1"));
+        assert!(streaming.snapshot(Some("s1")).is_empty());
+        streaming.stored(
+            s2.as_ref(),
+            &EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                turn_id: "t9".into(),
+                item: crate::protocol::Item::AgentMessage {
+                    id: "m9".into(),
+                    text: "x".into(),
+                    interrupted: false,
+                },
+            }),
+        );
+        assert!(streaming.snapshot(None).is_empty());
+        // Past the cap the text is not kept, and no snapshot claims the message whole.
+        let big = "y".repeat(MAX_PARTIAL_TEXT);
+        assert_eq!(streaming.delta(s1.as_ref(), &delta("t2", "m2", &big), 6), 0);
+        let next = streaming.delta(s1.as_ref(), &delta("t2", "m2", "z"), 6);
+        assert_eq!(next, MAX_PARTIAL_TEXT as u64);
+        assert!(streaming.snapshot(Some("s1")).is_empty());
+    }
+
     /// A store whose disk holds `on_disk` and whose ring holds `in_ring` (also on disk).
     fn store(dir: &std::path::Path, on_disk: &[u64], in_ring: &[u64]) -> (EventLog, Store) {
         let (mut log, _) = EventLog::open(
@@ -1136,6 +1336,7 @@ mod tests {
             ring: RwLock::new(in_ring.iter().map(|seq| stored(*seq)).collect()),
             reader: log.reader(),
             head: AtomicU64::new(*on_disk.last().unwrap()),
+            streaming: Mutex::default(),
         };
         (log, store)
     }

@@ -413,6 +413,7 @@ mod tests {
             item: Item::AgentMessage {
                 id: "u1:m1".into(),
                 text: "hi".into(),
+                interrupted: false,
             },
         });
         sessions.apply(&event(4, item.clone()));

@@ -573,6 +573,7 @@ mod tests {
             item: Item::AgentMessage {
                 id: format!("{turn}:m"),
                 text: text.into(),
+                interrupted: false,
             },
         })
     }

@@ -187,6 +187,11 @@ struct Cursor {
     done: bool,
     /// Only this session's events are sent; the cursor still advances over the others.
     session: Option<String>,
+    /// Whether the snapshot of the messages streaming now was queued: once, the first time the
+    /// stream reaches the present.
+    caught_up: bool,
+    /// Live-only events to send before anything else (that snapshot).
+    first: VecDeque<Arc<StoredEvent>>,
 }
 
 impl Cursor {
@@ -242,12 +247,17 @@ fn event_stream(
         pending: VecDeque::new(),
         done: false,
         session,
+        caught_up: false,
+        first: VecDeque::new(),
     };
     futures_util::stream::unfold(cursor, |mut cursor| async move {
         if cursor.done {
             return None;
         }
         loop {
+            if let Some(event) = cursor.first.pop_front() {
+                return Some((Ok(ephemeral_sse_event(&event)), cursor));
+            }
             if let Some(event) = cursor.pending.pop_front() {
                 // Seqs missing from a damaged log are skipped, and said so once, before the
                 // event that follows them.
@@ -308,6 +318,19 @@ fn event_stream(
                             cursor,
                         ));
                     }
+                }
+            }
+            if !cursor.caught_up {
+                // At the present for the first time: a message streaming now starts with its
+                // text so far (deltas after it carry offsets, so nothing doubles up).
+                cursor.caught_up = true;
+                cursor.first = cursor
+                    .state
+                    .service
+                    .streaming_snapshot(cursor.session.as_deref())
+                    .into();
+                if !cursor.first.is_empty() {
+                    continue;
                 }
             }
             let received = tokio::select! {

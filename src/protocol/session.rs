@@ -282,6 +282,10 @@ pub enum Item {
     AgentMessage {
         id: String,
         text: String,
+        /// The turn ended (interrupted or failed) while this message streamed: `text` is what
+        /// had streamed, kept so a reader that reloads sees what a live reader saw.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        interrupted: bool,
     },
     Reasoning {
         id: String,
@@ -362,6 +366,15 @@ pub struct ItemDelta {
     /// `agentMessage`, `reasoning` or `commandOutput`.
     pub kind: String,
     pub delta: String,
+    /// Of an `agentMessage` delta: where it starts in the message's text, in UTF-8 bytes
+    /// (set by the core). A reader that already has that many bytes or more skips what it has,
+    /// so the snapshot a stream sends on (re)connect and the deltas after it never double up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// A stream's catch-up: the whole text streamed so far (from `offset` 0), sent once when a
+    /// stream reaches the present, for each agent message still streaming.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
 }
 
 /// `approval.requested`: the runtime asks a human before acting.

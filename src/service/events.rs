@@ -53,6 +53,12 @@ impl Service {
         self.core.subscribe()
     }
 
+    /// A snapshot (`item.delta`, `snapshot: true`, offset 0) of each agent message streaming
+    /// now in `session` (all when `None`): what a stream sends once it reaches the present.
+    pub fn streaming_snapshot(&self, session: Option<&str>) -> Vec<Arc<StoredEvent>> {
+        self.core.store.streaming().snapshot(session)
+    }
+
     /// A cursor must not be ahead of the newest event.
     pub fn check_cursor(&self, after: u64) -> Result<(), ServiceError> {
         let head = self.core.store.head();

@@ -75,6 +75,7 @@ impl Fake {
                 item: Item::AgentMessage {
                     id: format!("{turn}:reply"),
                     text: reply.into(),
+                    interrupted: false,
                 },
             }),
         )

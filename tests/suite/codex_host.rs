@@ -392,18 +392,61 @@ fn an_interrupt_ends_the_running_turn() {
     // 1. Mid-answer: deltas streamed, then the model stalls.
     fx.mock.push(
         Step::text("a partial answer that never ends")
-            .delay(Duration::from_millis(20))
+            .delay(Duration::from_millis(100))
             .then_hang(),
     );
     let sent = fx.send(&id, "Start something long");
     let turn1 = sent["turnId"].as_str().unwrap().to_string();
     fx.wait_event(&id, "turn.started", |e| e["type"] == "turn.started");
     fx.mock.wait_for_requests(1, TURN_TIMEOUT);
+    // A reader that connects mid-message (a reload) starts with the text so far, then the
+    // deltas after it, placed by their offsets: what it ends with is the whole text, once.
+    let whole = "a partial answer that never ends";
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stream = session_sse(&fx.daemon, &id, Some(0), None);
+    let mut text = String::new();
+    let mut snapshots = 0;
+    while text != whole {
+        let event = stream
+            .next_event()
+            .unwrap_or_else(|| panic!("the stream ended with {text:?}"))
+            .json();
+        if event["type"] != "item.delta" {
+            continue;
+        }
+        let data = &event["data"];
+        snapshots += usize::from(data["snapshot"] == true);
+        let offset = data["offset"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("an agent message delta without an offset: {event}"));
+        let delta = data["delta"].as_str().unwrap();
+        assert!(
+            offset as usize <= text.len(),
+            "a gap before {event} after {text:?}"
+        );
+        let end = offset as usize + delta.len();
+        if end > text.len() {
+            text.push_str(&delta[text.len() - offset as usize..]);
+        }
+        assert!(whole.starts_with(&text), "{text:?} after {event}");
+    }
+    // Connected after the first words had streamed: they came as one snapshot.
+    assert_eq!(snapshots, 1, "{snapshots} snapshots");
+    drop(stream);
     assert_eq!(interrupt(&fx), json!({ "interrupted": true }));
     let done = fx.wait_event(&id, "the interrupted turn", |e| {
         e["type"] == "turn.completed" && e["data"]["turnId"] == turn1.as_str()
     });
     assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    // What streamed is stored, marked interrupted, before the turn's end: a reload shows it.
+    let events = fx.events(&id);
+    let kept = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "agentMessage")
+        .unwrap_or_else(|| panic!("no stored partial message: {events:?}"));
+    assert_eq!(kept["data"]["item"]["text"], whole, "{kept}");
+    assert_eq!(kept["data"]["item"]["interrupted"], true, "{kept}");
+    assert!(kept["seq"].as_u64() < done["seq"].as_u64(), "{kept} {done}");
     fx.mock.wait_for_disconnects(1, TURN_TIMEOUT);
     assert_eq!(interrupt(&fx), json!({ "interrupted": false }));
     assert!(fx.view(&id)["activeTurnId"].is_null());
@@ -452,9 +495,14 @@ fn an_interrupt_ends_the_running_turn() {
         "the model should hear about the interrupt"
     );
     let events = fx.events(&id);
-    assert!(
-        completed_items(&events, "agentMessage").len() == 1,
-        "only the last turn's answer is stored:\n{}",
+    let messages = completed_items(&events, "agentMessage");
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| m["data"]["item"]["interrupted"] == true)
+            .collect::<Vec<_>>(),
+        [true, false],
+        "the first turn's partial answer (interrupted) and the last turn's answer:\n{}",
         dump(&events)
     );
     assert_no_duplicate_turns_or_items(&events);

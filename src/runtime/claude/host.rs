@@ -769,7 +769,9 @@ impl ClaudeHost {
         // Interrupted before the first token, Claude puts the prompt back in the box, after the
         // turn stops (which can take a while on a busy machine): watch the screen until the box
         // shows that text, or has stayed idle and empty for a moment.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        // On a loaded machine the TUI can take seconds to stop: the deadline is generous, and
+        // the loop ends as soon as the box has been idle and empty for half a second.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         let mut idle_since = None;
         let mut cleared = false;
         while tokio::time::Instant::now() < deadline {

@@ -760,6 +760,7 @@ impl Normalizer {
                         item: Item::AgentMessage {
                             id: format!("{turn_id}:{uuid}:{i}"),
                             text,
+                            interrupted: false,
                         },
                     })));
                 }

@@ -56,6 +56,8 @@ const INTERRUPT_ATTEMPTS: u32 = 40;
 const INTERRUPT_BACKOFF: Duration = Duration::from_millis(25);
 
 const BASE_KEY: &str = "codex";
+/// The most text of a streaming agent message kept to store if its turn ends first.
+const MAX_STREAMED_TEXT: usize = 256 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -151,6 +153,10 @@ struct TurnTracking {
     pending_api: usize,
     /// Items started but not completed, by cohost item id: closed when their turn ends.
     open_items: HashMap<String, (String, Item)>,
+    /// Agent messages streaming (deltas seen, not completed), by cohost item id: their turn and
+    /// the text so far. A turn that ends before the message completes stores that text, so a
+    /// reader that reloads sees what a live reader saw.
+    streaming: HashMap<String, (String, String)>,
 }
 
 struct Live {
@@ -1372,7 +1378,11 @@ impl Inner {
                 self.store(&session_id, EventKind::ItemStarted(item)).await;
             }
             Normalized::Store(EventKind::ItemCompleted(item)) => {
-                lock(&live.turn).open_items.remove(item.id());
+                {
+                    let mut turn = lock(&live.turn);
+                    turn.open_items.remove(item.id());
+                    turn.streaming.remove(item.id());
+                }
                 let plan = match &item.item {
                     Item::Plan { id, text } => {
                         Some(normalize::plan_request(&item.turn_id, id, text))
@@ -1388,7 +1398,22 @@ impl Inner {
                 }
             }
             Normalized::Store(kind) => self.store(&session_id, kind).await,
-            Normalized::Live(kind) => self.core.publish(Some(session_id), kind),
+            Normalized::Live(kind) => {
+                if let EventKind::ItemDelta(delta) = &kind
+                    && delta.kind == "agentMessage"
+                {
+                    let mut turn = lock(&live.turn);
+                    let (_, text) = turn
+                        .streaming
+                        .entry(delta.item_id.clone())
+                        .or_insert_with(|| (delta.turn_id.clone(), String::new()));
+                    // Bounded like a stored event: past the cap the tail is not kept.
+                    if text.len() + delta.delta.len() <= MAX_STREAMED_TEXT {
+                        text.push_str(&delta.delta);
+                    }
+                }
+                self.core.publish(Some(session_id), kind)
+            }
             Normalized::RequestResolved { request_id } => {
                 let approval = {
                     let mut approvals = lock(&self.approvals);
@@ -1434,6 +1459,9 @@ impl Inner {
 
     /// Closes items left open by a turn (an interrupt drops them without `item/completed`),
     /// then stores the turn's end.
+    /// Closes what the turn left open: items started and not completed get the turn's end
+    /// status; an agent message that was still streaming is stored with the text it had, marked
+    /// `interrupted`.
     async fn end_turn(self: &Arc<Self>, live: &Arc<Live>, done: TurnCompleted) {
         let dangling: Vec<(String, Item)> = {
             let mut turn = lock(&live.turn);
@@ -1446,9 +1474,29 @@ impl Inner {
                 .filter(|(_, (turn_id, _))| *turn_id == done.turn_id)
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.into_iter()
+            let mut dangling: Vec<(String, Item)> = ids
+                .into_iter()
                 .filter_map(|id| turn.open_items.remove(&id))
-                .collect()
+                .collect();
+            let streamed: Vec<String> = turn
+                .streaming
+                .iter()
+                .filter(|(_, (turn_id, _))| *turn_id == done.turn_id)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in streamed {
+                if let Some((turn_id, text)) = turn.streaming.remove(&id) {
+                    dangling.push((
+                        turn_id,
+                        Item::AgentMessage {
+                            id,
+                            text,
+                            interrupted: true,
+                        },
+                    ));
+                }
+            }
+            dangling
         };
         let end_status = match done.status {
             TurnStatus::Completed => "completed",

@@ -204,6 +204,8 @@ fn delta(
         turn_id,
         kind: kind.to_string(),
         delta,
+        offset: None,
+        snapshot: false,
     }))]
 }
 
@@ -267,6 +269,7 @@ pub fn thread_item(turn_id: &str, item: &ThreadItem) -> Option<Item> {
         ThreadItem::AgentMessage(message) => Item::AgentMessage {
             id,
             text: message.text.clone().unwrap_or_default(),
+            interrupted: false,
         },
         ThreadItem::Reasoning(reasoning) => Item::Reasoning {
             id,
@@ -603,7 +606,8 @@ mod tests {
                 turn_id: "tu".into(),
                 item: Item::AgentMessage {
                     id: "tu:msg_edb77357f05a".into(),
-                    text: "Hello from the mock model!".into()
+                    text: "Hello from the mock model!".into(),
+                    interrupted: false,
                 }
             }))]
         );
