@@ -160,6 +160,9 @@ pub async fn approvals(
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     decision: String,
+    /// Who answers, as `approval.resolved` will say (default `api`).
+    #[serde(default)]
+    by: Option<String>,
 }
 
 pub async fn resolve_approval(
@@ -169,7 +172,7 @@ pub async fn resolve_approval(
 ) -> Result<Json<Value>, ApiError> {
     state
         .service
-        .resolve_approval(&id, &approval_id, &body.decision)
+        .resolve_approval(&id, &approval_id, &body.decision, body.by.as_deref())
         .await?;
     Ok(Json(
         json!({ "ok": true, "approvalId": approval_id, "decision": body.decision }),

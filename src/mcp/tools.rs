@@ -648,7 +648,7 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .resolve_approval(id, &args.approval_id, &args.decision)
+                .resolve_approval(id, &args.approval_id, &args.decision, None)
                 .await
             {
                 Ok(()) => answer(json!({

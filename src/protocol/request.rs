@@ -222,6 +222,9 @@ pub struct InputAnswer {
     /// `elicitation` accepted: the form's content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<serde_json::Value>,
+    /// Who answers, as `input.resolved` will say (`web`, a bot's name, …); default `api`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// `session.mode`: the collaboration mode the session's next turn runs in (codex `plan` or

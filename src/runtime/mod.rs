@@ -256,6 +256,7 @@ pub trait SessionHost: Send + Sync {
         session: &str,
         approval: &str,
         decision: &str,
+        by: &str,
     ) -> Result<(), HostError>;
 
     /// Ends the session: its process or pane goes, `session.closed` is logged.

@@ -65,6 +65,7 @@ impl Service {
             ));
         }
         answer.check(&record.request)?;
+        super::sessions::check_by(answer.by.as_deref())?;
         let follow_up = self
             .host_of(id)?
             .answer_request(id, &record.request, answer)

@@ -312,9 +312,11 @@ impl Service {
         id: &str,
         approval: &str,
         decision: &str,
+        by: Option<&str>,
     ) -> Result<(), ServiceError> {
+        let by = check_by(by)?;
         self.host_of(id)?
-            .resolve_approval(id, approval, decision)
+            .resolve_approval(id, approval, decision, by)
             .await
             .map_err(|error| match error {
                 HostError::Invalid(message) => ServiceError::field("decision", message),
@@ -471,5 +473,22 @@ impl Service {
         answer["issues"] = json!(issues);
         answer["warnings"] = json!(warnings);
         answer
+    }
+}
+
+/// Who answers (`by` of an approval or request answer): default `api`; a label is at most 64
+/// bytes of printable text, so an event never carries a log-breaking or huge name.
+pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
+    match by {
+        None => Ok(crate::protocol::resolved_by::API),
+        Some(by)
+            if !by.trim().is_empty() && by.len() <= 64 && !by.chars().any(char::is_control) =>
+        {
+            Ok(by)
+        }
+        Some(_) => Err(ServiceError::field(
+            "by",
+            "`by` must be 1 to 64 bytes of printable text",
+        )),
     }
 }

@@ -206,7 +206,13 @@ impl SessionHost for Fake {
         }
     }
 
-    async fn resolve_approval(&self, _: &str, approval: &str, _: &str) -> Result<(), HostError> {
+    async fn resolve_approval(
+        &self,
+        _: &str,
+        approval: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<(), HostError> {
         Err(HostError::UnknownApproval(approval.into()))
     }
 

@@ -866,6 +866,7 @@ impl ClaudeHost {
         session_id: &str,
         approval_id: &str,
         decision: &str,
+        by: &str,
     ) -> Result<(), HostError> {
         if !normalize::DECISIONS.contains(&decision) {
             return Err(HostError::Invalid(format!(
@@ -915,7 +916,7 @@ impl ClaudeHost {
                 EventKind::ApprovalResolved(ApprovalResolved {
                     approval_id: approval_id.to_string(),
                     decision: Some(decision.to_string()),
-                    by: "api".into(),
+                    by: by.to_string(),
                 }),
             )
             .await;

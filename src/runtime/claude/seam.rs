@@ -73,8 +73,9 @@ impl SessionHost for ClaudeHost {
         session: &str,
         approval: &str,
         decision: &str,
+        by: &str,
     ) -> Result<(), HostError> {
-        ClaudeHost::resolve_approval(self, session, approval, decision).await
+        ClaudeHost::resolve_approval(self, session, approval, decision, by).await
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {

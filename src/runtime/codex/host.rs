@@ -483,6 +483,7 @@ impl CodexHost {
         session_id: &str,
         approval_id: &str,
         decision: &str,
+        by: &str,
     ) -> Result<(), HostError> {
         if !normalize::DECISIONS.contains(&decision) {
             return Err(HostError::Invalid(format!(
@@ -524,7 +525,7 @@ impl CodexHost {
         let resolved = ApprovalResolved {
             approval_id: approval_id.to_string(),
             decision: Some(decision.to_string()),
-            by: "api".into(),
+            by: by.to_string(),
         };
         match self
             .inner

@@ -91,8 +91,9 @@ impl SessionHost for CodexHost {
         session: &str,
         approval: &str,
         decision: &str,
+        by: &str,
     ) -> Result<(), HostError> {
-        CodexHost::resolve_approval(self, session, approval, decision).await
+        CodexHost::resolve_approval(self, session, approval, decision, by).await
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {

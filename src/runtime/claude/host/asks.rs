@@ -200,7 +200,7 @@ impl ClaudeHost {
         if pending.reply.send(decision).is_err() {
             return Err(HostError::RequestResolved(request.request_id.clone()));
         }
-        let mut resolved = answer.record(request, resolved_by::API);
+        let mut resolved = answer.record(request, answer.by.as_deref().unwrap_or(resolved_by::API));
         resolved.mode = mode.clone();
         match self
             .inner

@@ -117,7 +117,7 @@ impl CodexHost {
         answer: InputAnswer,
     ) -> Result<Option<String>, HostError> {
         self.inner.live_session(session_id)?;
-        let resolved = answer.record(request, resolved_by::API);
+        let resolved = answer.record(request, answer.by.as_deref().unwrap_or(resolved_by::API));
         if request.kind == InputKind::Plan {
             // cohost's own request: nothing waits in codex; the answer continues as a prompt.
             let approve = answer.decision.as_deref() == Some("approve");
