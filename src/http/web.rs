@@ -159,9 +159,10 @@ mod tests {
             // `//` would also catch comments: the page uses `/* */` comments only.
             assert!(!PAGE.contains(external), "index.html contains `{external}`");
         }
-        // The only links are the empty data: icon.
+        // The only link in the markup is the empty data: icon (the script swaps in a drawn
+        // data: PNG; links in agent output are made by the script, http(s) and mailto only).
         assert_eq!(PAGE.matches("href=").count(), 1);
-        assert!(PAGE.contains(r#"<link rel="icon" href="data:,">"#));
+        assert!(PAGE.contains(r#"<link id="favicon" rel="icon" href="data:,">"#));
         // Every fetch goes to this origin's API.
         for (i, _) in PAGE.match_indices("fetch(") {
             let rest = &PAGE[i + "fetch(".len()..];
