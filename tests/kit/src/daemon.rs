@@ -52,6 +52,8 @@ pub struct TestDaemon<B: Binaries> {
     runs: u32,
     /// Extra environment for the daemon (e.g. CODEX_HOME for codex sessions).
     env: Vec<(String, String)>,
+    /// Listen on this port rather than a fresh one (0): a restart a browser must find again.
+    listen_port: u16,
     bins: PhantomData<fn() -> B>,
 }
 
@@ -86,6 +88,7 @@ impl<B: Binaries> TestDaemon<B> {
             args: args.iter().map(|s| s.to_string()).collect(),
             child: None,
             port: 0,
+            listen_port: 0,
             stderr: Arc::new(Mutex::new(Vec::new())),
             stdout_lines: Arc::new(Mutex::new(Vec::new())),
             agent,
@@ -103,7 +106,10 @@ impl<B: Binaries> TestDaemon<B> {
     /// The `cohost serve` command line for the current home, socket and args.
     pub fn serve_command(&self) -> Command {
         let mut command = Command::new(B::COHOST);
-        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.listen_port));
         if let Some(socket) = &self.tmux_socket {
             command.arg("--tmux-socket").arg(socket);
         }
@@ -326,6 +332,13 @@ impl<B: Binaries> TestDaemon<B> {
 
     /// Starts the daemon again on the same home (after `stop` or `kill9`).
     pub fn start_again(&mut self) {
+        self.spawn();
+    }
+
+    /// Starts the daemon again on the same home and the same port (after `stop` or `kill9`): a
+    /// page loaded from the old address finds it again.
+    pub fn start_again_on_the_same_port(&mut self) {
+        self.listen_port = self.port;
         self.spawn();
     }
 
