@@ -30,3 +30,4 @@ mod watch_common;
 mod watch_engine;
 mod watch_peers;
 mod web;
+mod web_browser;

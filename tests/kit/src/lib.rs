@@ -3,7 +3,8 @@
 //! clients ([`daemon`], [`http`]), the scripted mock model servers ([`mock_server`] with
 //! [`mock_responses`] for codex and [`mock_messages`] for Claude), the offline peer homes
 //! ([`codex_home`], [`claude_env`]), the codex and claude fixtures ([`codex_host`],
-//! [`claude_host`]), and what the benches share ([`bench`]).
+//! [`claude_host`]), a headless Chromium for the web page's tests ([`browser`]), and what the
+//! benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
@@ -12,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bench;
+pub mod browser;
 pub mod claude_env;
 pub mod claude_host;
 pub mod codex_home;
