@@ -31,3 +31,4 @@ mod watch_engine;
 mod watch_peers;
 mod web;
 mod web_browser;
+mod web_cockpit;

@@ -606,7 +606,9 @@ impl Browser {
               if (el.type === 'hidden') continue;
               if (!el.checkVisibility({{ opacityProperty: true, visibilityProperty: true }})) continue;
               el.scrollIntoView({{ block: 'center', inline: 'center', behavior: 'instant' }});
-              const r = el.getBoundingClientRect();
+              // A link wrapped over two lines has two boxes: a tap lands on one of them.
+              const boxes = el.getClientRects();
+              const r = boxes.length ? boxes[0] : el.getBoundingClientRect();
               if (r.width === 0 || r.height === 0) continue;
               const x = r.left + r.width / 2, y = r.top + r.height / 2;
               const hit = document.elementFromPoint(x, y);
