@@ -1,6 +1,8 @@
-//! `GET /`: the small web page — one self-contained HTML file (inline CSS and JS, no external
-//! resource) that lists hosted sessions, follows one live, queues and sends prompts, shows the
-//! queue with its control lease, interrupts and answers approvals.
+//! `GET /`: the web page — one self-contained HTML file (inline CSS and JS, no external
+//! resource) that lists hosted sessions and every agent the tracker knows, follows a session
+//! live (Markdown rendered to DOM nodes, never HTML), queues and sends prompts, shows the queue
+//! with its control lease, interrupts, answers approvals and input requests, and starts
+//! sessions.
 //!
 //! The page holds no data: it needs no token to load (the guard lets exactly `GET /` through,
 //! after its Host and Origin checks). It reads the token from its URL fragment (`#token=…`,

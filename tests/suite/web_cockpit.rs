@@ -230,7 +230,10 @@ fn a_streamed_turn_is_readable_markdown_is_inert_and_the_keyboard_alone_sends() 
     // The live region announced the finished message, not each chunk.
     b.wait_text("#announce", "Agent:", UI_TIMEOUT);
     b.assert_no_problems();
-    // The screenshot README shows (refreshed with COHOST_UPDATE_SCREENSHOT=1).
+    // The screenshot README shows (refreshed with COHOST_UPDATE_SCREENSHOT=1), once the
+    // queue and the list have caught up with the finished turn.
+    b.wait_text("#recent", "Report on the build", UI_TIMEOUT);
+    b.wait_text("#sessions", "idle", UI_TIMEOUT);
     b.exec(
         "document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0);",
         vec![],
