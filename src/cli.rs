@@ -1,5 +1,7 @@
 //! The command line: clap structs only. Validation into a `Config` happens in `config.rs`.
 
+pub mod daily;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -191,6 +193,9 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
+    // -- Living with cohost every day (issue 16): `cli/daily.rs`, run in `crate::commands`.
+    #[command(flatten)]
+    Daily(daily::DailyCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,4 +1,7 @@
-//! Validated configuration, built from the CLI and the environment.
+//! Validated configuration, built from the CLI, the environment and the config file
+//! ([`file`]: precedence flags > environment > file > defaults).
+
+pub mod file;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -51,34 +54,55 @@ impl ServeConfig {
         listen: Option<String>,
         args: &ServeArgs,
     ) -> anyhow::Result<Self> {
+        ServeConfig::from_settings(home, listen, args, &file::Origins::default())
+    }
+
+    /// Validates the settings; an error names each bad setting where it came from (`origins`:
+    /// the flag, the environment variable, or the key and the config file).
+    pub fn from_settings(
+        home: Option<PathBuf>,
+        listen: Option<String>,
+        args: &ServeArgs,
+        origins: &file::Origins,
+    ) -> anyhow::Result<Self> {
+        let name = |key: &str| origins.name(key);
         let home = resolve_home(home)?;
         let listen_text = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-        let listen: SocketAddr = listen_text
-            .parse()
-            .with_context(|| format!("--listen `{listen_text}` is not an IP:PORT address"))?;
+        let listen: SocketAddr = listen_text.parse().with_context(|| {
+            format!(
+                "{} `{listen_text}` is not an IP:PORT address",
+                name("listen")
+            )
+        })?;
         if !listen.ip().is_loopback() && !args.allow_remote {
             bail!(
-                "refusing to listen on non-loopback address {listen}: pass --allow-remote if you mean it"
+                "refusing to listen on non-loopback address {listen}: pass --allow-remote (or `allow-remote = true`) if you mean it"
             );
         }
         if args.segment_mb == 0 {
-            bail!("--segment-mb must be at least 1");
+            bail!("{} must be at least 1", name("segment-mb"));
         }
         if args.retain_mb < args.segment_mb {
             bail!(
-                "--retain-mb ({}) must be at least --segment-mb ({})",
+                "{} ({}) must be at least {} ({})",
+                name("retain-mb"),
                 args.retain_mb,
+                name("segment-mb"),
                 args.segment_mb
             );
         }
         if args.max_connections == 0 {
-            bail!("--max-connections must be at least 1");
+            bail!("{} must be at least 1", name("max-connections"));
         }
-        if args.header_timeout == 0 || args.body_timeout == 0 {
-            bail!("--header-timeout and --body-timeout must be at least 1 second");
-        }
-        if args.stale_after == 0 || args.prune_after == 0 {
-            bail!("--stale-after and --prune-after must be at least 1 second");
+        for (key, value) in [
+            ("header-timeout", args.header_timeout),
+            ("body-timeout", args.body_timeout),
+            ("stale-after", args.stale_after),
+            ("prune-after", args.prune_after),
+        ] {
+            if value == 0 {
+                bail!("{} must be at least 1 second", name(key));
+            }
         }
         let mut mcp_roots = Vec::new();
         for root in args
@@ -88,22 +112,28 @@ impl ServeConfig {
         {
             let canonical = root.canonicalize().with_context(|| {
                 format!(
-                    "--mcp-allowed-root {} is not an existing directory",
+                    "{} {} is not an existing directory",
+                    name("mcp-allowed-roots"),
                     root.display()
                 )
             })?;
             if !canonical.is_dir() {
-                bail!("--mcp-allowed-root {} is not a directory", root.display());
+                bail!(
+                    "{} {} is not a directory",
+                    name("mcp-allowed-roots"),
+                    root.display()
+                );
             }
             mcp_roots.push(canonical);
         }
-        let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)?;
+        let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)
+            .with_context(|| name("allow-permission-modes"))?;
         let watchers = if args.no_watchers {
             Vec::new()
         } else {
             match &args.watchers {
                 Some(text) => crate::watch::parse_watchers(text)
-                    .map_err(|error| anyhow::anyhow!("--watchers: {error}"))?,
+                    .map_err(|error| anyhow::anyhow!("{}: {error}", name("watchers")))?,
                 None => crate::watch::implemented(),
             }
         };

@@ -17,9 +17,11 @@
 //! - [`notifier`] — `--notify-command`: a command run per attention notification.
 
 //! - [`cli`], [`config`], [`client`] — the command line, its validated config, and its HTTP client.
+//! - [`commands`] — the everyday commands: config file, completions, man page, service, tmux.
 
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod core;
 pub mod daemon;

@@ -28,8 +28,15 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve(args) => {
-            let config = ServeConfig::from_args(cli.home, cli.listen, &args)?;
+        Command::Serve(_) => {
+            // The config file applies under the flags and the environment (issue 16).
+            let settings = cohost::config::file::serve_settings(std::env::args_os().collect())?;
+            let config = ServeConfig::from_settings(
+                settings.home,
+                settings.listen,
+                &settings.args,
+                &settings.origins,
+            )?;
             serve(config)
         }
         Command::State { json } => {
@@ -566,6 +573,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Daily(command) => cohost::commands::run(cli.home, cli.listen, command),
         Command::TmuxRefresh => {
             let client = Client::new(cli.home, cli.listen)?;
             let _: serde_json::Value = client.post("/api/tmux/refresh", &json!({}))?;

@@ -15,6 +15,8 @@ mod codex_host_recovery;
 mod codex_host_surface;
 mod codex_smoke;
 mod codex_watch;
+mod daily_cli;
+mod daily_config;
 mod durability;
 mod events_sse;
 mod http_limits;

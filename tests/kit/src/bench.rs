@@ -124,6 +124,8 @@ impl Daemon {
             .open(&stderr_path)?;
         let mut child = command
             .env("COHOST_HOME", home)
+            // No config file: the developer's own would change what is measured.
+            .env("XDG_CONFIG_HOME", home.join("no-config"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -23,8 +23,9 @@ const CLI_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Environment variables that would change how the daemon or the CLI behave; removed from every
 /// child so the suite does not depend on the caller's shell. The benches remove these too.
-pub const SCRUBBED_ENV: [&str; 10] = [
+pub const SCRUBBED_ENV: [&str; 11] = [
     "COHOST_HOME",
+    "COHOST_CONFIG",
     "COHOST_LISTEN",
     "COHOST_TMUX_SOCKET",
     "COHOST_FSYNC",
@@ -119,6 +120,8 @@ impl<B: Binaries> TestDaemon<B> {
         }
         command
             .env("COHOST_HOME", &self.home)
+            // The config file is the test's own (none unless it writes one): `config_dir()`.
+            .env("XDG_CONFIG_HOME", self.config_dir())
             .env(
                 "RUST_LOG",
                 std::env::var("COHOST_TEST_LOG").unwrap_or_else(|_| "info".into()),
@@ -614,8 +617,17 @@ impl<B: Binaries> TestDaemon<B> {
         for name in SCRUBBED_ENV {
             command.env_remove(name);
         }
-        command.env("COHOST_HOME", &self.home).env("NO_COLOR", "1");
         command
+            .env("COHOST_HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.config_dir())
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    /// The daemon's and the CLI's `XDG_CONFIG_HOME`: a test's config file goes in
+    /// `config_dir()/cohost/config.toml` (the daemon reads it when it starts).
+    pub fn config_dir(&self) -> PathBuf {
+        self.home_dir.path().join("config")
     }
 
     pub fn cli(&self, args: &[&str]) -> Output {

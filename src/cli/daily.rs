@@ -1,0 +1,38 @@
+//! The commands for living with cohost every day (issue 16): the config file, shell completions
+//! and the man page, the systemd user service, and the tmux status segment and jump key. Clap
+//! structs only; each runs in `crate::commands`.
+
+use clap::Subcommand;
+
+/// Flattened into `Command`: these are top-level subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DailyCommand {
+    /// The config file ($XDG_CONFIG_HOME/cohost/config.toml): every `serve` setting.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print a shell completion script: `cohost completions bash > ~/.local/share/bash-completion/completions/cohost`.
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff): `cohost man | man -l -`.
+    Man,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective `serve` settings and where each came from (flag, env, file, default).
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the config file's path.
+    Path,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}

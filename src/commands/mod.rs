@@ -1,0 +1,50 @@
+//! The everyday commands (issue 16): `config show|path`, `completions`, `man`. Each runs once
+//! and prints to stdout; none of them needs the daemon unless it says so. The clap structs are in
+//! `cli/daily.rs`.
+
+mod config;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::cli::daily::{ConfigCommand, DailyCommand, Shell};
+
+/// Runs one everyday command; `home` and `listen` are the global options.
+pub fn run(
+    home: Option<PathBuf>,
+    listen: Option<String>,
+    command: DailyCommand,
+) -> anyhow::Result<()> {
+    let _ = (&home, &listen);
+    let mut out = std::io::stdout().lock();
+    match command {
+        DailyCommand::Config(ConfigCommand::Show { json }) => config::show(json, &mut out),
+        DailyCommand::Config(ConfigCommand::Path) => {
+            let (path, _) = crate::config::file::locate()?;
+            writeln!(out, "{}", path.display())?;
+            Ok(())
+        }
+        DailyCommand::Completions { shell } => {
+            let mut command = Cli::command();
+            let shell = match shell {
+                Shell::Bash => clap_complete::Shell::Bash,
+                Shell::Zsh => clap_complete::Shell::Zsh,
+                Shell::Fish => clap_complete::Shell::Fish,
+            };
+            // Into a buffer first: clap_complete panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "cohost", &mut script);
+            out.write_all(&script)?;
+            Ok(())
+        }
+        DailyCommand::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            out.write_all(&page)?;
+            Ok(())
+        }
+    }
+}

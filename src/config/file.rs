@@ -1,0 +1,339 @@
+//! The config file, `$XDG_CONFIG_HOME/cohost/config.toml` (else `~/.config/cohost/config.toml`,
+//! or the file `COHOST_CONFIG` names): every `cohost serve` setting, under the flags and the
+//! environment and over the defaults.
+//!
+//! The file's keys are the `serve` settings themselves, read off the clap definitions: each
+//! option of `cohost serve` (and the global `--listen`) is the key of its field name in kebab
+//! case (`--mcp-allowed-root` is `mcp-allowed-roots`, `--fsync` is `fsync`). A new `serve` flag is
+//! therefore a new key with no code here; its value is checked by the flag's own parser, so the
+//! file accepts exactly what the command line accepts. Only `serve` (and `cohost config show`)
+//! read the file; the other commands find the daemon through `$COHOST_HOME/daemon.json`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow, bail};
+use clap::parser::ValueSource;
+use clap::{ArgAction, ArgMatches, CommandFactory, FromArgMatches};
+
+use crate::cli::{Cli, Command, ServeArgs};
+
+/// The environment variable naming the config file (instead of the XDG default).
+pub const CONFIG_ENV: &str = "COHOST_CONFIG";
+
+/// The config file's path, and whether it was named explicitly (`COHOST_CONFIG`): a named file
+/// must exist, the default one may be absent.
+pub fn locate() -> anyhow::Result<(PathBuf, bool)> {
+    if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()) {
+        return Ok((std::path::absolute(&path)?, true));
+    }
+    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return Ok((
+            std::path::absolute(Path::new(&config))?.join("cohost/config.toml"),
+            false,
+        ));
+    }
+    let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) else {
+        bail!("cannot find the config file: set {CONFIG_ENV} (or XDG_CONFIG_HOME or HOME)");
+    };
+    Ok((
+        PathBuf::from(home).join(".config/cohost/config.toml"),
+        false,
+    ))
+}
+
+/// Reads and parses the config file: `None` when the default file does not exist.
+pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            return Ok(None);
+        }
+        Err(error) => {
+            return Err(anyhow!(
+                "cannot read the config file {}: {error}",
+                path.display()
+            ));
+        }
+    };
+    // toml's error names the line and column, and shows the line with a caret.
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|error| anyhow!("config file {}: {error}", path.display()))?;
+    Ok(Some(table))
+}
+
+/// Where a setting's effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Flag,
+    Env(String),
+    File(PathBuf),
+    Default,
+}
+
+impl Source {
+    /// How `config show` names it.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Flag => "flag".to_string(),
+            Source::Env(name) => format!("env {name}"),
+            Source::File(path) => format!("file {}", path.display()),
+            Source::Default => "default".to_string(),
+        }
+    }
+}
+
+/// Every `serve` setting's source, by key (`segment-mb`), for error messages and `config show`.
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    sources: BTreeMap<String, (Source, String)>,
+}
+
+impl Origins {
+    /// How an error names a setting: the flag, the variable or the key and its file.
+    pub fn name(&self, key: &str) -> String {
+        match self.sources.get(key) {
+            Some((Source::Env(var), _)) => var.clone(),
+            Some((Source::File(path), _)) => format!("`{key}` in {}", path.display()),
+            Some((_, flag)) => flag.clone(),
+            None => format!("--{key}"),
+        }
+    }
+
+    pub fn source(&self, key: &str) -> Option<&Source> {
+        self.sources.get(key).map(|(source, _)| source)
+    }
+}
+
+/// `serve`'s settings with the file applied: the global `--listen`, the args and their sources.
+#[derive(Debug)]
+pub struct Settings {
+    pub home: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub args: ServeArgs,
+    pub origins: Origins,
+    /// The config file, and whether it existed.
+    pub file: PathBuf,
+    pub file_found: bool,
+    /// Every setting with its effective value as text (`config show`), by key.
+    pub shown: Vec<(String, String, Source)>,
+}
+
+/// The settings a key names, from the clap definitions: `listen` (global) and `serve`'s options.
+fn settable(root: &clap::Command) -> anyhow::Result<Vec<clap::Arg>> {
+    let serve = root
+        .find_subcommand("serve")
+        .context("the command line has no `serve`")?;
+    let mut args: Vec<clap::Arg> = root
+        .get_arguments()
+        .filter(|arg| arg.get_id() == "listen")
+        .cloned()
+        .collect();
+    args.extend(
+        serve
+            .get_arguments()
+            .filter(|arg| arg.get_long().is_some() && !is_builtin(arg))
+            .cloned(),
+    );
+    Ok(args)
+}
+
+fn is_builtin(arg: &clap::Arg) -> bool {
+    matches!(
+        arg.get_id().as_str(),
+        "help" | "version" | "home" | "listen"
+    )
+}
+
+fn key_of(arg: &clap::Arg) -> String {
+    arg.get_id().as_str().replace('_', "-")
+}
+
+/// The file's value for one key as command-line words (`--fsync=never`), checked by the flag's
+/// own parser; errors name the key and the file.
+fn words_for(
+    root: &clap::Command,
+    arg: &clap::Arg,
+    value: &toml::Value,
+    file: &Path,
+) -> anyhow::Result<Vec<OsString>> {
+    let key = key_of(arg);
+    let long = arg.get_long().unwrap_or(arg.get_id().as_str());
+    let bad = |what: &str| anyhow!("config file {}: `{key}` {what}", file.display());
+    if matches!(arg.get_action(), ArgAction::SetTrue) {
+        return match value {
+            toml::Value::Boolean(true) => Ok(vec![format!("--{long}").into()]),
+            toml::Value::Boolean(false) => Ok(Vec::new()),
+            other => Err(bad(&format!(
+                "must be true or false, not {}",
+                other.type_str()
+            ))),
+        };
+    }
+    let scalar = |value: &toml::Value| -> anyhow::Result<String> {
+        match value {
+            toml::Value::String(text) => Ok(text.clone()),
+            toml::Value::Integer(n) => Ok(n.to_string()),
+            other => Err(bad(&format!(
+                "must be a string or a number, not {}",
+                other.type_str()
+            ))),
+        }
+    };
+    let values: Vec<String> = match (value, arg.get_action()) {
+        (toml::Value::Array(items), ArgAction::Append) => {
+            items.iter().map(scalar).collect::<anyhow::Result<_>>()?
+        }
+        (toml::Value::Array(_), _) => {
+            return Err(bad("takes one value, not a list"));
+        }
+        (single, _) => vec![scalar(single)?],
+    };
+    let mut words = Vec::new();
+    for text in values {
+        let word: OsString = format!("--{long}={text}").into();
+        // The flag's own parser checks the value: one parse of `cohost [--listen=V] serve
+        // [--key=V]` by a command line that reads no environment.
+        let probe: Vec<OsString> = if arg.get_id() == "listen" {
+            vec!["cohost".into(), word.clone(), "serve".into()]
+        } else {
+            vec!["cohost".into(), "serve".into(), word.clone()]
+        };
+        if let Err(error) = probe_command(root).try_get_matches_from(probe) {
+            let reason = error
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+                .to_string();
+            let hint = arg
+                .get_possible_values()
+                .iter()
+                .map(|v| v.get_name().to_string())
+                .collect::<Vec<_>>();
+            let hint = if hint.is_empty() {
+                String::new()
+            } else {
+                format!(" (one of: {})", hint.join(", "))
+            };
+            return Err(bad(&format!("has a bad value `{text}`: {reason}{hint}")));
+        }
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// The command line with no environment variables: it checks one file value alone.
+fn probe_command(root: &clap::Command) -> clap::Command {
+    root.clone()
+        .mut_args(|arg| arg.env(None))
+        .mut_subcommand("serve", |serve| serve.mut_args(|arg| arg.env(None)))
+}
+
+/// Parses `argv` (a `cohost … serve …` command line) with the config file applied under its
+/// flags and environment.
+pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
+    let (file, explicit) = locate()?;
+    let table = load(&file, explicit)?;
+    let root = Cli::command();
+    let first = root
+        .clone()
+        .try_get_matches_from(&argv)
+        .map_err(|error| anyhow!("{error}"))?;
+    let keys = settable(&root)?;
+    let mut from_file = std::collections::BTreeSet::new();
+    let mut argv = argv;
+    if let Some(table) = &table {
+        let serve_matches = first
+            .subcommand_matches("serve")
+            .context("not a `serve` command line")?;
+        for (key, value) in table {
+            let Some(arg) = keys.iter().find(|arg| &key_of(arg) == key) else {
+                let known: Vec<String> = keys.iter().map(key_of).collect();
+                bail!(
+                    "config file {}: unknown key `{key}` (the keys are: {})",
+                    file.display(),
+                    known.join(", ")
+                );
+            };
+            let matches = if arg.get_id() == "listen" {
+                &first
+            } else {
+                serve_matches
+            };
+            let words = words_for(&root, arg, value, &file)?;
+            if matches!(
+                matches.value_source(arg.get_id().as_str()),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            ) {
+                continue;
+            }
+            from_file.insert(key.clone());
+            argv.extend(words);
+        }
+    }
+    let matches = root
+        .clone()
+        .try_get_matches_from(&argv)
+        .map_err(|error| anyhow!("config file {}: {error}", file.display()))?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|error| anyhow!("{error}"))?;
+    let Command::Serve(args) = cli.command else {
+        bail!("not a `serve` command line");
+    };
+    let serve_matches = matches
+        .subcommand_matches("serve")
+        .context("not a `serve` command line")?;
+    let mut origins = Origins::default();
+    let mut shown = Vec::new();
+    for arg in &keys {
+        let key = key_of(arg);
+        let id = arg.get_id().as_str();
+        let matches: &ArgMatches = if id == "listen" {
+            &matches
+        } else {
+            serve_matches
+        };
+        let source = if from_file.contains(&key) {
+            Source::File(file.clone())
+        } else {
+            match matches.value_source(id) {
+                Some(ValueSource::CommandLine) => Source::Flag,
+                Some(ValueSource::EnvVariable) => Source::Env(
+                    arg.get_env()
+                        .map(|v| v.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                ),
+                _ => Source::Default,
+            }
+        };
+        let value = match matches.get_raw(id) {
+            Some(raw) => {
+                let values: Vec<String> = raw.map(|v| v.to_string_lossy().into_owned()).collect();
+                if matches!(arg.get_action(), ArgAction::Append) {
+                    format!("[{}]", values.join(", "))
+                } else {
+                    values.join(",")
+                }
+            }
+            None if id == "listen" => super::DEFAULT_LISTEN.to_string(),
+            None if matches!(arg.get_action(), ArgAction::Append) => "[]".to_string(),
+            None => "(unset)".to_string(),
+        };
+        let flag = format!("--{}", arg.get_long().unwrap_or(id));
+        origins
+            .sources
+            .insert(key.clone(), (source.clone(), flag.clone()));
+        shown.push((key, value, source));
+    }
+    Ok(Settings {
+        home: cli.home,
+        listen: cli.listen,
+        args,
+        origins,
+        file,
+        file_found: table.is_some(),
+        shown,
+    })
+}
