@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -113,35 +113,11 @@ fn mb(bytes: u64) -> f64 {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers the daemon needs: cohost-runner (the pane's process) and cohost-hook (named in the
-// session's settings.json). `cargo bench` builds only this package, so build them here.
+// session's settings.json): binaries of this package, which `cargo bench` builds.
 
 fn helper_binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
-    let dir = Path::new(COHOST)
-        .parent()
-        .context("the cohost binary has no directory")?
-        .to_path_buf();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let profile_release = dir.file_name().is_some_and(|name| name == "release");
-    let mut command = Command::new(&cargo);
-    command.current_dir(env!("CARGO_MANIFEST_DIR")).args([
-        "build",
-        "--quiet",
-        "-p",
-        "cohost-runner",
-        "-p",
-        "cohost-hook",
-    ]);
-    if profile_release {
-        command.arg("--release");
-    }
-    let status = command
-        .status()
-        .context("cannot run cargo to build cohost-runner and cohost-hook")?;
-    if !status.success() {
-        bail!("`cargo build -p cohost-runner -p cohost-hook` failed: {status}");
-    }
-    let runner = dir.join("cohost-runner");
-    let hook = dir.join("cohost-hook");
+    let runner = PathBuf::from(env!("CARGO_BIN_EXE_cohost-runner"));
+    let hook = PathBuf::from(env!("CARGO_BIN_EXE_cohost-hook"));
     for path in [&runner, &hook] {
         if !path.is_file() {
             bail!("{} is missing after the build", path.display());

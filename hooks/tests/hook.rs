@@ -482,7 +482,7 @@ fn permission_connection_refused_prints_nothing() {
 fn the_settings_template_is_json_once_filled_in() {
     let template = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/settings.template.json"
+        "/hooks/settings.template.json"
     ))
     .unwrap();
     assert!(template.contains("__COHOST_HOOK__"));

@@ -175,7 +175,7 @@ mod tests {
     /// read: renaming or dropping one breaks this test, not the programs at run time.
     #[test]
     fn the_documented_fields_are_in_the_types() {
-        // This file is compiled into three crates: find the workspace root from any of them.
+        // This file is compiled into three programs: find the repository root from any of them.
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .ancestors()
             .find(|dir| dir.join("runner/README.md").is_file())

@@ -17,6 +17,7 @@ mod codex_smoke;
 mod codex_watch;
 mod daily_cli;
 mod daily_config;
+mod daily_install;
 mod durability;
 mod events_sse;
 mod http_limits;

@@ -26,15 +26,25 @@ pub fn new_session_id() -> String {
     format!("cs_{hex}")
 }
 
-/// Finds a helper binary (`cohost-runner`, `cohost-hook`): `env_override` if set, else next to
-/// the daemon's own executable (or one level up, where integration tests run from), else PATH.
+/// Finds a helper binary (`cohost-runner`, `cohost-hook`): `env_override` if set, else beside the
+/// daemon's own executable (where `cargo install --path .` puts all three; or one level up, where
+/// integration tests run from), else PATH. The error names the program, where it was looked
+/// for, and how to install it.
 pub fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(env_override).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!(
+                "{name} was not found: {env_override}={} is not a file",
+                path.display()
+            ));
+        }
+        return Ok(path);
     }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
+    let own_dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    if let Some(dir) = &own_dir {
         let candidate = dir.join(name);
         if candidate.is_file() {
             return Ok(candidate);
@@ -48,7 +58,12 @@ pub fn sibling_binary(name: &str, env_override: &str) -> Result<PathBuf, String>
         }
     }
     which(name).ok_or_else(|| {
-        format!("{name} was not found next to cohost or on PATH (build the workspace, or set {env_override})")
+        let beside = own_dir
+            .map(|dir| format!("beside cohost (in {})", dir.display()))
+            .unwrap_or_else(|| "beside cohost".to_string());
+        format!(
+            "{name} is missing: it is neither {beside} nor on PATH; install cohost, cohost-runner and cohost-hook together (`cargo install --path .` in cohost's source), or set {env_override}"
+        )
     })
 }
 
