@@ -17,6 +17,29 @@ pub enum DailyCommand {
     },
     /// Print the man page (roff): `cohost man | man -l -`.
     Man,
+    /// Count the agents: running, waiting for you, finished and unseen (one request).
+    /// `--tmux` prints a short segment for tmux's `status-right`.
+    Status {
+        /// A tmux status segment with style codes (`#[fg=…]`); empty when nothing is going on.
+        #[arg(long, conflicts_with = "json")]
+        tmux: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Switch your tmux client to the next agent that needs you (waiting first, then finished
+    /// and unseen) and mark it seen. Repeat to cycle.
+    Next {
+        /// Only agents waiting for you (an approval, a question, input).
+        #[arg(long, conflicts_with = "unseen")]
+        waiting: bool,
+        /// Only agents that finished and you have not seen.
+        #[arg(long)]
+        unseen: bool,
+        /// The tmux client to switch (a key binding passes `#{client_name}`). Default: the
+        /// client this runs in, else tmux's most recent one.
+        #[arg(long)]
+        client: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

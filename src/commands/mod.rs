@@ -1,8 +1,9 @@
-//! The everyday commands (issue 16): `config show|path`, `completions`, `man`. Each runs once
+//! The everyday commands (issue 16): `config show|path`, `completions`, `man`, `status`, `next`. Each runs once
 //! and prints to stdout; none of them needs the daemon unless it says so. The clap structs are in
 //! `cli/daily.rs`.
 
 mod config;
+mod tmux;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +19,6 @@ pub fn run(
     listen: Option<String>,
     command: DailyCommand,
 ) -> anyhow::Result<()> {
-    let _ = (&home, &listen);
     let mut out = std::io::stdout().lock();
     match command {
         DailyCommand::Config(ConfigCommand::Show { json }) => config::show(json, &mut out),
@@ -40,6 +40,18 @@ pub fn run(
             out.write_all(&script)?;
             Ok(())
         }
+        DailyCommand::Status { tmux, json } => tmux::status(home, listen, tmux, json, &mut out),
+        DailyCommand::Next {
+            waiting,
+            unseen,
+            client,
+        } => tmux::next(
+            home,
+            listen,
+            tmux::Want::from_flags(waiting, unseen),
+            client,
+            &mut out,
+        ),
         DailyCommand::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;

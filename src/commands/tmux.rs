@@ -1,0 +1,269 @@
+//! `cohost status [--tmux]` and `cohost next`: the agents that need the human, for tmux's status
+//! line and a jump key. Both read the daemon's state with one `GET /api/state`; `next` then
+//! drives the user's tmux client (the daemon's socket, from `daemon.json`) and reports the focus.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::client::Client;
+use crate::protocol::{AgentStatus, InstanceView, StateView};
+
+/// The agents by what they ask of the human.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// `running` or `tool-running`.
+    pub running: usize,
+    /// `waiting`: an approval, a question, input.
+    pub waiting: usize,
+    /// Finished (or failed, interrupted) and not seen yet.
+    pub unseen: usize,
+}
+
+fn instances(state: &StateView) -> impl Iterator<Item = &InstanceView> {
+    state
+        .sessions
+        .iter()
+        .flat_map(|session| session.agents.iter())
+        .chain(state.unplaced.iter())
+}
+
+pub fn counts(state: &StateView) -> Counts {
+    let mut counts = Counts::default();
+    for instance in instances(state) {
+        match instance.status {
+            AgentStatus::Running | AgentStatus::ToolRunning => counts.running += 1,
+            AgentStatus::Waiting => counts.waiting += 1,
+            _ if instance.unseen => counts.unseen += 1,
+            _ => {}
+        }
+    }
+    counts
+}
+
+/// The tmux segment: `●2 !1 ✓3` in colour, zeros left out, empty when all are zero.
+pub fn tmux_segment(counts: &Counts) -> String {
+    let parts: Vec<String> = [
+        (counts.waiting, "#[fg=colour3,bold]!"),
+        (counts.unseen, "#[fg=colour6]✓"),
+        (counts.running, "#[fg=colour2]●"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, mark)| format!("{mark}{n}#[default]"))
+    .collect();
+    parts.join(" ")
+}
+
+pub fn status(
+    home: Option<PathBuf>,
+    listen: Option<String>,
+    tmux: bool,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let state = Client::new(home, listen).and_then(|client| client.state());
+    let state = match state {
+        Ok(state) => state,
+        // The status line shows that the daemon is down rather than an error tmux hides.
+        Err(_) if tmux => {
+            writeln!(out, "#[fg=colour1]cohost down#[default]")?;
+            return Ok(());
+        }
+        Err(error) => return Err(error),
+    };
+    let counts = counts(&state);
+    if tmux {
+        writeln!(out, "{}", tmux_segment(&counts))?;
+    } else if json {
+        let body = json!({
+            "running": counts.running,
+            "waiting": counts.waiting,
+            "unseen": counts.unseen,
+            "seq": state.seq,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&body)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} running, {} waiting for you, {} finished unseen",
+            counts.running, counts.waiting, counts.unseen
+        )?;
+    }
+    Ok(())
+}
+
+/// Which agents `next` goes to.
+#[derive(Debug, Clone, Copy)]
+pub enum Want {
+    Any,
+    Waiting,
+    Unseen,
+}
+
+impl Want {
+    pub fn from_flags(waiting: bool, unseen: bool) -> Want {
+        match (waiting, unseen) {
+            (true, _) => Want::Waiting,
+            (_, true) => Want::Unseen,
+            _ => Want::Any,
+        }
+    }
+}
+
+/// One agent that needs the human, in a tmux session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub session: String,
+    pub pane: Option<String>,
+    pub agent: String,
+    pub status: AgentStatus,
+}
+
+/// The agents to visit, in order: those waiting first, then the finished unseen ones, each in
+/// the state's session order. Agents in no tmux session cannot be switched to.
+pub fn candidates(state: &StateView, want: Want) -> Vec<Candidate> {
+    let waiting = |i: &InstanceView| i.status == AgentStatus::Waiting;
+    let unseen = |i: &InstanceView| !waiting(i) && i.unseen;
+    let mut out = Vec::new();
+    let passes: &[&dyn Fn(&InstanceView) -> bool] = match want {
+        Want::Any => &[&waiting, &unseen],
+        Want::Waiting => &[&waiting],
+        Want::Unseen => &[&unseen],
+    };
+    for pass in passes {
+        for session in &state.sessions {
+            for instance in session.agents.iter().filter(|i| pass(i)) {
+                out.push(Candidate {
+                    session: session.name.clone(),
+                    pane: instance.pane_id.clone(),
+                    agent: instance.agent.clone(),
+                    status: instance.status,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The next one after the client's current session in the list, wrapping around (so pressing the
+/// key again moves on through all of them); the first when the current session is not listed.
+pub fn pick<'a>(candidates: &'a [Candidate], current: Option<&str>) -> Option<&'a Candidate> {
+    let is_current = |c: &Candidate| Some(c.session.as_str()) == current;
+    let Some(last) = candidates.iter().rposition(is_current) else {
+        return candidates.first();
+    };
+    candidates[last + 1..]
+        .iter()
+        .chain(&candidates[..=last])
+        .find(|c| !is_current(c))
+        .or(candidates.first())
+}
+
+pub fn next(
+    home: Option<PathBuf>,
+    listen: Option<String>,
+    want: Want,
+    client_name: Option<String>,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let client = Client::new(home, listen)?;
+    let state = client.state()?;
+    let candidates = candidates(&state, want);
+    let socket = client.tmux_socket();
+    let tmux = |args: &[&str]| {
+        let mut command = std::process::Command::new("tmux");
+        if let Some(socket) = &socket {
+            command.arg("-S").arg(socket);
+        }
+        command.args(args);
+        command
+    };
+    let mut target_client: Vec<&str> = Vec::new();
+    if let Some(name) = &client_name {
+        target_client = vec!["-c", name.as_str()];
+    }
+    let mut display = vec!["display-message", "-p"];
+    display.extend(&target_client);
+    display.push("#{client_session}");
+    let current = tmux(&display)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let Some(next) = pick(&candidates, current.as_deref()) else {
+        writeln!(out, "nothing needs you")?;
+        return Ok(());
+    };
+    if let Some(pane) = &next.pane {
+        let _ = tmux(&["select-window", "-t", pane]).status();
+        let _ = tmux(&["select-pane", "-t", pane]).status();
+    }
+    let mut switch = vec!["switch-client"];
+    switch.extend(&target_client);
+    let target = format!("={}", next.session);
+    switch.extend(["-t", target.as_str()]);
+    let output = tmux(&switch).output()?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "tmux could not switch {} to {}: {} (run it inside tmux, or pass --client)",
+            client_name.as_deref().unwrap_or("the client"),
+            next.session,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let _: serde_json::Value = client.post(
+        "/api/focus",
+        &json!({ "session": next.session, "source": "tmux" }),
+    )?;
+    let status = serde_json::to_value(next.status)?;
+    writeln!(
+        out,
+        "{} ({} {})",
+        next.session,
+        next.agent,
+        status.as_str().unwrap_or("")
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(session: &str) -> Candidate {
+        Candidate {
+            session: session.into(),
+            pane: None,
+            agent: "codex".into(),
+            status: AgentStatus::Waiting,
+        }
+    }
+
+    #[test]
+    fn next_moves_on_from_the_current_session_and_cycles() {
+        let list = [candidate("a"), candidate("b"), candidate("c")];
+        assert_eq!(pick(&list, Some("a")).unwrap().session, "b");
+        assert_eq!(pick(&list, Some("b")).unwrap().session, "c");
+        assert_eq!(pick(&list, Some("c")).unwrap().session, "a");
+        assert_eq!(pick(&list, Some("elsewhere")).unwrap().session, "a");
+        assert_eq!(pick(&list, None).unwrap().session, "a");
+        assert_eq!(pick(&list[..1], Some("a")).unwrap().session, "a");
+        assert!(pick(&[], Some("a")).is_none());
+    }
+
+    #[test]
+    fn the_tmux_segment_leaves_out_zeros() {
+        let counts = Counts {
+            running: 2,
+            waiting: 1,
+            unseen: 0,
+        };
+        assert_eq!(
+            tmux_segment(&counts),
+            "#[fg=colour3,bold]!1#[default] #[fg=colour2]●2#[default]"
+        );
+        assert_eq!(tmux_segment(&Counts::default()), "");
+    }
+}
