@@ -57,6 +57,9 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     on_listening: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
+    // Before anything is written: a home in a newer format than this build reads is refused
+    // untouched (see core::format).
+    let manifest = crate::core::format::check_home(&config.home)?;
     prepare_home(&config.home)?;
     let _lock = lock_home(&config.home)?;
     let token = load_or_create_token(&config.home)?;
@@ -67,6 +70,12 @@ pub async fn run(
         home: config.home.clone(),
         log: config.log(),
         tracker: config.tracker,
+    })?;
+    crate::core::format::write_manifest(&config.home, manifest.as_ref()).with_context(|| {
+        format!(
+            "failed to write {}",
+            config.home.join(crate::core::format::FILE).display()
+        )
     })?;
     tracing::info!(
         head = info.head,

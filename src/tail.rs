@@ -162,6 +162,14 @@ pub enum CheckpointError {
         #[source]
         source: serde_json::Error,
     },
+    /// The checkpoint was written by a newer cohost in a format this one cannot read (the home's
+    /// `format.json` normally refuses such a home first). The tail does not resume from it.
+    #[error("checkpoint {path} has format {found}; this cohost reads formats up to {supported}")]
+    Newer {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
     /// The checkpoint could not be encoded (its path is not UTF-8).
     #[error("cannot encode checkpoint for {path}: {source}")]
     Encode {
@@ -182,7 +190,11 @@ pub enum CheckpointError {
 /// then renamed over `file`, and the directory is synced, so a crash leaves the old or the new
 /// checkpoint, never half of one. One writer per checkpoint file.
 pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-    let bytes = serde_json::to_vec(checkpoint).map_err(|source| CheckpointError::Encode {
+    let stored = StoredCheckpoint {
+        format: crate::core::format::CHECKPOINT_FORMAT,
+        checkpoint: checkpoint.clone(),
+    };
+    let bytes = serde_json::to_vec(&stored).map_err(|source| CheckpointError::Encode {
         path: checkpoint.path.clone(),
         source,
     })?;
@@ -197,6 +209,20 @@ pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(),
         path: file.to_path_buf(),
         source,
     })
+}
+
+/// A checkpoint as stored: `{"format":1,"path":…,"inode":…,"offset":…}`. Checkpoints written
+/// before formats were numbered have no `format`: they are format 1.
+#[derive(Serialize, Deserialize)]
+struct StoredCheckpoint {
+    #[serde(default = "first_format")]
+    format: u32,
+    #[serde(flatten)]
+    checkpoint: Checkpoint,
+}
+
+fn first_format() -> u32 {
+    1
 }
 
 /// The largest checkpoint file read (one holds a path and two numbers).
@@ -227,12 +253,19 @@ pub async fn load_checkpoint(file: &Path) -> Result<Option<Checkpoint>, Checkpoi
             });
         }
     };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|source| CheckpointError::Parse {
+    let stored: StoredCheckpoint =
+        serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Parse {
             path: file.to_path_buf(),
             source,
-        })
+        })?;
+    if stored.format > crate::core::format::CHECKPOINT_FORMAT {
+        return Err(CheckpointError::Newer {
+            path: file.to_path_buf(),
+            found: stored.format,
+            supported: crate::core::format::CHECKPOINT_FORMAT,
+        });
+    }
+    Ok(Some(stored.checkpoint))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -1191,5 +1224,32 @@ mod tests {
         let err = load_checkpoint(&file).await.unwrap_err();
         assert!(matches!(err, CheckpointError::Parse { .. }), "{err}");
         assert!(err.to_string().contains("cp.json"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn checkpoints_carry_their_format_and_older_ones_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cp.json");
+        let checkpoint = Checkpoint {
+            path: "/t.jsonl".into(),
+            inode: 7,
+            offset: 99,
+        };
+        save_checkpoint(&file, &checkpoint).await.unwrap();
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(stored["format"], crate::core::format::CHECKPOINT_FORMAT);
+        // Written before formats were numbered: no `format`.
+        std::fs::write(&file, br#"{"path":"/t.jsonl","inode":7,"offset":99}"#).unwrap();
+        assert_eq!(load_checkpoint(&file).await.unwrap(), Some(checkpoint));
+        // From a newer cohost: refused, not misread.
+        let newer = crate::core::format::CHECKPOINT_FORMAT + 1;
+        std::fs::write(
+            &file,
+            format!(r#"{{"format":{newer},"path":"/t.jsonl","inode":7,"offset":99,"more":1}}"#),
+        )
+        .unwrap();
+        let err = load_checkpoint(&file).await.unwrap_err();
+        assert!(matches!(err, CheckpointError::Newer { .. }), "{err}");
     }
 }

@@ -13,6 +13,7 @@
 pub mod event_log;
 #[cfg(test)]
 mod fault_tests;
+pub mod format;
 pub mod log_line;
 pub mod notify;
 pub mod private_file;
@@ -607,7 +608,13 @@ pub struct Verification {
 pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
     use anyhow::Context as _;
     let mut notes = Vec::new();
+    format::check_home(home)?;
     let snapshot_seq = match Snapshot::load(home)? {
+        snapshot::Loaded::Newer { schema } => anyhow::bail!(
+            "the snapshot has format {schema}, written by a newer cohost; this cohost {} reads up to {}",
+            env!("CARGO_PKG_VERSION"),
+            format::SNAPSHOT_FORMAT
+        ),
         snapshot::Loaded::Found(snapshot) => snapshot.seq,
         snapshot::Loaded::Missing => 0,
         snapshot::Loaded::Unusable { reason, damaged } => {
@@ -775,6 +782,12 @@ pub fn start(
     let snapshot = match Snapshot::load(&config.home)? {
         snapshot::Loaded::Found(snapshot) => *snapshot,
         snapshot::Loaded::Missing => Snapshot::default(),
+        snapshot::Loaded::Newer { schema } => anyhow::bail!(
+            "{} has format {schema}, written by a newer cohost; this cohost {} reads snapshot formats up to {}",
+            config.home.join("snapshot.json").display(),
+            env!("CARGO_PKG_VERSION"),
+            format::SNAPSHOT_FORMAT
+        ),
         snapshot::Loaded::Unusable { reason, damaged } => {
             tracing::warn!("{reason}; replaying the whole log");
             if damaged {

@@ -39,6 +39,11 @@ pub enum Loaded {
         reason: String,
         damaged: bool,
     },
+    /// A snapshot in a newer format than this build reads (`schema`): the daemon refuses to
+    /// start rather than replay over it (see `format`).
+    Newer {
+        schema: u32,
+    },
 }
 
 impl Snapshot {
@@ -63,6 +68,9 @@ impl Snapshot {
             Ok(snapshot) if snapshot.schema == crate::protocol::SCHEMA_VERSION => {
                 Loaded::Found(Box::new(snapshot))
             }
+            Ok(snapshot) if snapshot.schema > crate::protocol::SCHEMA_VERSION => Loaded::Newer {
+                schema: snapshot.schema,
+            },
             Ok(snapshot) => Loaded::Unusable {
                 reason: format!("the snapshot has schema {}", snapshot.schema),
                 damaged: false,

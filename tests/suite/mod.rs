@@ -19,6 +19,7 @@ mod daily_cli;
 mod daily_config;
 mod daily_install;
 mod daily_tmux;
+mod daily_upgrade;
 mod durability;
 mod events_sse;
 mod http_limits;
