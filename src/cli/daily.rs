@@ -17,6 +17,9 @@ pub enum DailyCommand {
     },
     /// Print the man page (roff): `cohost man | man -l -`.
     Man,
+    /// Start `cohost serve` at login: a systemd user unit (`cohost.service`).
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Count the agents: running, waiting for you, finished and unseen (one request).
     /// `--tmux` prints a short segment for tmux's `status-right`.
     Status {
@@ -51,6 +54,25 @@ pub enum ConfigCommand {
     },
     /// Print the config file's path.
     Path,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Write `$XDG_CONFIG_HOME/systemd/user/cohost.service` (runs this `cohost serve`, restarts it
+    /// on failure, logs to the journal), then enable and start it. Settings come from the config
+    /// file; `--home`/`COHOST_HOME`, `COHOST_CONFIG` and this shell's PATH are written into it.
+    Install {
+        /// Write the unit, but do not enable or start it.
+        #[arg(long)]
+        no_start: bool,
+    },
+    /// Stop and disable the unit, and remove its file.
+    Uninstall,
+    /// Whether the unit is installed, enabled and running, and whether the daemon answers.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -1,8 +1,9 @@
-//! The everyday commands (issue 16): `config show|path`, `completions`, `man`, `status`, `next`. Each runs once
+//! The everyday commands (issue 16): `config show|path`, `completions`, `man`, `service`, `status`, `next`. Each runs once
 //! and prints to stdout; none of them needs the daemon unless it says so. The clap structs are in
 //! `cli/daily.rs`.
 
 mod config;
+mod service;
 mod tmux;
 
 use std::io::Write;
@@ -52,6 +53,7 @@ pub fn run(
             client,
             &mut out,
         ),
+        DailyCommand::Service(command) => service::run(home, listen, command, &mut out),
         DailyCommand::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
