@@ -219,10 +219,20 @@ pub enum TaskCommand {
         #[arg(long)]
         idempotency_key: Option<String>,
     },
-    /// Show a task as JSON.
-    Status { task: String },
+    /// Show a task: state, phase, revision, why it waits, how a cancel ended.
+    Status {
+        task: String,
+        /// Print the raw JSON of GET /api/tasks/{id}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a finished task's final assistant text (read in chunks).
-    Result { task: String },
+    Result {
+        task: String,
+        /// Print the whole result as one GET /api/tasks/{id}/result answer (JSON).
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancel a task (see `docs/api.md` for the outcomes).
     Cancel {
         task: String,

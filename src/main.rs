@@ -265,7 +265,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .collect();
             let mut out = std::io::stdout().lock();
             if json {
-                serde_json::to_writer_pretty(&mut out, &requests)?;
+                // The route's shape, `{"requests": [...]}`, pending ones only unless --all.
+                serde_json::to_writer_pretty(&mut out, &json!({ "requests": requests }))?;
                 writeln!(out)?;
                 return Ok(());
             }
@@ -761,24 +762,43 @@ fn run_task(client: Client, command: TaskCommand) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        TaskCommand::Status { task } => print(&client.get(&format!("/api/tasks/{task}"))?),
-        TaskCommand::Result { task } => {
+        TaskCommand::Status { task, json } => {
+            let answer: serde_json::Value = client.get(&format!("/api/tasks/{task}"))?;
+            if json {
+                return print(&answer);
+            }
+            cohost::commands::print_task(&answer["task"], &mut std::io::stdout().lock())
+        }
+        TaskCommand::Result { task, json } => {
             let mut offset = 0u64;
             let mut out = std::io::stdout().lock();
+            let mut whole = String::new();
             loop {
                 let chunk: serde_json::Value =
                     client.get(&format!("/api/tasks/{task}/result?offset={offset}"))?;
                 if chunk["available"] != true {
+                    if json {
+                        return print(&chunk);
+                    }
                     anyhow::bail!(
                         "task {task} has no result (state {})",
                         chunk["state"].as_str().unwrap_or("?")
                     );
                 }
-                std::io::Write::write_all(
-                    &mut out,
-                    chunk["text"].as_str().unwrap_or("").as_bytes(),
-                )?;
+                let text = chunk["text"].as_str().unwrap_or("");
+                if json {
+                    whole.push_str(text);
+                } else {
+                    std::io::Write::write_all(&mut out, text.as_bytes())?;
+                }
                 if chunk["eof"] == true {
+                    if json {
+                        // The whole text as one answer of the route, read from offset 0.
+                        let mut answer = chunk.clone();
+                        answer["text"] = json!(whole);
+                        answer["offset"] = json!(0);
+                        return print(&answer);
+                    }
                     std::io::Write::write_all(&mut out, b"\n")?;
                     return Ok(());
                 }

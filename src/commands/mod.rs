@@ -14,6 +14,41 @@ use clap::CommandFactory;
 use crate::cli::Cli;
 use crate::cli::daily::{ConfigCommand, DailyCommand, Shell};
 
+/// `cohost task status` without `--json`: one task view (`GET /api/tasks/{id}`'s `task`), a
+/// field a line.
+pub fn print_task(task: &serde_json::Value, out: &mut impl Write) -> anyhow::Result<()> {
+    let text = |key: &str| match &task[key] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    writeln!(out, "task:      {}", text("taskId"))?;
+    writeln!(out, "session:   {}", text("sessionId"))?;
+    writeln!(
+        out,
+        "state:     {} ({}), revision {}",
+        text("state"),
+        text("phase"),
+        text("revision")
+    )?;
+    for (label, key) in [
+        ("position", "position"),
+        ("waiting", "waitingReason"),
+        ("turn", "turnId"),
+        ("cancel", "cancelOutcome"),
+        ("error", "error"),
+        ("superseded", "supersededBy"),
+    ] {
+        let value = text(key);
+        if !value.is_empty() {
+            writeln!(out, "{label:<10} {value}")?;
+        }
+    }
+    let preview = text("promptPreview");
+    writeln!(out, "prompt:    {}", preview.lines().next().unwrap_or(""))?;
+    Ok(())
+}
+
 /// Runs one everyday command; `home` and `listen` are the global options.
 pub fn run(
     home: Option<PathBuf>,

@@ -701,7 +701,10 @@ fn the_cli_sets_the_mode_lists_requests_and_answers_one() {
     );
     let all: Value =
         serde_json::from_str(&fx.daemon.cli_ok(&["requests", &id, "--all", "--json"])).unwrap();
-    assert_eq!(all[0]["resolved"]["answers"], json!({ "color": ["Blue"] }));
+    assert_eq!(
+        all["requests"][0]["resolved"]["answers"],
+        json!({ "color": ["Blue"] })
+    );
     // The slash commands: /plan off, and /answer with nothing pending.
     let off = fx
         .daemon

@@ -18,6 +18,7 @@ mod codex_watch;
 mod daily_cli;
 mod daily_config;
 mod daily_install;
+mod daily_json;
 mod daily_service;
 mod daily_tmux;
 mod daily_upgrade;

@@ -642,9 +642,31 @@ fn the_cli_takes_over_drops_the_queue_and_round_trips_a_task() {
         d.cli_ok(&["task", "result", &trip]),
         "Reply for the round trip.\n"
     );
-    let status: Value = serde_json::from_str(&d.cli_ok(&["task", "status", &trip])).unwrap();
+    // Every read command's --json is the route's answer, unchanged.
+    let status: Value =
+        serde_json::from_str(&d.cli_ok(&["task", "status", &trip, "--json"])).unwrap();
     assert_eq!(status["task"]["taskId"], trip.as_str(), "{status:#}");
     assert_eq!(status["task"]["state"], "completed", "{status:#}");
+    assert_eq!(status, d.get(&format!("/api/tasks/{trip}")).assert_ok());
+    let readable = d.cli_ok(&["task", "status", &trip]);
+    assert!(
+        readable.contains(&format!("task:      {trip}"))
+            && readable.contains("state:     completed"),
+        "{readable}"
+    );
+    let result: Value =
+        serde_json::from_str(&d.cli_ok(&["task", "result", &trip, "--json"])).unwrap();
+    assert_eq!(
+        result,
+        d.get(&format!("/api/tasks/{trip}/result")).assert_ok()
+    );
+    let queue: Value = serde_json::from_str(&d.cli_ok(&["queue", &id, "--json"])).unwrap();
+    assert_eq!(
+        queue,
+        d.get(&format!("/api/sessions/{id}/queue")).assert_ok()
+    );
+    let sessions: Value = serde_json::from_str(&d.cli_ok(&["sessions", "--json"])).unwrap();
+    assert_eq!(sessions, d.get("/api/sessions").assert_ok());
     let out = d.cli_ok(&["task", "cancel", &trip]);
     assert_eq!(out.trim(), "completed finished_before_abort");
     let out = d.cli_ok(&["queue", &id]);
