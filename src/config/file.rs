@@ -243,6 +243,12 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         .try_get_matches_from(&argv)
         .map_err(|error| anyhow!("{error}"))?;
     let keys = settable(&root)?;
+    let mut built = root.clone();
+    built.build();
+    let serve_command = built
+        .find_subcommand("serve")
+        .context("the command line has no `serve`")?
+        .clone();
     let mut from_file = std::collections::BTreeSet::new();
     let mut argv = argv;
     if let Some(table) = &table {
@@ -264,10 +270,32 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
                 serve_matches
             };
             let words = words_for(&root, arg, value, &file)?;
-            if matches!(
-                matches.value_source(arg.get_id().as_str()),
-                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-            ) {
+            // A flag or a variable for this setting, or for one it excludes (`watchers` and
+            // `no-watchers`), wins over the file.
+            let set_above = |id: &str| {
+                matches!(
+                    matches.value_source(id),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            };
+            let mut excluded: Vec<String> = serve_command
+                .get_arg_conflicts_with(arg)
+                .iter()
+                .map(|other| other.get_id().to_string())
+                .collect();
+            // Conflicts are declared on one side only.
+            excluded.extend(
+                serve_command
+                    .get_arguments()
+                    .filter(|other| {
+                        serve_command
+                            .get_arg_conflicts_with(other)
+                            .iter()
+                            .any(|c| c.get_id() == arg.get_id())
+                    })
+                    .map(|other| other.get_id().to_string()),
+            );
+            if set_above(arg.get_id().as_str()) || excluded.iter().any(|id| set_above(id)) {
                 continue;
             }
             from_file.insert(key.clone());

@@ -128,6 +128,21 @@ fn config_show_names_the_source_of_every_setting_flags_over_env_over_file() {
     assert_eq!(line("segment-mb"), "segment-mb = 8 # file");
     assert_eq!(line("retain-mb"), "retain-mb = 1024 # default");
 
+    // A variable for a setting the file's key excludes wins too (`watchers` / `no-watchers`).
+    let output = cohost(
+        dir.path(),
+        &["config", "show", "--json"],
+        &[("COHOST_WATCHERS", "codex")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shown: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(shown["settings"]["watchers"]["value"], "codex");
+    assert_eq!(
+        shown["settings"]["watchers"]["source"],
+        "env COHOST_WATCHERS"
+    );
+    assert_eq!(shown["settings"]["no-watchers"]["value"], "false");
+
     // No file: every setting is a default, and `config path` names where the file would be.
     let empty = temp_dir("cohost-config-");
     let output = cohost(empty.path(), &["config", "show", "--json"], &[]);
