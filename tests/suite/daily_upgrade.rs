@@ -79,7 +79,10 @@ fn homes_written_by_earlier_formats_are_read_by_this_daemon() {
         "log2-snapshot1-checkpoint1",
     ] {
         let (tmux, _) = tmux_with_sessions(&["work", "play"]);
-        let mut daemon = TestDaemon::start(&tmux, &[]);
+        // The fixtures' agents were last updated when the fixture was written: with the
+        // default ages they would have gone stale (or been pruned) since.
+        let ages = ["--stale-after", "999999999", "--prune-after", "999999999"];
+        let mut daemon = TestDaemon::start(&tmux, &ages);
         daemon.stop();
         std::fs::remove_dir_all(daemon.home()).unwrap();
         copy_home(&fixture(name), daemon.home());
