@@ -245,6 +245,35 @@ fn a_streamed_turn_is_readable_markdown_is_inert_and_the_keyboard_alone_sends() 
             .join("target/browser-screenshots/web-page.png")
     };
     b.screenshot(&target);
+
+    // An image attached in the composer goes with Send now (a queued task cannot carry one).
+    use base64::Engine;
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let file = std::env::temp_dir().join(format!("cohost-pixel-{}.png", std::process::id()));
+    std::fs::write(
+        &file,
+        base64::engine::general_purpose::STANDARD
+            .decode(png)
+            .unwrap(),
+    )
+    .unwrap();
+    b.send_keys("#attach", file.to_str().unwrap());
+    b.wait_text("#thumbs", "cohost-pixel", UI_TIMEOUT);
+    b.type_into("#prompt", "What is this?");
+    assert!(!b.is_enabled("#queueTask"), "a task cannot carry an image");
+    fx.mock.push(Step::text("A single pixel."));
+    b.click("#sendNow");
+    b.wait_text("#entries", "A single pixel.", TURN);
+    let _ = std::fs::remove_file(&file);
+    let last = fx.mock.main_requests().last().cloned().unwrap();
+    assert!(
+        last.body["input"]
+            .to_string()
+            .contains(&format!("data:image/png;base64,{png}")),
+        "no image in the model request"
+    );
+    assert_eq!(b.text("#thumbs"), "", "the sent image is still attached");
+    b.assert_no_problems();
 }
 
 #[test]
@@ -366,6 +395,18 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     b.type_into("#prompt", "Make a file");
     b.click("#sendNow");
     b.wait_text("#requests", "Run a command", TURN);
+    // What waits for people shows in the tab's title and favicon.
+    b.wait_for("the count in the title", UI_TIMEOUT, || {
+        (b.exec("return document.title;", vec![]) == json!("(1) cohost")).then_some(())
+    });
+    let icon = b.exec(
+        "return document.getElementById('favicon').getAttribute('href');",
+        vec![],
+    );
+    assert!(
+        icon.as_str().unwrap().starts_with("data:image/png;base64,"),
+        "{icon}"
+    );
     let card = b.text("#requests");
     assert!(card.contains("touch approved.txt"), "{card}");
     for raw in ["acceptForSession", "ap:"] {
@@ -380,6 +421,9 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     assert_eq!(resolved["data"]["by"], "web", "{resolved}");
     assert_eq!(resolved["data"]["decision"], "accept", "{resolved}");
     b.wait_text("#entries", "allowed once by this page", UI_TIMEOUT);
+    b.wait_for("the title without a count", UI_TIMEOUT, || {
+        (b.exec("return document.title;", vec![]) == json!("cohost")).then_some(())
+    });
 
     // Plan mode from the page; a question answered by picking an option.
     b.click("#planMode");
@@ -527,6 +571,29 @@ fn a_reload_mid_stream_shows_the_text_so_far_once_and_a_cut_message_survives_a_r
     assert_eq!(agent_texts(&b), [whole.to_string()]);
     assert!(b.exists("#entries .msg.agent.cut"));
     assert!(!b.exists("#entries .msg.typing"));
+
+    // A steer restarts the answer: the stream it abandoned leaves no bubble, live or reloaded.
+    fx.mock.push(
+        Step::text("a long answer that the steer abandons halfway through")
+            .delay(Duration::from_millis(150)),
+    );
+    fx.mock
+        .push(Step::text("Short answer.").when_user_contains("keep it short"));
+    b.type_into("#prompt", "Write a long answer");
+    b.click("#sendNow");
+    b.wait_for("the long answer streaming", TURN, || {
+        agent_texts(&b).get(1).filter(|t| !t.is_empty()).map(|_| ())
+    });
+    b.type_into("#prompt", "Actually, keep it short.");
+    b.click("#sendNow");
+    b.wait_text("#entries", "Short answer.", TURN);
+    b.wait_for("the turn's end", TURN, || {
+        (b.text("#entries").matches("Turn done").count() == 1).then_some(())
+    });
+    assert_eq!(agent_texts(&b), [whole, "Short answer."]);
+    b.reload();
+    b.wait_text("#entries", "Short answer.", UI_TIMEOUT);
+    assert_eq!(agent_texts(&b), [whole, "Short answer."]);
     b.assert_no_problems();
 }
 
