@@ -737,71 +737,17 @@ fn every_agent_on_the_machine_is_listed_and_a_session_starts_from_the_page() {
 }
 
 /// A closed codex session of `turns` turns (5 events each) appended to the daemon's log while
-/// it is stopped: what a month of use leaves behind.
+/// it is stopped: what months of use leave behind.
 fn write_long_session(daemon: &mut TestDaemon, turns: usize) -> String {
     daemon.stop();
-    let dir = daemon.home().join("log");
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    segments.sort();
-    let last = segments.last().cloned().unwrap();
-    let text = std::fs::read_to_string(&last).unwrap();
-    let mut seq = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["seq"].as_u64())
-        .max()
-        .unwrap_or(0);
-    let id = "cs_0000000000010000".to_string();
-    let mut session_seq = 0;
-    let mut out = Vec::new();
-    let mut push = |kind: &str, data: Value| {
-        seq += 1;
-        session_seq += 1;
-        // The log's lines start with `{"seq":` (json! would sort the keys).
-        let json = format!(
-            "{{\"seq\":{seq},\"ts\":{},\"session\":\"{id}\",\"sessionSeq\":{session_seq},\"type\":\"{kind}\",\"data\":{data}}}",
-            1_795_000_000_000u64 + seq
-        );
-        cohost::core::log_line::encode(&json, &mut out);
-    };
-    push(
-        "session.created",
-        json!({ "runtime": "codex", "cwd": "/tmp", "approvalPolicy": "never" }),
-    );
-    for n in 0..turns {
-        let turn = format!("turn-{n}");
-        push("turn.started", json!({ "turnId": turn, "source": "api" }));
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "userMessage", "id": format!("{turn}:u"), "text": format!("Question {n}") } }),
-        );
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "command", "id": format!("{turn}:c"), "command": "cargo test", "status": "completed", "exitCode": 0, "output": "test result: ok" } }),
-        );
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "agentMessage", "id": format!("{turn}:a"), "text": format!("Answer **{n}** with `code`") } }),
-        );
-        push(
-            "turn.completed",
-            json!({ "turnId": turn, "status": "completed", "durationMs": 1000 }),
-        );
+    let long = crate::support::web::long_session(daemon.home(), turns, "cs_0000000000010000");
+    let mut bytes = Vec::new();
+    for line in &long.lines {
+        cohost::core::log_line::encode(line, &mut bytes);
     }
-    push("session.closed", json!({ "reason": "closed by the test" }));
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&last)
-        .unwrap()
-        .write_all(&out)
-        .unwrap();
+    long.append(&bytes);
     daemon.start_again();
-    id
+    long.session
 }
 
 #[test]
