@@ -389,6 +389,20 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     let id = fx.create(json!({ "approvalPolicy": "untrusted", "sandbox": "workspace-write" }));
     let b = open(&fx.daemon, Some(&id), DESKTOP);
 
+    // Desktop notifications, turned on from the page. The browser's own notification display
+    // is not ours to test: the Notification API is replaced by a recorder, and the tab hidden.
+    b.exec(
+        "window.__shown = [];
+         const Recorder = function (title, options) { window.__shown.push([title, options && options.body]); this.close = () => {}; };
+         Recorder.permission = 'default';
+         Recorder.requestPermission = () => { Recorder.permission = 'granted'; return Promise.resolve('granted'); };
+         window.Notification = Recorder;
+         Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });",
+        vec![],
+    );
+    b.click("#notifyToggle");
+    b.wait_text("#notifyToggle", "Notifications on", UI_TIMEOUT);
+
     // An approval, with human labels and no raw identifiers.
     fx.mock.push(Step::exec("touch approved.txt"));
     fx.mock.push(Step::text("Made it."));
@@ -409,6 +423,16 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     );
     let card = b.text("#requests");
     assert!(card.contains("touch approved.txt"), "{card}");
+    let shown = b.wait_for("a desktop notification", UI_TIMEOUT, || {
+        let shown = b.exec("return window.__shown;", vec![]);
+        (!shown.as_array().unwrap().is_empty()).then_some(shown)
+    });
+    assert!(
+        shown.to_string().contains("touch approved.txt")
+            || shown.to_string().to_lowercase().contains("approv"),
+        "{shown}"
+    );
+    b.exec("delete document.hidden;", vec![]);
     for raw in ["acceptForSession", "ap:"] {
         assert!(!card.contains(raw), "{raw:?} shown to people: {card}");
     }
