@@ -429,7 +429,10 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     });
     assert_eq!(
         shown[0],
-        json!(["approval needed: command", "touch approved.txt"]),
+        json!([
+            "approval needed: command",
+            "/bin/bash -lc 'touch approved.txt'"
+        ]),
         "{shown}"
     );
     b.exec("delete document.hidden;", vec![]);
