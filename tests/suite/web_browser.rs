@@ -186,8 +186,12 @@ fn a_task_queued_on_the_page_streams_the_reply_into_the_transcript() {
 
     let browser = Browser::start();
     open_page(&browser, &fx.daemon);
-    browser.wait_text("#sessions", &id, UI_TIMEOUT);
-    browser.click_text("#sessions button", &id);
+    // The list names a session by its directory; its button carries the id.
+    let button = format!("#sessions button[data-key='s:{id}']");
+    browser.wait_for("the session in the list", UI_TIMEOUT, || {
+        browser.exists(&button).then_some(())
+    });
+    browser.click(&button);
     browser.wait_visible("#prompt", UI_TIMEOUT);
     browser.type_into("#prompt", "Say hello from the page");
     assert!(browser.is_enabled("#queueTask"));

@@ -245,6 +245,35 @@ fn a_streamed_turn_is_readable_markdown_is_inert_and_the_keyboard_alone_sends() 
             .join("target/browser-screenshots/web-page.png")
     };
     b.screenshot(&target);
+
+    // An image attached in the composer goes with Send now (a queued task cannot carry one).
+    use base64::Engine;
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let file = std::env::temp_dir().join(format!("cohost-pixel-{}.png", std::process::id()));
+    std::fs::write(
+        &file,
+        base64::engine::general_purpose::STANDARD
+            .decode(png)
+            .unwrap(),
+    )
+    .unwrap();
+    b.send_keys("#attach", file.to_str().unwrap());
+    b.wait_text("#thumbs", "cohost-pixel", UI_TIMEOUT);
+    b.type_into("#prompt", "What is this?");
+    assert!(!b.is_enabled("#queueTask"), "a task cannot carry an image");
+    fx.mock.push(Step::text("A single pixel."));
+    b.click("#sendNow");
+    b.wait_text("#entries", "A single pixel.", TURN);
+    let _ = std::fs::remove_file(&file);
+    let last = fx.mock.main_requests().last().cloned().unwrap();
+    assert!(
+        last.body["input"]
+            .to_string()
+            .contains(&format!("data:image/png;base64,{png}")),
+        "no image in the model request"
+    );
+    assert_eq!(b.text("#thumbs"), "", "the sent image is still attached");
+    b.assert_no_problems();
 }
 
 #[test]
@@ -360,14 +389,53 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     let id = fx.create(json!({ "approvalPolicy": "untrusted", "sandbox": "workspace-write" }));
     let b = open(&fx.daemon, Some(&id), DESKTOP);
 
+    // Desktop notifications, turned on from the page. The browser's own notification display
+    // is not ours to test: the Notification API is replaced by a recorder, and the tab hidden.
+    b.exec(
+        "window.__shown = [];
+         const Recorder = function (title, options) { window.__shown.push([title, options && options.body]); this.close = () => {}; };
+         Recorder.permission = 'default';
+         Recorder.requestPermission = () => { Recorder.permission = 'granted'; return Promise.resolve('granted'); };
+         window.Notification = Recorder;
+         Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });",
+        vec![],
+    );
+    b.click("#notifyToggle");
+    b.wait_text("#notifyToggle", "Notifications on", UI_TIMEOUT);
+
     // An approval, with human labels and no raw identifiers.
     fx.mock.push(Step::exec("touch approved.txt"));
     fx.mock.push(Step::text("Made it."));
     b.type_into("#prompt", "Make a file");
     b.click("#sendNow");
     b.wait_text("#requests", "Run a command", TURN);
+    // What waits for people shows in the tab's title and favicon.
+    b.wait_for("the count in the title", UI_TIMEOUT, || {
+        (b.exec("return document.title;", vec![]) == json!("(1) cohost")).then_some(())
+    });
+    let icon = b.exec(
+        "return document.getElementById('favicon').getAttribute('href');",
+        vec![],
+    );
+    assert!(
+        icon.as_str().unwrap().starts_with("data:image/png;base64,"),
+        "{icon}"
+    );
     let card = b.text("#requests");
     assert!(card.contains("touch approved.txt"), "{card}");
+    let shown = b.wait_for("a desktop notification", UI_TIMEOUT, || {
+        let shown = b.exec("return window.__shown;", vec![]);
+        (!shown.as_array().unwrap().is_empty()).then_some(shown)
+    });
+    assert_eq!(
+        shown[0],
+        json!([
+            "approval needed: command",
+            "/bin/bash -lc 'touch approved.txt'"
+        ]),
+        "{shown}"
+    );
+    b.exec("delete document.hidden;", vec![]);
     for raw in ["acceptForSession", "ap:"] {
         assert!(!card.contains(raw), "{raw:?} shown to people: {card}");
     }
@@ -380,6 +448,9 @@ fn an_approval_a_question_and_a_plan_are_answered_on_the_page() {
     assert_eq!(resolved["data"]["by"], "web", "{resolved}");
     assert_eq!(resolved["data"]["decision"], "accept", "{resolved}");
     b.wait_text("#entries", "allowed once by this page", UI_TIMEOUT);
+    b.wait_for("the title without a count", UI_TIMEOUT, || {
+        (b.exec("return document.title;", vec![]) == json!("cohost")).then_some(())
+    });
 
     // Plan mode from the page; a question answered by picking an option.
     b.click("#planMode");
@@ -527,6 +598,29 @@ fn a_reload_mid_stream_shows_the_text_so_far_once_and_a_cut_message_survives_a_r
     assert_eq!(agent_texts(&b), [whole.to_string()]);
     assert!(b.exists("#entries .msg.agent.cut"));
     assert!(!b.exists("#entries .msg.typing"));
+
+    // A steer restarts the answer: the stream it abandoned leaves no bubble, live or reloaded.
+    fx.mock.push(
+        Step::text("a long answer that the steer abandons halfway through")
+            .delay(Duration::from_millis(150)),
+    );
+    fx.mock
+        .push(Step::text("Short answer.").when_user_contains("keep it short"));
+    b.type_into("#prompt", "Write a long answer");
+    b.click("#sendNow");
+    b.wait_for("the long answer streaming", TURN, || {
+        agent_texts(&b).get(1).filter(|t| !t.is_empty()).map(|_| ())
+    });
+    b.type_into("#prompt", "Actually, keep it short.");
+    b.click("#sendNow");
+    b.wait_text("#entries", "Short answer.", TURN);
+    b.wait_for("the turn's end", TURN, || {
+        (b.text("#entries").matches("Turn done").count() == 1).then_some(())
+    });
+    assert_eq!(agent_texts(&b), [whole, "Short answer."]);
+    b.reload();
+    b.wait_text("#entries", "Short answer.", UI_TIMEOUT);
+    assert_eq!(agent_texts(&b), [whole, "Short answer."]);
     b.assert_no_problems();
 }
 
@@ -670,71 +764,17 @@ fn every_agent_on_the_machine_is_listed_and_a_session_starts_from_the_page() {
 }
 
 /// A closed codex session of `turns` turns (5 events each) appended to the daemon's log while
-/// it is stopped: what a month of use leaves behind.
+/// it is stopped: what months of use leave behind.
 fn write_long_session(daemon: &mut TestDaemon, turns: usize) -> String {
     daemon.stop();
-    let dir = daemon.home().join("log");
-    let mut segments: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    segments.sort();
-    let last = segments.last().cloned().unwrap();
-    let text = std::fs::read_to_string(&last).unwrap();
-    let mut seq = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["seq"].as_u64())
-        .max()
-        .unwrap_or(0);
-    let id = "cs_0000000000010000".to_string();
-    let mut session_seq = 0;
-    let mut out = Vec::new();
-    let mut push = |kind: &str, data: Value| {
-        seq += 1;
-        session_seq += 1;
-        // The log's lines start with `{"seq":` (json! would sort the keys).
-        let json = format!(
-            "{{\"seq\":{seq},\"ts\":{},\"session\":\"{id}\",\"sessionSeq\":{session_seq},\"type\":\"{kind}\",\"data\":{data}}}",
-            1_795_000_000_000u64 + seq
-        );
-        cohost::core::log_line::encode(&json, &mut out);
-    };
-    push(
-        "session.created",
-        json!({ "runtime": "codex", "cwd": "/tmp", "approvalPolicy": "never" }),
-    );
-    for n in 0..turns {
-        let turn = format!("turn-{n}");
-        push("turn.started", json!({ "turnId": turn, "source": "api" }));
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "userMessage", "id": format!("{turn}:u"), "text": format!("Question {n}") } }),
-        );
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "command", "id": format!("{turn}:c"), "command": "cargo test", "status": "completed", "exitCode": 0, "output": "test result: ok" } }),
-        );
-        push(
-            "item.completed",
-            json!({ "turnId": turn, "item": { "type": "agentMessage", "id": format!("{turn}:a"), "text": format!("Answer **{n}** with `code`") } }),
-        );
-        push(
-            "turn.completed",
-            json!({ "turnId": turn, "status": "completed", "durationMs": 1000 }),
-        );
+    let long = crate::support::web::long_session(daemon.home(), turns, "cs_0000000000010000");
+    let mut bytes = Vec::new();
+    for line in &long.lines {
+        cohost::core::log_line::encode(line, &mut bytes);
     }
-    push("session.closed", json!({ "reason": "closed by the test" }));
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&last)
-        .unwrap()
-        .write_all(&out)
-        .unwrap();
+    long.append(&bytes);
     daemon.start_again();
-    id
+    long.session
 }
 
 #[test]

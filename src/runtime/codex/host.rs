@@ -1461,8 +1461,8 @@ impl Inner {
     /// Closes items left open by a turn (an interrupt drops them without `item/completed`),
     /// then stores the turn's end.
     /// Closes what the turn left open: items started and not completed get the turn's end
-    /// status; an agent message that was still streaming is stored with the text it had, marked
-    /// `interrupted`.
+    /// status; an agent message that was still streaming when the turn was interrupted or failed
+    /// is stored with the text it had, marked `interrupted`.
     async fn end_turn(self: &Arc<Self>, live: &Arc<Live>, done: TurnCompleted) {
         let dangling: Vec<(String, Item)> = {
             let mut turn = lock(&live.turn);
@@ -1486,7 +1486,11 @@ impl Inner {
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in streamed {
-                if let Some((turn_id, text)) = turn.streaming.remove(&id) {
+                // A turn that completed abandoned this stream (a steer restarts the model's
+                // answer): codex keeps nothing of it, nor does cohost.
+                if let Some((turn_id, text)) = turn.streaming.remove(&id)
+                    && done.status != TurnStatus::Completed
+                {
                     dangling.push((
                         turn_id,
                         Item::AgentMessage {

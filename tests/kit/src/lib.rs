@@ -24,6 +24,7 @@ pub mod mock_messages;
 pub mod mock_responses;
 pub mod mock_server;
 pub mod tmux;
+pub mod web;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
