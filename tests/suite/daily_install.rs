@@ -2,9 +2,11 @@
 //! `cohost-hook` side by side, and `cohost` finds its two helpers beside its own executable first,
 //! then on PATH, or says which one is missing.
 //!
-//! A real `cargo install` builds the whole crate again in release mode (about five minutes on the
-//! 2-core CI machine, and it would contend for the build directory the suite runs from), so the
-//! install is checked in two honest halves: cargo's own metadata says which programs
+//! A real `cargo install` builds the whole crate again in release mode: measured, `cargo install
+//! --path . --root TMP --locked --offline` into a fresh target directory took 4 min 3 s on the
+//! 2-core development machine (it installed exactly `cohost`, `cohost-hook` and `cohost-runner`),
+//! longer than the rest of the suite's slowest test, and sharing the suite's own target directory
+//! would contend for its build lock. So the install is checked in two honest halves: cargo's own metadata says which programs
 //! `cargo install --path .` installs (every `bin` target of the root package), and the test
 //! lays out exactly what it installs — the three binaries of this build copied into
 //! `ROOT/bin` — and runs the daemon from there.
