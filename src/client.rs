@@ -65,6 +65,20 @@ impl Client {
         read_daemon_file(&self.home).and_then(|file| file.tmux_socket)
     }
 
+    /// A `tmux ARGS` command on the running daemon's tmux server (`-S` its socket, if it has
+    /// one), for the commands that move the user's client.
+    pub fn tmux_command(&self) -> impl Fn(&[&str]) -> std::process::Command + use<> {
+        let socket = self.tmux_socket();
+        move |args: &[&str]| {
+            let mut command = std::process::Command::new("tmux");
+            if let Some(socket) = &socket {
+                command.arg("-S").arg(socket);
+            }
+            command.args(args);
+            command
+        }
+    }
+
     pub fn token(&self) -> anyhow::Result<String> {
         let path = self.home.join(TOKEN_FILE);
         let token = std::fs::read_to_string(&path).with_context(|| {

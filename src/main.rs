@@ -459,15 +459,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "session {id} has no terminal (codex: `cohost start codex --terminal`, or POST /api/sessions/{id}/terminal)"
                 );
             };
-            let socket = client.tmux_socket();
-            let tmux = |args: &[&str]| {
-                let mut command = std::process::Command::new("tmux");
-                if let Some(socket) = &socket {
-                    command.arg("-S").arg(socket);
-                }
-                command.args(args);
-                command
-            };
+            let tmux = client.tmux_command();
             // Make the session's pane the active one of its window and session, then move
             // the user's client there: switch inside tmux, attach from outside.
             let _ = tmux(&["select-window", "-t", pane]).status();

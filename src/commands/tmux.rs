@@ -171,15 +171,7 @@ pub fn next(
     let client = Client::new(home, listen)?;
     let state = client.state()?;
     let candidates = candidates(&state, want);
-    let socket = client.tmux_socket();
-    let tmux = |args: &[&str]| {
-        let mut command = std::process::Command::new("tmux");
-        if let Some(socket) = &socket {
-            command.arg("-S").arg(socket);
-        }
-        command.args(args);
-        command
-    };
+    let tmux = client.tmux_command();
     let mut target_client: Vec<&str> = Vec::new();
     if let Some(name) = &client_name {
         target_client = vec!["-c", name.as_str()];
