@@ -911,7 +911,14 @@ impl Engine {
                     }
                 } else {
                     let watched = self.add_pending(path.clone(), format, recursive);
-                    moved |= deepest_existing(&path) != watched;
+                    // Created between our look and our watch on its parent: no event will
+                    // say so, so look again (the root itself, not only its ancestors).
+                    let appeared = if recursive {
+                        path.is_dir()
+                    } else {
+                        path.parent().is_some_and(Path::is_dir)
+                    };
+                    moved |= appeared || deepest_existing(&path) != watched;
                 }
             }
             if !moved {
