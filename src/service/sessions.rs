@@ -476,19 +476,6 @@ impl Service {
     }
 }
 
-#[cfg(test)]
-mod by_tests {
-    #[test]
-    fn by_defaults_to_api_and_refuses_empty_long_or_control_text() {
-        assert_eq!(super::check_by(None).unwrap(), "api");
-        assert_eq!(super::check_by(Some("web")).unwrap(), "web");
-        for bad in ["", "  ", "a\nb", &"x".repeat(65)] {
-            let error = super::check_by(Some(bad)).unwrap_err();
-            assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
-        }
-    }
-}
-
 /// Who answers (`by` of an approval or request answer): default `api`; a label is at most 64
 /// bytes of printable text, so an event never carries a log-breaking or huge name.
 pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
@@ -503,5 +490,18 @@ pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
             "by",
             "`by` must be 1 to 64 bytes of printable text",
         )),
+    }
+}
+
+#[cfg(test)]
+mod by_tests {
+    #[test]
+    fn by_defaults_to_api_and_refuses_empty_long_or_control_text() {
+        assert_eq!(super::check_by(None).unwrap(), "api");
+        assert_eq!(super::check_by(Some("web")).unwrap(), "web");
+        for bad in ["", "  ", "a\nb", &"x".repeat(65)] {
+            let error = super::check_by(Some(bad)).unwrap_err();
+            assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
+        }
     }
 }
