@@ -227,8 +227,15 @@ fn a_streamed_turn_is_readable_markdown_is_inert_and_the_keyboard_alone_sends() 
             "{planted:?} is shown as text: {text}"
         );
     }
-    // The live region announced the finished message, not each chunk.
-    b.wait_text("#announce", "Agent:", UI_TIMEOUT);
+    // The live region announced the finished message (once, not each chunk), then the turn's
+    // end: each its own line in the region, neither written over the other.
+    let said = b.wait_texts_in_order(
+        "#announce > p",
+        &["Agent: ## Findings", "Turn done"],
+        UI_TIMEOUT,
+    );
+    assert_eq!(said.len(), 2, "one announcement each: {said:?}");
+    assert_eq!(said[1], "Turn done", "{said:?}");
     b.assert_no_problems();
     // The screenshot README shows (refreshed with COHOST_UPDATE_SCREENSHOT=1), once the
     // queue and the list have caught up with the finished turn.

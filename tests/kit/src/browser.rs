@@ -450,6 +450,47 @@ impl Browser {
         })
     }
 
+    /// Waits until the elements matching `css`, in document order, hold `needles` in that order:
+    /// the first element whose text contains `needles[0]`, a later one containing `needles[1]`,
+    /// and so on (other elements may come between). Returns every element's text. Texts are
+    /// `textContent`, so this also reads regions hidden for sighted users (a screen-reader live
+    /// region's announcements, one element each).
+    #[track_caller]
+    pub fn wait_texts_in_order(
+        &self,
+        css: &str,
+        needles: &[&str],
+        timeout: Duration,
+    ) -> Vec<String> {
+        let js = "return Array.from(document.querySelectorAll(arguments[0]), e => e.textContent);";
+        let deadline = Instant::now() + timeout;
+        loop {
+            let texts: Vec<String> = self
+                .exec(js, vec![json!(css)])
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|v| v.as_str().unwrap_or_default().to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut rest = texts.iter();
+            if needles
+                .iter()
+                .all(|needle| rest.any(|t| t.contains(needle)))
+            {
+                return texts;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "timed out after {timeout:?} waiting for `{css}` to hold {needles:?} in that \
+                     order; it holds {texts:?}"
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     // ----------------------------------------------------------------------------- elements
 
     #[track_caller]
