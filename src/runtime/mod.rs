@@ -247,8 +247,9 @@ pub trait SessionHost: Send + Sync {
         key: Option<String>,
     ) -> Result<InjectOutcome, HostError>;
 
-    /// Interrupts the running turn; `false` when nothing was running.
-    async fn interrupt(&self, session: &str) -> Result<bool, HostError>;
+    /// Interrupts the running turn; `false` when nothing was running. With `turn`, only that
+    /// turn: once it has ended, nothing is sent (an interrupt never lands on a later turn).
+    async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError>;
 
     /// Answers a pending approval (first answer wins).
     async fn resolve_approval(

@@ -282,7 +282,7 @@ impl Service {
     }
 
     pub async fn interrupt(&self, id: &str) -> Result<bool, ServiceError> {
-        Ok(self.host_of(id)?.interrupt(id).await?)
+        Ok(self.host_of(id)?.interrupt(id, None).await?)
     }
 
     /// Every approval of the session, pending or resolved.
@@ -386,7 +386,9 @@ impl Service {
                 Err(capability) => capability,
             },
             "/models" => host.models().await?,
-            "/interrupt" => Capability::ok(json!({ "interrupted": host.interrupt(id).await? })),
+            "/interrupt" => {
+                Capability::ok(json!({ "interrupted": host.interrupt(id, None).await? }))
+            }
             "/plan" | "/answer" => return self.ask_command(id, name, rest).await,
             _ => {
                 return Err(ServiceError::field(

@@ -192,10 +192,11 @@ impl SessionHost for Fake {
         Ok(outcome)
     }
 
-    async fn interrupt(&self, session: &str) -> Result<bool, HostError> {
+    async fn interrupt(&self, session: &str, wanted: Option<&str>) -> Result<bool, HostError> {
         let turn = self
             .core
-            .read(|s| s.sessions.get(session).and_then(|r| r.active_turn.clone()));
+            .read(|s| s.sessions.get(session).and_then(|r| r.active_turn.clone()))
+            .filter(|turn| wanted.is_none_or(|wanted| wanted == turn));
         match turn {
             Some(turn) => {
                 self.finish(session, &turn, "Cut short.", TurnStatus::Interrupted)

@@ -656,7 +656,11 @@ impl TaskManager {
         )
         .await?;
         if withheld.is_none() {
-            let interrupted = self.host(session)?.interrupt(session).await;
+            // Bound to the task's turn: if it ended meanwhile, nothing is sent to the next.
+            let interrupted = self
+                .host(session)?
+                .interrupt(session, record.turn_id.as_deref())
+                .await;
             if let Err(error) = interrupted {
                 tracing::warn!(%session, %task, %error, "interrupt for a cancelled task failed");
             }

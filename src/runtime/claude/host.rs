@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::PermissionPolicy;
+use super::fence::{HookFence, Verdict};
 use super::normalize::{self, Normalizer, Output};
 use super::records::{HookLine, RecordHead, SessionFile};
 use super::screen;
@@ -611,6 +612,9 @@ impl ClaudeHost {
         {
             return Err(HostError::NotReady(session_id.to_string()));
         }
+        // An interrupt watching the box (to clear a prompt Claude hands back) must not take our
+        // paste for that prompt: the box is read and typed into by one of them at a time.
+        let keys = live.keys.lock().await;
         // Wait until the box is usable: no dialog, and not a human's draft. The screen decides
         // busy-or-idle: the session file lags the screen by tens of milliseconds.
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
@@ -646,6 +650,7 @@ impl ClaudeHost {
         tmux.send_keys(&pane, &["Enter"])
             .await
             .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+        drop(keys);
         let outcome = match self.confirm(&pane, &mut submitted, text, busy).await? {
             Some(outcome) => outcome,
             None => {
@@ -741,17 +746,24 @@ impl ClaudeHost {
         }
     }
 
-    /// One Escape while a turn runs; `Ok(false)` when Claude is idle.
-    pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
+    /// One Escape while a turn runs (with `turn`, only while that turn runs); `Ok(false)` when
+    /// Claude is idle or runs another turn.
+    pub async fn interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
         let _keys = live.keys.lock().await;
         let pane = self.verified_pane(session_id).await?;
-        let active_turn = self.inner.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .and_then(|s| s.active_turn.clone())
-        });
+        let active = || {
+            self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .and_then(|s| s.active_turn.clone())
+            })
+        };
+        let active_turn = active();
+        if turn.is_some_and(|wanted| active_turn.as_deref() != Some(wanted)) {
+            return Ok(false);
+        }
         let turn_open = active_turn.is_some();
         let busy = live.status.borrow().as_str() == "busy";
         if !turn_open && !busy {
@@ -776,6 +788,13 @@ impl ClaudeHost {
         let mut cleared = false;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
+            // Another turn runs now (a prompt queued behind ours started once ours stopped):
+            // ours is over, and nothing of this interrupt may touch the new one.
+            if let Some(now) = active()
+                && active_turn.as_deref() != Some(now.as_str())
+            {
+                break;
+            }
             let Ok(capture) = self.tmux().capture(&pane).await else {
                 break;
             };
@@ -1137,12 +1156,13 @@ impl Inner {
         let (transcript_tx, mut transcript_rx) =
             mpsc::channel::<(TailItem, Checkpoint)>(TAIL_CHANNEL);
         let cancel = live.cancel.clone();
+        let hooks_checkpoint = tail::load_checkpoint(&checkpoints.join("hooks.json"))
+            .await
+            .ok()
+            .flatten();
         tail::spawn_tail(
             live.dir.join("hooks.jsonl"),
-            tail::load_checkpoint(&checkpoints.join("hooks.json"))
-                .await
-                .ok()
-                .flatten(),
+            hooks_checkpoint.clone(),
             hooks_tx,
             cancel.child_token(),
         );
@@ -1165,6 +1185,9 @@ impl Inner {
                 transcript_cancel.clone(),
             );
         }
+        let hooks_path = live.dir.join("hooks.jsonl");
+        let hooks_written = || std::fs::metadata(&hooks_path).map_or(0, |meta| meta.len());
+        let mut fence = HookFence::new(hooks_checkpoint.as_ref().map_or(0, |c| c.offset));
         let mut unsaved: HashMap<PathBuf, Checkpoint> = HashMap::new();
         let mut unsaved_since = tokio::time::Instant::now();
         let mut tick = tokio::time::interval(TICK);
@@ -1178,13 +1201,15 @@ impl Inner {
                     match command {
                         Command::ExpectInjected(text) => normalizer.expect_injected(&text),
                         Command::Interrupted(turn) => {
-                            let outputs = normalizer.interrupted(&turn);
-                            self.apply(&live, outputs, &mut normalizer).await;
+                            // Held until the hooks written by now are read: a Stop among them
+                            // means the turn completed before the Escape took effect.
+                            fence.hold(Verdict::Interrupted(turn), hooks_written(), tokio::time::Instant::now());
                         }
                     }
                     (Vec::new(), None)
                 }
                 Some((item, checkpoint)) = hooks_rx.recv() => {
+                    fence.read_to(checkpoint.offset);
                     let outputs = match item {
                         TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
                             Ok(value) => normalizer.hook(&value, now_ms()),
@@ -1220,11 +1245,32 @@ impl Inner {
                         if *live.status.borrow() != status {
                             live.status.send_replace(status.clone());
                         }
-                        outputs.extend(normalizer.session_status(&status));
+                        // `idle` may end a turn no hook ended: it waits for the hooks written
+                        // before it (read after the session file, so they include its Stop).
+                        // Later readings wait behind a held `idle`, so `busy` cannot overtake it.
+                        if status == "idle" {
+                            fence.hold(Verdict::Idle, hooks_written(), tokio::time::Instant::now());
+                        } else if !fence.holds_idle() {
+                            outputs.extend(normalizer.session_status(&status));
+                        }
                     }
                     (outputs, None)
                 }
             };
+            let mut outputs = outputs;
+            for (verdict, expired) in fence.release(tokio::time::Instant::now()) {
+                if expired {
+                    tracing::warn!(
+                        session = %session_id,
+                        ?verdict,
+                        "hooks.jsonl was not read up to where it stood when the turn looked ended; ending it anyway"
+                    );
+                }
+                outputs.extend(match verdict {
+                    Verdict::Idle => normalizer.session_status("idle"),
+                    Verdict::Interrupted(turn) => normalizer.interrupted(&turn),
+                });
+            }
             // Transcript switches (first prompt, /clear, fork) restart the transcript tail.
             let new_transcript = outputs
                 .iter()

@@ -64,8 +64,8 @@ impl SessionHost for ClaudeHost {
         ClaudeHost::inject(self, session, text, key).await
     }
 
-    async fn interrupt(&self, session: &str) -> Result<bool, HostError> {
-        ClaudeHost::interrupt(self, session).await
+    async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        ClaudeHost::interrupt(self, session, turn).await
     }
 
     async fn resolve_approval(

@@ -440,8 +440,9 @@ impl CodexHost {
         .await?)
     }
 
-    /// Interrupts the running turn. `Ok(false)` when no turn is running.
-    pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
+    /// Interrupts the running turn (with `turn`, only that one). `Ok(false)` when no turn (or
+    /// another one) is running.
+    pub async fn interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
         let live = self.inner.live_session(session_id)?;
         let Some(binding) = live.binding.borrow().clone() else {
             return Ok(false);
@@ -449,6 +450,9 @@ impl CodexHost {
         let Some(turn_id) = lock(&live.turn).current.clone() else {
             return Ok(false);
         };
+        if turn.is_some_and(|wanted| wanted != turn_id) {
+            return Ok(false);
+        }
         // Right after `turn/start` answered, codex may not have begun the turn yet and says
         // "no active turn"; retry while the turn is still ours to end (its `turn/started` or
         // `turn/completed` is on the way).
@@ -690,7 +694,7 @@ impl CodexHost {
     /// Closes a session: interrupts its turn, unsubscribes from its thread, and logs the end.
     pub async fn close(&self, session_id: &str) -> Result<(), HostError> {
         let live = self.inner.live_session(session_id)?;
-        let _ = self.interrupt(session_id).await;
+        let _ = self.interrupt(session_id, None).await;
         let binding = live.binding.borrow().clone();
         if let Some(binding) = binding {
             let _ = binding

@@ -82,8 +82,8 @@ impl SessionHost for CodexHost {
         CodexHost::inject(self, session, text, key).await
     }
 
-    async fn interrupt(&self, session: &str) -> Result<bool, HostError> {
-        CodexHost::interrupt(self, session).await
+    async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        CodexHost::interrupt(self, session, turn).await
     }
 
     async fn resolve_approval(
