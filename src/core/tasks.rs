@@ -88,7 +88,14 @@ struct TurnEnd {
 struct TurnNote {
     last_message: Option<String>,
     ended: Option<TurnEnd>,
+    /// Its user messages (at most [`TURN_PROMPTS`]): a prompt the agent queued can start its
+    /// turn before the acceptance that says it was queued is logged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    prompts: Vec<String>,
 }
+
+/// User messages remembered per recent turn.
+const TURN_PROMPTS: usize = 4;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -340,6 +347,31 @@ impl Tasks {
                     // the user message carrying its text names it (see `ItemCompleted`).
                     task.queued_behind =
                         (!accepted.turn_id.is_empty()).then(|| accepted.turn_id.clone());
+                    let prompt = task.prompt.trim().to_string();
+                    // Its turn may have started (even ended) before this acceptance was logged:
+                    // Claude takes a queued prompt as soon as the turn before it ends, while
+                    // cohost may still be confirming the paste. Its own turn is then one after
+                    // the turn it queued behind whose user message carries its text.
+                    let own = self.sessions.get(session).and_then(|s| {
+                        let behind = s.turns.iter().position(|(id, _)| *id == accepted.turn_id)?;
+                        s.turns.iter().skip(behind + 1).find_map(|(id, note)| {
+                            note.prompts
+                                .iter()
+                                .any(|text| {
+                                    let text = text.trim();
+                                    !prompt.is_empty() && (text == prompt || text.contains(&prompt))
+                                })
+                                .then(|| (id.clone(), note.ended.clone()))
+                        })
+                    });
+                    if let Some((turn, ended)) = own {
+                        if let Some(task) = self.tasks.get_mut(&accepted.task_id) {
+                            task.turn_id = Some(turn);
+                        }
+                        if let Some(end) = ended {
+                            self.finish_with_turn(session, &accepted.task_id, end, ts);
+                        }
+                    }
                     return;
                 }
                 task.turn_id = Some(accepted.turn_id.clone());
@@ -406,6 +438,14 @@ impl Tasks {
                         .last_message = Some(text.clone());
                 }
                 Item::UserMessage { text, .. } => {
+                    let note = self
+                        .sessions
+                        .entry(session.to_string())
+                        .or_default()
+                        .turn_mut(&item.turn_id);
+                    if note.prompts.len() < TURN_PROMPTS {
+                        note.prompts.push(text.clone());
+                    }
                     // Prompts the agent queued reach their turn: bind each to it. A turn can
                     // carry several queued prompts (Claude 2.1.197 folds the prompts queued
                     // behind one turn into the next), so a prompt found inside the message
@@ -757,6 +797,51 @@ mod tests {
         // Nothing is left in flight: the next task is the only open one.
         let open: Vec<&str> = tasks.open("s1").map(|t| t.id.as_str()).collect();
         assert_eq!(open, ["c"]);
+    }
+
+    #[test]
+    fn a_queued_prompt_whose_turn_started_before_its_acceptance_was_logged_binds_to_it() {
+        // Claude took the queued prompt as soon as the turn before it ended, while cohost was
+        // still confirming the paste: its user message — even its turn's end — comes first.
+        for ended_first in [false, true] {
+            let mut tasks = Tasks::default();
+            tasks.apply(&event(1, queued("a", None, None)));
+            tasks.apply(&event(2, accepted("a", "t1", "turn")));
+            tasks.apply(&event(3, queued("b", None, None)));
+            tasks.apply(&event(4, message("t1", "first answer")));
+            tasks.apply(&event(5, completed("t1", TurnStatus::Completed)));
+            tasks.apply(&event(6, user_message("t2", "prompt b")));
+            tasks.apply(&event(7, message("t2", "second answer")));
+            if ended_first {
+                tasks.apply(&event(8, completed("t2", TurnStatus::Completed)));
+            }
+            tasks.apply(&event(9, accepted("b", "t1", "queued")));
+            assert_eq!(tasks.get("b").unwrap().turn_id.as_deref(), Some("t2"));
+            if !ended_first {
+                assert_eq!(tasks.get("b").unwrap().state, TaskState::Running);
+                tasks.apply(&event(10, completed("t2", TurnStatus::Completed)));
+            }
+            let b = tasks.get("b").unwrap();
+            assert_eq!(b.state, TaskState::Completed, "ended first: {ended_first}");
+            assert_eq!(b.result.as_deref(), Some("second answer"));
+            assert_eq!(
+                tasks.get("a").unwrap().result.as_deref(),
+                Some("first answer")
+            );
+        }
+    }
+
+    #[test]
+    fn a_queued_prompt_never_binds_to_the_turn_it_queued_behind_or_an_earlier_one() {
+        let mut tasks = Tasks::default();
+        tasks.apply(&event(1, user_message("t0", "prompt b")));
+        tasks.apply(&event(2, completed("t0", TurnStatus::Completed)));
+        tasks.apply(&event(3, user_message("t1", "prompt b")));
+        tasks.apply(&event(4, queued("b", None, None)));
+        tasks.apply(&event(5, accepted("b", "t1", "queued")));
+        let b = tasks.get("b").unwrap();
+        assert_eq!(b.turn_id, None);
+        assert_eq!(b.state, TaskState::Running);
     }
 
     #[test]

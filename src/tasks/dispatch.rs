@@ -138,8 +138,10 @@ impl TaskManager {
                     });
                 }
             }
-            // A cancelled prompt the agent had queued reaches its own turn: abort it now.
+            // A cancelled prompt the agent had queued reaches its own turn: abort it now (its
+            // acceptance can bind it to a turn that started before it was logged).
             EventKind::TurnStarted(_)
+            | EventKind::TaskAccepted(_)
             | EventKind::ItemCompleted(crate::protocol::ItemEvent {
                 item: crate::protocol::Item::UserMessage { .. },
                 ..
