@@ -218,6 +218,9 @@ struct TranscriptDecoder {
     state: TranscriptState,
 }
 
+/// The `entrypoint` of a headless run's records (`claude -p`); the TUI's is `cli`.
+const HEADLESS: &str = "sdk-cli";
+
 /// User texts that are not prompts a person typed.
 const NOT_A_PROMPT: [&str; 7] = [
     "<command-name>",
@@ -443,6 +446,15 @@ impl TranscriptDecoder {
                 value,
                 Some(AgentStatus::ToolRunning),
                 "assistant tool_use without tool_result → tool-running",
+            ));
+        } else if message["stop_reason"] == "end_turn" && value["entrypoint"] == HEADLESS {
+            // A headless run (`claude -p`, the SDK) writes no `turn_duration` line: its answer
+            // is the turn's last record, and the run exits after it.
+            self.state.open_tools.clear();
+            out.push(self.observe(
+                value,
+                Some(AgentStatus::Done),
+                "assistant end_turn in a headless run (entrypoint sdk-cli) → done",
             ));
         }
     }

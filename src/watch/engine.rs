@@ -48,8 +48,8 @@ use notify::Watcher;
 use serde::{Deserialize, Serialize};
 
 use super::format::{
-    Decoder, FileKind, Format, Locator, Observation, TableFollower, ThreadFacts, WatchEnv,
-    WatchedAgent,
+    Decoder, FileKind, Format, Locator, Observation, ProcessFacts, TableFollower, ThreadFacts,
+    WatchEnv, WatchedAgent,
 };
 use super::procs;
 use crate::core::{CoreHandle, now_ms};
@@ -127,6 +127,9 @@ const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
 /// How long after a thread's last record the slow timer keeps looking for its process.
 const PROCESS_SEARCH_MS: u64 = 60_000;
+
+/// How many equally fitting processes one thread's search weighs at most.
+const MAX_FITTING: usize = 8;
 /// How long after a database change the settle read comes (see `Engine::db_settle`).
 const DB_SETTLE: Duration = Duration::from_millis(500);
 /// The tmux pane list is re-read at most this often when a placement misses.
@@ -349,6 +352,10 @@ struct Thread {
     /// is unknown: a minute after its last record. A transcript left mid-turn by a crash is
     /// not searched for forever.
     search_until: Option<u64>,
+    /// Several processes fit it equally and none could be told apart yet (see
+    /// `find_processes`): it is looked for even after its turn ended.
+    #[serde(skip)]
+    contested: bool,
     /// When a tool call opened (ms), while the records say tool-running.
     tool_since: Option<u64>,
     /// `waiting` comes from the process tree (an open tool call with no tool process under the
@@ -407,6 +414,17 @@ impl Thread {
         }
     }
 
+    /// Whether the slow timer looks for its process: it has none yet, and it is in a turn or
+    /// contested, within [`PROCESS_SEARCH_MS`] of its last record. A thread placed by its cwd
+    /// meanwhile is placed in its pane once its process is found.
+    fn searching(&self) -> bool {
+        self.agent_pid().is_none()
+            && !self.ended
+            && !self.gone
+            && (self.in_turn() || self.contested)
+            && self.search_until.is_some_and(|until| until > now_ms())
+    }
+
     fn in_turn(&self) -> bool {
         self.status
             .is_some_and(|s| !s.is_terminal() && s != AgentStatus::Idle)
@@ -426,7 +444,8 @@ impl Thread {
 #[derive(Clone, Copy)]
 enum Scope<'a> {
     All,
-    InTurn,
+    /// The threads the slow timer looks for ([`Thread::searching`]).
+    Searching,
     One(&'a str),
 }
 
@@ -488,6 +507,10 @@ struct Engine {
     panes_at: Option<Instant>,
     tmux_seen: Option<Arc<SessionList>>,
     catching_up: bool,
+    /// An exit is being judged: its thread's other files are being read first.
+    draining: bool,
+    /// While one read's records are observed: the exited threads to emit after the last one.
+    exited_emits: Option<BTreeSet<String>>,
     /// Threads whose explain view is to be rebuilt.
     view_changed: HashSet<String>,
     dirty_since: Option<Instant>,
@@ -536,6 +559,8 @@ impl Engine {
             panes_at: None,
             tmux_seen: None,
             catching_up: true,
+            draining: false,
+            exited_emits: None,
             view_changed: HashSet::new(),
             dirty_since: None,
             db_settle: None,
@@ -678,16 +703,15 @@ impl Engine {
     fn arm_liveness(&mut self) {
         let needed = self.threads.values().any(|thread| {
             self.watches_tools(thread)
-                || thread.in_turn()
-                    && match thread.agent_pid() {
-                        None => {
-                            thread.search_until.is_some_and(|until| until > now_ms())
-                                && self
-                                    .format_of_agent(thread.agent)
-                                    .is_some_and(|f| !self.formats[f].process_names().is_empty())
-                        }
-                        Some(pid) => !self.exit_watched.contains(&pid),
+                || match thread.agent_pid() {
+                    None => {
+                        thread.searching()
+                            && self
+                                .format_of_agent(thread.agent)
+                                .is_some_and(|f| !self.formats[f].process_names().is_empty())
                     }
+                    Some(pid) => thread.in_turn() && !self.exit_watched.contains(&pid),
+                }
         });
         if !needed {
             self.next_liveness = None;
@@ -1377,8 +1401,17 @@ impl Engine {
         path: &Path,
         observations: impl Iterator<Item = (Locator, Observation)>,
     ) {
+        // A thread whose process has exited is emitted once, after every record of this read:
+        // a record of a turn read after the exit is history, and the read's last record says how
+        // the turn ended (a headless run's prompt and answer, read in one go after it exited,
+        // must not show `stale` in between).
+        let outer = self.exited_emits.replace(BTreeSet::new());
         for (at, observation) in observations {
             self.observe(path, at, observation);
+        }
+        let deferred = std::mem::replace(&mut self.exited_emits, outer).unwrap_or_default();
+        for key in deferred {
+            self.emit(&key);
         }
     }
 
@@ -1396,6 +1429,10 @@ impl Engine {
         };
         let agent = self.formats[format].agent();
         let key = crate::protocol::instance_key(agent.as_str(), Some(&obs.thread_id));
+        if obs.ended {
+            // The agent exited (its session file is gone): what it wrote before is judged first.
+            self.read_before_exit(format);
+        }
         let is_new = !self.threads.contains_key(&key);
         let thread = self.threads.entry(key.clone()).or_insert_with(|| Thread {
             agent: Some(agent),
@@ -1443,8 +1480,10 @@ impl Engine {
             changed |= thread.title.as_ref() != Some(&title);
             thread.title = Some(title);
         }
+        let mut new_prompt = false;
         if let Some(prompt) = obs.last_user_prompt {
-            changed |= thread.prompt.as_ref() != Some(&prompt);
+            new_prompt = thread.prompt.as_ref() != Some(&prompt);
+            changed |= new_prompt;
             thread.prompt = Some(prompt);
         }
         if let Some(cwd) = obs.cwd {
@@ -1483,16 +1522,53 @@ impl Engine {
             self.watch_exit(pid);
         }
         // A thread that appears while we follow: find its process now (one /proc pass), so its
-        // first update is already placed in its pane.
-        if is_new && !self.catching_up && obs.pid.is_none() {
+        // first update is already placed in its pane. A thread still without one looks again
+        // when its prompt arrives: the prompt on a pane's screen can tell apart processes that
+        // fit it equally (see `find_processes`).
+        let unfound = self
+            .threads
+            .get(&key)
+            .is_some_and(|t| t.agent_pid().is_none() && !t.ended);
+        if (is_new || new_prompt && unfound) && !self.catching_up && obs.pid.is_none() {
             self.find_processes(Scope::One(&key));
         }
         if changed || !self.catching_up {
             self.mark_dirty();
         }
         if !self.catching_up {
-            self.emit(&key);
+            let exited = self.threads.get(&key).is_some_and(|t| t.ended || t.gone);
+            match self.exited_emits.as_mut() {
+                Some(deferred) if exited => {
+                    deferred.insert(key);
+                }
+                _ => self.emit(&key),
+            }
         }
+    }
+
+    /// An agent of `format` exited. What it wrote before is on disk, but the file events may
+    /// still be on their way — and a file it wrote last (a headless run's transcript, with its
+    /// answer) may not be known as its thread's yet. Every followed file of the format with
+    /// bytes not yet read is read to its end first, so the exit is judged after the last record
+    /// (its real final status, not `stale`), whichever of the two the engine saw first.
+    fn read_before_exit(&mut self, format: usize) {
+        if self.draining {
+            return;
+        }
+        let unread: Vec<PathBuf> = self
+            .files
+            .iter()
+            .filter(|(_, file)| file.format == format && file.kind == FileKind::Lines)
+            .filter(|(path, file)| {
+                std::fs::metadata(path).is_ok_and(|meta| meta.len() > file.offset)
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        self.draining = true;
+        for path in unread {
+            self.check_path(&path);
+        }
+        self.draining = false;
     }
 
     /// Asks the kernel to tell us when `pid` exits (pidfd on the tokio reactor).
@@ -1529,6 +1605,13 @@ impl Engine {
             .filter(|(_, t)| t.agent_pid() == Some(pid) && !t.gone)
             .map(|(k, _)| k.clone())
             .collect();
+        if let Some(format) = keys
+            .first()
+            .and_then(|key| self.threads.get(key))
+            .and_then(|thread| self.format_of_agent(thread.agent))
+        {
+            self.read_before_exit(format);
+        }
         for key in keys {
             if let Some(thread) = self.threads.get_mut(&key) {
                 thread.gone = true;
@@ -1554,9 +1637,7 @@ impl Engine {
         for (key, thread) in &self.threads {
             let in_scope = match scope {
                 Scope::All => true,
-                Scope::InTurn => {
-                    thread.in_turn() && thread.search_until.is_some_and(|until| until > now_ms())
-                }
+                Scope::Searching => thread.searching(),
                 Scope::One(one) => key == one,
             };
             if thread.agent_pid().is_some() || thread.ended || !in_scope {
@@ -1598,27 +1679,82 @@ impl Engine {
                     continue;
                 };
                 let thread_files: Vec<PathBuf> = thread.files.iter().map(canonical).collect();
-                let facts = ThreadFacts {
-                    thread_id: &thread.thread_id,
-                    cwd: thread.cwd.as_deref(),
-                    files: &thread_files,
-                    claimed: &claimed,
-                };
-                let Some(pid) = self.formats[format].pick_process(&facts, &candidates) else {
-                    continue;
-                };
-                let Some(picked) = candidates.iter().find(|p| p.pid == pid) else {
-                    continue;
-                };
-                let how = if picked.holds.iter().any(|h| thread_files.contains(h)) {
-                    "holds the record file open"
-                } else if picked.cwd.is_some() && picked.cwd.as_deref() == thread.cwd.as_deref() {
-                    "runs in the thread's cwd"
+                let thread_id = thread.thread_id.clone();
+                let cwd = thread.cwd.clone();
+                let prompt = thread.prompt.clone();
+                // Every process the format would take for the thread, best first: its pick,
+                // then its pick with that one taken, and so on. A holder of the thread's own
+                // file is certain and ends the list; the others fit only by their cwd.
+                let holds = |p: &ProcessFacts| p.holds.iter().any(|h| thread_files.contains(h));
+                let mut fitting: Vec<&ProcessFacts> = Vec::new();
+                let mut taken = claimed.clone();
+                while fitting.len() < MAX_FITTING {
+                    let facts = ThreadFacts {
+                        thread_id: &thread_id,
+                        cwd: cwd.as_deref(),
+                        files: &thread_files,
+                        claimed: &taken,
+                    };
+                    let Some(pid) = self.formats[format].pick_process(&facts, &candidates) else {
+                        break;
+                    };
+                    let Some(picked) = candidates.iter().find(|p| p.pid == pid) else {
+                        break;
+                    };
+                    if !taken.insert(pid) {
+                        break;
+                    }
+                    fitting.push(picked);
+                    if holds(picked) {
+                        break;
+                    }
+                }
+                let certain = fitting.first().is_some_and(|p| holds(p));
+                let (picked, how) = if certain || fitting.len() == 1 {
+                    let Some(picked) = fitting.first().copied() else {
+                        continue;
+                    };
+                    let how = if certain {
+                        "holds the record file open"
+                    } else if picked.cwd.is_some() && picked.cwd == cwd {
+                        "runs in the thread's cwd"
+                    } else {
+                        "is the agent above the file's holder"
+                    };
+                    (picked, how)
                 } else {
-                    "is the agent above the file's holder"
+                    // Several processes fit equally (two TUIs in one directory, whose records
+                    // name no pid and which keep no file of their own open — codex's TUIs share
+                    // one app-server that writes every rollout). The one whose pane shows the
+                    // thread's last prompt runs it; with none or several, the process stays
+                    // unknown (the thread is placed by its cwd) and is looked for again when
+                    // its prompt arrives and on the slow timer, never guessed.
+                    let fitting: Vec<u32> = fitting.iter().map(|p| p.pid).collect();
+                    let showing: Vec<u32> = match prompt.as_deref() {
+                        Some(prompt) => fitting
+                            .into_iter()
+                            .filter(|pid| self.pane_shows(*pid, prompt))
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    let [shown] = showing.as_slice() else {
+                        if let Some(thread) = self.threads.get_mut(&key) {
+                            thread.contested = true;
+                        }
+                        continue;
+                    };
+                    let Some(picked) = candidates.iter().find(|p| p.pid == *shown) else {
+                        continue;
+                    };
+                    (
+                        picked,
+                        "runs in the thread's cwd and its pane shows the thread's prompt",
+                    )
                 };
+                let pid = picked.pid;
                 claimed.insert(pid);
                 if let Some(thread) = self.threads.get_mut(&key) {
+                    thread.contested = false;
                     thread.found_pid = Some(pid);
                     thread.start_time = Some(picked.start_time);
                     thread.gone = false;
@@ -1644,7 +1780,7 @@ impl Engine {
     }
 
     fn check_liveness(&mut self) {
-        self.find_processes(Scope::InTurn);
+        self.find_processes(Scope::Searching);
         self.check_tool_processes();
         let keys: Vec<String> = self
             .threads
@@ -1696,6 +1832,29 @@ impl Engine {
         }
     }
 
+    /// Whether the pane `pid` runs in shows `text` (its first line, up to 60 characters, with
+    /// white space folded: a TUI wraps and indents what it echoes).
+    fn pane_shows(&mut self, pid: u32, text: &str) -> bool {
+        let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let needle: String = fold(text.lines().next().unwrap_or_default())
+            .chars()
+            .take(60)
+            .collect();
+        if needle.is_empty() {
+            return false;
+        }
+        let Some(pane) = self.pane_of(pid) else {
+            return false;
+        };
+        let tmux = self.tmux.tmux().clone();
+        let pane_id = pane.pane_id.clone();
+        let screen = self
+            .runtime
+            .block_on(async move { tmux.capture(&pane_id).await })
+            .unwrap_or_default();
+        fold(&screen).contains(&needle)
+    }
+
     fn pane_of(&mut self, pid: u32) -> Option<PaneInfo> {
         let chain = procs::ancestors(pid);
         let find = |panes: &[PaneInfo]| {
@@ -1709,13 +1868,21 @@ impl Engine {
         if self.panes_at.is_some_and(|at| at.elapsed() < PANES_MAX_AGE) {
             return None;
         }
+        self.refresh_panes();
+        find(&self.panes)
+    }
+
+    /// Lists the panes again, unless that was done less than [`PANES_MAX_AGE`] ago.
+    fn refresh_panes(&mut self) {
+        if self.panes_at.is_some_and(|at| at.elapsed() < PANES_MAX_AGE) {
+            return;
+        }
         let tmux = self.tmux.tmux().clone();
         self.panes = self
             .runtime
             .block_on(async move { tmux.list_panes().await })
             .unwrap_or_default();
         self.panes_at = Some(Instant::now());
-        find(&self.panes)
     }
 
     fn place(&mut self, key: &str) -> Placement {
@@ -1749,6 +1916,20 @@ impl Engine {
                 session: pane.session,
                 pane_id: pane.pane_id,
             };
+        }
+        // Its process has exited (a headless run, a TUI that quit): it stays in the pane it ran
+        // in while that pane is there (the shell that started it usually is).
+        if pid.is_none()
+            && let Some(Placement::Pane { session, pane_id }) =
+                self.threads.get(key).map(|t| t.placement.clone())
+        {
+            let still_there = |panes: &[PaneInfo]| panes.iter().any(|p| p.pane_id == pane_id);
+            if still_there(&self.panes) || {
+                self.refresh_panes();
+                still_there(&self.panes)
+            } {
+                return Placement::Pane { session, pane_id };
+            }
         }
         if let Some(cwd) = cwd {
             let list = self.tmux.get();

@@ -71,6 +71,24 @@ impl Rig {
         tui
     }
 
+    /// Runs `claude ARGS…` the way a script does, from a shell in a new pane of tmux session
+    /// `session`; the shell then prints `headless-exit=<status>` and stays, so the pane does.
+    fn start_headless(&mut self, session: &str, args: &[&str]) -> Tui {
+        let mut argv = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            r#""$@"; echo "headless-exit=$?"; exec sleep 600"#.to_owned(),
+            "sh".to_owned(),
+            self.env.claude_bin().to_string_lossy().into_owned(),
+        ];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let (pane, pid) = self
+            .tmux
+            .launch(session, self.env.workdir(), &self.env.env(), &argv);
+        self.tuis.push(pid);
+        Tui { pane, pid }
+    }
+
     fn screen(&self, tui: &Tui) -> String {
         self.tmux.run(&["capture-pane", "-p", "-t", &tui.pane])
     }
@@ -334,6 +352,44 @@ fn watch_claude_exit_ends_the_instance_without_stale() {
             .iter()
             .any(|r| r.contains("removed (the TUI exited)") || r.contains("exited (pidfd)")),
         "{explained:#}"
+    );
+}
+
+/// `claude -p` started from a shell in a pane, as scripts run it: its one turn ends `done` —
+/// the transcript's last record is the answer and the process exits, with no `turn_duration`
+/// line or Stop to say so — and never `stale`, whichever of the two the daemon sees first.
+#[test]
+fn watch_claude_print_mode_run_in_a_pane_ends_done() {
+    let mut rig = Rig::new();
+    let daemon = daemon(&rig);
+    rig.mock.push(Step::text("Headless hello."));
+    let run = rig.start_headless("work", &["-p", "Say hello from a script"]);
+    rig.wait(&run, "the run's answer and exit", || {
+        let screen = rig.screen(&run);
+        screen.contains("Headless hello.") && screen.contains("headless-exit=0")
+    });
+    let (session, done) = wait_instance(&daemon, AGENT, "the run done and exited", |i| {
+        i["status"] == "done" && i["liveness"] == "exited"
+    });
+    assert_eq!(session, "work", "{done:#}");
+    assert_eq!(done["paneId"], run.pane, "placed in its pane: {done:#}");
+    assert_eq!(
+        done["lastUserPrompt"], "Say hello from a script",
+        "{done:#}"
+    );
+    let key = done["key"].as_str().expect("key").to_owned();
+    let seen = statuses(&instance_events(&daemon, &key));
+    let explained = explain(&daemon, "work", &key);
+    assert!(
+        !seen.iter().any(|s| s == "stale"),
+        "{seen:?}\n{explained:#}"
+    );
+    // A run this short may be read whole after it exited: its prompt and answer then say `done`
+    // at once, with no `running` in between.
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("done"),
+        "{seen:?}\n{explained:#}"
     );
 }
 

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::watch_common::{
-    STATUS_WAIT, assert_no_repeats, daemon_watching, explain, in_order, instance_events, instances,
-    rules, statuses, wait_instance,
+    assert_no_repeats, daemon_watching, explain, in_order, instance_events, rules, statuses,
+    wait_instance, wait_instances,
 };
 use crate::support::claude_env::is_running;
 use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
@@ -88,6 +88,22 @@ impl Rig {
         });
         thread::sleep(Duration::from_millis(500));
         tui
+    }
+
+    /// Runs `codex ARGS…` the way a script does, from a shell in a new pane of tmux session
+    /// `session`; the shell then prints `headless-exit=<status>` and stays, so the pane does.
+    fn start_headless(&mut self, session: &str, args: &[&str]) -> Tui {
+        let mut argv = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            r#""$@"; echo "headless-exit=$?"; exec sleep 600"#.to_owned(),
+            "sh".to_owned(),
+            codex_bin().to_string_lossy().into_owned(),
+        ];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let (pane, pid) = self.tmux.launch(session, &self.work, &self.env(), &argv);
+        self.tuis.push(pid);
+        Tui { pane, pid }
     }
 
     fn screen(&self, tui: &Tui) -> String {
@@ -318,6 +334,31 @@ fn watch_codex_exit_ends_the_instance_without_stale() {
     assert!(!seen.iter().any(|s| s == "stale"), "{seen:?}");
 }
 
+/// `codex exec` started from a shell in a pane, as scripts run it: its turn ends `done` when
+/// the run exits after its last record, and never `stale`.
+#[test]
+fn watch_codex_exec_run_in_a_pane_ends_done() {
+    let mut rig = Rig::new();
+    let daemon = daemon(&rig);
+    rig.mock.push(Step::text("Exec answer."));
+    let run = rig.start_headless(
+        "work",
+        &["exec", "--skip-git-repo-check", "Answer from a script"],
+    );
+    rig.wait(&run, "the run's exit", || {
+        rig.screen(&run).contains("headless-exit=0")
+    });
+    let (session, done) = wait_instance(&daemon, AGENT, "the run done and exited", |i| {
+        i["status"] == "done" && i["liveness"] == "exited"
+    });
+    assert_eq!(session, "work", "{done:#}");
+    assert_eq!(done["paneId"], run.pane, "placed in its pane: {done:#}");
+    let key = done["key"].as_str().expect("key").to_owned();
+    let seen = statuses(&instance_events(&daemon, &key));
+    assert!(!seen.iter().any(|s| s == "stale"), "{seen:?}");
+    assert_eq!(seen.last().map(String::as_str), Some("done"), "{seen:?}");
+}
+
 #[test]
 fn watch_codex_second_session_in_another_pane_is_a_second_instance() {
     let mut rig = Rig::new();
@@ -330,21 +371,40 @@ fn watch_codex_second_session_in_another_pane_is_a_second_instance() {
         .push(Step::text("Second.").when_user_contains("second one"));
     rig.submit(&first, "The first one");
     rig.submit(&second, "The second one");
-    let both = daemon.wait_for("two finished instances", STATUS_WAIT, |daemon| {
-        let found = instances(daemon, AGENT);
-        (found.len() == 2 && found.iter().all(|(_, i)| i["status"] == "done")).then_some(found)
-    });
-    let mut placed: Vec<(String, String)> = both
-        .iter()
-        .map(|(s, i)| (s.clone(), i["paneId"].as_str().unwrap_or("").to_owned()))
-        .collect();
-    placed.sort();
-    assert_eq!(
-        placed,
-        vec![
-            ("one".to_owned(), first.pane.clone()),
-            ("two".to_owned(), second.pane.clone())
-        ]
+    // Both TUIs run in one directory and share one app-server, which writes both rollouts: no
+    // file names the TUI of a thread. The daemon tells them apart by the prompt each pane shows
+    // (a thread is placed by its cwd until then): wait for each in its own pane's session.
+    let want = vec![
+        (
+            "one".to_owned(),
+            first.pane.clone(),
+            "The first one".to_owned(),
+        ),
+        (
+            "two".to_owned(),
+            second.pane.clone(),
+            "The second one".to_owned(),
+        ),
+    ];
+    wait_instances(
+        &daemon,
+        AGENT,
+        "two finished instances, each in its own pane",
+        |found| {
+            let mut placed: Vec<(String, String, String)> = found
+                .iter()
+                .filter(|(_, i)| i["status"] == "done")
+                .map(|(s, i)| {
+                    (
+                        s.clone(),
+                        i["paneId"].as_str().unwrap_or("").to_owned(),
+                        i["lastUserPrompt"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect();
+            placed.sort();
+            (found.len() == 2 && placed == want).then_some(())
+        },
     );
 }
 

@@ -50,6 +50,35 @@ pub fn instances(daemon: &TestDaemon, agent: &str) -> Vec<(String, Value)> {
     found
 }
 
+/// Waits until `check` holds for the instances of `agent` (`(session, instance)` pairs); on a
+/// timeout, fails with every instance, how the daemon explains each, and the watch view.
+#[track_caller]
+pub fn wait_instances<T>(
+    daemon: &TestDaemon,
+    agent: &str,
+    what: &str,
+    check: impl Fn(&[(String, Value)]) -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + STATUS_WAIT;
+    loop {
+        let found = instances(daemon, agent);
+        if let Some(hit) = check(&found) {
+            return hit;
+        }
+        if std::time::Instant::now() >= deadline {
+            let explained: Vec<Value> = found
+                .iter()
+                .map(|(session, i)| explain(daemon, session, i["key"].as_str().unwrap_or("")))
+                .collect();
+            daemon.fail(&format!(
+                "timed out after {STATUS_WAIT:?} waiting for {what}; instances: {found:#?}\nexplained: {explained:#?}\nwatch: {:#}",
+                daemon.get("/api/watch").json()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits for the single instance of `agent` to satisfy `check`; returns `(session, instance)`.
 #[track_caller]
 pub fn wait_instance(
