@@ -1709,6 +1709,9 @@ impl Engine {
                         break;
                     }
                 }
+                if fitting.is_empty() {
+                    continue;
+                }
                 let certain = fitting.first().is_some_and(|p| holds(p));
                 let (picked, how) = if certain || fitting.len() == 1 {
                     let Some(picked) = fitting.first().copied() else {
