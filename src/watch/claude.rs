@@ -552,6 +552,44 @@ mod tests {
     }
 
     #[test]
+    fn a_headless_run_ends_done_with_its_answer() {
+        // `claude -p` against the mock, recorded on both releases: no `turn_duration` follows.
+        for name in ["print-mode-2.1.197.jsonl", "print-mode-2.1.332.jsonl"] {
+            let out = decode_lines(name);
+            assert_eq!(
+                statuses(&out),
+                vec![AgentStatus::Running, AgentStatus::Done],
+                "{name}"
+            );
+            let prompts: Vec<_> = out
+                .iter()
+                .filter_map(|o| o.last_user_prompt.clone())
+                .collect();
+            assert_eq!(
+                prompts,
+                vec!["Say hello from a script".to_string()],
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_end_turn_answer_in_the_tui_waits_for_turn_duration() {
+        // The same records written by the TUI (`entrypoint: cli`): a Stop hook may still
+        // continue the turn, so only the duration line ends it.
+        let bytes = fixture("print-mode-2.1.197.jsonl");
+        let text = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"sdk-cli\"", "\"cli\"");
+        let mut decoder = ClaudeCode.decoder(Path::new("/h/.claude/projects/-w/tui.jsonl"), None);
+        let mut out = Vec::new();
+        for line in text.lines() {
+            decoder.line(line.as_bytes(), &Locator::Offset { offset: 0 }, &mut out);
+        }
+        assert_eq!(statuses(&out), vec![AgentStatus::Running]);
+    }
+
+    #[test]
     fn interrupt_marker_is_interrupted_and_meta_lines_are_no_prompt() {
         let out = decode_lines("interrupted.jsonl");
         assert_eq!(

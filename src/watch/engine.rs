@@ -352,6 +352,11 @@ struct Thread {
     /// is unknown: a minute after its last record. A transcript left mid-turn by a crash is
     /// not searched for forever.
     search_until: Option<u64>,
+    /// Its process and that process's parents, read when its pid became known: the pane it
+    /// runs in is found through them even after it exited (a headless run that ends before
+    /// the engine places it).
+    #[serde(skip)]
+    ancestry: Vec<u32>,
     /// Several processes fit it equally and none could be told apart yet (see
     /// `find_processes`): it is looked for even after its turn ended.
     #[serde(skip)]
@@ -1496,6 +1501,7 @@ impl Engine {
             thread.pid = Some(pid);
             thread.start_time = procs::stat(pid).map(|s| s.start_time);
             thread.gone = thread.start_time.is_none();
+            thread.ancestry = procs::ancestors(pid);
             thread.ended = false;
             new_pid = Some(pid);
             changed = true;
@@ -1759,6 +1765,7 @@ impl Engine {
                 if let Some(thread) = self.threads.get_mut(&key) {
                     thread.contested = false;
                     thread.found_pid = Some(pid);
+                    thread.ancestry = procs::ancestors(pid);
                     thread.start_time = Some(picked.start_time);
                     thread.gone = false;
                     thread.push_evidence(EvidenceView {
@@ -1859,7 +1866,14 @@ impl Engine {
     }
 
     fn pane_of(&mut self, pid: u32) -> Option<PaneInfo> {
-        let chain = procs::ancestors(pid);
+        self.pane_of_chain(&procs::ancestors(pid))
+    }
+
+    /// The pane whose process is the first of `chain` (a process and its parents) to run one.
+    fn pane_of_chain(&mut self, chain: &[u32]) -> Option<PaneInfo> {
+        if chain.is_empty() {
+            return None;
+        }
         let find = |panes: &[PaneInfo]| {
             chain
                 .iter()
@@ -1895,8 +1909,13 @@ impl Engine {
         let pid = thread.agent_pid().filter(|_| !thread.gone && !thread.ended);
         let thread_id = thread.thread_id.clone();
         let cwd = thread.cwd.clone();
-        let pane = pid.and_then(|pid| self.pane_of(pid));
-        let ancestors = pid.map(procs::ancestors).unwrap_or_default();
+        // A live process's parents now; an exited one's as they were when its pid was learned
+        // (the shell that started it, and its pane, usually outlive it).
+        let ancestors = match pid {
+            Some(pid) => procs::ancestors(pid),
+            None => thread.ancestry.clone(),
+        };
+        let pane = self.pane_of_chain(&ancestors);
         // A session cohost hosts shows once: its own instance wins.
         let hosted = self.core.read(|state| {
             state.sessions.iter().find_map(|session| {
@@ -1919,20 +1938,6 @@ impl Engine {
                 session: pane.session,
                 pane_id: pane.pane_id,
             };
-        }
-        // Its process has exited (a headless run, a TUI that quit): it stays in the pane it ran
-        // in while that pane is there (the shell that started it usually is).
-        if pid.is_none()
-            && let Some(Placement::Pane { session, pane_id }) =
-                self.threads.get(key).map(|t| t.placement.clone())
-        {
-            let still_there = |panes: &[PaneInfo]| panes.iter().any(|p| p.pane_id == pane_id);
-            if still_there(&self.panes) || {
-                self.refresh_panes();
-                still_there(&self.panes)
-            } {
-                return Placement::Pane { session, pane_id };
-            }
         }
         if let Some(cwd) = cwd {
             let list = self.tmux.get();

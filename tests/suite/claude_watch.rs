@@ -368,11 +368,11 @@ fn watch_claude_print_mode_run_in_a_pane_ends_done() {
         let screen = rig.screen(&run);
         screen.contains("Headless hello.") && screen.contains("headless-exit=0")
     });
-    let (session, done) = wait_instance(&daemon, AGENT, "the run done and exited", |i| {
-        i["status"] == "done" && i["liveness"] == "exited"
+    // Placed in its pane: found through the shell that started it, even after it exited.
+    let (session, done) = wait_instance(&daemon, AGENT, "the run done, exited, in its pane", |i| {
+        i["status"] == "done" && i["liveness"] == "exited" && i["paneId"] == run.pane.as_str()
     });
     assert_eq!(session, "work", "{done:#}");
-    assert_eq!(done["paneId"], run.pane, "placed in its pane: {done:#}");
     assert_eq!(
         done["lastUserPrompt"], "Say hello from a script",
         "{done:#}"

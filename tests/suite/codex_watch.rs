@@ -348,11 +348,11 @@ fn watch_codex_exec_run_in_a_pane_ends_done() {
     rig.wait(&run, "the run's exit", || {
         rig.screen(&run).contains("headless-exit=0")
     });
-    let (session, done) = wait_instance(&daemon, AGENT, "the run done and exited", |i| {
-        i["status"] == "done" && i["liveness"] == "exited"
+    // Placed in its pane: found through the shell that started it, even after it exited.
+    let (session, done) = wait_instance(&daemon, AGENT, "the run done, exited, in its pane", |i| {
+        i["status"] == "done" && i["liveness"] == "exited" && i["paneId"] == run.pane.as_str()
     });
     assert_eq!(session, "work", "{done:#}");
-    assert_eq!(done["paneId"], run.pane, "placed in its pane: {done:#}");
     let key = done["key"].as_str().expect("key").to_owned();
     let seen = statuses(&instance_events(&daemon, &key));
     assert!(!seen.iter().any(|s| s == "stale"), "{seen:?}");

@@ -101,10 +101,22 @@ impl Watched {
         self.tmux.run(&["capture-pane", "-p", "-t", pane])
     }
 
+    /// Waits for the pane to show `needle`; on a timeout, fails with the screen.
     fn wait_screen(&self, pane: &str, what: &str, needle: &str) {
-        crate::support::wait_until(what, TURN_TIMEOUT, || {
-            self.screen(pane).contains(needle).then_some(())
-        });
+        let deadline = std::time::Instant::now() + TURN_TIMEOUT;
+        loop {
+            let screen = self.screen(pane);
+            if screen.contains(needle) {
+                return;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.daemon.fail(&format!(
+                    "timed out after {TURN_TIMEOUT:?} waiting for {what} (`{needle}`); the pane:\n{screen}\ninstances: {:#?}",
+                    self.instances()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Types a prompt and submits it once the TUI shows it (under load a TUI still finishing
@@ -159,12 +171,31 @@ impl Watched {
             .collect()
     }
 
+    /// Waits for an instance of this agent with `status`; on a timeout, fails with the
+    /// instances, how the daemon explains each, and every pane's screen.
     fn wait_status(&self, status: &str) -> Value {
-        self.daemon.wait_for(
-            &format!("a {} instance {status}", self.agent),
-            TURN_TIMEOUT,
-            |_| self.instances().into_iter().find(|a| a["status"] == status),
-        )
+        let deadline = std::time::Instant::now() + TURN_TIMEOUT;
+        loop {
+            let found = self.instances();
+            if let Some(hit) = found.iter().find(|a| a["status"] == status) {
+                return hit.clone();
+            }
+            if std::time::Instant::now() >= deadline {
+                let screens: Vec<String> = self
+                    .tmux
+                    .run(&["list-panes", "-a", "-F", "#{pane_id}"])
+                    .lines()
+                    .map(|pane| format!("--- {pane} ---\n{}", self.screen(pane)))
+                    .collect();
+                let screens = screens.join("\n");
+                self.daemon.fail(&format!(
+                    "timed out after {TURN_TIMEOUT:?} waiting for a {} instance {status}; instances: {found:#?}\nwatch: {:#}\nscreens:\n{screens}",
+                    self.agent,
+                    self.daemon.get("/api/watch").json()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Restarts the daemon and checks nothing was lost or repeated.
@@ -391,8 +422,10 @@ fn opencode_turns_in_a_tmux_pane_are_watched() {
     w.mock.push(Step::text("Once upon a time\n").then_hang());
     w.type_prompt(&pane, "Tell me a long story");
     w.wait_screen(&pane, "the partial reply", "Once upon a time");
+    // OpenCode interrupts on a second Escape while its first one's hint is up: wait for the hint
+    // (a loaded machine renders late), then press again.
     w.tmux.run(&["send-keys", "-t", &pane, "Escape"]);
-    std::thread::sleep(Duration::from_millis(300));
+    w.wait_screen(&pane, "the interrupt hint", "again to interrupt");
     w.tmux.run(&["send-keys", "-t", &pane, "Escape"]);
     w.wait_status("interrupted");
 
