@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::watch_common::{
-    STATUS_WAIT, assert_no_repeats, daemon_watching, explain, in_order, instance_events, instances,
-    rules, statuses, wait_instance,
+    STATUS_WAIT, assert_no_repeats, daemon_watching, explain, headless_argv, in_order,
+    instance_events, instances, rules, statuses, wait_instance,
 };
 use crate::support::claude_env::{ClaudeEnv, is_running};
 use crate::support::mock_messages::{MockMessages, Step};
@@ -74,14 +74,7 @@ impl Rig {
     /// Runs `claude ARGS…` the way a script does, from a shell in a new pane of tmux session
     /// `session`; the shell then prints `headless-exit=<status>` and stays, so the pane does.
     fn start_headless(&mut self, session: &str, args: &[&str]) -> Tui {
-        let mut argv = vec![
-            "sh".to_owned(),
-            "-c".to_owned(),
-            r#""$@"; echo "headless-exit=$?"; exec sleep 600"#.to_owned(),
-            "sh".to_owned(),
-            self.env.claude_bin().to_string_lossy().into_owned(),
-        ];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let argv = headless_argv(&self.env.claude_bin(), args);
         let (pane, pid) = self
             .tmux
             .launch(session, self.env.workdir(), &self.env.env(), &argv);

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::watch_common::{
-    assert_no_repeats, daemon_watching, explain, in_order, instance_events, rules, statuses,
-    wait_instance, wait_instances,
+    assert_no_repeats, daemon_watching, explain, headless_argv, in_order, instance_events, rules,
+    statuses, wait_instance, wait_instances,
 };
 use crate::support::claude_env::is_running;
 use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
@@ -93,14 +93,7 @@ impl Rig {
     /// Runs `codex ARGS…` the way a script does, from a shell in a new pane of tmux session
     /// `session`; the shell then prints `headless-exit=<status>` and stays, so the pane does.
     fn start_headless(&mut self, session: &str, args: &[&str]) -> Tui {
-        let mut argv = vec![
-            "sh".to_owned(),
-            "-c".to_owned(),
-            r#""$@"; echo "headless-exit=$?"; exec sleep 600"#.to_owned(),
-            "sh".to_owned(),
-            codex_bin().to_string_lossy().into_owned(),
-        ];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let argv = headless_argv(&codex_bin(), args);
         let (pane, pid) = self.tmux.launch(session, &self.work, &self.env(), &argv);
         self.tuis.push(pid);
         Tui { pane, pid }

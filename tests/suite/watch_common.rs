@@ -87,24 +87,23 @@ pub fn wait_instance(
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> (String, Value) {
-    let deadline = std::time::Instant::now() + STATUS_WAIT;
-    loop {
-        let found = instances(daemon, agent);
-        if let Some(hit) = found.iter().find(|(_, instance)| check(instance)) {
-            return hit.clone();
-        }
-        if std::time::Instant::now() >= deadline {
-            let explained: Vec<Value> = found
-                .iter()
-                .map(|(session, i)| explain(daemon, session, i["key"].as_str().unwrap_or("")))
-                .collect();
-            daemon.fail(&format!(
-                "timed out after {STATUS_WAIT:?} waiting for {what}; instances: {found:#?}\nexplained: {explained:#?}\nwatch: {:#}",
-                daemon.get("/api/watch").json()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_instances(daemon, agent, what, |found| {
+        found.iter().find(|(_, instance)| check(instance)).cloned()
+    })
+}
+
+/// The argv that runs `bin ARGS…` the way a script does, from a shell that then prints
+/// `headless-exit=<status>` and stays (so its pane does).
+pub fn headless_argv(bin: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let mut argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        r#""$@"; echo "headless-exit=$?"; exec sleep 600"#.to_owned(),
+        "sh".to_owned(),
+        bin.to_string_lossy().into_owned(),
+    ];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    argv
 }
 
 /// The `agent.updated` / `agent.pruned` events for instance `key`, oldest first.
