@@ -354,6 +354,16 @@ fn watch_codex_exec_run_in_a_pane_ends_done() {
 
 #[test]
 fn watch_codex_second_session_in_another_pane_is_a_second_instance() {
+    two_tuis_in_one_directory_each_in_its_own_pane(false);
+}
+
+/// The younger TUI's thread comes first: no rule by start time may pair it with the older TUI.
+#[test]
+fn watch_codex_the_younger_tuis_thread_first_is_still_placed_in_its_pane() {
+    two_tuis_in_one_directory_each_in_its_own_pane(true);
+}
+
+fn two_tuis_in_one_directory_each_in_its_own_pane(younger_first: bool) {
     let mut rig = Rig::new();
     let first = rig.start("one");
     let second = rig.start("two");
@@ -362,8 +372,16 @@ fn watch_codex_second_session_in_another_pane_is_a_second_instance() {
         .push(Step::text("First.").when_user_contains("first one"));
     rig.mock
         .push(Step::text("Second.").when_user_contains("second one"));
-    rig.submit(&first, "The first one");
-    rig.submit(&second, "The second one");
+    if younger_first {
+        rig.submit(&second, "The second one");
+        rig.wait(&second, "the younger TUI's answer", || {
+            rig.screen(&second).contains("Second.")
+        });
+        rig.submit(&first, "The first one");
+    } else {
+        rig.submit(&first, "The first one");
+        rig.submit(&second, "The second one");
+    }
     // Both TUIs run in one directory and share one app-server, which writes both rollouts: no
     // file names the TUI of a thread. The daemon tells them apart by the prompt each pane shows
     // (a thread is placed by its cwd until then): wait for each in its own pane's session.
