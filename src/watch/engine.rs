@@ -512,7 +512,8 @@ struct Engine {
     panes_at: Option<Instant>,
     tmux_seen: Option<Arc<SessionList>>,
     catching_up: bool,
-    /// An exit is being judged: its thread's other files are being read first.
+    /// An exit is being judged: the agent's unread files are being read first
+    /// ([`Engine::read_before_exit`]), whose own exits do not start another pass.
     draining: bool,
     /// While one read's records are observed: the exited threads to emit after the last one.
     exited_emits: Option<BTreeSet<String>>,
