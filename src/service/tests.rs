@@ -685,3 +685,46 @@ fn host_errors_map_to_one_class_each() {
         assert_eq!((mapped.kind, mapped.code), (kind, code), "{mapped:?}");
     }
 }
+
+#[tokio::test]
+async fn a_cancel_interrupts_only_its_own_turn_never_a_later_one() {
+    let fx = fixture();
+    let id = fx.session().await;
+    fx.fake.then(Next::Hold);
+    let task = fx
+        .service
+        .tasks
+        .send(&id, "long job", None, Source::Api)
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    fx.wait_task(&task, |t| t.state == TaskState::Running).await;
+    let own = fx.service.tasks.status(&task).unwrap().turn_id.unwrap();
+    // Another turn is the session's running one by the time the cancel acts.
+    fx.fake
+        .store(
+            &id,
+            EventKind::TurnStarted(TurnStarted {
+                turn_id: "later-turn".into(),
+                source: TurnSource::Api,
+            }),
+        )
+        .await;
+    let generation = fx.service.tasks.lease(&id).unwrap().generation;
+    fx.service
+        .tasks
+        .cancel(&task, Some(generation))
+        .await
+        .unwrap();
+    fx.wait_task(&task, |t| t.cancel_outcome.is_some()).await;
+    let active = fx
+        .service
+        .core
+        .read(|s| s.sessions.get(&id).and_then(|r| r.active_turn.clone()));
+    assert_eq!(
+        active.as_deref(),
+        Some("later-turn"),
+        "the later turn was not interrupted (the cancel named turn {own})"
+    );
+}
