@@ -29,7 +29,33 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             Ok(request) => next.run(request).await,
             Err(error) => error.into_response(),
         },
-        Err(error) => error.into_response(),
+        Err(error) => {
+            // A refusal reads the body it refuses too (bounded, as for a 413): answering
+            // before a body sent in a second write has arrived makes hyper close the
+            // connection, and a client that reuses it for its next request sees a disconnect.
+            drain(request, state.body_timeout).await;
+            error.into_response()
+        }
+    }
+}
+
+/// Reads and drops a request body of at most [`DRAIN_BYTES`] within `timeout`, so that the
+/// connection stays reusable after a refusal; a larger body, or a chunked one past the bound,
+/// is not waited for (that connection closes).
+async fn drain(request: Request, timeout: Duration) {
+    let headers = request.headers();
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    let fits = match length {
+        Some(n) => n > 0 && n <= DRAIN_BYTES as u64,
+        None => chunked,
+    };
+    if fits {
+        let body = axum::body::to_bytes(request.into_body(), DRAIN_BYTES);
+        let _ = tokio::time::timeout(timeout, body).await;
     }
 }
 
@@ -82,10 +108,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
         // Read a moderately oversized body to its end before refusing it, so the client can
         // finish sending and read the 413 (answering mid-upload closes the connection under
         // it). A body past the drain bound is not read: that connection closes.
-        if n <= DRAIN_BYTES as u64 {
-            let drain = axum::body::to_bytes(request.into_body(), DRAIN_BYTES);
-            let _ = tokio::time::timeout(timeout, drain).await;
-        }
+        drain(request, timeout).await;
         return Err(too_large());
     }
     let (parts, body) = request.into_parts();
