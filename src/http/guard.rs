@@ -104,7 +104,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
             ),
         )
     };
-    if let Some(n) = length.filter(|&n| n > limit as u64) {
+    if length.is_some_and(|n| n > limit as u64) {
         // Read a moderately oversized body to its end before refusing it, so the client can
         // finish sending and read the 413 (answering mid-upload closes the connection under
         // it). A body past the drain bound is not read: that connection closes.

@@ -17,7 +17,10 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::time::Instant;
+
+use super::normalize::{Normalizer, Output};
 
 /// How long a verdict waits at most for the hooks tail.
 pub const FENCE_LIMIT: Duration = Duration::from_secs(5);
@@ -95,9 +98,182 @@ impl HookFence {
     }
 }
 
+/// The session task's turn-ending inputs, applied through the fence to the normalizer in the
+/// order the task reads them. Free of I/O, so that every order the two files can be read in is
+/// tested on recorded lines (below); the task adds only the reading.
+impl HookFence {
+    /// A hook line the tail read; `read_to` is where the tail stands after it.
+    pub fn hook(
+        &mut self,
+        normalizer: &mut Normalizer,
+        line: &Value,
+        read_to: u64,
+        now_ms: u64,
+    ) -> Vec<Output> {
+        self.read_to(read_to);
+        normalizer.hook(line, now_ms)
+    }
+
+    /// A reading of the session file's `status`, taken when `hooks.jsonl` held `written`
+    /// bytes. `idle` may end a turn no hook ended: it waits for the hooks written before it
+    /// (read after the session file, so they include its `Stop`). Later readings wait behind
+    /// a held `idle`, so `busy` cannot overtake it.
+    pub fn session_status(
+        &mut self,
+        normalizer: &mut Normalizer,
+        status: &str,
+        written: u64,
+        now: Instant,
+    ) -> Vec<Output> {
+        if status == "idle" {
+            self.hold(Verdict::Idle, written, now);
+            Vec::new()
+        } else if !self.holds_idle() {
+            normalizer.session_status(status)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// cohost's Escape stopped `turn` when `hooks.jsonl` held `written` bytes: held until those
+    /// are read, since a `Stop` among them means the turn completed before the Escape did.
+    pub fn interrupted(&mut self, turn: String, written: u64, now: Instant) {
+        self.hold(Verdict::Interrupted(turn), written, now);
+    }
+
+    /// What the released verdicts mean now, and the verdicts released only by the limit.
+    pub fn apply(
+        &mut self,
+        normalizer: &mut Normalizer,
+        now: Instant,
+    ) -> (Vec<Output>, Vec<Verdict>) {
+        let mut outputs = Vec::new();
+        let mut expired = Vec::new();
+        for (verdict, by_limit) in self.release(now) {
+            outputs.extend(match &verdict {
+                Verdict::Idle => normalizer.session_status("idle"),
+                Verdict::Interrupted(turn) => normalizer.interrupted(turn),
+            });
+            if by_limit {
+                expired.push(verdict);
+            }
+        }
+        (outputs, expired)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::{EventKind, TurnStatus};
+    use serde_json::json;
+
+    /// `hooks.jsonl` as cohost-hook writes it, and how far the tail has read it.
+    #[derive(Default)]
+    struct Hooks {
+        lines: Vec<(Value, u64)>,
+        written: u64,
+        read: usize,
+    }
+
+    impl Hooks {
+        /// Claude runs a hook: its line is appended (not yet read by cohost).
+        fn write(&mut self, event: &str, payload: Value) {
+            // The shape cohost-hook writes, payloads as Claude Code 2.1.197 and 2.1.332 send
+            // them (docs/peers.md).
+            let line = json!({"receivedAt": 1, "event": event, "payload": payload});
+            self.written += line.to_string().len() as u64 + 1;
+            self.lines.push((line, self.written));
+        }
+
+        /// The tail delivers every line written so far.
+        fn read_all(&mut self, fence: &mut HookFence, n: &mut Normalizer) -> Vec<Output> {
+            let mut out = Vec::new();
+            while let Some((line, end)) = self.lines.get(self.read).cloned() {
+                self.read += 1;
+                out.extend(fence.hook(n, &line, end, 0));
+            }
+            out
+        }
+    }
+
+    fn turn_ends(out: &[Output]) -> Vec<(String, TurnStatus)> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Store(EventKind::TurnCompleted(t)) => Some((t.turn_id.clone(), t.status)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Issue 20, item 1: an Escape on one turn, then a prompt whose turn completes — and the
+    /// session file's `idle` after it is read before the tail has delivered the `Stop` that
+    /// Claude wrote first. Through the fence the second turn ends `completed`; applied as it is
+    /// read (what the session task did before the fence) the same inputs end it `interrupted`,
+    /// and its answer is lost.
+    fn interrupt_then_prompt(fenced: bool) -> Vec<(String, TurnStatus)> {
+        let t0 = Instant::now();
+        let mut n = Normalizer::new();
+        let mut fence = HookFence::new(0);
+        let mut hooks = Hooks::default();
+        let mut out = Vec::new();
+        let status = |fence: &mut HookFence, n: &mut Normalizer, s: &str, written: u64| {
+            if fenced {
+                let mut o = fence.session_status(n, s, written, t0);
+                o.extend(fence.apply(n, t0).0);
+                o
+            } else {
+                n.session_status(s)
+            }
+        };
+        hooks.write("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}));
+        hooks.write("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"Write a long essay"}));
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        out.extend(status(&mut fence, &mut n, "busy", hooks.written));
+        // cohost's Escape: the TUI is idle again, no Stop (an interrupt runs no hook).
+        fence.interrupted("p1".into(), hooks.written, t0);
+        out.extend(fence.apply(&mut n, t0).0);
+        out.extend(n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}})));
+        out.extend(status(&mut fence, &mut n, "idle", hooks.written));
+        // The next prompt, and its turn runs to the end.
+        hooks.write("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p2","hook_event_name":"UserPromptSubmit","prompt":"Say hello"}));
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        out.extend(status(&mut fence, &mut n, "busy", hooks.written));
+        out.extend(n.transcript_line(&json!({"type":"user","promptId":"p2","message":{"role":"user","content":"Say hello"},"uuid":"u2"})));
+        out.extend(n.transcript_line(&json!({"type":"assistant","uuid":"a2","message":{"id":"msg_2","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}})));
+        // Claude runs Stop (its line is in hooks.jsonl before the hook exits), then writes
+        // `idle`; cohost reads the session file first.
+        hooks.write("Stop", json!({"session_id":"s1","prompt_id":"p2","hook_event_name":"Stop","last_assistant_message":"Hello"}));
+        out.extend(status(&mut fence, &mut n, "idle", hooks.written));
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        if fenced {
+            out.extend(fence.apply(&mut n, t0).0);
+        }
+        out.extend(
+            n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":900})),
+        );
+        out.extend(n.tick(10_000));
+        turn_ends(&out)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_an_interrupt_the_next_turn_completes_though_idle_is_read_before_its_stop() {
+        assert_eq!(
+            interrupt_then_prompt(true),
+            vec![
+                ("p1".to_string(), TurnStatus::Interrupted),
+                ("p2".to_string(), TurnStatus::Completed)
+            ]
+        );
+        // The same inputs, each applied as it is read, lose the second answer.
+        assert_eq!(
+            interrupt_then_prompt(false),
+            vec![
+                ("p1".to_string(), TurnStatus::Interrupted),
+                ("p2".to_string(), TurnStatus::Interrupted)
+            ]
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_verdict_waits_until_the_hooks_written_before_it_are_read() {

@@ -19,7 +19,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::PermissionPolicy;
-use super::fence::{HookFence, Verdict};
+use super::fence::HookFence;
 use super::normalize::{self, Normalizer, Output};
 use super::records::{HookLine, RecordHead, SessionFile};
 use super::screen;
@@ -1201,22 +1201,26 @@ impl Inner {
                     match command {
                         Command::ExpectInjected(text) => normalizer.expect_injected(&text),
                         Command::Interrupted(turn) => {
-                            // Held until the hooks written by now are read: a Stop among them
-                            // means the turn completed before the Escape took effect.
-                            fence.hold(Verdict::Interrupted(turn), hooks_written(), tokio::time::Instant::now());
+                            fence.interrupted(turn, hooks_written(), tokio::time::Instant::now());
                         }
                     }
                     (Vec::new(), None)
                 }
                 Some((item, checkpoint)) = hooks_rx.recv() => {
-                    fence.read_to(checkpoint.offset);
-                    let outputs = match item {
-                        TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
-                            Ok(value) => normalizer.hook(&value, now_ms()),
-                            Err(_) => Vec::new(),
-                        },
-                        TailItem::Malformed { offset, error, .. } => vec![parse_error("hooks.jsonl", offset, &error)],
-                        _ => Vec::new(),
+                    let value = match &item {
+                        TailItem::Line { line, .. } => serde_json::from_str::<Value>(line).ok(),
+                        _ => None,
+                    };
+                    let outputs = match (value, item) {
+                        (Some(value), _) => fence.hook(&mut normalizer, &value, checkpoint.offset, now_ms()),
+                        (None, TailItem::Malformed { offset, error, .. }) => {
+                            fence.read_to(checkpoint.offset);
+                            vec![parse_error("hooks.jsonl", offset, &error)]
+                        }
+                        (None, _) => {
+                            fence.read_to(checkpoint.offset);
+                            Vec::new()
+                        }
                     };
                     (outputs, Some((checkpoints.join("hooks.json"), checkpoint)))
                 }
@@ -1245,32 +1249,23 @@ impl Inner {
                         if *live.status.borrow() != status {
                             live.status.send_replace(status.clone());
                         }
-                        // `idle` may end a turn no hook ended: it waits for the hooks written
-                        // before it (read after the session file, so they include its Stop).
-                        // Later readings wait behind a held `idle`, so `busy` cannot overtake it.
-                        if status == "idle" {
-                            fence.hold(Verdict::Idle, hooks_written(), tokio::time::Instant::now());
-                        } else if !fence.holds_idle() {
-                            outputs.extend(normalizer.session_status(&status));
-                        }
+                        // Read after the session file: the hooks it waits for include its Stop.
+                        let written = hooks_written();
+                        outputs.extend(fence.session_status(&mut normalizer, &status, written, tokio::time::Instant::now()));
                     }
                     (outputs, None)
                 }
             };
             let mut outputs = outputs;
-            for (verdict, expired) in fence.release(tokio::time::Instant::now()) {
-                if expired {
-                    tracing::warn!(
-                        session = %session_id,
-                        ?verdict,
-                        "hooks.jsonl was not read up to where it stood when the turn looked ended; ending it anyway"
-                    );
-                }
-                outputs.extend(match verdict {
-                    Verdict::Idle => normalizer.session_status("idle"),
-                    Verdict::Interrupted(turn) => normalizer.interrupted(&turn),
-                });
+            let (released, expired) = fence.apply(&mut normalizer, tokio::time::Instant::now());
+            for verdict in expired {
+                tracing::warn!(
+                    session = %session_id,
+                    ?verdict,
+                    "hooks.jsonl was not read up to where it stood when the turn looked ended; ending it anyway"
+                );
             }
+            outputs.extend(released);
             // Transcript switches (first prompt, /clear, fork) restart the transcript tail.
             let new_transcript = outputs
                 .iter()
