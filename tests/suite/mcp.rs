@@ -908,8 +908,16 @@ fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the
         |_| {},
         |label, _| {
             assert_eq!(label, "release");
-            // Still waiting after a while: nothing is delivered under the human's lease.
-            std::thread::sleep(Duration::from_millis(1500));
+            // The daemon still holds the task for the human, and delivered nothing.
+            let queue = fx
+                .daemon
+                .get(&format!("/api/sessions/{id}/queue"))
+                .assert_ok();
+            assert_eq!(queue["pendingTotal"], 1, "{queue:#}");
+            assert_eq!(
+                queue["pending"][0]["waitingReason"], "human_control",
+                "{queue:#}"
+            );
             assert_eq!(fx.mock.main_requests().len(), 2, "nothing was delivered");
             let out = fx.daemon.cli_ok(&["release", &id]);
             assert!(out.contains("is managed (generation 2)"), "{out}");
@@ -1003,12 +1011,16 @@ fn mcp_stdio_claude_task_completes_then_a_human_typing_takes_control_until_relea
                     fx.wait_turns_completed(id, 2);
                 }
                 "release" => {
-                    std::thread::sleep(Duration::from_millis(1500));
+                    // The daemon holds the queued task for the human.
                     let queued = fx
                         .daemon
                         .get(&format!("/api/sessions/{id}/queue"))
                         .assert_ok();
                     assert_eq!(queued["pendingTotal"], 1, "{queued:#}");
+                    assert_eq!(
+                        queued["pending"][0]["waitingReason"], "human_control",
+                        "{queued:#}"
+                    );
                     let out = fx.daemon.cli_ok(&["release", id]);
                     assert!(out.contains("is managed"), "{out}");
                 }
