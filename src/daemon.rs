@@ -6,7 +6,7 @@
 //! snapshots the state. The caller's `shutdown` future decides when; a second signal is handled
 //! in `main` and forces exit.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -61,7 +61,7 @@ pub async fn run(
     // untouched (see core::format).
     let manifest = crate::core::format::check_home(&config.home)?;
     prepare_home(&config.home)?;
-    let _lock = lock_home(&config.home)?;
+    let _lock = crate::core::home_lock::lock_home(&config.home)?;
     let token = load_or_create_token(&config.home)?;
     // A clean exit removes daemon.json: one still there is a predecessor that was killed.
     let predecessor = read_daemon_file(&config.home);
@@ -360,40 +360,6 @@ fn prepare_home(home: &Path) -> anyhow::Result<()> {
     fs::set_permissions(home, fs::Permissions::from_mode(0o700))
         .with_context(|| format!("failed to restrict {}", home.display()))?;
     Ok(())
-}
-
-/// Holds an exclusive lock on `$COHOST_HOME/lock` for the daemon's life: two daemons writing one
-/// log would corrupt it.
-fn lock_home(home: &Path) -> anyhow::Result<File> {
-    let path = home.join("lock");
-    // Like the token: never through a link, never blocked on a FIFO.
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .with_context(|| {
-            format!(
-                "failed to open {} (it must be a regular file)",
-                path.display()
-            )
-        })?;
-    if !file.metadata()?.file_type().is_file() {
-        bail!("refusing {}: it is not a regular file", path.display());
-    }
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            bail!(
-                "another cohost daemon is already running with COHOST_HOME={}",
-                home.display()
-            )
-        }
-        Err(std::fs::TryLockError::Error(error)) => {
-            Err(error).with_context(|| format!("failed to lock {}", path.display()))
-        }
-    }
 }
 
 /// The longest token file read (a token is 64 hex digits and a newline).

@@ -152,11 +152,25 @@ fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
         let Ok(first_seq) = stem.parse::<u64>() else {
             continue;
         };
-        // A link or a FIFO where a segment should be is neither followed nor waited on: its
-        // seqs are then reported missing.
-        if !entry.file_type()?.is_file() {
-            tracing::warn!(path = %entry.path().display(), "ignoring an event log segment that is not a regular file");
-            continue;
+        // A link or a FIFO where a segment should be is neither followed nor waited on, nor
+        // passed over: a log whose segments were skipped would look shorter than it is (its
+        // only segment a link: empty, and the next start would reuse its seqs).
+        let file_type = entry.file_type()?;
+        if !file_type.is_file() {
+            let kind = if file_type.is_symlink() {
+                "a symbolic link"
+            } else if file_type.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the event log segment {} is {kind}: a segment must be a regular file of the log directory (put the file itself there, or move the entry out of the directory); nothing was changed",
+                    entry.path().display()
+                ),
+            ));
         }
         segments.push(Segment {
             first_seq,
@@ -177,14 +191,22 @@ impl EventLog {
         let mut segments = list_segments(&config.dir)?;
         let recovery = scan_segments(&segments, after, Some(&config.quarantine))?;
         for segment in &mut segments {
-            segment.bytes = fs::metadata(&segment.path)?.len();
+            let metadata = fs::metadata(&segment.path)?;
+            segment.bytes = metadata.len();
+            // Private like every file of the home (an earlier release wrote 0644).
+            if std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o077 != 0 {
+                fs::set_permissions(
+                    &segment.path,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o600),
+                )?;
+            }
         }
         let active = match segments.last() {
-            Some(last) => OpenOptions::new().append(true).open(&last.path)?,
+            Some(last) => open_segment(&last.path, false)?,
             None => {
                 let first_seq = recovery.head.max(after) + 1;
                 let path = segment_path(&config.dir, first_seq);
-                let file = OpenOptions::new().create(true).append(true).open(&path)?;
+                let file = open_segment(&path, true)?;
                 sync_dir(&config.dir)?;
                 segments.push(Segment {
                     first_seq,
@@ -245,7 +267,7 @@ impl EventLog {
     pub fn roll(&mut self, next_seq: u64) -> io::Result<()> {
         self.active.sync_all()?;
         let path = segment_path(&self.config.dir, next_seq);
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = open_segment(&path, true)?;
         sync_dir(&self.config.dir)?;
         self.active = file;
         self.segments
@@ -568,6 +590,23 @@ fn append_quarantine(
     file.sync_data()
 }
 
+/// Opens a segment for appending, `create`-ing a new one: never through a link, and private
+/// (0600) like every file of the home; an existing segment readable by others (an earlier
+/// release wrote 0644) is tightened through its descriptor.
+fn open_segment(path: &Path, create: bool) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let file = OpenOptions::new()
+        .create(create)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
 /// Cuts a segment at `len` (a torn last line).
 fn cut_segment(path: &Path, len: u64) -> io::Result<()> {
     let file = OpenOptions::new().write(true).open(path)?;
@@ -577,6 +616,7 @@ fn cut_segment(path: &Path, len: u64) -> io::Result<()> {
 
 /// Replaces a segment with only its `kept` lines: written beside it, synced, renamed over it.
 fn rewrite_segment(path: &Path, bytes: &[u8], kept: &[std::ops::Range<usize>]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let mut out = Vec::with_capacity(bytes.len());
     for range in kept {
         out.extend_from_slice(&bytes[range.clone()]);
@@ -588,6 +628,8 @@ fn rewrite_segment(path: &Path, bytes: &[u8], kept: &[std::ops::Range<usize>]) -
             .write(true)
             .create(true)
             .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)?;
         file.write_all(&out)?;
         file.sync_all()?;

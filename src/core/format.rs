@@ -54,11 +54,15 @@ pub enum FormatError {
     /// The home was written by a newer cohost in a format this one cannot read. Nothing was
     /// changed; the user runs the newer cohost (or points `COHOST_HOME` elsewhere).
     #[error(
-        "{home} was written by cohost {written_by} ({what} format {found}); this cohost {ours} reads {what} formats up to {supported}: run cohost {written_by} or newer with this home, or choose another COHOST_HOME (nothing was changed)"
+        "{home} was written by cohost {written_by} ({what} format {found}); this cohost {ours} reads {what} formats up to {supported}: {advice} with this home, or choose another COHOST_HOME (nothing was changed)"
     )]
     Newer {
         home: String,
         written_by: String,
+        /// Which cohost to run instead: `written_by` or newer when that is a later release
+        /// than this one; otherwise (a development build, or a manifest edited by hand) only a
+        /// release that reads the format will do.
+        advice: String,
         ours: &'static str,
         what: &'static str,
         found: u32,
@@ -67,6 +71,22 @@ pub enum FormatError {
     /// `format.json` exists but cannot be read or parsed: refusing is safer than guessing.
     #[error("cannot read {path}: {reason} (nothing was changed)")]
     Unreadable { path: String, reason: String },
+}
+
+/// Whether release `a` is later than `b` (dotted numbers; a pre-release or build suffix after
+/// `-` or `+` is ignored; anything unparsable is not later).
+fn is_later_release(a: &str, b: &str) -> bool {
+    let parse = |v: &str| -> Option<Vec<u64>> {
+        v.split(['-', '+'])
+            .next()?
+            .split('.')
+            .map(|part| part.parse().ok())
+            .collect()
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => a > b,
+        _ => false,
+    }
 }
 
 /// Reads the home's manifest: `Ok(None)` when there is none (a new home, or one written before
@@ -98,9 +118,16 @@ pub fn check_home(home: &Path) -> Result<Option<Manifest>, FormatError> {
         ("checkpoint", manifest.checkpoint, CHECKPOINT_FORMAT),
     ] {
         if found > supported {
+            let ours = env!("CARGO_PKG_VERSION");
+            let advice = if is_later_release(&manifest.written_by, ours) {
+                format!("run cohost {} or newer", manifest.written_by)
+            } else {
+                format!("run a cohost release that reads {what} format {found}")
+            };
             return Err(FormatError::Newer {
                 home: home.display().to_string(),
                 written_by: manifest.written_by.clone(),
+                advice,
                 ours: env!("CARGO_PKG_VERSION"),
                 what,
                 found,
@@ -153,6 +180,24 @@ mod tests {
             error.contains(&format!("checkpoint format {}", CHECKPOINT_FORMAT + 1)),
             "{error}"
         );
+        // Written by this very release (a development build, a manifest edited by hand):
+        // "run cohost X or newer" would name the release that refuses it.
+        let same = Manifest {
+            checkpoint: CHECKPOINT_FORMAT + 1,
+            ..Manifest::current()
+        };
+        std::fs::write(dir.path().join(FILE), serde_json::to_vec(&same).unwrap()).unwrap();
+        let error = check_home(dir.path()).unwrap_err().to_string();
+        assert!(!error.contains("or newer"), "{error}");
+        assert!(
+            error.contains(&format!(
+                "run a cohost release that reads checkpoint format {}",
+                CHECKPOINT_FORMAT + 1
+            )),
+            "{error}"
+        );
+        assert!(is_later_release("0.10.0", "0.9.1") && !is_later_release("0.1.0", "0.1.0"));
+        assert!(!is_later_release("garbage", "0.1.0") && is_later_release("1.0.0-rc1", "0.9.0"));
         std::fs::write(dir.path().join(FILE), b"{not json").unwrap();
         assert!(matches!(
             check_home(dir.path()),

@@ -14,6 +14,7 @@ pub mod event_log;
 #[cfg(test)]
 mod fault_tests;
 pub mod format;
+pub mod home_lock;
 pub mod log_line;
 pub mod notify;
 pub mod private_file;
@@ -629,14 +630,7 @@ pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
     let dir = home.join("log");
     let recovery = event_log::scan(&dir)
         .with_context(|| format!("failed to read the event log in {}", dir.display()))?;
-    let daemon_running = std::fs::File::open(home.join("lock"))
-        .map(|lock| {
-            matches!(
-                lock.try_lock_shared(),
-                Err(std::fs::TryLockError::WouldBlock)
-            )
-        })
-        .unwrap_or(false);
+    let daemon_running = home_lock::home_is_locked(home);
     let damage = damage_report(
         &recovery,
         snapshot_seq,

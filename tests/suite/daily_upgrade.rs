@@ -178,4 +178,33 @@ fn a_home_in_a_newer_format_is_refused_and_left_untouched() {
     assert!(!output.status.success());
     assert!(error.contains("cohost 9.1.0"), "{error}");
     assert_eq!(tree(&home), before, "log verify changed the refused home");
+
+    // See: issue 21, item 8 — "the checkpoint-format refusal tells cohost 0.1.0 to 'run cohost
+    // 0.1.0 or newer'": a newer format claimed by this very release (a development build, a
+    // hand-edited manifest) is refused with advice that does not name the refusing release.
+    let ours = env!("CARGO_PKG_VERSION");
+    std::fs::write(
+        home.join("format.json"),
+        format!(r#"{{"log":2,"snapshot":1,"checkpoint":2,"writtenBy":"{ours}"}}"#),
+    )
+    .unwrap();
+    let before = tree(&home);
+    let output = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tmux-socket",
+        "/nonexistent",
+    ]);
+    let error = strip_ansi(&String::from_utf8_lossy(&output.stderr));
+    assert!(!output.status.success(), "a newer home was served: {error}");
+    assert!(
+        error.contains("run a cohost release that reads checkpoint format 2"),
+        "{error}"
+    );
+    assert!(
+        !error.contains(&format!("run cohost {ours} or newer")),
+        "{error}"
+    );
+    assert_eq!(tree(&home), before, "the refused home was changed");
 }

@@ -433,6 +433,38 @@ fn a_second_daemon_on_the_same_home_is_refused() {
     daemon.report_status("s1", "a", "running");
 }
 
+// See: issue 21, item 4 — "Removing `$COHOST_HOME/lock` lets two daemons write one log".
+#[test]
+fn a_removed_lock_file_does_not_let_a_second_daemon_share_the_home() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &[]);
+    daemon.report_status("s1", "a", "running");
+    std::fs::remove_file(daemon.home().join("lock")).unwrap();
+    let before = daemon.stored_fingerprint();
+    let output = run_with_timeout(&mut daemon.serve_command(), Duration::from_secs(10));
+    assert!(
+        !output.status.success(),
+        "a second daemon started on the same home once its lock file was removed"
+    );
+    let stderr = strip_ansi(&String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stderr.contains(&format!(
+            "another cohost daemon (pid {}) is already running",
+            daemon.pid()
+        )),
+        "{stderr}"
+    );
+    // Nothing was written, and the first daemon is unharmed: its log, its hooks.
+    assert_eq!(daemon.stored_fingerprint(), before);
+    assert!(
+        !daemon.home().join("lock").exists(),
+        "the refused daemon wrote a lock file"
+    );
+    let hooks = tmux.run(&["show-hooks", "-g"]);
+    assert!(hooks.contains("tmux-refresh"), "{hooks}");
+    daemon.report_status("s1", "a", "done");
+}
+
 #[test]
 fn the_token_file_is_private() {
     let (tmux, _) = tmux_with_sessions(&["s1"]);
@@ -512,6 +544,57 @@ fn r15_a_token_that_is_a_link_or_a_fifo_is_refused_at_once() {
     fs::set_permissions(&token_path, fs::Permissions::from_mode(0o600)).unwrap();
     daemon.start_again();
     assert_eq!(daemon.token(), token);
+}
+
+// See: issue 21, item 8 — "a log whose only segment is a symlink is reported '0 missing'"
+// (the daemon would then have started a fresh log, reusing its seqs), and "segment files are
+// 0644".
+#[test]
+fn a_segment_that_is_a_link_is_refused_and_segments_are_private() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    daemon.report_status("s1", "a", "running");
+    let segment = last_segment(&daemon);
+    let mode = fs::metadata(&segment).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "a new segment is private");
+    daemon.stop();
+
+    // The only segment is a link: refused at start and by `log verify`, nothing changed.
+    let moved = daemon.scratch().join("moved.jsonl");
+    fs::rename(&segment, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &segment).unwrap();
+    let before = fs::read(&moved).unwrap();
+    let stderr = serve_refused(&daemon);
+    let name = segment.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        stderr.contains(&name) && stderr.contains("is a symbolic link"),
+        "{stderr}"
+    );
+    let output = daemon.cli(&["log", "verify"]);
+    let text = strip_ansi(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    ));
+    assert!(!output.status.success(), "log verify passed: {text}");
+    assert!(text.contains("is a symbolic link"), "{text}");
+    assert!(
+        fs::symlink_metadata(&segment)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+    assert_eq!(fs::read(&moved).unwrap(), before);
+
+    // The file itself, readable by others as an earlier release wrote it: used and tightened.
+    fs::remove_file(&segment).unwrap();
+    fs::rename(&moved, &segment).unwrap();
+    fs::set_permissions(&segment, fs::Permissions::from_mode(0o644)).unwrap();
+    daemon.start_again();
+    assert_eq!(daemon.instance("s1", "a").unwrap()["status"], "running");
+    let mode = fs::metadata(&segment).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the active segment was not tightened");
 }
 
 #[test]
