@@ -43,10 +43,25 @@ pub fn locate() -> anyhow::Result<(PathBuf, bool)> {
     ))
 }
 
+/// The largest config file read; a longer one is refused (a file of settings is a few KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// Reads and parses the config file: `None` when the default file does not exist.
+///
+/// The file decides what the daemon runs (`notify-command`), where it listens and what agents
+/// may touch, so it is held to ssh's standard for its own config: a regular file of this user
+/// (or root), not writable by group or others, in directories that are as safe up to the
+/// user's home (or `/`), and at most [`MAX_CONFIG_BYTES`]. Anything else is refused, naming the
+/// path and the fix, before anything starts; a FIFO is refused at once, never waited on.
 pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound && !explicit => {
             return Ok(None);
         }
@@ -57,10 +72,99 @@ pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> 
             ));
         }
     };
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    check_safe(path, &metadata, "the config file")?;
+    check_dirs(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!(
+            "refusing the config file {}: it is larger than {} bytes (a config file is a few KiB); nothing was started",
+            path.display(),
+            MAX_CONFIG_BYTES
+        );
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow!("config file {}: it is not UTF-8 text", path.display()))?;
     // toml's error names the line and column, and shows the line with a caret.
     let table: toml::Table = toml::from_str(&text)
         .map_err(|error| anyhow!("config file {}: {error}", path.display()))?;
     Ok(Some(table))
+}
+
+/// A file another user could have written is refused: it must be a regular file, owned by
+/// this user or root, and not writable by group or others.
+fn check_safe(path: &Path, metadata: &std::fs::Metadata, what: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let shown = path.display();
+    if !metadata.file_type().is_file() {
+        bail!(
+            "refusing {what} {shown}: it is not a regular file (a FIFO, a device or a directory); point COHOST_CONFIG at a regular file; nothing was started"
+        );
+    }
+    let uid = crate::core::private_file::current_uid();
+    if metadata.uid() != uid && metadata.uid() != 0 {
+        bail!(
+            "refusing {what} {shown}: it is owned by uid {}, not by you (uid {uid}) or root; another user could have written it: `chown {uid} {shown}` if it is yours; nothing was started",
+            metadata.uid()
+        );
+    }
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        bail!(
+            "refusing {what} {shown}: it is writable by group or others (mode {mode:04o}); run `chmod go-w {shown}`; nothing was started"
+        );
+    }
+    Ok(())
+}
+
+/// Every directory above `path`, up to the user's home when `path` is inside it (else up to
+/// `/`), must be owned by this user or root and not writable by group or others, like ssh's
+/// `safe_path`. A root-owned directory with the sticky bit (`/tmp`) passes: no other user can
+/// rename or remove what is yours inside it.
+fn check_dirs(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok());
+    let real = path
+        .canonicalize()
+        .with_context(|| format!("cannot resolve the config file {}", path.display()))?;
+    let uid = crate::core::private_file::current_uid();
+    let stop_at_home = home.as_ref().is_some_and(|h| real.starts_with(h));
+    let mut dir = real.parent();
+    while let Some(current) = dir {
+        let metadata = std::fs::metadata(current)
+            .with_context(|| format!("cannot read {}", current.display()))?;
+        let mode = metadata.mode() & 0o7777;
+        let sticky_root = metadata.uid() == 0 && mode & 0o1000 != 0;
+        if metadata.uid() != uid && metadata.uid() != 0 {
+            bail!(
+                "refusing the config file {}: its directory {} is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
+                path.display(),
+                current.display(),
+                metadata.uid()
+            );
+        }
+        if mode & 0o022 != 0 && !sticky_root {
+            bail!(
+                "refusing the config file {}: its directory {} is writable by group or others (mode {mode:04o}), so another user could replace the file; run `chmod go-w {}`; nothing was started",
+                path.display(),
+                current.display(),
+                current.display()
+            );
+        }
+        if stop_at_home && home.as_deref() == Some(current) {
+            break;
+        }
+        dir = current.parent();
+    }
+    Ok(())
 }
 
 /// Where a setting's effective value came from.

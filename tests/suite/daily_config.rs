@@ -269,7 +269,9 @@ fn every_bad_config_file_is_one_error_naming_the_key_and_the_file() {
     let error = stderr(&output);
     assert!(!output.status.success());
     assert!(
-        error.contains(&format!("cannot read the config file {shown}")),
+        error.contains(&format!(
+            "refusing the config file {shown}: it is not a regular file"
+        )),
         "{error}"
     );
 
@@ -288,5 +290,104 @@ fn every_bad_config_file_is_one_error_naming_the_key_and_the_file() {
             missing.display()
         )),
         "{error}"
+    );
+}
+
+// See: issue 21, item 2 — "The config file is trusted whatever its owner and mode": a
+// `config.toml` (or its directory) writable by another user ran its `notify-command` as the
+// daemon's user; a FIFO as config hung start-up; `/dev/zero` read until memory ran out.
+#[test]
+fn a_config_file_another_user_could_write_is_refused_before_anything_starts() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("cohost-config-");
+    let home = dir.path().join("home");
+    let marker = dir.path().join("notified");
+    let path = write_config(
+        dir.path(),
+        &format!(
+            "notify-command = \"touch {}\"\nstale-after = 1\n",
+            marker.display()
+        ),
+    );
+    let shown = path.display().to_string();
+    let config_dir = path.parent().unwrap().to_path_buf();
+    let serve = |env: &[(&str, &str)]| {
+        let mut all = vec![("COHOST_HOME", home.to_str().unwrap())];
+        all.extend_from_slice(env);
+        cohost(
+            dir.path(),
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--tmux-socket",
+                "/nonexistent",
+            ],
+            &all,
+        )
+    };
+    let refused = |output: Output, expected: &[&str]| {
+        let error = stderr(&output);
+        assert!(!output.status.success(), "served: {error}");
+        for text in expected {
+            assert!(error.contains(text), "{text:?} not in: {error}");
+        }
+        assert!(error.contains("nothing was started"), "{error}");
+        assert!(!home.exists(), "the refused daemon created its home");
+        assert!(!marker.exists(), "the file's notify-command ran");
+    };
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    refused(
+        serve(&[]),
+        &[
+            &format!(
+                "refusing the config file {shown}: it is writable by group or others (mode 0666)"
+            ),
+            &format!("chmod go-w {shown}"),
+        ],
+    );
+    // `config show` reads the same file the same way.
+    let output = cohost(dir.path(), &["config", "show"], &[]);
+    assert!(!output.status.success(), "{}", stderr(&output));
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&config_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    refused(
+        serve(&[]),
+        &[&format!(
+            "its directory {} is writable by group or others (mode 0777)",
+            config_dir.display()
+        )],
+    );
+    std::fs::set_permissions(&config_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // A FIFO is refused at once (not waited on), a device is not read at all.
+    let fifo = dir.path().join("fifo.toml");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    refused(
+        serve(&[("COHOST_CONFIG", fifo.to_str().unwrap())]),
+        &["it is not a regular file"],
+    );
+    refused(
+        serve(&[("COHOST_CONFIG", "/dev/zero")]),
+        &["refusing the config file /dev/zero: it is not a regular file"],
+    );
+    // A file larger than any config is refused, not read into memory.
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, "# padding\n".repeat(200_000)).unwrap();
+    refused(
+        serve(&[("COHOST_CONFIG", big.to_str().unwrap())]),
+        &["it is larger than 1048576 bytes"],
+    );
+
+    // The same file, safe again, is used.
+    let output = cohost(dir.path(), &["config", "show"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("touch"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
     );
 }
