@@ -314,6 +314,10 @@ pub struct ServeArgs {
     /// Seconds a request body may take to arrive once its head is in.
     #[arg(long, default_value_t = 30)]
     pub body_timeout: u64,
+    /// Seconds one write of an answer may wait for the client to read before the connection is
+    /// closed (SSE streams and long polls included).
+    #[arg(long, default_value_t = crate::http::server::DEFAULT_WRITE_TIMEOUT.as_secs())]
+    pub write_timeout: u64,
     /// The passive watchers to run: comma-separated agent names (`claude-code`, `codex`,
     /// `opencode`, `pi`, `droid`, `amp`), `all` (the default) or `none`.
     #[arg(long, env = "COHOST_WATCHERS", conflicts_with = "no_watchers")]

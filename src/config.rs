@@ -97,6 +97,7 @@ impl ServeConfig {
         for (key, value) in [
             ("header-timeout", args.header_timeout),
             ("body-timeout", args.body_timeout),
+            ("write-timeout", args.write_timeout),
             ("stale-after", args.stale_after),
             ("prune-after", args.prune_after),
         ] {
@@ -146,6 +147,7 @@ impl ServeConfig {
                 max_connections: args.max_connections,
                 header_timeout: std::time::Duration::from_secs(args.header_timeout),
                 body_timeout: std::time::Duration::from_secs(args.body_timeout),
+                write_timeout: std::time::Duration::from_secs(args.write_timeout),
             },
             home,
             listen,

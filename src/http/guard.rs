@@ -19,17 +19,23 @@ const COMPAT_POSTS: [&str; 6] = [
 ];
 
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match check(
-        &state,
-        request.method(),
-        request.uri().path(),
-        request.headers(),
-    ) {
-        Ok(()) => match read_body(request, state.body_timeout).await {
-            Ok(request) => next.run(request).await,
-            Err(error) => error.into_response(),
-        },
+    match check(&state, request.method(), request.uri(), request.headers()) {
+        Ok(token) => {
+            // The token holder's connection keeps its slot when the daemon is full.
+            if token == Token::Shown
+                && let Some(proof) = request.extensions().get::<super::server::ConnectionProof>()
+            {
+                proof.prove();
+            }
+            match read_body(request, state.body_timeout).await {
+                Ok(request) => next.run(request).await,
+                Err(error) => error.into_response(),
+            }
+        }
         Err(error) => {
+            if error.code == "unauthorized" {
+                failed_authentication(request.method(), request.uri().path(), &error).await;
+            }
             // A refusal reads the body it refuses too (bounded, as for a 413): answering
             // before a body sent in a second write has arrived makes hyper close the
             // connection, and a client that reuses it for its next request sees a disconnect.
@@ -123,12 +129,59 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
     }
 }
 
+/// How long a wrong token's answer waits: guessing is slowed to a few tries a second per
+/// connection (a 256-bit token is not guessed anyway; a client that keeps trying is noticed).
+const WRONG_TOKEN_DELAY: Duration = Duration::from_millis(250);
+/// At most one log line per this interval about failed authentications (with the count of the
+/// ones it covers): a flood of bad requests cannot flood the log.
+const AUTH_LOG_INTERVAL_MS: u64 = 10_000;
+
+/// Logs a failed authentication (rate-limited) and, for a wrong token, waits before the answer.
+async fn failed_authentication(method: &Method, path: &str, error: &ApiError) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST_LOG_MS: AtomicU64 = AtomicU64::new(0);
+    static UNLOGGED: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let last = LAST_LOG_MS.load(Ordering::Relaxed);
+    let wrong = error.message.contains("is wrong");
+    if now.saturating_sub(last) >= AUTH_LOG_INTERVAL_MS
+        && LAST_LOG_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        let also = UNLOGGED.swap(0, Ordering::Relaxed);
+        tracing::warn!(
+            %method,
+            path,
+            reason = if wrong { "wrong token" } else { "no token" },
+            also_refused_since_last_report = also,
+            "refused a request that failed authentication"
+        );
+    } else {
+        UNLOGGED.fetch_add(1, Ordering::Relaxed);
+    }
+    if wrong {
+        tokio::time::sleep(WRONG_TOKEN_DELAY).await;
+    }
+}
+
+/// Whether a request that passed the guard showed the bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Shown,
+    /// A route that needs none (health, the page, the hooks' token-less posts).
+    NotNeeded,
+}
+
 fn check(
     state: &AppState,
     method: &Method,
-    path: &str,
+    uri: &axum::http::Uri,
     headers: &HeaderMap,
-) -> Result<(), ApiError> {
+) -> Result<Token, ApiError> {
+    let path = uri.path();
     // Only the first of repeated headers would be checked, and another layer (a proxy, a
     // library) might use the last: refuse the ambiguity.
     for name in [header::HOST, header::ORIGIN, header::AUTHORIZATION] {
@@ -152,6 +205,20 @@ fn check(
                 format!("Host `{host}` is not a loopback name or address"),
             ));
         }
+        // An absolute-form request line (`GET http://evil.example/api/state`) names the
+        // authority a proxy or another layer would use instead of Host: it is held to the same
+        // rule.
+        if let Some(authority) = uri.authority()
+            && !is_loopback_host(authority.as_str())
+        {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_host",
+                format!(
+                    "the request line's authority `{authority}` is not a loopback name or address"
+                ),
+            ));
+        }
     }
     let origin = headers.get(header::ORIGIN);
     if let Some(origin) = origin {
@@ -168,7 +235,7 @@ fn check(
     // `HEAD` is answered like `GET` (without the body), so it is guarded like `GET`.
     let reads = method == Method::GET || method == Method::HEAD;
     if path == "/api/health" || (reads && path == "/") {
-        return Ok(());
+        return Ok(Token::NotNeeded);
     }
     let authorization = headers.get(header::AUTHORIZATION);
     if authorization.is_none()
@@ -177,14 +244,16 @@ fn check(
         && COMPAT_POSTS.contains(&path)
         && super::extract::is_json(headers)
     {
-        return Ok(());
+        return Ok(Token::NotNeeded);
     }
     let presented = authorization
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
     match presented {
-        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => Ok(()),
+        Some(token) if constant_time_eq(token.as_bytes(), state.token.as_bytes()) => {
+            Ok(Token::Shown)
+        }
         Some(_) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",

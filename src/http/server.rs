@@ -2,22 +2,38 @@
 //! connection (which closes a connection whose request head does not arrive in time, idle
 //! keep-alive connections included), and drains them on shutdown.
 //!
-//! Past the cap a connection gets one canned `503 too_many_connections` JSON answer and is
-//! closed, so a local process that opens connections and sends nothing can neither exhaust the
-//! daemon's file descriptors nor lock other clients out for longer than the header timeout.
+//! Three bounds keep other local processes from locking the token holder and the hooks out:
+//!
+//! - **A write timeout** ([`Limits::write_timeout`]): an answer the client does not read within
+//!   it closes the connection, so a client that pipelines requests and never reads holds its
+//!   slot (and kernel socket memory) for a bounded time. SSE and long polls are bounded the
+//!   same way: their heartbeats are writes too.
+//! - **Slots a stranger cannot keep**: a connection is *proven* once one of its requests carried
+//!   the bearer token. When every slot is taken, a new connection closes the oldest connection
+//!   not proven (token-less: the hooks, the web page's first load, or anyone) to make room, so
+//!   a flood of token-less connections cannot keep out a hook's report or `cohost state`.
+//! - Past the cap with every slot proven, a connection gets one canned
+//!   `503 too_many_connections` JSON answer and is closed.
+//!
 //! Request bodies are bounded in time by the guard ([`super::guard`]), which reads them.
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Arc;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower_service::Service as _;
 
 /// Connection limits and timeouts (`cohost serve --max-connections`, `--header-timeout`,
 /// `--body-timeout`).
@@ -30,6 +46,8 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// How long a request body may take to arrive once its head is in.
     pub body_timeout: Duration,
+    /// How long one write of an answer may wait for the client to read.
+    pub write_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -38,6 +56,7 @@ impl Default for Limits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
         }
     }
 }
@@ -45,6 +64,10 @@ impl Default for Limits {
 /// 1024 open connections is far beyond what local clients use (each SSE or long-poll holds
 /// one) and stays well below the file-descriptor limit the daemon raises itself to.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// A client that has not read for this long is gone or hostile (a local client reads in
+/// microseconds; a browser tab in the background still reads its stream).
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Refusals in flight at once; beyond, an excess connection is closed without an answer (each
 /// refusal holds its socket for up to [`REFUSAL_TIMEOUT`]).
@@ -62,7 +85,7 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = Arc::new(Slots::new(limits.max_connections));
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS));
     let graceful = GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -87,7 +110,7 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+        let Some(slot) = slots.take() else {
             match Arc::clone(&refusals).try_acquire_owned() {
                 Ok(refusal) => {
                     tokio::spawn(async move {
@@ -100,18 +123,193 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let proof = ConnectionProof(Arc::clone(&slot.proven));
+        let router = router.clone();
+        let service = hyper::service::service_fn(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(proof.clone());
+                router.clone().call(request)
+            },
+        );
+        let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout));
+        let connection = graceful.watch(builder.serve_connection(io, service));
+        let slots = Arc::clone(&slots);
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "HTTP connection ended with an error");
+            tokio::select! {
+                result = connection => {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "HTTP connection ended with an error");
+                    }
+                }
+                () = slot.close.cancelled() => {
+                    tracing::debug!("closed a connection that had not shown the token, to make room");
+                }
             }
-            drop(permit);
+            slots.release(slot.id);
         });
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// Set on a connection once one of its requests carried the bearer token (by the guard, which
+/// finds it among the request's extensions).
+#[derive(Debug, Clone)]
+pub struct ConnectionProof(Arc<AtomicBool>);
+
+impl ConnectionProof {
+    pub fn prove(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One open connection's place.
+#[derive(Clone)]
+struct Slot {
+    id: u64,
+    proven: Arc<AtomicBool>,
+    close: CancellationToken,
+}
+
+/// The open connections, oldest first.
+struct Slots {
+    max: usize,
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    next_id: u64,
+    slots: VecDeque<Slot>,
+}
+
+impl Slots {
+    fn new(max: usize) -> Slots {
+        Slots {
+            max,
+            open: Mutex::new(Open::default()),
+        }
+    }
+
+    /// A place for a new connection: a free one, else the oldest connection that has not
+    /// shown the token is closed for it. `None` when every open connection has.
+    fn take(&self) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.slots.len() >= self.max {
+            let oldest = open
+                .slots
+                .iter()
+                .position(|slot| !slot.proven.load(Ordering::Relaxed))?;
+            if let Some(evicted) = open.slots.remove(oldest) {
+                evicted.close.cancel();
+            }
+        }
+        open.next_id += 1;
+        let slot = Slot {
+            id: open.next_id,
+            proven: Arc::new(AtomicBool::new(false)),
+            close: CancellationToken::new(),
+        };
+        open.slots.push_back(slot.clone());
+        Some(slot)
+    }
+
+    fn release(&self, id: u64) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.slots.retain(|slot| slot.id != id);
+    }
+}
+
+/// A connection's socket whose writes fail with `TimedOut` once one has waited
+/// `timeout` for the client to read (the wait restarts with every write that goes through).
+struct WriteDeadline<S> {
+    inner: S,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteDeadline<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        WriteDeadline {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// After the inner write returned `Pending`: an error once the deadline has passed.
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client did not read its answer in time",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn done<T>(
+        &mut self,
+        result: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Ready(result) => {
+                self.stalled = None;
+                Poll::Ready(result)
+            }
+            Poll::Pending => self.pending(cx),
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.done(result, cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.done(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.done(result, cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.done(result, cx)
+    }
 }
 
 fn is_connection_error(error: &std::io::Error) -> bool {

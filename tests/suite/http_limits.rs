@@ -100,14 +100,45 @@ fn r15_silent_and_slow_connections_are_closed() {
 }
 
 // See: issue 15, defect 3 — "any local process can hold connections up to the fd limit; at the
-// limit every client is refused".
+// limit every client is refused", and issue 21, item 1 — connection slots that a single peer
+// cannot take all of: past the cap, the oldest connection that never showed the token makes
+// room; only slots held by the token holder are kept.
 #[test]
 fn r15_connections_past_the_cap_get_a_clear_answer() {
-    let daemon = TestDaemon::start_with(None, &["--max-connections", "4"]);
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--max-connections", "4"]);
     let port = daemon.port();
-    // Four connections that send nothing hold every slot.
-    let mut held: Vec<TcpStream> = (0..4).map(|_| connect(&daemon)).collect();
-    thread::sleep(Duration::from_millis(300));
+    let token = daemon.token();
+    // Four connections that send nothing take every slot, and keep none of them: a hook's
+    // report and the token holder's request still get in.
+    let mut silent: Vec<TcpStream> = (0..4).map(|_| connect(&daemon)).collect();
+    // (Fresh connections, not the kit's pool: a pooled one may be what made room.)
+    fresh_report(&daemon, "hook", "running");
+    assert_eq!(fresh_instance(&daemon, "hook")["status"], "running");
+    // The oldest of them were closed to make room.
+    let (answer, _) = read_to_close(&mut silent[0]);
+    assert!(answer.is_empty(), "{answer:?}");
+
+    // Four connections of the token holder, kept alive, hold every slot for real.
+    let mut proven: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut socket = connect(&daemon);
+            write!(
+                socket,
+                "GET /api/health?proof HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+            )
+            .unwrap();
+            read_answer(&mut socket);
+            write!(
+                socket,
+                "GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
+            )
+            .unwrap();
+            let answer = read_answer(&mut socket);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            socket
+        })
+        .collect();
     let resp = daemon.raw(
         &format!("GET /api/health HTTP/1.1\nHost: 127.0.0.1:{port}"),
         b"",
@@ -118,7 +149,7 @@ fn r15_connections_past_the_cap_get_a_clear_answer() {
         "{error}"
     );
     // A slot freed is a slot served.
-    held.pop();
+    proven.pop();
     daemon.wait_for("a freed slot", Duration::from_secs(5), |d| {
         let resp = d.raw(
             &format!("GET /api/health HTTP/1.1\nHost: 127.0.0.1:{port}"),
@@ -126,7 +157,136 @@ fn r15_connections_past_the_cap_get_a_clear_answer() {
         );
         (resp.status == 200).then_some(())
     });
-    drop(held);
+    drop(proven);
+}
+
+/// A hook's token-less report for session `s1`, on a connection of its own.
+fn fresh_report(daemon: &TestDaemon, agent: &str, status: &str) {
+    let port = daemon.port();
+    let body = serde_json::json!({"agent": agent, "status": status, "tmuxSession": "s1"});
+    let resp = daemon.raw(
+        &format!(
+            "POST /api/agent-event HTTP/1.1\nHost: 127.0.0.1:{port}\nContent-Type: application/json"
+        ),
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+}
+
+/// The instance `agent` of session `s1`, read with the token on a connection of its own.
+fn fresh_instance(daemon: &TestDaemon, agent: &str) -> serde_json::Value {
+    let port = daemon.port();
+    let token = daemon.token();
+    let resp = daemon.raw(
+        &format!("GET /api/state HTTP/1.1\nHost: 127.0.0.1:{port}\nAuthorization: Bearer {token}"),
+        b"",
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let state: serde_json::Value = resp.json();
+    state["sessions"]
+        .as_array()
+        .and_then(|sessions| sessions.iter().find(|s| s["name"] == "s1"))
+        .and_then(|s| s["agents"].as_array())
+        .and_then(|agents| agents.iter().find(|a| a["key"] == agent).cloned())
+        .unwrap_or_else(|| panic!("no instance {agent} in {state:#}"))
+}
+
+/// Reads one answer (head, then Content-Length bytes) off a keep-alive connection.
+fn read_answer(socket: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match socket.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            other => panic!(
+                "the answer broke off ({other:?}): {:?}",
+                String::from_utf8_lossy(&head)
+            ),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(|v| v.trim().parse::<usize>().unwrap())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    socket.read_exact(&mut body).unwrap();
+    head + &String::from_utf8_lossy(&body)
+}
+
+/// Pipelines `GET /` on `socket` and never reads the answers, until the daemon closes it (a
+/// write fails) or `within` passes (a panic: the daemon kept a client that does not read).
+fn pipeline_until_closed(socket: &mut TcpStream, port: u16, within: Duration) -> Duration {
+    let started = Instant::now();
+    socket.set_write_timeout(Some(within)).unwrap();
+    let request = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").repeat(64);
+    loop {
+        match socket.write_all(request.as_bytes()) {
+            Ok(()) if started.elapsed() < within => {}
+            Ok(()) => panic!("a client that never reads was still served after {within:?}"),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!(
+                    "a client that never reads was kept for {:?}",
+                    started.elapsed()
+                )
+            }
+            Err(_) => return started.elapsed(),
+        }
+    }
+}
+
+// See: issue 21, item 1 — "No write timeout: clients that never read lock everyone out".
+#[test]
+fn a_client_that_never_reads_its_answers_is_closed_after_the_write_timeout() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--write-timeout", "1"]);
+    let mut stalled = connect(&daemon);
+    let took = pipeline_until_closed(&mut stalled, daemon.port(), Duration::from_secs(20));
+    assert!(
+        took >= Duration::from_secs(1),
+        "closed before its timeout: {took:?}"
+    );
+    daemon.report_status("s1", "a", "running");
+}
+
+// See: issue 21, item 1 — "1,030 token-less connections that pipeline `GET /` and never read
+// their answers hold all 1,024 connection slots": with a cap of 16, 20 of them keep out
+// neither the token holder's `cohost state` nor a hook's report, and lose nothing.
+#[test]
+fn stalled_token_less_connections_keep_out_neither_the_token_holder_nor_the_hooks() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--max-connections", "16"]);
+    let port = daemon.port();
+    let request = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").repeat(64);
+    let mut stalled = Vec::new();
+    for _ in 0..20 {
+        let mut socket = connect(&daemon);
+        socket.set_nonblocking(true).unwrap();
+        // As much as the sockets take: the daemon's answers pile up unread.
+        while socket.write(request.as_bytes()).is_ok_and(|n| n > 0) {}
+        stalled.push(socket);
+    }
+    let started = Instant::now();
+    let state = daemon.cli_ok(&["state"]);
+    let state_took = started.elapsed();
+    assert!(state.contains("s1"), "{state}");
+    let started = Instant::now();
+    fresh_report(&daemon, "hook", "waiting");
+    let hook_took = started.elapsed();
+    assert_eq!(fresh_instance(&daemon, "hook")["status"], "waiting");
+    eprintln!(
+        "with 20 stalled connections on 16 slots: `cohost state` {state_took:?}, a hook's report {hook_took:?}"
+    );
+    drop(stalled);
 }
 
 #[test]

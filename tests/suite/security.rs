@@ -596,6 +596,84 @@ fn non_loopback_host_is_403() {
     }
 }
 
+// See: issue 21, item 8 — "only `Host` is checked when the request line carries an absolute
+// URI with another authority".
+#[test]
+fn an_absolute_form_request_line_is_held_to_the_host_rule() {
+    let (_tmux, daemon) = daemon_with_state();
+    let before = daemon.stored_fingerprint();
+    let token = daemon.token();
+    let port = daemon.port();
+    for authority in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("user@127.0.0.1:{port}"),
+        "10.0.0.1".to_string(),
+    ] {
+        let head = format!(
+            "GET http://{authority}/api/state HTTP/1.1\nHost: 127.0.0.1:{port}\nAuthorization: Bearer {token}"
+        );
+        daemon
+            .raw(&head, b"")
+            .assert_error(403, "forbidden_host", None);
+        let head = format!(
+            "POST http://{authority}/api/agent-event HTTP/1.1\nHost: 127.0.0.1:{port}\nContent-Type: application/json"
+        );
+        daemon
+            .raw(&head, report("s1", "a", "running").to_string().as_bytes())
+            .assert_error(403, "forbidden_host", None);
+    }
+    assert_eq!(daemon.stored_fingerprint(), before);
+    // A loopback authority is as good as the Host it agrees with.
+    let head = format!(
+        "GET http://127.0.0.1:{port}/api/state HTTP/1.1\nHost: 127.0.0.1:{port}\nAuthorization: Bearer {token}"
+    );
+    assert_eq!(daemon.raw(&head, b"").status, 200);
+}
+
+// See: issue 21, item 8 — "failed authentication is neither logged nor slowed".
+#[test]
+fn failed_authentications_are_logged_once_in_a_while_and_a_wrong_token_is_slowed() {
+    let (_tmux, daemon) = daemon_with_state();
+    let mut slowest = std::time::Duration::ZERO;
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        daemon
+            .request(
+                "GET",
+                "/api/state",
+                &[("Authorization", "Bearer not-the-token")],
+                None,
+            )
+            .assert_error(401, "unauthorized", None);
+        slowest = slowest.max(started.elapsed());
+        // A missing token is refused at once (a browser or a script without one is not guessing).
+        daemon
+            .get_no_token("/api/state")
+            .assert_error(401, "unauthorized", None);
+    }
+    // Each wrong token waited its quarter second (a lower bound: it cannot pass early).
+    assert!(
+        slowest >= std::time::Duration::from_millis(250),
+        "a wrong token was answered in {slowest:?}"
+    );
+    daemon.wait_for(
+        "the refusal's log line",
+        std::time::Duration::from_secs(10),
+        |d| {
+            d.stderr_text()
+                .contains("refused a request that failed authentication")
+                .then_some(())
+        },
+    );
+    // Ten refusals in well under the interval: one line.
+    let lines = daemon
+        .stderr_text()
+        .matches("refused a request that failed authentication")
+        .count();
+    assert_eq!(lines, 1, "{}", daemon.stderr_text());
+}
+
 #[test]
 fn unknown_routes_and_methods_get_json_errors() {
     let (_tmux, daemon) = daemon_with_state();
