@@ -406,11 +406,13 @@ fn an_interrupt_ends_the_running_turn() {
     let mut stream = session_sse(&fx.daemon, &id, Some(0), None);
     let mut text = String::new();
     let mut snapshots = 0;
+    let mut seen = Vec::new();
     while text != whole {
         let event = stream
             .next_event()
             .unwrap_or_else(|| panic!("the stream ended with {text:?}"))
             .json();
+        seen.push(format!("{} {}", event["type"], event["data"]));
         if event["type"] != "item.delta" {
             continue;
         }
@@ -422,7 +424,15 @@ fn an_interrupt_ends_the_running_turn() {
         let delta = data["delta"].as_str().unwrap();
         assert!(
             offset as usize <= text.len(),
-            "a gap before {event} after {text:?}"
+            "a gap before {event} after {text:?}; the stream sent:\n{}\nthe session's stored events:\n{}",
+            seen.join("\n"),
+            fx.daemon
+                .events_after(0)
+                .iter()
+                .filter(|e| e["session"] == id.as_str())
+                .map(|e| format!("{} {} {}", e["seq"], e["type"], e["data"]))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         let end = offset as usize + delta.len();
         if end > text.len() {

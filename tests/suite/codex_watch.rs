@@ -294,11 +294,12 @@ fn watch_codex_failed_turn() {
     rig.submit(&tui, "Fail please");
     let (session, failed) = wait_instance(&daemon, AGENT, "error", status_is("error"));
     let key = failed["key"].as_str().expect("key").to_owned();
+    let explained = explain(&daemon, &session, &key);
     assert!(
-        rules(&explain(&daemon, &session, &key))
+        rules(&explained)
             .iter()
             .any(|r| r.contains("task_complete with error → error")),
-        "a failed turn is an error, not done"
+        "a failed turn is an error, not done: {explained:#}"
     );
 }
 
