@@ -23,6 +23,7 @@ const TOKEN: &str = "test-token-0123456789";
 
 struct Fixture {
     app: axum::Router,
+    core: crate::core::CoreHandle,
     _home: tempfile::TempDir,
 }
 
@@ -42,6 +43,7 @@ fn fixture() -> Fixture {
     .unwrap();
     let hosts = Hosts::from_hosts(Vec::new());
     let cancel = CancellationToken::new();
+    let handle = core.clone();
     let service = Service {
         core: core.clone(),
         tmux: Arc::new(SessionCache::new(Tmux::new(Some(
@@ -63,6 +65,7 @@ fn fixture() -> Fixture {
     };
     Fixture {
         app: router(state, axum::Router::new()),
+        core: handle,
         _home: home,
     }
 }
@@ -252,4 +255,94 @@ async fn errors_are_one_json_shape_with_the_status_of_their_class() {
     refused(&sent, StatusCode::NOT_FOUND, "not_found");
     let sent = fx.send(call("DELETE", "/api/state", None)).await;
     refused(&sent, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+}
+
+/// A stream resumed mid-message (its cursor the head, a delta arriving before its first read)
+/// starts with the text so far, not with a delta past a gap: the delta came first once (seen
+/// in `suite::codex_host::an_interrupt_ends_the_running_turn` under load, "a gap before … after
+/// \"\"").
+#[tokio::test]
+async fn a_stream_resumed_mid_message_sends_the_text_so_far_before_the_next_delta() {
+    use crate::protocol::{Empty, EventKind, ItemDelta};
+    use http_body_util::BodyExt;
+    let fx = fixture();
+    let delta = |text: &str| {
+        EventKind::ItemDelta(ItemDelta {
+            turn_id: "t1".into(),
+            item_id: "t1:m1".into(),
+            kind: "agentMessage".into(),
+            delta: text.into(),
+            offset: None,
+            snapshot: false,
+        })
+    };
+    let session = Some("s1".to_string());
+    let head = fx
+        .core
+        .append(session.clone(), EventKind::MetaLogCleared(Empty {}))
+        .await
+        .unwrap();
+    let streamed = |fx: &Fixture| {
+        fx.core
+            .store
+            .streaming()
+            .snapshot(None)
+            .first()
+            .map(|e| e.json.to_string())
+            .unwrap_or_default()
+    };
+    let wait_streamed = |text: &'static str| {
+        let fx = &fx;
+        async move {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !streamed(fx).contains(text) {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the core never recorded {text:?}: {}",
+                    streamed(fx)
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+    };
+    fx.core.publish(session.clone(), delta("Hello "));
+    fx.core.publish(session.clone(), delta("wor"));
+    wait_streamed("Hello wor").await;
+    // The reader reconnects at the head; the next delta is broadcast before its first read.
+    let response = fx
+        .app
+        .clone()
+        .oneshot(
+            authed(get(&format!("/api/events/stream?after={head}")))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    fx.core.publish(session.clone(), delta("ld"));
+    wait_streamed("Hello world").await;
+    let mut body = response.into_body();
+    let mut text = String::new();
+    let mut data = Vec::new();
+    while data.len() < 2 {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(10), body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no second event; the stream sent {text:?}"))
+            .expect("the stream ended")
+            .unwrap();
+        if let Ok(bytes) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        data = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|json| serde_json::from_str::<Value>(json).unwrap())
+            .collect();
+    }
+    let first = &data[0]["data"];
+    assert_eq!(first["snapshot"], true, "{text}");
+    assert_eq!(first["offset"], 0, "{text}");
+    assert_eq!(first["delta"], "Hello world", "{text}");
+    assert_eq!(data[1]["data"]["offset"], 9, "{text}");
 }

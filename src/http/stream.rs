@@ -284,6 +284,24 @@ fn event_stream(
             match cursor.live.try_recv() {
                 Ok(event) => {
                     if let Some(message) = cursor.accept(&event) {
+                        if event.ephemeral && !cursor.caught_up {
+                            // A live-only event that follows the cursor's position before the
+                            // stream has sent the snapshot: the text streamed before it (before
+                            // this stream subscribed, say) goes first, or the reader would get
+                            // a delta past a gap. The snapshot already holds this delta (the
+                            // core records a delta before it broadcasts it); sent after it, the
+                            // delta is a duplicate the reader skips by its offset.
+                            cursor.caught_up = true;
+                            cursor.first = cursor
+                                .state
+                                .service
+                                .streaming_snapshot(cursor.session.as_deref())
+                                .into();
+                            if !cursor.first.is_empty() {
+                                cursor.first.push_back(event);
+                                continue;
+                            }
+                        }
                         return Some((Ok(message), cursor));
                     }
                     continue;
