@@ -127,9 +127,18 @@ pub enum CoreError {
     ShuttingDown,
     /// The session holds the most instances allowed (the cap) and none has finished.
     #[error(
-        "session `{session}` is at its cap of {max} agent instances and none of them has finished (finished ones make room)"
+        "session `{session}` is at its cap of {max} agent instances and none of them has finished or was reported without the token (those make room); the reports with the token hold every place"
     )]
     TooManyInstances { session: String, max: usize },
+    /// Every token-less instance a report could replace was reported in the same batch.
+    #[error(
+        "session `{session}` keeps at most {max} instances reported without the token ({scope}), and each of them was reported just now; report with the token (see `cohost token`) to be kept apart from token-less reporters"
+    )]
+    TooManyTokenless {
+        session: String,
+        scope: String,
+        max: usize,
+    },
     /// Writing the log failed; nothing of the batch was applied.
     #[error("the event log could not be written: {0}")]
     Storage(String),
@@ -910,6 +919,14 @@ impl Entry {
     }
 }
 
+/// One session's instances as a batch leaves them (see `handle_batch`).
+#[derive(Default)]
+struct BatchInstances {
+    keys: HashSet<String>,
+    reported: HashSet<String>,
+    tokenless_added: Vec<(String, String)>,
+}
+
 impl Core {
     fn run(mut self, mut rx: mpsc::Receiver<CoreInput>) {
         let mut shutdown_reply = None;
@@ -996,41 +1013,107 @@ impl Core {
             let max_instances = state.tracker.config().max_instances;
             // Keys admitted earlier in this same batch are duplicates too.
             let mut batch_keys = std::collections::HashSet::new();
-            // Each session's instance keys as this batch leaves them, and the keys it reported.
-            let mut instances: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
+            // Each session's instance keys as this batch leaves them, the keys it reported, and
+            // the token-less ones it added (`(key, agent)`).
+            let mut instances: HashMap<String, BatchInstances> = HashMap::new();
             for entry in batch {
                 let refusal = match (&entry.session, &entry.kind) {
                     (Some(session), EventKind::AgentUpdated(update)) => {
-                        let (keys, reported) =
-                            instances.entry(session.clone()).or_insert_with(|| {
-                                (state.tracker.instance_keys(session), HashSet::new())
-                            });
+                        let seen =
+                            instances
+                                .entry(session.clone())
+                                .or_insert_with(|| BatchInstances {
+                                    keys: state.tracker.instance_keys(session),
+                                    ..BatchInstances::default()
+                                });
                         let key = update.key();
                         let mut refusal = None;
-                        if !keys.contains(&key) && keys.len() >= max_instances {
-                            let victim = state.tracker.eviction_candidate(session, |k| {
-                                !keys.contains(k) || reported.contains(k)
-                            });
-                            match victim {
-                                Some(victim) => {
-                                    keys.remove(&victim);
+                        if !seen.keys.contains(&key) {
+                            let mut victims = Vec::new();
+                            {
+                                let skip =
+                                    |k: &str| !seen.keys.contains(k) || seen.reported.contains(k);
+                                if update.tokenless {
+                                    // Bounded per source (the agent name), then per session.
+                                    let present: Vec<(String, String)> = state
+                                        .tracker
+                                        .tokenless(session)
+                                        .into_iter()
+                                        .filter(|(k, _)| seen.keys.contains(k))
+                                        .chain(seen.tokenless_added.iter().cloned())
+                                        .collect();
+                                    let same_agent =
+                                        present.iter().filter(|(_, a)| *a == update.agent).count();
+                                    let bound = if same_agent >= tracker::MAX_TOKENLESS_PER_AGENT {
+                                        Some((
+                                            Some(update.agent.as_str()),
+                                            format!(
+                                                "{} per agent; this one is `{}`",
+                                                tracker::MAX_TOKENLESS_PER_AGENT,
+                                                update.agent
+                                            ),
+                                            tracker::MAX_TOKENLESS_PER_AGENT,
+                                        ))
+                                    } else if present.len() >= tracker::MAX_TOKENLESS_PER_SESSION {
+                                        Some((
+                                            None,
+                                            "in all".to_string(),
+                                            tracker::MAX_TOKENLESS_PER_SESSION,
+                                        ))
+                                    } else {
+                                        None
+                                    };
+                                    if let Some((agent, scope, max)) = bound {
+                                        match state.tracker.tokenless_victim(session, agent, skip) {
+                                            Some(victim) => victims.push(victim),
+                                            None => {
+                                                refusal = Some(CoreError::TooManyTokenless {
+                                                    session: session.clone(),
+                                                    scope,
+                                                    max,
+                                                });
+                                            }
+                                        }
+                                    }
+                                }
+                                let left = seen.keys.len() - victims.len();
+                                if refusal.is_none() && left >= max_instances {
+                                    let skip_also =
+                                        |k: &str| skip(k) || victims.iter().any(|v| v == k);
+                                    match state
+                                        .tracker
+                                        .eviction_candidate(session, skip_also)
+                                        .or_else(|| {
+                                            state.tracker.tokenless_victim(session, None, skip_also)
+                                        }) {
+                                        Some(victim) => victims.push(victim),
+                                        None => {
+                                            refusal = Some(CoreError::TooManyInstances {
+                                                session: session.clone(),
+                                                max: max_instances,
+                                            });
+                                        }
+                                    }
+                                }
+                            }
+                            if refusal.is_none() {
+                                for victim in victims {
+                                    seen.keys.remove(&victim);
                                     accepted.push(Entry::stored(
                                         Some(session.clone()),
                                         EventKind::AgentPruned(InstanceRef { key: victim }),
                                         None,
                                     ));
                                 }
-                                None => {
-                                    refusal = Some(CoreError::TooManyInstances {
-                                        session: session.clone(),
-                                        max: max_instances,
-                                    });
+                                if update.tokenless {
+                                    seen.tokenless_added
+                                        .push((key.clone(), update.agent.clone()));
                                 }
                             }
                         }
                         if refusal.is_none() {
-                            keys.insert(key.clone());
-                            reported.insert(key);
+                            seen.keys.insert(key.clone());
+                            seen.reported.insert(key);
                         }
                         refusal
                     }

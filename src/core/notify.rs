@@ -228,6 +228,7 @@ mod tests {
             pane_id: None,
             liveness: None,
             source: None,
+            tokenless: false,
         })
     }
 

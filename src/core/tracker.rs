@@ -32,6 +32,13 @@ pub struct TrackerConfig {
     pub max_instances: usize,
 }
 
+/// Instances reported without the token kept per agent name in a session, and per session:
+/// past either, a new one replaces the least recently updated of them (finished ones first),
+/// so token-less reports — anyone's — can never fill a session's cap. Reports with the token,
+/// hosted sessions and watchers are not counted.
+pub const MAX_TOKENLESS_PER_AGENT: usize = 16;
+pub const MAX_TOKENLESS_PER_SESSION: usize = 64;
+
 impl Default for TrackerConfig {
     fn default() -> Self {
         TrackerConfig {
@@ -124,6 +131,44 @@ impl Tracker {
             .get(session)
             .map(|entry| entry.instances.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The session's instances reported without the token: `(key, agent)`.
+    pub fn tokenless(&self, session: &str) -> Vec<(String, String)> {
+        self.sessions
+            .get(session)
+            .map(|entry| {
+                entry
+                    .instances
+                    .iter()
+                    .filter(|(_, i)| i.update.tokenless)
+                    .map(|(key, i)| (key.clone(), i.update.agent.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The token-less instance to drop first (of `agent` only, when given): finished or stale
+    /// ones before the others, then the least recently updated; never one `skip` names.
+    pub fn tokenless_victim(
+        &self,
+        session: &str,
+        agent: Option<&str>,
+        skip: impl Fn(&str) -> bool,
+    ) -> Option<String> {
+        let entry = self.sessions.get(session)?;
+        entry
+            .instances
+            .iter()
+            .filter(|(key, i)| {
+                i.update.tokenless && agent.is_none_or(|a| i.update.agent == a) && !skip(key)
+            })
+            .min_by_key(|(key, i)| {
+                let finished =
+                    i.update.status.is_terminal() || i.update.status == AgentStatus::Stale;
+                (!finished, i.updated_at, (*key).clone())
+            })
+            .map(|(key, _)| key.clone())
     }
 
     /// The instance to drop so that a new one fits under `max_instances`: a finished or stale
@@ -419,6 +464,7 @@ mod tests {
             pane_id: None,
             liveness: None,
             source: None,
+            tokenless: false,
         }
     }
 

@@ -22,10 +22,12 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     match check(&state, request.method(), request.uri(), request.headers()) {
         Ok(token) => {
             // The token holder's connection keeps its slot when the daemon is full.
-            if token == Token::Shown
-                && let Some(proof) = request.extensions().get::<super::server::ConnectionProof>()
-            {
-                proof.prove();
+            let mut request = request;
+            if token == Token::Shown {
+                if let Some(proof) = request.extensions().get::<super::server::ConnectionProof>() {
+                    proof.prove();
+                }
+                request.extensions_mut().insert(TokenShown);
             }
             match read_body(request, state.body_timeout).await {
                 Ok(request) => next.run(request).await,
@@ -166,6 +168,11 @@ async fn failed_authentication(method: &Method, path: &str, error: &ApiError) {
         tokio::time::sleep(WRONG_TOKEN_DELAY).await;
     }
 }
+
+/// Set on a request that showed the bearer token (a handler may treat token-less requests of
+/// the hooks' routes differently).
+#[derive(Debug, Clone, Copy)]
+pub struct TokenShown;
 
 /// Whether a request that passed the guard showed the bearer token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

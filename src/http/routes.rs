@@ -31,9 +31,11 @@ pub async fn method_not_allowed() -> ApiError {
 
 pub async fn agent_event(
     State(state): State<AppState>,
+    shown: Option<axum::Extension<super::guard::TokenShown>>,
     ApiJson(params): ApiJson<AgentEventParams>,
 ) -> Result<Json<Accepted>, ApiError> {
-    Ok(Json(state.service.agent_event(params).await?))
+    let tokenless = shown.is_none();
+    Ok(Json(state.service.agent_event(params, tokenless).await?))
 }
 
 pub async fn set_status(

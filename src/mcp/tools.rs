@@ -341,7 +341,7 @@ impl CohostMcp {
             pane_id: args.pane_id,
             liveness: args.liveness.map(LivenessArg::into_liveness),
         };
-        Ok(match self.service.agent_event(params).await {
+        Ok(match self.service.agent_event(params, false).await {
             Ok(accepted) => answer(to_value(accepted)),
             Err(error) => failed(error),
         })

@@ -391,6 +391,10 @@ pub struct AgentUpdate {
     /// watcher); absent for reports over the API (`POST /api/agent-event`, `cohost event`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Reported over the API without the bearer token (the opensessions hook routes): such
+    /// instances are bounded per agent and per session, and make room before any other.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tokenless: bool,
 }
 
 impl AgentUpdate {

@@ -150,7 +150,7 @@ impl From<CoreError> for ServiceError {
             CoreError::ShuttingDown => {
                 ServiceError::new(ErrorKind::Unavailable, "shutting_down", error.to_string())
             }
-            CoreError::TooManyInstances { .. } => {
+            CoreError::TooManyInstances { .. } | CoreError::TooManyTokenless { .. } => {
                 ServiceError::new(ErrorKind::TooMany, "too_many_instances", error.to_string())
             }
             CoreError::Duplicate => {

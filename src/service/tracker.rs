@@ -29,7 +29,13 @@ impl Service {
 
     /// Records an agent's status in the tmux session it names (or whose directory holds its
     /// project).
-    pub async fn agent_event(&self, params: AgentEventParams) -> Result<Accepted, ServiceError> {
+    /// A report over the API; `tokenless` when it came without the bearer token (the hooks'
+    /// routes), which bounds how many such instances a session keeps (see `core`'s cap).
+    pub async fn agent_event(
+        &self,
+        params: AgentEventParams,
+        tokenless: bool,
+    ) -> Result<Accepted, ServiceError> {
         params.validate()?;
         let session = self
             .tmux
@@ -49,6 +55,7 @@ impl Service {
             pane_id: params.pane_id,
             liveness: params.liveness,
             source: None,
+            tokenless,
         };
         self.record(session, EventKind::AgentUpdated(update)).await
     }

@@ -2260,6 +2260,7 @@ fn desired(thread: &Thread, placement: &Placement) -> Option<(Emitted, AgentUpda
         pane_id,
         liveness,
         source: Some(source_of(agent)),
+        tokenless: false,
     };
     Some((emitted, update))
 }

@@ -790,6 +790,68 @@ fn a_session_holds_at_most_256_instances() {
     );
 }
 
+// See: issue 21, item 6 — "The instance cap can be squatted: 256 token-less
+// `POST /api/agent-event` in 0.2 s make a session refuse real agents (429) for 600 s".
+#[test]
+fn token_less_reports_cannot_squat_a_sessions_instance_cap() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let daemon = TestDaemon::start(&tmux, &["--fsync", "never"]);
+    let port = daemon.port();
+    let tokenless = |body: Value| {
+        let resp = daemon.raw(
+            &format!("POST /api/agent-event HTTP/1.1\nHost: 127.0.0.1:{port}\nContent-Type: application/json"),
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(resp.status, 200, "{body}: {}", resp.body);
+    };
+    // 256 busy instances of one token-less reporter, then 100 more under other names.
+    for i in 0..256 {
+        tokenless(
+            json!({"agent": "bot", "threadId": format!("t{i}"), "status": "running", "tmuxSession": "s1"}),
+        );
+    }
+    let agents = daemon.session("s1")["agents"].as_array().unwrap().clone();
+    assert_eq!(
+        agents.len(),
+        16,
+        "one token-less reporter keeps 16 instances"
+    );
+    assert!(daemon.instance("s1", "bot:t255").is_some());
+    for i in 0..100 {
+        tokenless(
+            json!({"agent": format!("bot{i}"), "threadId": "x", "status": "running", "tmuxSession": "s1"}),
+        );
+    }
+    let agents = daemon.session("s1")["agents"].as_array().unwrap().clone();
+    assert_eq!(agents.len(), 64, "token-less reporters keep 64 in all");
+    // The newest are the ones kept: a reporter's own next report is never the one dropped.
+    assert!(daemon.instance("s1", "bot99:x").is_some());
+    // A real agent reporting through its hook (token-less too) still gets in…
+    tokenless(
+        json!({"agent": "claude", "threadId": "real", "status": "running", "tmuxSession": "s1"}),
+    );
+    assert_eq!(
+        daemon.instance("s1", "claude:real").unwrap()["status"],
+        "running"
+    );
+    // …and reports with the token fill the rest of the cap, never refused for the squatters.
+    for i in 0..(256 - 64) {
+        daemon.report(&json!({"agent": "cli", "threadId": format!("c{i}"), "status": "running", "tmuxSession": "s1"}));
+    }
+    let agents = daemon.session("s1")["agents"].as_array().unwrap().len();
+    assert_eq!(agents, 256);
+    // At the cap, one more with the token makes room by dropping a token-less one.
+    daemon.report(
+        &json!({"agent": "cli", "threadId": "one-more", "status": "running", "tmuxSession": "s1"}),
+    );
+    let kept = daemon.session("s1")["agents"].as_array().unwrap().clone();
+    assert_eq!(kept.len(), 256);
+    assert_eq!(
+        kept.iter().filter(|a| a["agent"] == "cli").count(),
+        256 - 63
+    );
+}
+
 /// A client that writes the headers and the body separately (as many HTTP clients do) keeps
 /// its connection: the daemon reads the whole body before answering, even on routes that do
 /// not use it and on requests it refuses (a foreign origin, no token), so the connection can be
@@ -1014,14 +1076,16 @@ fn r15_head_is_guarded_like_get() {
 }
 
 // See: issue 15, defect 5 — "a token-less client can fill a session to the 256-instance cap
-// with finished instances, after which that session refuses new agents".
+// with finished instances, after which that session refuses new agents". (Token-less reports
+// now keep at most 64 places, `token_less_reports_cannot_squat_a_sessions_instance_cap`: the
+// cap is filled here with the token.)
 #[test]
 fn r15_at_the_instance_cap_finished_instances_make_room() {
     let (tmux, _) = tmux_with_sessions(&["s1"]);
     let daemon = TestDaemon::start(&tmux, &["--fsync", "never"]);
     let flood = |i: usize, status: &str| {
         daemon
-            .post_no_token(
+            .post(
                 "/api/agent-event",
                 &json!({"agent": "bot", "threadId": format!("t{i}"), "status": status, "tmuxSession": "s1"}),
             )

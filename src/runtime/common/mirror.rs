@@ -89,6 +89,7 @@ pub async fn report(core: &CoreHandle, tmux: &SessionCache, report: Report<'_>) 
         pane_id,
         liveness: Some(liveness),
         source: Some(crate::protocol::SOURCE_HOSTED.to_string()),
+        tokenless: false,
     };
     let _ = core
         .append(Some(tmux_session), EventKind::AgentUpdated(update))
