@@ -353,6 +353,7 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
     // The oldest segment's name is where the log claims to start.
     let mut state = ScanState {
         previous: recovery.oldest_segment.unwrap_or(1).saturating_sub(1),
+        checksummed: false,
     };
     let mut previous_kept = state.previous;
     // Damaged lines after the last kept line: each may have held the next seq.

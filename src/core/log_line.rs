@@ -55,6 +55,9 @@ pub enum LineFault {
     Truncated,
     /// The byte where a damaged newline was, between two lines that are both kept.
     StrayByte,
+    /// A line without a checksum after one with a checksum: only lines older than checksums
+    /// may lack one, so this one lost its checksum (and, perhaps, more).
+    MissingChecksum,
 }
 
 impl LineFault {
@@ -69,6 +72,7 @@ impl LineFault {
             LineFault::SeqTooLarge => "seq_too_large",
             LineFault::Truncated => "truncated",
             LineFault::StrayByte => "stray_byte",
+            LineFault::MissingChecksum => "missing_checksum",
         }
     }
 
@@ -81,6 +85,7 @@ impl LineFault {
                 | LineFault::ChecksumMismatch
                 | LineFault::SeqTooLarge
                 | LineFault::Truncated
+                | LineFault::MissingChecksum
         )
     }
 }
@@ -217,6 +222,8 @@ pub struct SegmentScan {
 pub struct ScanState {
     /// The seq of the last kept line (0: none yet).
     pub previous: u64,
+    /// A line with a checksum was kept: every later line must have one too.
+    pub checksummed: bool,
 }
 
 /// A line that checked out, waiting for its seq to be checked against its neighbours.
@@ -224,6 +231,8 @@ struct Candidate {
     range: Range<usize>,
     line_number: usize,
     seq: u64,
+    /// It carries a checksum (that held).
+    checksummed: bool,
 }
 
 /// Sorts `bytes` (one segment) into kept and bad lines. `limit` is the first seq of the next
@@ -252,6 +261,7 @@ pub fn scan_segment(bytes: &[u8], limit: Option<u64>, state: &mut ScanState) -> 
             match end {
                 Some((end, seq)) => {
                     candidates.push(Candidate {
+                        checksummed: checksummed_body(&bytes[start..end]).is_some(),
                         range: start..end,
                         line_number: line_number + 1,
                         seq,
@@ -275,6 +285,7 @@ pub fn scan_segment(bytes: &[u8], limit: Option<u64>, state: &mut ScanState) -> 
         start += length + 1;
         match check(&bytes[range.clone()]) {
             Ok(seq) => candidates.push(Candidate {
+                checksummed: checksummed_body(&bytes[range.clone()]).is_some(),
                 range,
                 line_number,
                 seq,
@@ -288,7 +299,9 @@ pub fn scan_segment(bytes: &[u8], limit: Option<u64>, state: &mut ScanState) -> 
     while let Some(candidate) = candidates.next() {
         let seq = candidate.seq;
         let previous = state.previous;
-        let fault = if seq > MAX_SEQ {
+        let fault = if !candidate.checksummed && state.checksummed {
+            Some(LineFault::MissingChecksum)
+        } else if seq > MAX_SEQ {
             Some(LineFault::SeqTooLarge)
         } else if limit.is_some_and(|limit| seq >= limit) {
             Some(LineFault::SeqOutsideSegment)
@@ -312,6 +325,7 @@ pub fn scan_segment(bytes: &[u8], limit: Option<u64>, state: &mut ScanState) -> 
             }),
             None => {
                 state.previous = seq;
+                state.checksummed |= candidate.checksummed;
                 scan.kept.push(KeptLine {
                     range: candidate.range,
                     seq,
@@ -368,6 +382,7 @@ fn split_merged(
                         .push(bad_piece(bytes, bad_start..from, line_number, fault));
                 }
                 candidates.push(Candidate {
+                    checksummed: checksummed_body(&bytes[from..end]).is_some(),
                     range: from..end,
                     line_number,
                     seq,
@@ -442,6 +457,40 @@ mod tests {
         let line = decode(event(3).as_bytes()).unwrap();
         assert_eq!(line.json, event(3));
         assert_eq!(line.seq, 3);
+    }
+
+    // See: issue 21, item 8 — "a line without its checksum is accepted inside a checksummed
+    // log (remove the suffix and change a byte: `log verify` passes)".
+    #[test]
+    fn a_line_without_a_checksum_after_checksummed_ones_is_damage() {
+        // Legacy lines first, then checksummed ones: a log written before and after the
+        // upgrade. All kept.
+        let mut bytes = Vec::new();
+        for seq in 1..=2 {
+            bytes.extend_from_slice(event(seq).as_bytes());
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(&encoded(3..=4));
+        let scan = scan_segment(&bytes, None, &mut ScanState::default());
+        assert_eq!(kept(&scan), [1, 2, 3, 4]);
+        assert!(scan.bad.is_empty(), "{:?}", scan.bad);
+
+        // A checksummed line whose suffix was removed and a byte changed reads like a legacy
+        // line: after checksummed lines it is refused (as is one in a later segment).
+        let mut bytes = encoded(1..=2);
+        bytes.extend_from_slice(event(3).replace("m3", "M3").as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&encoded(4..=4));
+        let mut state = ScanState::default();
+        let scan = scan_segment(&bytes, Some(5), &mut state);
+        assert_eq!(kept(&scan), [1, 2, 4]);
+        assert_eq!(scan.bad.len(), 1);
+        assert_eq!(scan.bad[0].fault, LineFault::MissingChecksum);
+        assert_eq!(scan.bad[0].claimed_seq, Some(3));
+        let next = format!("{}\n", event(5));
+        let scan = scan_segment(next.as_bytes(), None, &mut state);
+        assert!(scan.kept.is_empty());
+        assert_eq!(scan.bad[0].fault, LineFault::MissingChecksum);
     }
 
     #[test]

@@ -299,6 +299,42 @@ fn log_verify_checks_a_home_offline_and_changes_nothing() {
     assert!(stdout.contains("ok: no damage found"), "{stdout}");
 }
 
+// See: issue 21, item 8 — "a line without its checksum is accepted inside a checksummed log
+// (remove the suffix and change a byte: `log verify` passes)".
+#[test]
+fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    for i in 0..4 {
+        daemon.report_status("s1", &format!("a{i}"), "running");
+    }
+    daemon.stop();
+    let (name, _) = daemon.segments().pop().unwrap();
+    let path = daemon.log_dir().join(&name);
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    // Line 3: its `,"crc":"…"` removed and a byte changed.
+    let at = lines[2].rfind(",\"crc\":\"").expect("a checksummed line");
+    lines[2] = format!("{}}}", &lines[2][..at]).replacen("\"a1\"", "\"a9\"", 1);
+    fs::write(
+        &path,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let output = daemon.cli(&["log", "verify"]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{name}: line 3 at byte")) && stdout.contains("missing_checksum"),
+        "{stdout}"
+    );
+    // The daemon quarantines it and never serves the changed event.
+    daemon.start_again();
+    assert!(daemon.instance("s1", "a9").is_none());
+    let quarantined = fs::read_to_string(daemon.home().join("quarantine.jsonl")).unwrap();
+    assert!(quarantined.contains("missing_checksum"), "{quarantined}");
+}
+
 /// Posts agent events as fast as it can until told to stop, each named by a unique
 /// `threadName`; returns `(seq, name)` for every event the daemon acknowledged.
 fn poster(
