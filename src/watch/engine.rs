@@ -2223,7 +2223,12 @@ fn desired(thread: &Thread, placement: &Placement) -> Option<(Emitted, AgentUpda
             // It never ran a turn and it is gone: nothing to show.
             return None;
         }
-        if !status.is_terminal() {
+        // A session file removed while its process still runs: the agent is exiting, and may
+        // still be writing its last records (`claude -p` removes its session file before the
+        // transcript's last lines are in: a race inside the peer). Its exit decides, after one
+        // more read of its files (`process_exited`); until then the turn is what it was.
+        let exiting = thread.ended && !thread.gone && thread.agent_pid().is_some();
+        if !status.is_terminal() && !exiting {
             // The process is gone in the middle of a turn: that turn will not finish.
             status = AgentStatus::Stale;
         }
@@ -2321,5 +2326,45 @@ fn watched_view(thread: &Thread) -> WatchedView {
             .map(|f| f.display().to_string())
             .collect(),
         evidence: thread.evidence.iter().cloned().collect(),
+    }
+}
+
+#[cfg(test)]
+mod desired_tests {
+    use super::*;
+
+    fn exiting_thread(gone: bool) -> Thread {
+        Thread {
+            agent: Some(WatchedAgent::ClaudeCode),
+            thread_id: "t1".into(),
+            status: Some(AgentStatus::Running),
+            pid: Some(4242),
+            ended: true,
+            gone,
+            ..Thread::default()
+        }
+    }
+
+    /// CI, Claude Code 2.1.197: a `claude -p` run removed its session file 31 ms before its
+    /// transcript's `end_turn` line was read, and the instance went running → stale → done.
+    #[test]
+    fn a_turn_is_not_stale_while_the_process_whose_session_file_went_away_still_runs() {
+        let placement = Placement::Cwd {
+            session: "work".into(),
+        };
+        let (exiting, _) = desired(&exiting_thread(false), &placement).unwrap();
+        assert_eq!(exiting.status, AgentStatus::Running);
+        // Its exit (after the last read of its files) ends a turn that never finished.
+        let (gone, _) = desired(&exiting_thread(true), &placement).unwrap();
+        assert_eq!(gone.status, AgentStatus::Stale);
+        // Without a known process there is nothing to wait for.
+        let unknown = Thread {
+            pid: None,
+            ..exiting_thread(false)
+        };
+        assert_eq!(
+            desired(&unknown, &placement).unwrap().0.status,
+            AgentStatus::Stale
+        );
     }
 }
