@@ -97,6 +97,30 @@ impl Watched {
         pane
     }
 
+    /// The end of the newest log the peer keeps under its HOME (OpenCode writes
+    /// `~/.local/share/opencode/log/*.log`), for a failure that shows only a blank screen.
+    fn peer_log_tail(&self) -> String {
+        let dir = self.home.join(".local/share/opencode/log");
+        let newest = std::fs::read_dir(&dir).ok().and_then(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .max()
+                .map(|(_, path)| path)
+        });
+        match newest.and_then(|path| Some((std::fs::read_to_string(&path).ok()?, path))) {
+            Some((text, path)) => {
+                let lines: Vec<&str> = text.lines().collect();
+                format!(
+                    "{} (last 40 lines):\n{}",
+                    path.display(),
+                    lines[lines.len().saturating_sub(40)..].join("\n")
+                )
+            }
+            None => format!("no peer log under {}", dir.display()),
+        }
+    }
+
     fn screen(&self, pane: &str) -> String {
         self.tmux.run(&["capture-pane", "-p", "-t", pane])
     }
@@ -111,8 +135,9 @@ impl Watched {
             }
             if std::time::Instant::now() >= deadline {
                 self.daemon.fail(&format!(
-                    "timed out after {TURN_TIMEOUT:?} waiting for {what} (`{needle}`); the pane:\n{screen}\ninstances: {:#?}",
-                    self.instances()
+                    "timed out after {TURN_TIMEOUT:?} waiting for {what} (`{needle}`); the pane:\n{screen}\ninstances: {:#?}\n{}",
+                    self.instances(),
+                    self.peer_log_tail()
                 ));
             }
             std::thread::sleep(Duration::from_millis(20));
