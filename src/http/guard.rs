@@ -47,16 +47,20 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
 }
 
-/// Reads and drops a request body of at most [`DRAIN_BYTES`] within `timeout`, so that the
-/// connection stays reusable after a refusal; a larger body, or a chunked one past the bound,
-/// is not waited for (that connection closes).
-async fn drain(request: Request, timeout: Duration) {
-    let headers = request.headers();
+/// The body's announced length, and whether it is chunked.
+fn body_length(headers: &HeaderMap) -> (Option<u64>, bool) {
     let length = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    (length, headers.contains_key(header::TRANSFER_ENCODING))
+}
+
+/// Reads and drops a request body of at most [`DRAIN_BYTES`] within `timeout`, so that the
+/// connection stays reusable after a refusal; a larger body, or a chunked one past the bound,
+/// is not waited for (that connection closes).
+async fn drain(request: Request, timeout: Duration) {
+    let (length, chunked) = body_length(request.headers());
     let fits = match length {
         Some(n) => n > 0 && n <= DRAIN_BYTES as u64,
         None => chunked,
@@ -86,12 +90,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
     } else {
         super::MAX_BODY_BYTES
     };
-    let headers = request.headers();
-    let length = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    let (length, chunked) = body_length(request.headers());
     if length.unwrap_or(0) == 0 && !chunked {
         return Ok(request);
     }

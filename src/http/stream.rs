@@ -195,6 +195,18 @@ struct Cursor {
 }
 
 impl Cursor {
+    /// Queues the snapshot of the messages streaming now (once: the stream is then caught up);
+    /// whether there was any.
+    fn queue_snapshot(&mut self) -> bool {
+        self.caught_up = true;
+        self.first = self
+            .state
+            .service
+            .streaming_snapshot(self.session.as_deref())
+            .into();
+        !self.first.is_empty()
+    }
+
     fn wants(&self, event: &StoredEvent) -> bool {
         self.session.is_none() || event.session == self.session
     }
@@ -291,13 +303,7 @@ fn event_stream(
                             // a delta past a gap. The snapshot already holds this delta (the
                             // core records a delta before it broadcasts it); sent after it, the
                             // delta is a duplicate the reader skips by its offset.
-                            cursor.caught_up = true;
-                            cursor.first = cursor
-                                .state
-                                .service
-                                .streaming_snapshot(cursor.session.as_deref())
-                                .into();
-                            if !cursor.first.is_empty() {
+                            if cursor.queue_snapshot() {
                                 cursor.first.push_back(event);
                                 continue;
                             }
@@ -341,13 +347,7 @@ fn event_stream(
             if !cursor.caught_up {
                 // At the present for the first time: a message streaming now starts with its
                 // text so far (deltas after it carry offsets, so nothing doubles up).
-                cursor.caught_up = true;
-                cursor.first = cursor
-                    .state
-                    .service
-                    .streaming_snapshot(cursor.session.as_deref())
-                    .into();
-                if !cursor.first.is_empty() {
+                if cursor.queue_snapshot() {
                     continue;
                 }
             }

@@ -191,33 +191,6 @@ fn fresh_instance(daemon: &TestDaemon, agent: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no instance {agent} in {state:#}"))
 }
 
-/// Reads one answer (head, then Content-Length bytes) off a keep-alive connection.
-fn read_answer(socket: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match socket.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            other => panic!(
-                "the answer broke off ({other:?}): {:?}",
-                String::from_utf8_lossy(&head)
-            ),
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length: ")
-                .map(|v| v.trim().parse::<usize>().unwrap())
-        })
-        .unwrap_or(0);
-    let mut body = vec![0u8; length];
-    socket.read_exact(&mut body).unwrap();
-    head + &String::from_utf8_lossy(&body)
-}
-
 /// Pipelines `GET /` on `socket` and never reads the answers, until the daemon closes it (a
 /// write fails) or `within` passes (a panic: the daemon kept a client that does not read).
 fn pipeline_until_closed(socket: &mut TcpStream, port: u16, within: Duration) -> Duration {

@@ -860,7 +860,7 @@ fn token_less_reports_cannot_squat_a_sessions_instance_cap() {
 /// about 200 runs of `foreign_origins_are_403_even_with_the_token`).
 #[test]
 fn a_body_sent_after_the_headers_keeps_the_connection_reusable() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let daemon = TestDaemon::start_with(None, &[]);
     let token = daemon.token();
     let port = daemon.port();
@@ -902,7 +902,7 @@ fn a_body_sent_after_the_headers_keeps_the_connection_reusable() {
         // The body follows in a second write, after the daemon has had the head for a while.
         std::thread::sleep(std::time::Duration::from_millis(300));
         socket.write_all(b"{}").unwrap();
-        let first = read_response(&mut socket);
+        let first = read_answer(&mut socket);
         assert!(first.starts_with(status), "{what}: {first}");
         assert!(first.contains(code), "{what}: {first}");
         // The same connection answers the next request.
@@ -911,32 +911,8 @@ fn a_body_sent_after_the_headers_keeps_the_connection_reusable() {
             "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
         )
         .unwrap_or_else(|e| panic!("{what}: the connection closed after the answer: {e}"));
-        let second = read_response(&mut socket);
+        let second = read_answer(&mut socket);
         assert!(second.starts_with("HTTP/1.1 200"), "{what}: {second:?}");
-    }
-
-    fn read_response(socket: &mut std::net::TcpStream) -> String {
-        // Headers, then exactly Content-Length bytes of body.
-        let mut buf = Vec::new();
-        let mut byte = [0u8; 1];
-        while !buf.ends_with(b"\r\n\r\n") {
-            match socket.read(&mut byte) {
-                Ok(1) => buf.push(byte[0]),
-                _ => return String::from_utf8_lossy(&buf).into_owned(),
-            }
-        }
-        let head = String::from_utf8_lossy(&buf).into_owned();
-        let length = head
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("content-length: ")
-                    .map(|v| v.trim().parse::<usize>().unwrap())
-            })
-            .unwrap_or(0);
-        let mut body = vec![0u8; length];
-        socket.read_exact(&mut body).unwrap();
-        head + &String::from_utf8_lossy(&body)
     }
 }
 

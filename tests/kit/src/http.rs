@@ -376,3 +376,30 @@ impl SseClient {
             .unwrap_or_else(|e| panic!("reading the SSE stream: {e}"))
     }
 }
+
+/// Reads one answer off a keep-alive connection: its head, then `Content-Length` bytes of
+/// body. What arrived so far, if the connection ends first (the caller's assertion shows it).
+pub fn read_answer(socket: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match socket.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return String::from_utf8_lossy(&head).into_owned(),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    match socket.read_exact(&mut body) {
+        Ok(()) => head + &String::from_utf8_lossy(&body),
+        Err(_) => head,
+    }
+}

@@ -33,7 +33,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use daemon::{SCRUBBED_ENV, TestDaemon};
-pub use http::SseClient;
+pub use http::{SseClient, read_answer};
 pub use serde_json::{Value, json};
 pub use tmux::TmuxServer;
 
