@@ -72,6 +72,20 @@ pub struct Quarantined {
     pub fault: LineFault,
     /// The seq its prefix claims, if readable (possibly the damaged part).
     pub claimed_seq: Option<u64>,
+    /// The quarantine file held these bytes already: an earlier start moved them there but
+    /// could not rewrite the segment (see [`Recovery::deferred`]). They are not added again.
+    pub already: bool,
+}
+
+/// A segment whose damaged lines are in the quarantine file but still in the segment: its
+/// rewrite failed (a full disk: it needs the segment's size in free space). Readers skip the
+/// lines; the next start tries again.
+#[derive(Debug, Clone)]
+pub struct DeferredRepair {
+    pub segment: String,
+    /// Where each damaged line starts.
+    pub offsets: Vec<u64>,
+    pub error: String,
 }
 
 /// What [`EventLog::open`] (or [`scan`]) found on disk.
@@ -101,6 +115,8 @@ pub struct Recovery {
     pub missing: Vec<SeqRange>,
     /// Seqs with no kept line that a `log.damaged` event in the log already reported.
     pub known_missing: Vec<SeqRange>,
+    /// Segments `open` could not rewrite: their damaged lines stay, skipped by readers.
+    pub deferred: Vec<DeferredRepair>,
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +124,8 @@ struct Segment {
     first_seq: u64,
     path: PathBuf,
     bytes: u64,
+    /// Where damaged lines a deferred repair left in it start: readers skip them.
+    skip: Arc<[u64]>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +194,7 @@ fn list_segments(dir: &Path) -> io::Result<Vec<Segment>> {
             first_seq,
             path: entry.path(),
             bytes: entry.metadata()?.len(),
+            skip: Arc::from([]),
         });
     }
     segments.sort_by_key(|segment| segment.first_seq);
@@ -190,6 +209,14 @@ impl EventLog {
         fs::create_dir_all(&config.dir)?;
         let mut segments = list_segments(&config.dir)?;
         let recovery = scan_segments(&segments, after, Some(&config.quarantine))?;
+        for deferred in &recovery.deferred {
+            if let Some(segment) = segments
+                .iter_mut()
+                .find(|segment| segment_name(&segment.path) == deferred.segment)
+            {
+                segment.skip = deferred.offsets.clone().into();
+            }
+        }
         for segment in &mut segments {
             let metadata = fs::metadata(&segment.path)?;
             segment.bytes = metadata.len();
@@ -212,6 +239,7 @@ impl EventLog {
                     first_seq,
                     path,
                     bytes: 0,
+                    skip: Arc::from([]),
                 });
                 file
             }
@@ -277,6 +305,7 @@ impl EventLog {
                 first_seq: next_seq,
                 path,
                 bytes: 0,
+                skip: Arc::from([]),
             });
         Ok(())
     }
@@ -359,6 +388,11 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
     // Damaged lines after the last kept line: each may have held the next seq.
     let mut hidden_after_last = 0u64;
     let mut acknowledged = Vec::new();
+    // What earlier starts moved to the quarantine file: never moved there twice.
+    let known = match repair {
+        Some(quarantine) => QuarantineIndex::load(quarantine)?,
+        None => QuarantineIndex::default(),
+    };
     for (index, segment) in segments.iter().enumerate() {
         let bytes = fs::read(&segment.path)?;
         let name = segment_name(&segment.path);
@@ -385,7 +419,9 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
                     fault: LineFault::Truncated,
                 });
             }
-            if let Some(quarantine) = repair {
+            if let Some(quarantine) = repair
+                && !known.holds(&name, torn.start, &bytes[torn.clone()])
+            {
                 let fault = if is_last { "torn" } else { "truncated" };
                 append_quarantine(quarantine, &name, &bytes, &[(torn.clone(), fault)])?;
             }
@@ -413,6 +449,8 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
                 bytes: (bad.range.end - bad.range.start) as u64,
                 fault: bad.fault,
                 claimed_seq: bad.claimed_seq,
+                already: repair.is_some()
+                    && known.holds(&name, bad.range.start, &bytes[bad.range.clone()]),
             });
         }
         if let Some(quarantine) = repair {
@@ -421,6 +459,7 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
                 .bad
                 .iter()
                 .filter(|bad| bad.fault != LineFault::Truncated)
+                .filter(|bad| !known.holds(&name, bad.range.start, &bytes[bad.range.clone()]))
                 .map(|bad| (bad.range.clone(), bad.fault.as_str()))
                 .collect();
             if !bad.is_empty() {
@@ -428,7 +467,22 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
             }
             if !found.bad.is_empty() || found.unterminated {
                 let kept: Vec<_> = found.kept.iter().map(|kept| kept.range.clone()).collect();
-                rewrite_segment(&segment.path, &bytes, &kept)?;
+                // The damaged bytes are safe in the quarantine file: a segment that cannot be
+                // rewritten (it needs its size in free space) keeps them, skipped by readers,
+                // and start-up goes on; the next start tries again.
+                if let Err(error) = rewrite_segment(&segment.path, &bytes, &kept) {
+                    tracing::warn!(
+                        path = %segment.path.display(),
+                        %error,
+                        lines = found.bad.len(),
+                        "could not rewrite an event log segment without its damaged lines; they stay in it, skipped by readers, and the next start tries again"
+                    );
+                    recovery.deferred.push(DeferredRepair {
+                        segment: name.clone(),
+                        offsets: found.bad.iter().map(|bad| bad.range.start as u64).collect(),
+                        error: error.to_string(),
+                    });
+                }
             }
         }
         for kept in found.kept {
@@ -546,6 +600,65 @@ fn segment_name(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The lines the quarantine file holds, by segment, offset and a hash of their bytes: a line
+/// found again at the same place with the same bytes (a repair that could not finish) is the
+/// same line, and is not quarantined twice.
+#[derive(Debug, Default)]
+struct QuarantineIndex {
+    lines: std::collections::HashSet<(String, u64, u64)>,
+}
+
+impl QuarantineIndex {
+    fn key(segment: &str, offset: usize, raw: &[u8]) -> (String, u64, u64) {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        raw.hash(&mut hasher);
+        (segment.to_string(), offset as u64, hasher.finish())
+    }
+
+    /// Reads the quarantine file's records (none when it does not exist). A record it cannot
+    /// read (an earlier release's, or damaged) only means its line may be written again.
+    fn load(path: &Path) -> io::Result<QuarantineIndex> {
+        use base64::Engine as _;
+        let mut index = QuarantineIndex::default();
+        let text = match fs::read(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(index),
+            Err(error) => return Err(error),
+        };
+        for line in text.split(|b| *b == b'\n') {
+            let Ok(record) = serde_json::from_slice::<serde_json::Value>(line) else {
+                continue;
+            };
+            let (Some(segment), Some(offset)) =
+                (record["segment"].as_str(), record["offset"].as_u64())
+            else {
+                continue;
+            };
+            let raw = match (record["text"].as_str(), record["base64"].as_str()) {
+                (Some(text), _) => text.as_bytes().to_vec(),
+                (None, Some(encoded)) => {
+                    match base64::engine::general_purpose::STANDARD.decode(encoded) {
+                        Ok(raw) => raw,
+                        Err(_) => continue,
+                    }
+                }
+                (None, None) => continue,
+            };
+            index.insert(segment, offset as usize, &raw);
+        }
+        Ok(index)
+    }
+
+    fn holds(&self, segment: &str, offset: usize, raw: &[u8]) -> bool {
+        self.lines.contains(&Self::key(segment, offset, raw))
+    }
+
+    fn insert(&mut self, segment: &str, offset: usize, raw: &[u8]) {
+        self.lines.insert(Self::key(segment, offset, raw));
+    }
 }
 
 /// Appends one record per range of `bytes` to the quarantine file and syncs it, before the
@@ -718,6 +831,10 @@ impl LogReader {
                 }
                 let at = offset;
                 offset += n as u64;
+                if segment.skip.binary_search(&at).is_ok() {
+                    // Quarantined at start-up; the segment could not be rewritten without it.
+                    continue;
+                }
                 let bytes = &line[..n - 1];
                 let Some(seq) = log_line::claimed_seq(bytes) else {
                     continue;
@@ -770,6 +887,66 @@ mod tests {
                 log.roll(seq + 1).unwrap();
             }
         }
+    }
+
+    /// A repair that cannot rewrite its segment (a full disk; here a directory where the
+    /// rewrite's file goes) keeps the damaged lines in it, skipped by readers, quarantines them
+    /// once however often the log is opened, and finishes at the first open that can write.
+    #[test]
+    fn a_repair_that_cannot_rewrite_defers_and_quarantines_each_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = EventLog::open(config(dir.path(), 1 << 20, u64::MAX), 0).unwrap();
+        write_seqs(&mut log, 1..=1);
+        log.append(b"not json\n").unwrap();
+        // A line that checks out but repeats a seq: served, it would be a duplicate.
+        log.append(line(1).as_bytes()).unwrap();
+        write_seqs(&mut log, 2..=2);
+        drop(log);
+        let segment = list_segments(dir.path()).unwrap()[0].path.clone();
+        let blocker = segment.with_extension("jsonl.rewrite");
+        fs::create_dir(&blocker).unwrap();
+        let records = || {
+            fs::read_to_string(dir.path().join("quarantine.jsonl"))
+                .unwrap()
+                .lines()
+                .count()
+        };
+        for open in 0..3 {
+            let (log, recovery) = EventLog::open(config(dir.path(), 1 << 20, u64::MAX), 0).unwrap();
+            assert_eq!(recovery.quarantined.len(), 2, "open {open}");
+            assert!(
+                recovery.quarantined.iter().all(|q| q.already == (open > 0)),
+                "open {open}: {:?}",
+                recovery.quarantined
+            );
+            assert_eq!(recovery.deferred.len(), 1, "open {open}");
+            assert_eq!(records(), 2, "open {open}: each line is quarantined once");
+            let seqs: Vec<u64> = recovery.lines.iter().map(|l| l.seq).collect();
+            assert_eq!(seqs, [1, 2], "open {open}");
+            let read: Vec<u64> = log
+                .reader()
+                .read_after(0, 10, None)
+                .unwrap()
+                .iter()
+                .map(|l| l.seq)
+                .collect();
+            assert_eq!(
+                read,
+                [1, 2],
+                "open {open}: readers skip the lines left in place"
+            );
+        }
+        fs::remove_dir(&blocker).unwrap();
+        let (_, recovery) = EventLog::open(config(dir.path(), 1 << 20, u64::MAX), 0).unwrap();
+        assert!(recovery.deferred.is_empty());
+        assert!(recovery.quarantined.iter().all(|q| q.already));
+        assert_eq!(records(), 2);
+        assert_eq!(
+            fs::read_to_string(&segment).unwrap(),
+            format!("{}{}", line(1), line(2))
+        );
+        let (_, recovery) = EventLog::open(config(dir.path(), 1 << 20, u64::MAX), 0).unwrap();
+        assert!(recovery.quarantined.is_empty(), "the repair is done");
     }
 
     #[test]

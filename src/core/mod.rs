@@ -18,12 +18,13 @@ pub mod home_lock;
 pub mod log_line;
 pub mod notify;
 pub mod private_file;
+mod ring;
 pub mod sessions;
 mod snapshot;
 pub mod tasks;
 pub mod tracker;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,8 +44,7 @@ use tracker::{Tracker, TrackerConfig};
 /// Inputs queued for the core thread. Bounded so that a flood of reports turns into a visible
 /// `overloaded` error instead of unbounded memory; 8192 is ~100 ms of the target ingest rate.
 pub const INPUT_CAPACITY: usize = 8192;
-/// Events kept in memory for cursors and lagging subscribers; older ones are read from disk.
-pub const RING_CAPACITY: usize = 65_536;
+pub use ring::{RING_BYTES, RING_CAPACITY};
 /// Live events buffered per subscriber before it lags and falls back to the store.
 pub const BROADCAST_CAPACITY: usize = 4096;
 /// How often a read retries when the ring drops the events it was about to continue from.
@@ -174,7 +174,7 @@ pub struct CoreConfig {
 
 /// Recent events in memory and the rest on disk.
 pub struct Store {
-    ring: RwLock<VecDeque<Arc<StoredEvent>>>,
+    ring: RwLock<ring::Ring>,
     reader: LogReader,
     head: AtomicU64,
     streaming: Mutex<Streaming>,
@@ -366,8 +366,7 @@ impl Store {
                 && front.seq <= after + 1
             {
                 // The ring holds every stored event from its front on, in seq order.
-                let start = ring.partition_point(|event| event.seq <= after);
-                let events = ring.range(start..).take(limit).cloned().collect();
+                let events = ring.after(after, limit).cloned().collect();
                 return Ok(page(events));
             }
         }
@@ -396,8 +395,7 @@ impl Store {
             if ring.front().map(|event| event.seq) != ring_front {
                 continue;
             }
-            let start = ring.partition_point(|event| event.seq <= last);
-            events.extend(ring.range(start..).take(limit - events.len()).cloned());
+            events.extend(ring.after(last, limit - events.len()).cloned());
             return Ok(page(events));
         }
         // Still racing a ring that turns over faster than the disk is read: the caller reads
@@ -430,10 +428,7 @@ impl Store {
         {
             let mut ring = self.ring.write().unwrap_or_else(|e| e.into_inner());
             for event in events {
-                if ring.len() == RING_CAPACITY {
-                    ring.pop_front();
-                }
-                ring.push_back(Arc::clone(event));
+                ring.push(Arc::clone(event));
             }
         }
         self.head.store(last.seq, Ordering::Release);
@@ -561,12 +556,25 @@ pub fn damage_report(
         }
     }
     let mut notes = notes;
+    // Lines an earlier start quarantined but could not take out of their segment were
+    // reported then; they are not news.
+    let fresh: Vec<_> = recovery.quarantined.iter().filter(|q| !q.already).collect();
+    for deferred in &recovery.deferred {
+        if fresh.iter().any(|q| q.segment == deferred.segment) {
+            notes.push(format!(
+                "segment {} could not be rewritten without its {} damaged line(s) ({}): they are in the quarantine file and stay in the segment, skipped by readers, until a start can rewrite it",
+                deferred.segment,
+                deferred.offsets.len(),
+                deferred.error
+            ));
+        }
+    }
     if recovery.segments == 0 && snapshot_seq > 0 {
         notes.push(format!(
             "the log has no segment while the snapshot is at seq {snapshot_seq}: every event up to it is gone from the log"
         ));
     }
-    if missing.is_empty() && recovery.quarantined.is_empty() && notes.is_empty() {
+    if missing.is_empty() && fresh.is_empty() && notes.is_empty() {
         return None;
     }
     Some(LogDamage {
@@ -575,8 +583,7 @@ pub fn damage_report(
         log_last_seq: recovery.last_seq,
         missing_count: missing.iter().map(|range| range.to - range.from + 1).sum(),
         missing,
-        quarantined: recovery
-            .quarantined
+        quarantined: fresh
             .iter()
             .take(MAX_LISTED_QUARANTINED)
             .map(|line| QuarantinedLine {
@@ -588,7 +595,7 @@ pub fn damage_report(
                 seq: line.claimed_seq,
             })
             .collect(),
-        quarantined_count: recovery.quarantined.len() as u64,
+        quarantined_count: fresh.len() as u64,
         quarantine_file: quarantine_file.display().to_string(),
         notes,
     })
@@ -813,7 +820,7 @@ pub fn start(
     let mut state = snapshot.state;
     state.tracker.set_config(config.tracker);
     let mut session_seqs = snapshot.session_seqs;
-    let mut ring = VecDeque::new();
+    let mut ring = ring::Ring::default();
     let replayed = recovery.lines.len();
     for line in std::mem::take(&mut recovery.lines) {
         match serde_json::from_str::<Event>(&line.json) {
@@ -826,10 +833,7 @@ pub fn start(
         if let (Some(session), Some(session_seq)) = (&line.session, line.session_seq) {
             session_seqs.insert(session.clone(), session_seq);
         }
-        if ring.len() == RING_CAPACITY {
-            ring.pop_front();
-        }
-        ring.push_back(Arc::new(StoredEvent::from(line)));
+        ring.push(Arc::new(StoredEvent::from(line)));
     }
     let damage = damage_report(&recovery, snapshot_seq, &config.log.quarantine, notes);
     if let Some(damage) = &damage {
