@@ -335,6 +335,91 @@ fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
     assert!(quarantined.contains("missing_checksum"), "{quarantined}");
 }
 
+// See: issue 21, item 7 — "Repair on a nearly full disk blocks start-up, and each failed start
+// appends the same lines to quarantine.jsonl again".
+/// A start whose repair cannot rewrite the damaged segment (a directory stands where the
+/// rewrite's file goes; a full disk fails the same write) starts all the same: the damaged line
+/// is quarantined and reported once, however many starts follow, and never served; the first
+/// start that can write finishes the repair.
+#[test]
+fn a_repair_that_cannot_rewrite_its_segment_neither_blocks_start_up_nor_repeats() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    for i in 0..4 {
+        daemon.report_status("s1", &format!("a{i}"), "running");
+    }
+    daemon.stop();
+    let (name, _) = daemon.segments().pop().unwrap();
+    let path = daemon.log_dir().join(&name);
+    let text = fs::read_to_string(&path).unwrap();
+    let line = text
+        .lines()
+        .position(|line| line.contains("\"a1\""))
+        .expect("a1's report");
+    // One byte changed: the line fails its checksum.
+    let damaged: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let l = if i == line {
+                l.replacen("\"a1\"", "\"a7\"", 1)
+            } else {
+                l.to_string()
+            };
+            format!("{l}\n")
+        })
+        .collect();
+    fs::write(&path, damaged).unwrap();
+    let blocker = path.with_extension("jsonl.rewrite");
+    fs::create_dir(&blocker).unwrap();
+    let quarantine = daemon.home().join("quarantine.jsonl");
+    let look = |daemon: &TestDaemon, start: usize| {
+        let events = daemon.events_after(0);
+        let reports: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "log.damaged")
+            .collect();
+        assert_eq!(
+            reports.len(),
+            1,
+            "start {start}: one log.damaged in all: {reports:#?}"
+        );
+        assert_eq!(
+            reports[0]["data"]["quarantinedCount"], 1,
+            "{:#}",
+            reports[0]
+        );
+        assert!(
+            !events.iter().any(|e| e["data"]["agent"] == "a7"),
+            "start {start}: the damaged line is never served"
+        );
+        assert!(daemon.instance("s1", "a7").is_none());
+        let records = fs::read_to_string(&quarantine).unwrap();
+        assert_eq!(records.lines().count(), 1, "start {start}: {records}");
+    };
+    for start in 1..=3 {
+        daemon.start_again();
+        look(&daemon, start);
+        if start == 1 {
+            assert!(
+                daemon
+                    .stderr_text()
+                    .contains("could not rewrite an event log segment"),
+                "{}",
+                daemon.stderr_tail(20)
+            );
+        }
+        daemon.stop();
+    }
+    fs::remove_dir(&blocker).unwrap();
+    daemon.start_again();
+    look(&daemon, 4);
+    assert!(
+        !fs::read_to_string(&path).unwrap().contains("\"a7\""),
+        "the repair finished: the line is out of its segment"
+    );
+}
+
 /// Posts agent events as fast as it can until told to stop, each named by a unique
 /// `threadName`; returns `(seq, name)` for every event the daemon acknowledged.
 fn poster(
