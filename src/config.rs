@@ -125,7 +125,12 @@ impl ServeConfig {
                     root.display()
                 );
             }
+            file::check_root_dir(&canonical, &name("mcp-allowed-roots"))?;
             mcp_roots.push(canonical);
+        }
+        let notify_command = args.notify_command.clone().filter(|c| !c.trim().is_empty());
+        if let Some(command) = &notify_command {
+            file::check_notify_program(command, &name("notify-command"))?;
         }
         let permission_modes = PermissionPolicy::allowing(&args.allow_permission_modes)
             .with_context(|| name("allow-permission-modes"))?;
@@ -140,7 +145,7 @@ impl ServeConfig {
         };
         Ok(ServeConfig {
             watchers,
-            notify_command: args.notify_command.clone().filter(|c| !c.trim().is_empty()),
+            notify_command,
             mcp_roots,
             permission_modes,
             http: crate::http::server::Limits {

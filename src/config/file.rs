@@ -127,6 +127,11 @@ fn check_safe(path: &Path, metadata: &std::fs::Metadata, what: &str) -> anyhow::
 /// `safe_path`. A root-owned directory with the sticky bit (`/tmp`) passes: no other user can
 /// rename or remove what is yours inside it.
 fn check_dirs(path: &Path) -> anyhow::Result<()> {
+    check_dirs_of(path, "the config file")
+}
+
+/// [`check_dirs`] for any file or directory a setting names (`what` says which).
+fn check_dirs_of(path: &Path, what: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -134,7 +139,7 @@ fn check_dirs(path: &Path) -> anyhow::Result<()> {
         .and_then(|h| h.canonicalize().ok());
     let real = path
         .canonicalize()
-        .with_context(|| format!("cannot resolve the config file {}", path.display()))?;
+        .with_context(|| format!("cannot resolve {what} {}", path.display()))?;
     let uid = crate::core::private_file::current_uid();
     let stop_at_home = home.as_ref().is_some_and(|h| real.starts_with(h));
     let mut dir = real.parent();
@@ -145,7 +150,7 @@ fn check_dirs(path: &Path) -> anyhow::Result<()> {
         let sticky_root = metadata.uid() == 0 && mode & 0o1000 != 0;
         if metadata.uid() != uid && metadata.uid() != 0 {
             bail!(
-                "refusing the config file {}: its directory {} is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
+                "refusing {what} {}: its directory {} is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
                 path.display(),
                 current.display(),
                 metadata.uid()
@@ -153,7 +158,7 @@ fn check_dirs(path: &Path) -> anyhow::Result<()> {
         }
         if mode & 0o022 != 0 && !sticky_root {
             bail!(
-                "refusing the config file {}: its directory {} is writable by group or others (mode {mode:04o}), so another user could replace the file; run `chmod go-w {}`; nothing was started",
+                "refusing {what} {}: its directory {} is writable by group or others (mode {mode:04o}), so another user could replace what is in it; run `chmod go-w {}`; nothing was started",
                 path.display(),
                 current.display(),
                 current.display()
@@ -165,6 +170,79 @@ fn check_dirs(path: &Path) -> anyhow::Result<()> {
         dir = current.parent();
     }
     Ok(())
+}
+
+/// The program a `notify-command` runs (its first word; a name without `/` as `sh` finds it on
+/// `PATH`) is held to the config file's standard: the daemon runs it, so another user must not
+/// have been able to write it or replace it. A program that cannot be found is not refused
+/// here (`sh` reports it on each run).
+pub fn check_notify_program(command: &str, what: &str) -> anyhow::Result<()> {
+    let Some(word) = first_word(command) else {
+        return Ok(());
+    };
+    let program = if word.contains('/') {
+        Some(PathBuf::from(&word))
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(|dir| dir.join(&word))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let Some(program) = program.filter(|p| p.exists()) else {
+        return Ok(());
+    };
+    let what = format!("the program of {what}");
+    let metadata = std::fs::metadata(&program)
+        .with_context(|| format!("cannot read {what} {}", program.display()))?;
+    check_safe(&program, &metadata, &what)?;
+    check_dirs_of(&program, &what)
+}
+
+/// A directory agents may be started in (`mcp-allowed-roots`) is held to the same standard:
+/// a root another user can write to lets them plant a project's instructions, settings and
+/// hooks where an agent will run. A root-owned sticky directory (`/tmp`) passes, as above.
+pub fn check_root_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let what = &format!("the agent directory of {what}");
+    let metadata =
+        std::fs::metadata(dir).with_context(|| format!("cannot read {what} {}", dir.display()))?;
+    let uid = crate::core::private_file::current_uid();
+    let mode = metadata.mode() & 0o7777;
+    let sticky_root = metadata.uid() == 0 && mode & 0o1000 != 0;
+    if metadata.uid() != uid && metadata.uid() != 0 {
+        bail!(
+            "refusing {what} {}: it is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
+            dir.display(),
+            metadata.uid()
+        );
+    }
+    if mode & 0o022 != 0 && !sticky_root {
+        bail!(
+            "refusing {what} {}: it is writable by group or others (mode {mode:04o}), so another user could plant files where agents run; run `chmod go-w {}`; nothing was started",
+            dir.display(),
+            dir.display()
+        );
+    }
+    check_dirs_of(dir, what)
+}
+
+/// The first word of a shell command line: up to the first blank, or a quoted word.
+fn first_word(command: &str) -> Option<String> {
+    let command = command.trim_start();
+    let mut chars = command.chars();
+    match chars.next()? {
+        quote @ ('\'' | '"') => {
+            let rest = &command[1..];
+            rest.find(quote).map(|end| rest[..end].to_string())
+        }
+        _ => command
+            .split(|c: char| c.is_whitespace() || c == ';' || c == '|' || c == '&')
+            .next()
+            .filter(|w| !w.is_empty())
+            .map(str::to_string),
+    }
 }
 
 /// Where a setting's effective value came from.
@@ -468,4 +546,26 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         file_found: table.is_some(),
         shown,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_word;
+
+    #[test]
+    fn the_program_of_a_command_line_is_its_first_word() {
+        let check = |command: &str, expect: Option<&str>| {
+            assert_eq!(first_word(command).as_deref(), expect, "{command:?}");
+        };
+        check("notify-send cohost", Some("notify-send"));
+        check("  /opt/bin/notify --x", Some("/opt/bin/notify"));
+        check("cat >> '/tmp/out'", Some("cat"));
+        check("'/path with space/run' a", Some("/path with space/run"));
+        check("\"/quoted/run\"", Some("/quoted/run"));
+        check("tee|cat", Some("tee"));
+        check("run;other", Some("run"));
+        check("", None);
+        check("   ", None);
+        check("'unterminated", None);
+    }
 }

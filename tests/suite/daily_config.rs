@@ -391,3 +391,109 @@ fn a_config_file_another_user_could_write_is_refused_before_anything_starts() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+// See: issue 21, item 2 — "The same for any file a setting names (notify command, profiles, MCP
+// roots)".
+/// The program `notify-command` runs and the directories `mcp-allowed-roots` opens to agents are
+/// held to the config file's standard: writable by group or others (the file or a directory
+/// above it) is refused before anything starts, naming the setting, the path and the fix.
+#[test]
+fn a_notify_program_or_an_mcp_root_another_user_could_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("cohost-config-");
+    let home = dir.path().join("home");
+    let marker = dir.path().join("notified");
+    let bin = make_dir(&dir.path().join("bin"));
+    let script = Path::new(&bin).join("notify.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let root = make_dir(&dir.path().join("projects"));
+    let serve = |extra: &[&str]| {
+        let mut args = vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tmux-socket",
+            "/nonexistent",
+        ];
+        args.extend_from_slice(extra);
+        cohost(
+            dir.path(),
+            &args,
+            &[("COHOST_HOME", home.to_str().unwrap())],
+        )
+    };
+    let refused = |output: Output, expected: &[String]| {
+        let error = stderr(&output);
+        assert!(!output.status.success(), "served: {error}");
+        for text in expected {
+            assert!(error.contains(text.as_str()), "{text:?} not in: {error}");
+        }
+        assert!(error.contains("nothing was started"), "{error}");
+        assert!(!home.exists(), "the refused daemon created its home");
+        assert!(!marker.exists(), "the notify command ran");
+    };
+    let shown = script.display();
+    // By path, and by name on PATH.
+    refused(
+        serve(&["--notify-command", &format!("{shown} --flag")]),
+        &[
+            format!(
+                "refusing the program of --notify-command {shown}: it is writable by group or others (mode 0777)"
+            ),
+            format!("chmod go-w {shown}"),
+        ],
+    );
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let output = {
+        let mut command = Command::new(BIN);
+        command
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--tmux-socket",
+                "/nonexistent",
+                "--notify-command",
+                "notify.sh",
+            ])
+            .env("XDG_CONFIG_HOME", dir.path())
+            .env("COHOST_HOME", &home)
+            .env("PATH", &path)
+            .env("NO_COLOR", "1");
+        for name in SCRUBBED_ENV {
+            command.env_remove(name);
+        }
+        run_with_timeout(&mut command, Duration::from_secs(15))
+    };
+    refused(
+        output,
+        &[format!("refusing the program of --notify-command {shown}")],
+    );
+    // Its directory writable by others: the program could be replaced.
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o777)).unwrap();
+    refused(
+        serve(&["--notify-command", &shown.to_string()]),
+        &[format!(
+            "its directory {bin} is writable by group or others (mode 0777)"
+        )],
+    );
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // An MCP root others can write to, from the config file: the key and the file are named.
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = write_config(dir.path(), &format!("mcp-allowed-roots = [\"{root}\"]\n"));
+    refused(
+        serve(&[]),
+        &[
+            format!(
+                "refusing the agent directory of `mcp-allowed-roots` in {} {root}: it is writable by group or others (mode 0777)",
+                file.display()
+            ),
+            format!("chmod go-w {root}"),
+        ],
+    );
+    // The safe forms start: `notify-command = "cat …"` (codex_asks) and MCP roots in private
+    // temporary directories (suite::mcp) run in the suite as before.
+}
