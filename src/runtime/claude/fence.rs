@@ -275,6 +275,46 @@ mod tests {
         );
     }
 
+    /// Issue 20 (seen under load after a daemon restart, Claude Code 2.1.332): a turn's end is
+    /// read from the transcript before its `Stop` line is read from `hooks.jsonl`; the next
+    /// turn is interrupted by cohost's Escape before its first token. The late `Stop` of the
+    /// ended turn must not hold the next turn's interrupt: before the fix it left a pending end
+    /// for the ended turn, the Escape's verdict was dropped for it, and the next turn never
+    /// ended.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_stop_of_an_ended_turn_does_not_swallow_the_next_turns_interrupt() {
+        let t0 = Instant::now();
+        let mut n = Normalizer::new();
+        let mut fence = HookFence::new(0);
+        let mut hooks = Hooks::default();
+        let mut out = Vec::new();
+        hooks.write("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}));
+        hooks.write("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"typed while cohost was down"}));
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        // The transcript tail delivers the whole turn, its end included, first.
+        out.extend(n.transcript_line(&json!({"type":"user","promptId":"p1","message":{"role":"user","content":"typed while cohost was down"},"uuid":"u1"})));
+        out.extend(n.transcript_line(&json!({"type":"assistant","uuid":"a1","message":{"id":"msg_1","model":"claude-opus-4-8","content":[{"type":"text","text":"Typed answer."}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}}})));
+        out.extend(
+            n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":177})),
+        );
+        // Then the hooks tail reads its Stop, and the next prompt's hook.
+        hooks.write("Stop", json!({"session_id":"s1","prompt_id":"p1","hook_event_name":"Stop","last_assistant_message":"Typed answer."}));
+        hooks.write("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p2","hook_event_name":"UserPromptSubmit","prompt":"Hang after the restart"}));
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        // cohost's Escape before the first token: the TUI is idle and empty again.
+        fence.interrupted("p2".into(), hooks.written, t0);
+        out.extend(fence.apply(&mut n, t0).0);
+        assert_eq!(
+            turn_ends(&out),
+            vec![
+                ("p1".to_string(), TurnStatus::Completed),
+                ("p2".to_string(), TurnStatus::Interrupted)
+            ]
+        );
+        // Nothing is left to end later.
+        assert!(turn_ends(&n.tick(60_000)).is_empty());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_verdict_waits_until_the_hooks_written_before_it_are_read() {
         let t0 = Instant::now();

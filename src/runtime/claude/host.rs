@@ -786,6 +786,8 @@ impl ClaudeHost {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         let mut idle_since = None;
         let mut cleared = false;
+        let mut concluded = false;
+        tracing::debug!(session = %session_id, turn = ?active_turn, before = ?before, "interrupt: Escape sent");
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
             // Another turn runs now (a prompt queued behind ours started once ours stopped):
@@ -793,9 +795,13 @@ impl ClaudeHost {
             if let Some(now) = active()
                 && active_turn.as_deref() != Some(now.as_str())
             {
+                tracing::debug!(session = %session_id, turn = ?active_turn, now, "interrupt: another turn runs; the watch ends");
+                concluded = true;
                 break;
             }
             let Ok(capture) = self.tmux().capture(&pane).await else {
+                tracing::debug!(session = %session_id, "interrupt: the pane cannot be captured; the watch ends");
+                concluded = true;
                 break;
             };
             let screen = screen::analyze(&capture);
@@ -806,18 +812,28 @@ impl ClaudeHost {
             if screen.has_draft() && screen.input != before && !cleared {
                 // The prompt Claude put back: clear it, watching the screen between keys.
                 cleared = true;
-                let _ = self.clear_box(&pane).await;
+                let cleared_box = self.clear_box(&pane).await;
+                tracing::debug!(session = %session_id, input = ?screen.input, ?cleared_box, "interrupt: cleared the prompt Claude put back");
                 idle_since = None;
                 continue;
             }
             let since = *idle_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= Duration::from_millis(500) {
                 // Idle and empty after our Escape: no hook says so, so tell the follower.
+                tracing::debug!(session = %session_id, turn = ?active_turn, "interrupt: the TUI is idle and empty; the turn ended interrupted");
                 if let Some(turn) = &active_turn {
                     let _ = live.commands.send(Command::Interrupted(turn.clone())).await;
                 }
+                concluded = true;
                 break;
             }
+        }
+        if !concluded {
+            tracing::warn!(
+                session = %session_id,
+                turn = ?active_turn,
+                "interrupt: the TUI did not come back idle and empty within 15 s of the Escape; the turn ends when the TUI says so"
+            );
         }
         Ok(true)
     }

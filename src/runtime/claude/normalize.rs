@@ -517,13 +517,19 @@ impl Normalizer {
                             code: failure.error.clone(),
                         })));
                     }
-                    // Held until the transcript writes the turn's end (or the grace expires).
-                    self.awaited_reply = stop
-                        .and_then(|stop| stop.last_assistant_message.as_deref())
-                        .map(|text| text.trim().to_string())
-                        .filter(|text| !text.is_empty());
-                    self.ended_before_reply = false;
-                    self.pending_end = Some((done, now + STOP_GRACE_MS));
+                    // A turn the transcript already ended (its end was read before this line:
+                    // the two files are read apart) has nothing left to hold; a pending end
+                    // for it would only stand in the way of the next turn's.
+                    if !self.ended.contains(&done.turn_id) {
+                        // Held until the transcript writes the turn's end (or the grace
+                        // expires).
+                        self.awaited_reply = stop
+                            .and_then(|stop| stop.last_assistant_message.as_deref())
+                            .map(|text| text.trim().to_string())
+                            .filter(|text| !text.is_empty());
+                        self.ended_before_reply = false;
+                        self.pending_end = Some((done, now + STOP_GRACE_MS));
+                    }
                 }
             }
             HookEvent::Notification(notification) => {
@@ -850,6 +856,15 @@ impl Normalizer {
         }
     }
 
+    /// Whether a `Stop` ended `turn_id` and its end waits for the transcript: the turn
+    /// completed, and no later verdict may say otherwise. Another turn's pending end says
+    /// nothing about this one.
+    fn ends_pending(&self, turn_id: &str) -> bool {
+        self.pending_end
+            .as_ref()
+            .is_some_and(|(done, _)| done.turn_id == turn_id)
+    }
+
     /// Whether the transcript has written the reply `Stop` reported for the pending turn.
     fn reply_written(&self, turn_id: &str) -> bool {
         match &self.awaited_reply {
@@ -880,7 +895,13 @@ impl Normalizer {
     /// Escape before the first token, whose busy spell can be too short for the session file.
     pub fn interrupted(&mut self, turn_id: &str) -> Vec<Output> {
         let mut out = Vec::new();
-        if self.turn.as_deref() == Some(turn_id) && self.pending_end.is_none() {
+        tracing::debug!(
+            turn_id,
+            current = ?self.turn,
+            pending = ?self.pending_end.as_ref().map(|(done, _)| &done.turn_id),
+            "claude: cohost's Escape ended a turn"
+        );
+        if self.turn.as_deref() == Some(turn_id) && !self.ends_pending(turn_id) {
             self.end_turn(
                 TurnCompleted {
                     turn_id: turn_id.to_string(),
@@ -905,8 +926,8 @@ impl Normalizer {
             self.busy_turn = self.turn.clone();
         }
         if status == "idle"
-            && self.pending_end.is_none()
             && let Some(turn) = self.turn.clone()
+            && !self.ends_pending(&turn)
             && busy_turn.as_deref() == Some(turn.as_str())
         {
             self.end_turn(
