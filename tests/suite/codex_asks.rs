@@ -545,7 +545,16 @@ fn notifications_once_per_occurrence_across_a_restart_and_to_the_notify_command(
     fx.mock.push(Step::text("Second."));
     fx.send(&id, "Once more");
     fx.wait_turns_completed(&id, 2);
-    std::thread::sleep(Duration::from_millis(500));
+    // The second turn's notification, stored and run: a replayed one would have come before it
+    // (the restart replays the log before the turn starts).
+    fx.daemon.wait_for(
+        "the second turn-ended notification, stored and given to the command",
+        Duration::from_secs(10),
+        |_| {
+            (notifications(&fx.events(&id), "turn-ended").len() >= 2 && read_lines().len() >= 3)
+                .then_some(())
+        },
+    );
     let events = fx.events(&id);
     assert_eq!(
         notifications(&events, "input-needed").len(),

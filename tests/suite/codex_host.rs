@@ -402,7 +402,20 @@ fn an_interrupt_ends_the_running_turn() {
     // A reader that connects mid-message (a reload) starts with the text so far, then the
     // deltas after it, placed by their offsets: what it ends with is the whole text, once.
     let whole = "a partial answer that never ends";
-    std::thread::sleep(Duration::from_millis(300));
+    // The first words have reached the daemon: a first reader sees a delta.
+    let mut first = session_sse(&fx.daemon, &id, Some(0), None);
+    let mut before = Vec::new();
+    loop {
+        let event = first
+            .next_event()
+            .unwrap_or_else(|| panic!("the stream ended before a delta: {before:?}"))
+            .json();
+        if event["type"] == "item.delta" {
+            break;
+        }
+        before.push(event["type"].to_string());
+    }
+    drop(first);
     let mut stream = session_sse(&fx.daemon, &id, Some(0), None);
     let mut text = String::new();
     let mut snapshots = 0;

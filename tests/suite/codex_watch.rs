@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::watch_common::{
     assert_no_repeats, daemon_watching, explain, headless_argv, in_order, instance_events, rules,
-    statuses, wait_instance, wait_instances,
+    statuses, wait_caught_up, wait_instance, wait_instances,
 };
 use crate::support::claude_env::is_running;
 use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
@@ -279,7 +279,10 @@ fn watch_codex_interrupted_turn() {
         .push(Step::text("Once upon a time there was a long story").then_hang());
     rig.submit(&tui, "Write a long story");
     wait_instance(&daemon, AGENT, "running", status_is("running"));
-    thread::sleep(Duration::from_millis(500));
+    // The reply streams (the model now hangs): Escape interrupts it.
+    rig.wait(&tui, "the streamed text", || {
+        rig.screen(&tui).contains("Once upon a time")
+    });
     rig.keys(&tui, &["Escape"]);
     let (_, interrupted) = wait_instance(&daemon, AGENT, "interrupted", status_is("interrupted"));
     assert_eq!(interrupted["lastUserPrompt"], "Write a long story");
@@ -430,11 +433,14 @@ fn watch_codex_daemon_restart_mid_turn_loses_and_repeats_nothing() {
     rig.submit(&tui, "Write a long story");
     let (_, running) = wait_instance(&daemon, AGENT, "running", status_is("running"));
     let key = running["key"].as_str().expect("key").to_owned();
-    thread::sleep(Duration::from_secs(1));
+    // The TUI names the thread (session_index.jsonl) after the turn starts: counted before.
+    wait_instance(&daemon, AGENT, "a title", |i| i["threadName"].is_string());
     let before = instance_events(&daemon, &key);
     daemon.restart();
     let (_, after) = wait_instance(&daemon, AGENT, "running after the restart", |_| true);
     assert_eq!(after["status"], "running", "{after:#}");
+    // Caught up, then a quiet window: a re-emitted update would be in it.
+    wait_caught_up(&daemon);
     thread::sleep(Duration::from_secs(2));
     let after_restart = instance_events(&daemon, &key);
     assert_eq!(

@@ -476,10 +476,15 @@ fn kill_9_under_load_loses_no_acknowledged_event_and_duplicates_none() {
             daemon.start_again();
         }
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let start = daemon.head();
         let workers: Vec<_> = (0..4)
             .map(|w| poster(daemon.port(), daemon.token(), round * 10 + w, stop.clone()))
             .collect();
-        std::thread::sleep(Duration::from_millis(700));
+        // Killed mid-load, once 25 posts are stored: at most 4 are in flight, so more than 20
+        // were acknowledged.
+        daemon.wait_for("25 posts stored", Duration::from_secs(30), |d| {
+            (d.head() >= start + 25).then_some(())
+        });
         daemon.kill9();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let before = acknowledged.len();

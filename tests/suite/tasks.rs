@@ -727,7 +727,8 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
     assert_eq!(again["duplicate"], true, "{again:#}");
     let done = wait_finished(d, &keyed);
     assert_eq!(done["resultExcerpt"], "Keyed direct reply.", "{done:#}");
-    std::thread::sleep(Duration::from_millis(500));
+    // Nothing more is sent: the dispatcher had a whole period to send a duplicate.
+    std::thread::sleep(QUIET);
     assert_eq!(prompts(&fx).len(), 2, "{:?}", prompts(&fx));
     let q = queue(d, &id);
     let recent: Vec<String> = q["recent"].as_array().unwrap().iter().map(id_of).collect();
@@ -765,7 +766,8 @@ fn a_direct_message_is_tracked_as_an_accepted_task() {
     assert_eq!(again.json()["task"]["taskId"], queued.as_str());
     set_lease(d, &id, json!({ "action": "release", "dropQueued": true })).assert_ok();
     assert_eq!(task(d, &queued)["state"], "cancelled");
-    std::thread::sleep(Duration::from_millis(500));
+    // Nothing more is sent: the dispatcher had a whole period to send the dropped task.
+    std::thread::sleep(QUIET);
     let seen = prompts(&fx);
     assert_eq!(seen.len(), 2, "nothing more was sent: {seen:?}");
 }

@@ -169,6 +169,14 @@ pub fn assert_no_repeats(events: &[Value]) {
     }
 }
 
+/// Waits until the watcher has read every file it knows once (`/api/watch` `caughtUp`): what a
+/// restart would re-emit is emitted by then, so a quiet window after it means something.
+pub fn wait_caught_up(daemon: &TestDaemon) {
+    daemon.wait_for("the watcher's catch-up", STATUS_WAIT, |daemon| {
+        (daemon.get("/api/watch").json()["caughtUp"] == true).then_some(())
+    });
+}
+
 /// GET the explain route for `key` in `session`.
 pub fn explain(daemon: &TestDaemon, session: &str, key: &str) -> Value {
     let encode = |text: &str| -> String {

@@ -182,11 +182,14 @@ fn watch_limit_degrades_to_a_slow_rescan_of_what_could_not_be_watched() {
         (instances(daemon, AGENT).len() == 3).then_some(())
     });
     let before = daemon.get("/api/watch").json();
-    thread::sleep(Duration::from_millis(1500));
-    let after = daemon.get("/api/watch").json();
-    assert!(
-        after["timerWakeups"].as_u64() > before["timerWakeups"].as_u64(),
-        "the slow rescan runs while directories are unwatched"
+    daemon.wait_for(
+        "the slow rescan to run while directories are unwatched",
+        STATUS_WAIT,
+        |daemon| {
+            (daemon.get("/api/watch").json()["timerWakeups"].as_u64()
+                > before["timerWakeups"].as_u64())
+            .then_some(())
+        },
     );
 }
 
@@ -242,7 +245,21 @@ fn watch_start_up_reads_only_tails_and_old_files_not_at_all() {
     wait_instance(&daemon, AGENT, "the old thread done", |i| {
         i["threadId"] == "t-old" && i["status"] == "done"
     });
-    thread::sleep(Duration::from_secs(3));
+    // The checkpoint has saved the old file to its end: nothing is pending.
+    let size = std::fs::metadata(&old).unwrap().len();
+    let checkpoint = daemon.home().join("watch/checkpoint.json");
+    daemon.wait_for(
+        "the checkpoint to save the old file's end",
+        STATUS_WAIT,
+        |_| {
+            let saved: Value = serde_json::from_slice(&std::fs::read(&checkpoint).ok()?).ok()?;
+            saved["files"]
+                .as_array()?
+                .iter()
+                .any(|f| f["path"] == old.to_str().unwrap() && f["offset"] == size)
+                .then_some(())
+        },
+    );
     let before = daemon.get("/api/watch").json();
     thread::sleep(Duration::from_secs(3));
     let after = daemon.get("/api/watch").json();

@@ -228,6 +228,8 @@ impl Watched {
         let before = self.updates().len();
         let instances = self.instances();
         self.daemon.restart();
+        // Caught up, then a quiet window: a re-emitted update would be in it.
+        super::watch_common::wait_caught_up(&self.daemon);
         std::thread::sleep(Duration::from_secs(2));
         assert_eq!(
             self.updates().len(),
