@@ -450,11 +450,16 @@ fn watch_claude_daemon_restart_mid_turn_loses_and_repeats_nothing() {
     rig.submit(&tui, "Touch a file please");
     let (_, waiting) = wait_instance(&daemon, AGENT, "waiting", status_is("waiting"));
     let key = waiting["key"].as_str().expect("key").to_owned();
-    // The turn's other line lands before counting: the title (2.1.197 writes one; 2.1.332
-    // none).
-    if crate::support::pinned_version(&cohost::peers::CLAUDE) == cohost::peers::CLAUDE.oldest {
-        wait_instance(&daemon, AGENT, "the title", |i| i["threadName"].is_string());
-    }
+    // Everything the watcher learns of this turn lands before counting: its process (alive, in
+    // its pane), the prompt, and the title (2.1.197 writes one; 2.1.332 none).
+    let titled =
+        crate::support::pinned_version(&cohost::peers::CLAUDE) == cohost::peers::CLAUDE.oldest;
+    wait_instance(&daemon, AGENT, "alive in its pane, titled", |i| {
+        i["liveness"] == "alive"
+            && i["paneId"].is_string()
+            && i["lastUserPrompt"] == "Touch a file please"
+            && (!titled || i["threadName"].is_string())
+    });
     let before = instance_events(&daemon, &key);
     // Restart while the approval is open: the status survives, nothing is emitted again.
     daemon.restart();

@@ -433,8 +433,14 @@ fn watch_codex_daemon_restart_mid_turn_loses_and_repeats_nothing() {
     rig.submit(&tui, "Write a long story");
     let (_, running) = wait_instance(&daemon, AGENT, "running", status_is("running"));
     let key = running["key"].as_str().expect("key").to_owned();
-    // The TUI names the thread (session_index.jsonl) after the turn starts: counted before.
-    wait_instance(&daemon, AGENT, "a title", |i| i["threadName"].is_string());
+    // Everything the watcher learns of this turn lands before counting: its process (alive, in
+    // its pane), the prompt, and the title (session_index.jsonl, written after the turn starts).
+    wait_instance(&daemon, AGENT, "alive in its pane, titled", |i| {
+        i["liveness"] == "alive"
+            && i["paneId"].is_string()
+            && i["lastUserPrompt"] == "Write a long story"
+            && i["threadName"].is_string()
+    });
     let before = instance_events(&daemon, &key);
     daemon.restart();
     let (_, after) = wait_instance(&daemon, AGENT, "running after the restart", |_| true);
