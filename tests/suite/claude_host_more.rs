@@ -332,12 +332,11 @@ fn escape_interrupts_a_streaming_turn_and_the_session_goes_on() {
     assert_eq!(done[2]["data"]["turnId"], turn3.as_str());
     assert_eq!(done[2]["data"]["status"], "completed");
 
-    // Idle again: an interrupt is a no-op. Wait until the TUI itself says idle (the daemon
-    // reads its session file every 200 ms), so no stale `busy` can make cohost press Escape.
+    // Idle again: an interrupt is a no-op. Once the TUI itself says idle, cohost (which reads
+    // its session file when asked to interrupt) presses no Escape.
     wait_for(&fx, "the TUI's session file to say idle", || {
         (fx.env.session_status().as_deref() == Some("idle")).then_some(())
     });
-    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(interrupt(&fx, &id), (200, json!({ "interrupted": false })));
     let events = fx.events(&id);
     assert_consistent(

@@ -765,7 +765,13 @@ impl ClaudeHost {
             return Ok(false);
         }
         let turn_open = active_turn.is_some();
-        let busy = live.status.borrow().as_str() == "busy";
+        // The session file as it is now, not as the last tick read it: a turn that just ended
+        // must not look busy for up to a tick (an Escape on an idle TUI is no interrupt).
+        let busy = self
+            .inner
+            .session_file_status(&live)
+            .unwrap_or_else(|| live.status.borrow().clone())
+            == "busy";
         if !turn_open && !busy {
             return Ok(false);
         }
