@@ -785,16 +785,27 @@ fn bad_task_requests_are_refused_and_change_nothing() {
     let reply = "Grüße aus dem Mock.";
     assert_eq!(done["resultBytes"], reply.len(), "{done:#}");
 
-    // The turn's trailing events (usage, the tracker's status) settle first.
-    let mut head = d.head();
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = d.head();
-        if now == head {
-            break;
-        }
-        head = now;
-    }
+    // The turn's trailing events are stored first: its end's notification and the tracker's
+    // `done` for the hosted session, the last ones a finished turn writes.
+    d.wait_for(
+        "the turn's notification and the tracker's done",
+        TURN_TIMEOUT,
+        |d| {
+            let events = d.events_after(0);
+            let ended = events.iter().position(|e| e["type"] == "turn.completed")?;
+            let after = &events[ended..];
+            (after
+                .iter()
+                .any(|e| e["type"] == "notification" && e["data"]["kind"] == "turn-ended")
+                && after.iter().any(|e| {
+                    e["type"] == "agent.updated"
+                        && e["data"]["source"] == "hosted"
+                        && e["data"]["status"] == "done"
+                }))
+            .then_some(())
+        },
+    );
+    let head = d.head();
     let fingerprint = d.stored_fingerprint();
     let tasks = format!("/api/sessions/{id}/tasks");
 
