@@ -96,27 +96,38 @@ pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> 
     Ok(Some(table))
 }
 
+/// How another user could have written what `metadata` describes: it is theirs, or it is
+/// writable by group or others (a root-owned sticky directory such as `/tmp` passes when
+/// `sticky_root_passes`: no other user can rename or remove what is yours inside it).
+fn exposure(metadata: &std::fs::Metadata, sticky_root_passes: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = crate::core::private_file::current_uid();
+    let mode = metadata.mode() & 0o7777;
+    let sticky_root = sticky_root_passes && metadata.uid() == 0 && mode & 0o1000 != 0;
+    if metadata.uid() != uid && metadata.uid() != 0 {
+        Some(format!(
+            "owned by uid {}, not by you (uid {uid}) or root",
+            metadata.uid()
+        ))
+    } else if mode & 0o022 != 0 && !sticky_root {
+        Some(format!("writable by group or others (mode {mode:04o})"))
+    } else {
+        None
+    }
+}
+
 /// A file another user could have written is refused: it must be a regular file, owned by
 /// this user or root, and not writable by group or others.
 fn check_safe(path: &Path, metadata: &std::fs::Metadata, what: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
     let shown = path.display();
     if !metadata.file_type().is_file() {
         bail!(
             "refusing {what} {shown}: it is not a regular file (a FIFO, a device or a directory); point COHOST_CONFIG at a regular file; nothing was started"
         );
     }
-    let uid = crate::core::private_file::current_uid();
-    if metadata.uid() != uid && metadata.uid() != 0 {
+    if let Some(how) = exposure(metadata, false) {
         bail!(
-            "refusing {what} {shown}: it is owned by uid {}, not by you (uid {uid}) or root; another user could have written it: `chown {uid} {shown}` if it is yours; nothing was started",
-            metadata.uid()
-        );
-    }
-    let mode = metadata.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        bail!(
-            "refusing {what} {shown}: it is writable by group or others (mode {mode:04o}); run `chmod go-w {shown}`; nothing was started"
+            "refusing {what} {shown}: it is {how}, so another user could have written it; run `chmod go-w {shown}` (or `chown` it, if it is yours); nothing was started"
         );
     }
     Ok(())
@@ -132,7 +143,6 @@ fn check_dirs(path: &Path) -> anyhow::Result<()> {
 
 /// [`check_dirs`] for any file or directory a setting names (`what` says which).
 fn check_dirs_of(path: &Path, what: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
@@ -140,25 +150,14 @@ fn check_dirs_of(path: &Path, what: &str) -> anyhow::Result<()> {
     let real = path
         .canonicalize()
         .with_context(|| format!("cannot resolve {what} {}", path.display()))?;
-    let uid = crate::core::private_file::current_uid();
     let stop_at_home = home.as_ref().is_some_and(|h| real.starts_with(h));
     let mut dir = real.parent();
     while let Some(current) = dir {
         let metadata = std::fs::metadata(current)
             .with_context(|| format!("cannot read {}", current.display()))?;
-        let mode = metadata.mode() & 0o7777;
-        let sticky_root = metadata.uid() == 0 && mode & 0o1000 != 0;
-        if metadata.uid() != uid && metadata.uid() != 0 {
+        if let Some(how) = exposure(&metadata, true) {
             bail!(
-                "refusing {what} {}: its directory {} is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
-                path.display(),
-                current.display(),
-                metadata.uid()
-            );
-        }
-        if mode & 0o022 != 0 && !sticky_root {
-            bail!(
-                "refusing {what} {}: its directory {} is writable by group or others (mode {mode:04o}), so another user could replace what is in it; run `chmod go-w {}`; nothing was started",
+                "refusing {what} {}: its directory {} is {how}, so another user could replace what is in it; run `chmod go-w {}` (or `chown` it, if it is yours); nothing was started",
                 path.display(),
                 current.display(),
                 current.display()
@@ -204,23 +203,12 @@ pub fn check_notify_program(command: &str, what: &str) -> anyhow::Result<()> {
 /// a root another user can write to lets them plant a project's instructions, settings and
 /// hooks where an agent will run. A root-owned sticky directory (`/tmp`) passes, as above.
 pub fn check_root_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::MetadataExt as _;
     let what = &format!("the agent directory of {what}");
     let metadata =
         std::fs::metadata(dir).with_context(|| format!("cannot read {what} {}", dir.display()))?;
-    let uid = crate::core::private_file::current_uid();
-    let mode = metadata.mode() & 0o7777;
-    let sticky_root = metadata.uid() == 0 && mode & 0o1000 != 0;
-    if metadata.uid() != uid && metadata.uid() != 0 {
+    if let Some(how) = exposure(&metadata, true) {
         bail!(
-            "refusing {what} {}: it is owned by uid {}, not by you (uid {uid}) or root; nothing was started",
-            dir.display(),
-            metadata.uid()
-        );
-    }
-    if mode & 0o022 != 0 && !sticky_root {
-        bail!(
-            "refusing {what} {}: it is writable by group or others (mode {mode:04o}), so another user could plant files where agents run; run `chmod go-w {}`; nothing was started",
+            "refusing {what} {}: it is {how}, so another user could plant files where agents run; run `chmod go-w {}` (or `chown` it, if it is yours); nothing was started",
             dir.display(),
             dir.display()
         );

@@ -301,8 +301,9 @@ fn log_verify_checks_a_home_offline_and_changes_nothing() {
 
 // See: issue 21, item 8 — "a line without its checksum is accepted inside a checksummed log
 // (remove the suffix and change a byte: `log verify` passes)".
-#[test]
-fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
+/// A stopped daemon whose log holds four reports (`a0`..`a3` in session `s1`): the daemon, its
+/// tmux server, and the last segment's name, path and text.
+fn stopped_with_four_reports() -> (TmuxServer, TestDaemon, String, std::path::PathBuf, String) {
     let (tmux, _) = tmux_with_sessions(&["s1"]);
     let mut daemon = TestDaemon::start(&tmux, &[]);
     for i in 0..4 {
@@ -312,6 +313,12 @@ fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
     let (name, _) = daemon.segments().pop().unwrap();
     let path = daemon.log_dir().join(&name);
     let text = fs::read_to_string(&path).unwrap();
+    (tmux, daemon, name, path, text)
+}
+
+#[test]
+fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
+    let (_tmux, mut daemon, name, path, text) = stopped_with_four_reports();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     // Line 3: its `,"crc":"…"` removed and a byte changed.
     let at = lines[2].rfind(",\"crc\":\"").expect("a checksummed line");
@@ -343,15 +350,7 @@ fn a_line_stripped_of_its_checksum_is_damage_in_a_checksummed_log() {
 /// start that can write finishes the repair.
 #[test]
 fn a_repair_that_cannot_rewrite_its_segment_neither_blocks_start_up_nor_repeats() {
-    let (tmux, _) = tmux_with_sessions(&["s1"]);
-    let mut daemon = TestDaemon::start(&tmux, &[]);
-    for i in 0..4 {
-        daemon.report_status("s1", &format!("a{i}"), "running");
-    }
-    daemon.stop();
-    let (name, _) = daemon.segments().pop().unwrap();
-    let path = daemon.log_dir().join(&name);
-    let text = fs::read_to_string(&path).unwrap();
+    let (_tmux, mut daemon, _, path, text) = stopped_with_four_reports();
     let line = text
         .lines()
         .position(|line| line.contains("\"a1\""))
