@@ -1982,6 +1982,10 @@ impl Engine {
             ));
         }
         thread.emitted = desired.map(|(e, _)| e);
+        // The explain view follows before the tracker does: whoever sees this update and asks
+        // why already finds the evidence behind it (the whole view is rebuilt at the pass end).
+        let explained = watched_view(thread);
+        self.view().instances.insert(key.to_string(), explained);
         let core = self.core.clone();
         let count = appends.len() as u64;
         let result = self.runtime.block_on(async move {

@@ -1,8 +1,9 @@
 //! A headless Chromium driven through WebDriver (Debian's `chromium` and `chromium-driver`, which
 //! `./scripts/test` installs), for the browser tests of the web page.
 //!
-//! [`Browser::start`] runs `chromedriver --port=0` as a child (killed on drop), reads the port it
-//! printed and opens one headless Chromium session with a fresh profile. The client is
+//! [`Browser::start`] runs `chromedriver --port=P` as a child (killed on drop), with `P` from
+//! [`driver_port`], waits for the port it printed and opens one headless Chromium session with a
+//! fresh profile. The client is
 //! [`fantoccini`], run on a tokio runtime owned by the [`Browser`], behind a blocking API for the
 //! suite's plain `#[test]` functions.
 //!
@@ -33,6 +34,47 @@ use serde_json::{Value, json};
 pub use fantoccini::key::Key;
 
 use super::temp_dir;
+
+/// A free port for chromedriver, below the kernel's ephemeral range.
+///
+/// `chromedriver --port=0` is not safe on a busy machine: on Linux it binds `[::1]:0` first and
+/// then `127.0.0.1` on the port that gave it, and exits ("IPv4 port not available") when that
+/// port is already taken on IPv4 — by any daemon of the suite listening on `127.0.0.1:0`, or any
+/// outgoing connection, all of which the kernel places in the ephemeral range. A port below that
+/// range is handed out only to whoever names it, and nothing in the suite names one, so a port
+/// found free here (on both addresses; this process's own browsers take turns from a counter,
+/// other test processes start elsewhere by their pid) stays free for chromedriver.
+fn driver_port() -> u16 {
+    use std::net::{Ipv6Addr, TcpListener};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 10_000;
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    assert!(
+        ephemeral_low >= FIRST + 1_000,
+        "the ephemeral port range starts at {ephemeral_low}: no room below it for chromedriver"
+    );
+    let span = ephemeral_low - FIRST;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(FIRST + offset).expect("below the ephemeral range");
+        let v4 = TcpListener::bind(("127.0.0.1", port));
+        let v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, port));
+        let v6_ok = match &v6 {
+            Ok(_) => true,
+            // A machine without IPv6: chromedriver then listens on IPv4 only.
+            Err(e) => e.kind() == std::io::ErrorKind::AddrNotAvailable,
+        };
+        if v4.is_ok() && v6_ok {
+            return port;
+        }
+    }
+    panic!("no free port between {FIRST} and {ephemeral_low} for chromedriver");
+}
 
 /// How long chromedriver gets to print its port, and the session to open (Chromium's start).
 pub const BROWSER_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -191,7 +233,7 @@ impl Browser {
         // land there and not in the developer's home.
         let home = profile.path().join("home");
         let mut driver = Command::new(&chromedriver)
-            .arg("--port=0")
+            .arg(format!("--port={}", driver_port()))
             .env("HOME", &home)
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env("XDG_CACHE_HOME", home.join(".cache"))
