@@ -57,6 +57,11 @@ impl HookFence {
         }
     }
 
+    /// How far the hooks tail has been read.
+    pub fn read(&self) -> u64 {
+        self.read
+    }
+
     /// The hooks tail applied everything before `offset`.
     pub fn read_to(&mut self, offset: u64) {
         self.read = offset;

@@ -1268,11 +1268,12 @@ impl Inner {
                 _ = tick.tick() => {
                     let mut outputs = normalizer.tick(now_ms());
                     if let Some(status) = self.session_file_status(&live) {
-                        if *live.status.borrow() != status {
-                            live.status.send_replace(status.clone());
-                        }
                         // Read after the session file: the hooks it waits for include its Stop.
                         let written = hooks_written();
+                        if *live.status.borrow() != status {
+                            tracing::debug!(session = %session_id, %status, hooks_written = written, hooks_read = fence.read(), "claude: the session file's status changed");
+                            live.status.send_replace(status.clone());
+                        }
                         outputs.extend(fence.session_status(&mut normalizer, &status, written, tokio::time::Instant::now()));
                     }
                     (outputs, None)

@@ -57,13 +57,10 @@ pub struct Normalizer {
     turn: Option<String>,
     /// The turn the transcript is writing (the `promptId` of its last user line).
     transcript_turn: Option<String>,
-    /// A `Stop`/`StopFailure` seen, waiting for the transcript's `turn_duration`.
-    pending_end: Option<(TurnCompleted, u64)>,
-    /// The reply `Stop` reported for the pending turn (`last_assistant_message`).
-    awaited_reply: Option<String>,
-    /// The transcript wrote the pending turn's `turn_duration` before its reply: the end waits
-    /// for the reply line (Claude flushes a batch of lines in no fixed order).
-    ended_before_reply: bool,
+    /// The turns a `Stop`/`StopFailure` ended that wait for the transcript's `turn_duration`,
+    /// oldest first. More than one when Claude runs a queued prompt's turn (and its `Stop`)
+    /// before cohost has read the transcript of the turn before it.
+    pending_ends: VecDeque<PendingEnd>,
     /// `(turn, text)` of the last reply text the transcript wrote.
     last_reply: Option<(String, String)>,
     /// Uuids of transcript lines that belong to another session (a fork's copied history).
@@ -85,6 +82,22 @@ pub struct Normalizer {
     /// the same batch fold into it.
     batch_turn: Option<String>,
 }
+
+/// A turn `Stop` ended whose end waits for the transcript (its reply and `turn_duration`).
+#[derive(Debug, Clone)]
+struct PendingEnd {
+    done: TurnCompleted,
+    /// When the end goes without the transcript (ms).
+    deadline: u64,
+    /// The reply `Stop` reported (`last_assistant_message`).
+    awaited_reply: Option<String>,
+    /// The transcript wrote the turn's `turn_duration` before its reply: the end waits for the
+    /// reply line (Claude flushes a batch of lines in no fixed order).
+    ended_before_reply: bool,
+}
+
+/// Pending ends kept at most (a turn's end waits seconds; more is a stuck transcript).
+const MAX_PENDING_ENDS: usize = 16;
 
 /// Aliases remembered (a batch folds at most a handful of prompts).
 const MAX_ALIASES: usize = 64;
@@ -280,18 +293,12 @@ impl Normalizer {
         if self.batch_turn.as_deref() == Some(done.turn_id.as_str()) {
             self.batch_turn = None;
         }
+        // Its pending end is moot either way (a turn ended once is never ended again).
+        self.pending_ends
+            .retain(|pending| pending.done.turn_id != done.turn_id);
         if self.ended.insert(done.turn_id.clone()) {
             if self.turn.as_deref() == Some(done.turn_id.as_str()) {
                 self.turn = None;
-            }
-            if self
-                .pending_end
-                .as_ref()
-                .is_some_and(|(pending, _)| pending.turn_id == done.turn_id)
-            {
-                self.pending_end = None;
-                self.awaited_reply = None;
-                self.ended_before_reply = false;
             }
             let status = match done.status {
                 TurnStatus::Completed => AgentStatus::Done,
@@ -344,6 +351,13 @@ impl Normalizer {
             .clone()
             .or_else(|| self.turn.clone())
             .unwrap_or_default();
+        tracing::debug!(
+            event = ?line.event,
+            prompt_id = ?raw_prompt_id,
+            current = ?self.turn,
+            pending = ?self.pending_turns(),
+            "claude: hook"
+        );
         match event {
             HookEvent::SessionStart(_) => out.push(Output::Status(AgentStatus::Idle)),
             HookEvent::UserPromptSubmit(input) => {
@@ -522,13 +536,25 @@ impl Normalizer {
                     // for it would only stand in the way of the next turn's.
                     if !self.ended.contains(&done.turn_id) {
                         // Held until the transcript writes the turn's end (or the grace
-                        // expires).
-                        self.awaited_reply = stop
+                        // expires). Another turn's pending end stays: Claude may run the
+                        // next (queued) turn to its `Stop` before its transcript is read.
+                        let awaited_reply = stop
                             .and_then(|stop| stop.last_assistant_message.as_deref())
                             .map(|text| text.trim().to_string())
                             .filter(|text| !text.is_empty());
-                        self.ended_before_reply = false;
-                        self.pending_end = Some((done, now + STOP_GRACE_MS));
+                        self.pending_ends
+                            .retain(|pending| pending.done.turn_id != done.turn_id);
+                        if self.pending_ends.len() >= MAX_PENDING_ENDS
+                            && let Some(oldest) = self.pending_ends.pop_front()
+                        {
+                            self.end_turn(oldest.done, &mut out);
+                        }
+                        self.pending_ends.push_back(PendingEnd {
+                            done,
+                            deadline: now + STOP_GRACE_MS,
+                            awaited_reply,
+                            ended_before_reply: false,
+                        });
                     }
                 }
             }
@@ -589,6 +615,13 @@ impl Normalizer {
 
     /// One transcript line, as JSON.
     pub fn transcript_line(&mut self, line: &Value) -> Vec<Output> {
+        tracing::debug!(
+            kind = %line["type"],
+            subtype = %line["subtype"],
+            prompt_id = %line["promptId"],
+            current = ?self.turn,
+            "claude: transcript line"
+        );
         self.record(&TranscriptRecord::from_value(line))
     }
 
@@ -807,12 +840,14 @@ impl Normalizer {
                 context_window: None,
             })));
         }
-        // The end the transcript wrote ahead of this reply can go now.
-        if self.ended_before_reply
-            && let Some(pending) = self.pending_end.as_ref().map(|(d, _)| d.turn_id.clone())
-            && self.reply_written(&pending)
-            && let Some((done, _)) = self.pending_end.take()
-        {
+        // An end the transcript wrote ahead of this reply can go now.
+        let ready: Vec<TurnCompleted> = self
+            .pending_ends
+            .iter()
+            .filter(|pending| pending.ended_before_reply && self.reply_written(pending))
+            .map(|pending| pending.done.clone())
+            .collect();
+        for done in ready {
             self.end_turn(done, out);
         }
     }
@@ -820,26 +855,34 @@ impl Normalizer {
     /// `system/turn_duration`: the transcript's turn ended normally (or on an API error).
     fn turn_duration(&mut self, duration: Option<u64>, out: &mut Vec<Output>) {
         let turn = self.transcript_turn_id();
-        match self.pending_end.take() {
-            // The pending turn's end; also when the batch wrote it above the turn's own
-            // prompt line (the transcript's last prompt is then an earlier, ended turn).
-            Some((mut done, deadline))
-                if done.turn_id == turn || turn.is_empty() || self.ended.contains(&turn) =>
-            {
-                done.duration_ms = duration;
-                if self.reply_written(&done.turn_id) {
+        // The transcript's turn's pending end; else, when the batch wrote it above the turn's
+        // own prompt line (the transcript's last prompt is then an earlier, ended turn), the
+        // oldest pending end.
+        let index = self
+            .pending_ends
+            .iter()
+            .position(|pending| pending.done.turn_id == turn)
+            .or_else(|| {
+                (turn.is_empty() || self.ended.contains(&turn))
+                    .then_some(0)
+                    .filter(|_| !self.pending_ends.is_empty())
+            });
+        match index {
+            Some(index) => {
+                let pending = &mut self.pending_ends[index];
+                pending.done.duration_ms = duration;
+                if self.reply_written(&self.pending_ends[index]) {
+                    let done = self.pending_ends[index].done.clone();
                     self.end_turn(done, out);
                 } else {
                     // The reply is further down the same batch: end after it (or when
                     // the grace runs out).
-                    self.pending_end = Some((done, deadline));
-                    self.ended_before_reply = true;
+                    self.pending_ends[index].ended_before_reply = true;
                 }
             }
             // Not the turn `Stop` reported (a fork's copied history), or no `Stop` seen:
-            // this ends the transcript's own turn, and leaves the pending one be.
-            pending => {
-                self.pending_end = pending;
+            // this ends the transcript's own turn, and leaves the pending ones be.
+            None => {
                 if !turn.is_empty() {
                     self.end_turn(
                         TurnCompleted {
@@ -860,17 +903,25 @@ impl Normalizer {
     /// completed, and no later verdict may say otherwise. Another turn's pending end says
     /// nothing about this one.
     fn ends_pending(&self, turn_id: &str) -> bool {
-        self.pending_end
-            .as_ref()
-            .is_some_and(|(done, _)| done.turn_id == turn_id)
+        self.pending_ends
+            .iter()
+            .any(|pending| pending.done.turn_id == turn_id)
     }
 
-    /// Whether the transcript has written the reply `Stop` reported for the pending turn.
-    fn reply_written(&self, turn_id: &str) -> bool {
-        match &self.awaited_reply {
+    /// The turns whose ends wait for the transcript (for the debug log).
+    fn pending_turns(&self) -> Vec<&str> {
+        self.pending_ends
+            .iter()
+            .map(|pending| pending.done.turn_id.as_str())
+            .collect()
+    }
+
+    /// Whether the transcript has written the reply `Stop` reported for a pending turn.
+    fn reply_written(&self, pending: &PendingEnd) -> bool {
+        match &pending.awaited_reply {
             Some(want) => self.last_reply.as_ref().is_some_and(|(turn, text)| {
                 // The line's text is the reply, or the last block of a multi-block one.
-                turn == turn_id && (text == want || want.ends_with(text.as_str()))
+                *turn == pending.done.turn_id && (text == want || want.ends_with(text.as_str()))
             }),
             None => true,
         }
@@ -879,10 +930,13 @@ impl Normalizer {
     /// Time passes: a turn end held for the transcript is released after the grace period.
     pub fn tick(&mut self, now: u64) -> Vec<Output> {
         let mut out = Vec::new();
-        if let Some((_, deadline)) = &self.pending_end
-            && now >= *deadline
-            && let Some((done, _)) = self.pending_end.take()
-        {
+        let due: Vec<TurnCompleted> = self
+            .pending_ends
+            .iter()
+            .filter(|pending| now >= pending.deadline)
+            .map(|pending| pending.done.clone())
+            .collect();
+        for done in due {
             self.end_turn(done, &mut out);
         }
         out
@@ -898,7 +952,7 @@ impl Normalizer {
         tracing::debug!(
             turn_id,
             current = ?self.turn,
-            pending = ?self.pending_end.as_ref().map(|(done, _)| &done.turn_id),
+            pending = ?self.pending_turns(),
             "claude: cohost's Escape ended a turn"
         );
         if self.turn.as_deref() == Some(turn_id) && !self.ends_pending(turn_id) {
@@ -925,6 +979,13 @@ impl Normalizer {
         if status == "busy" {
             self.busy_turn = self.turn.clone();
         }
+        tracing::debug!(
+            status,
+            current = ?self.turn,
+            busy = ?busy_turn,
+            pending = ?self.pending_turns(),
+            "claude: the session file's status applies"
+        );
         if status == "idle"
             && let Some(turn) = self.turn.clone()
             && !self.ends_pending(&turn)
@@ -1193,6 +1254,8 @@ mod tests {
     enum In {
         Hook(Value),
         Line(Value),
+        /// A reading of the session file's `status`.
+        Status(&'static str),
     }
 
     fn feed(n: &mut Normalizer, inputs: Vec<In>) -> Vec<Output> {
@@ -1201,6 +1264,7 @@ mod tests {
             out.extend(match input {
                 In::Hook(line) => n.hook(&line, i as u64),
                 In::Line(line) => n.transcript_line(&line),
+                In::Status(status) => n.session_status(status),
             });
         }
         out
@@ -1299,6 +1363,69 @@ mod tests {
             ]
         );
         assert_eq!(seen.submitted, [("p1".into(), "SLOW answer please".into())]);
+    }
+
+    /// The order a CI run read them in (Claude Code 2.1.332 under load): the queued turn ran to
+    /// its `Stop` before cohost read its transcript, and the session file's idle between the two
+    /// turns came after both `Stop`s. Each turn still ends once, completed: the second `Stop`
+    /// does not push the first turn's pending end aside (it did: the idle then ended the first
+    /// turn `interrupted`, and the first turn's `turn_duration` ended the second).
+    #[test]
+    fn a_queued_turns_stop_read_before_the_turn_before_it_ended_leaves_that_end_alone() {
+        let mut n = Normalizer::new();
+        n.expect_injected("Write a long answer");
+        n.expect_injected("And then this");
+        let out = feed(
+            &mut n,
+            vec![
+                ups("p1", "Write a long answer"),
+                In::Status("busy"),
+                ups("p1", "And then this"),
+                user_line("p1", "Write a long answer", "typed"),
+                line(
+                    json!({"type":"queue-operation","operation":"enqueue","content":"And then this"}),
+                ),
+                In::Status("busy"),
+                stop("p1", "word1 word2"),
+                reply_line("a1", "word1 word2"),
+                stop("q2", "Second answer."),
+                In::Status("idle"),
+                line(json!({"type":"queue-operation","operation":"dequeue"})),
+                line(json!({"type":"system","subtype":"turn_duration","durationMs":6400})),
+                user_line("q2", "And then this", "queued"),
+                reply_line("a2", "Second answer."),
+                line(json!({"type":"system","subtype":"turn_duration","durationMs":40})),
+                In::Status("idle"),
+            ],
+        );
+        let seen = seen(&out);
+        assert_eq!(
+            seen.completed,
+            [
+                ("p1".into(), TurnStatus::Completed),
+                ("q2".into(), TurnStatus::Completed)
+            ]
+        );
+        let durations: Vec<(String, Option<u64>)> = out
+            .iter()
+            .filter_map(|o| match o {
+                Output::Store(EventKind::TurnCompleted(t)) => {
+                    Some((t.turn_id.clone(), t.duration_ms))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            durations,
+            [("p1".into(), Some(6400)), ("q2".into(), Some(40))]
+        );
+        assert_eq!(
+            seen.replies,
+            [
+                ("p1".into(), "word1 word2".into()),
+                ("q2".into(), "Second answer.".into())
+            ]
+        );
     }
 
     #[test]
