@@ -20,8 +20,9 @@ pub struct Cli {
     #[arg(long, global = true, env = "COHOST_HOME")]
     pub home: Option<PathBuf>,
 
-    /// The daemon's address: where `serve` listens and where the other commands connect.
-    /// Default: 127.0.0.1:7391 (clients first look for the running daemon's address in $COHOST_HOME/daemon.json).
+    /// The daemon's TCP address: where `serve` listens (for browsers and remote-style clients).
+    /// Default: 127.0.0.1:7391. The other commands reach the daemon of $COHOST_HOME over its
+    /// socket, $COHOST_HOME/cohost.sock, never over this address.
     #[arg(long, global = true, env = "COHOST_LISTEN")]
     pub listen: Option<String>,
 

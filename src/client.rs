@@ -7,22 +7,24 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::de::DeserializeOwned;
 
-use crate::config::{DEFAULT_LISTEN, resolve_home};
+use crate::config::resolve_home;
 use crate::daemon::{DAEMON_FILE, DaemonFile, TOKEN_FILE};
 use crate::protocol::{ErrorBody, StateView};
 
 pub struct Client {
     base: String,
-    addr: String,
     home: PathBuf,
+    socket: PathBuf,
     agent: ureq::Agent,
 }
 
 /// A failed request: either the daemon answered with an error, or it could not be reached.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cohost daemon is not running at {addr} (start it with `cohost serve`)")]
-    NotRunning { addr: String },
+    #[error(
+        "cohost daemon is not running for {home} (no daemon answers on {socket}; start it with `cohost serve`)"
+    )]
+    NotRunning { home: String, socket: String },
     #[error("{status} {code}: {message}")]
     Api {
         status: u16,
@@ -34,30 +36,45 @@ pub enum ClientError {
 }
 
 impl Client {
-    pub fn new(home: Option<PathBuf>, listen: Option<String>) -> anyhow::Result<Self> {
+    /// A client of the daemon of `home` (default: `COHOST_HOME`, else the default home), over
+    /// its Unix socket (see [`crate::local_socket`]): requests go only to a daemon of this user,
+    /// whatever holds the TCP port.
+    pub fn new(home: Option<PathBuf>) -> anyhow::Result<Self> {
         let home = resolve_home(home)?;
-        let addr = match listen {
-            Some(listen) => listen,
-            None => read_daemon_file(&home)
-                .map(|file| file.listen)
-                .unwrap_or_else(|| DEFAULT_LISTEN.to_string()),
-        };
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(3)))
-            .build()
-            .new_agent();
+        let socket = home.join(crate::local_socket::SOCKET_FILE);
+        let agent = crate::local_socket::agent(
+            socket.clone(),
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(Duration::from_secs(3))),
+        );
         Ok(Client {
-            base: format!("http://{addr}"),
-            addr,
+            base: crate::local_socket::SOCKET_ORIGIN.to_string(),
             home,
+            socket,
             agent,
         })
     }
 
-    /// `http://ADDR` of the daemon this client talks to.
+    /// The origin of this client's request URLs (`http://localhost`: the socket decides where
+    /// they go).
     pub fn base_url(&self) -> &str {
         &self.base
+    }
+
+    /// The agent that carries this client's requests to the daemon's socket.
+    pub fn agent(&self) -> &ureq::Agent {
+        &self.agent
+    }
+
+    /// The daemon's TCP address, as the daemon itself says (`/api/health` over the socket):
+    /// what a browser opens.
+    pub fn listen_addr(&self) -> anyhow::Result<String> {
+        let health: serde_json::Value = self.get("/api/health")?;
+        health["listen"]
+            .as_str()
+            .map(str::to_string)
+            .context("the daemon's /api/health names no `listen` address")
     }
 
     /// The tmux socket the running daemon uses, from `daemon.json` (`None`: the default server).
@@ -90,23 +107,15 @@ impl Client {
         Ok(token.trim().to_string())
     }
 
-    fn map_transport(&self, error: ureq::Error) -> ClientError {
-        match error {
-            ureq::Error::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
-                ) =>
-            {
-                ClientError::NotRunning {
-                    addr: self.addr.clone(),
-                }
-            }
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => ClientError::NotRunning {
-                addr: self.addr.clone(),
-            },
-            other => ClientError::Transport(other.to_string()),
+    /// What a transport failure means to the user.
+    pub fn map_transport(&self, error: ureq::Error) -> ClientError {
+        if crate::local_socket::is_not_running(&error) {
+            return ClientError::NotRunning {
+                home: self.home.display().to_string(),
+                socket: self.socket.display().to_string(),
+            };
         }
+        ClientError::Transport(error.to_string())
     }
 
     fn finish(

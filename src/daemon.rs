@@ -89,10 +89,11 @@ pub async fn run(
         .await
         .with_context(|| format!("failed to listen on {}", config.listen))?;
     let local_addr = listener.local_addr()?;
+    let socket = bind_socket(&config.home)?;
 
     let tmux = Tmux::new(config.tmux_socket.clone());
     let sessions = Arc::new(SessionCache::new(tmux.clone()));
-    let hooks = HookInstaller::new(&config.home, local_addr)?;
+    let hooks = HookInstaller::new(&config.home)?;
     if let Some(predecessor) = predecessor {
         remove_predecessor_hooks(&predecessor, hooks.index).await;
     }
@@ -117,7 +118,7 @@ pub async fn run(
         Arc::clone(&sessions),
         ClaudeConfig {
             cohost_home: config.home.clone(),
-            url: format!("http://{local_addr}"),
+            socket: config.home.join(crate::local_socket::SOCKET_FILE),
             token_file: config.home.join(TOKEN_FILE),
             permission_modes: config.permission_modes.clone(),
         },
@@ -193,10 +194,16 @@ pub async fn run(
         "/mcp",
         crate::mcp::http_service(service.clone(), http::MAX_BODY_BYTES),
     );
-    let server = http::server::serve(listener, http::router(state, mounted), limits, async move {
-        shutdown.await;
-        server_cancel.cancel();
-    });
+    let server = http::server::serve(
+        listener,
+        socket,
+        http::router(state, mounted),
+        limits,
+        async move {
+            shutdown.await;
+            server_cancel.cancel();
+        },
+    );
     let server_result = {
         let serve = server;
         tokio::pin!(serve);
@@ -228,6 +235,7 @@ pub async fn run(
     core.shutdown().await;
     let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
     let _ = fs::remove_file(config.home.join(DAEMON_FILE));
+    let _ = fs::remove_file(config.home.join(crate::local_socket::SOCKET_FILE));
     tracing::info!("cohost stopped");
     server_result.context("the HTTP server failed")
 }
@@ -317,13 +325,13 @@ struct HookInstaller {
 }
 
 impl HookInstaller {
-    fn new(home: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
+    /// The hooks run `cohost` with this home: it reaches the daemon over the home's socket.
+    fn new(home: &Path) -> anyhow::Result<Self> {
         let exe =
             std::env::current_exe().context("cannot find the cohost executable for tmux hooks")?;
         let prefix = format!(
-            "COHOST_HOME={} COHOST_LISTEN={} {}",
+            "COHOST_HOME={} {}",
             shell_quote(&home.to_string_lossy()),
-            shell_quote(&addr.to_string()),
             shell_quote(&exe.to_string_lossy()),
         );
         Ok(HookInstaller {
@@ -353,6 +361,42 @@ fn hook_index(home: &Path) -> u32 {
         hash = hash.wrapping_mul(0x0100_0193);
     }
     1000 + hash % 9000
+}
+
+/// Listens on the home's Unix socket (see [`crate::local_socket`]), mode 0600 inside the 0700
+/// home. A file left there by a daemon that was killed is replaced: the home lock, held by now,
+/// says no other daemon serves this home.
+fn bind_socket(home: &Path) -> anyhow::Result<tokio::net::UnixListener> {
+    let path = home.join(crate::local_socket::SOCKET_FILE);
+    match fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_dir() => {
+            anyhow::bail!(
+                "{} is a directory: cohost's socket goes there; move it away",
+                path.display()
+            )
+        }
+        Ok(_) => {
+            fs::remove_file(&path)
+                .with_context(|| format!("failed to remove the old socket {}", path.display()))?;
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot look at {}", path.display()));
+        }
+    }
+    // sun_path holds 108 bytes with its final NUL.
+    let length = path.as_os_str().len();
+    if length > 107 {
+        anyhow::bail!(
+            "the socket path {} is {length} bytes, longer than a Unix socket path may be (107): choose a shorter COHOST_HOME",
+            path.display()
+        );
+    }
+    let socket = tokio::net::UnixListener::bind(&path)
+        .with_context(|| format!("failed to listen on {}", path.display()))?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("failed to restrict {}", path.display()))?;
+    Ok(socket)
 }
 
 fn prepare_home(home: &Path) -> anyhow::Result<()> {

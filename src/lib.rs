@@ -26,6 +26,7 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod http;
+pub mod local_socket;
 pub mod mcp;
 pub mod notifier;
 pub mod peers;

@@ -40,7 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             serve(config)
         }
         Command::State { json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let state = client.state()?;
             let mut out = std::io::stdout().lock();
             if json {
@@ -56,7 +56,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             agent,
             json,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let view = client.explain(&session, &agent)?;
             let mut out = std::io::stdout().lock();
             if json {
@@ -73,7 +73,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             follow,
             json,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let Some(id) = id else {
                 return client.print_events(after, follow, &mut std::io::stdout().lock());
             };
@@ -93,7 +93,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Start(args) => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let cwd = match args.cwd {
                 Some(cwd) => std::path::absolute(&cwd).unwrap_or(cwd),
                 None => std::env::current_dir()?,
@@ -126,7 +126,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sessions { json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.get("/api/sessions")?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&answer)?);
@@ -161,7 +161,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             text,
             idempotency_key,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let mut body = json!({ "text": text });
             if let Some(key) = idempotency_key {
                 body["idempotencyKey"] = json!(key);
@@ -176,9 +176,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Task(command) => run_task(Client::new(cli.home, cli.listen)?, command),
+        Command::Task(command) => run_task(Client::new(cli.home)?, command),
         Command::Queue { id, json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let queue: serde_json::Value = client.get(&format!("/api/sessions/{id}/queue"))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&queue)?);
@@ -217,7 +217,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Takeover { id } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.post(
                 &format!("/api/sessions/{id}/lease"),
                 &json!({ "action": "takeover", "by": "cli" }),
@@ -230,7 +230,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Release { id, drop_queued } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.post(
                 &format!("/api/sessions/{id}/lease"),
                 &json!({ "action": "release", "by": "cli", "dropQueued": drop_queued }),
@@ -244,7 +244,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Interrupt { id } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value =
                 client.post(&format!("/api/sessions/{id}/interrupt"), &json!({}))?;
             if answer["interrupted"].as_bool() == Some(true) {
@@ -255,7 +255,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Requests { id, all, json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.get(&format!("/api/sessions/{id}/requests"))?;
             let requests: Vec<&serde_json::Value> = answer["requests"]
                 .as_array()
@@ -323,7 +323,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             content,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let mut body = json!({});
             if !answers.is_empty() {
                 let mut map = serde_json::Map::new();
@@ -359,7 +359,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Mode { id, mode } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.put(
                 &format!("/api/sessions/{id}/mode"),
                 &json!({ "mode": mode }),
@@ -379,7 +379,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             approval,
             decision,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let _: serde_json::Value = client.post(
                 &format!("/api/sessions/{id}/approvals/{approval}"),
                 &json!({ "decision": decision }),
@@ -394,7 +394,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             status,
             token_budget,
         } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let path = format!("/api/sessions/{id}/goal");
             let answer: serde_json::Value = if clear {
                 client.delete(&path)?
@@ -416,7 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print_capability(&answer)
         }
         Command::Fork { id, after_turn } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let mut body = json!({});
             if let Some(turn) = after_turn {
                 body["afterTurnId"] = json!(turn);
@@ -431,7 +431,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Models { json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.get("/api/models?runtime=codex")?;
             if json || answer["ok"].as_bool() != Some(true) {
                 return print_capability(&answer);
@@ -450,7 +450,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Attach { id } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let view: serde_json::Value = client.get(&format!("/api/sessions/{id}"))?;
             let (Some(pane), Some(tmux_session)) =
                 (view["paneId"].as_str(), view["tmuxSession"].as_str())
@@ -475,14 +475,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Relaunch { id } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let _: serde_json::Value =
                 client.post(&format!("/api/sessions/{id}/relaunch"), &json!({}))?;
             println!("relaunching");
             Ok(())
         }
         Command::Doctor { json } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let answer: serde_json::Value = client.get("/api/doctor")?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&answer)?);
@@ -496,7 +496,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Event(args) => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let project_dir = args.project_dir.map(|dir| {
                 std::path::absolute(&dir)
                     .unwrap_or(dir)
@@ -528,7 +528,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Focus { session, source } => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let _: serde_json::Value = client.post(
                 "/api/focus",
                 &json!({ "session": session, "source": source }),
@@ -536,18 +536,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             println!("{}", client.token()?);
             Ok(())
         }
         Command::Web => {
-            let client = Client::new(cli.home, cli.listen)?;
-            // Fails with "not running" rather than print a URL nothing answers.
-            let _: serde_json::Value = client.get("/api/health")?;
-            println!("{}", web_url(client.base_url(), &client.token()?));
+            let client = Client::new(cli.home)?;
+            // The address comes from the daemon, over its socket: it fails with "not running"
+            // rather than print a URL nothing answers, or one a squatter of the port answers.
+            let listen = client.listen_addr()?;
+            println!("{}", web_url(&listen, &client.token()?));
             Ok(())
         }
-        Command::Mcp => cohost::mcp::bridge::run(cli.home, cli.listen),
+        Command::Mcp => cohost::mcp::bridge::run(cli.home),
         Command::Log(LogCommand::Verify { json }) => {
             let home = cohost::config::resolve_home(cli.home)?;
             let report = cohost::core::verify(&home)?;
@@ -566,9 +567,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Daily(command) => cohost::commands::run(cli.home, cli.listen, command),
+        Command::Daily(command) => cohost::commands::run(cli.home, command),
         Command::TmuxRefresh => {
-            let client = Client::new(cli.home, cli.listen)?;
+            let client = Client::new(cli.home)?;
             let _: serde_json::Value = client.post("/api/tmux/refresh", &json!({}))?;
             Ok(())
         }

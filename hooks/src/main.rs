@@ -10,6 +10,10 @@
 
 #[path = "../../src/protocol/boundary.rs"]
 mod boundary;
+// The hook uses the transport only (not the file name or the CLI's error mapping).
+#[allow(dead_code)]
+#[path = "../../src/local_socket.rs"]
+mod local_socket;
 mod mode;
 mod permission;
 mod record;

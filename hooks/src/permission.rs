@@ -84,7 +84,7 @@ fn daemon_wait() -> Duration {
 
 /// Asks the daemon. `Ok(None)` is its "ask"; `Err` is any failure (also "no decision").
 pub fn ask_daemon(request_id: &str, payload: &Value) -> Result<Option<Decision>, String> {
-    let url = env("COHOST_URL")?;
+    let socket = env("COHOST_SOCKET")?;
     let session_id = env("COHOST_SESSION_ID")?;
     let token_file = env("COHOST_TOKEN_FILE")?;
     let token = std::fs::read_to_string(&token_file)
@@ -101,15 +101,19 @@ pub fn ask_daemon(request_id: &str, payload: &Value) -> Result<Option<Decision>,
     })
     .map_err(|e| format!("cannot encode the request: {e}"))?;
 
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        // Claude's env often carries HTTP(S)_PROXY; the daemon is always reached directly.
-        .proxy(None)
-        .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_global(Some(daemon_wait() + TIMEOUT_MARGIN))
-        .build()
-        .into();
-    let endpoint = format!("{}/api/claude/permission", url.trim_end_matches('/'));
+    // Over the daemon's socket, checked to be served by this user; never through a proxy
+    // (Claude's env often carries HTTP(S)_PROXY). See `local_socket`.
+    let agent = crate::local_socket::agent(
+        socket.into(),
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_global(Some(daemon_wait() + TIMEOUT_MARGIN)),
+    );
+    let endpoint = format!(
+        "{}/api/claude/permission",
+        crate::local_socket::SOCKET_ORIGIN
+    );
     let mut response = agent
         .post(&endpoint)
         .header("Authorization", &format!("Bearer {token}"))

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -250,7 +250,7 @@ impl Received {
     }
 }
 
-fn read_request(stream: &TcpStream) -> Received {
+fn read_request(stream: &UnixStream) -> Received {
     let mut reader = BufReader::new(stream);
     let mut request_line = String::new();
     reader.read_line(&mut request_line).unwrap();
@@ -279,11 +279,12 @@ fn read_request(stream: &TcpStream) -> Received {
     }
 }
 
-/// A one-request HTTP server. It reports the request on `seen`, then waits for `go` before
-/// answering, so the test can look at the waiting hook process.
-fn fake_daemon(reply: Reply) -> (u16, mpsc::Receiver<Received>, mpsc::Sender<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+/// A one-request HTTP server on a Unix socket in `dir` (as the daemon's, `cohost.sock`). It
+/// reports the request on `seen`, then waits for `go` before answering, so the test can look at
+/// the waiting hook process.
+fn fake_daemon(dir: &Path, reply: Reply) -> (PathBuf, mpsc::Receiver<Received>, mpsc::Sender<()>) {
+    let socket = dir.join("cohost.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
     let (seen_tx, seen_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     thread::spawn(move || {
@@ -304,7 +305,7 @@ fn fake_daemon(reply: Reply) -> (u16, mpsc::Receiver<Received>, mpsc::Sender<()>
         );
         let _ = stream.write_all(response.as_bytes());
     });
-    (port, seen_rx, go_tx)
+    (socket, seen_rx, go_tx)
 }
 
 struct PermissionRun {
@@ -314,11 +315,11 @@ struct PermissionRun {
     elapsed: Duration,
 }
 
-fn permission_env(dir: &Path, port: u16, timeout_secs: &str) -> Vec<(&'static str, String)> {
+fn permission_env(dir: &Path, socket: &Path, timeout_secs: &str) -> Vec<(&'static str, String)> {
     let token_file: PathBuf = dir.join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
     let mut env = session_env(dir);
-    env.push(("COHOST_URL", format!("http://127.0.0.1:{port}")));
+    env.push(("COHOST_SOCKET", socket.display().to_string()));
     env.push(("COHOST_TOKEN_FILE", token_file.display().to_string()));
     env.push(("COHOST_PERMISSION_TIMEOUT_SECS", timeout_secs.to_string()));
     // Claude's env may carry a proxy; the hook must reach the daemon directly anyway.
@@ -330,8 +331,8 @@ fn permission_env(dir: &Path, port: u16, timeout_secs: &str) -> Vec<(&'static st
 
 fn run_permission(reply: Reply, timeout_secs: &str) -> PermissionRun {
     let dir = tempfile::tempdir().unwrap();
-    let (port, seen, go) = fake_daemon(reply);
-    let env = permission_env(dir.path(), port, timeout_secs);
+    let (socket, seen, go) = fake_daemon(dir.path(), reply);
+    let env = permission_env(dir.path(), &socket, timeout_secs);
     let start = Instant::now();
     let child = spawn_hook(
         Some("PermissionRequest"),
@@ -460,12 +461,11 @@ fn permission_slower_than_the_timeout_prints_nothing() {
 
 #[test]
 fn permission_connection_refused_prints_nothing() {
-    let port = {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
     let dir = tempfile::tempdir().unwrap();
-    let env = permission_env(dir.path(), port, "300");
+    // A socket file nobody listens on (a daemon that was killed leaves one).
+    let socket = dir.path().join("cohost.sock");
+    drop(UnixListener::bind(&socket).unwrap());
+    let env = permission_env(dir.path(), &socket, "300");
     let start = Instant::now();
     let out = run_hook(
         Some("PermissionRequest"),

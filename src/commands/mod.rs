@@ -49,12 +49,8 @@ pub fn print_task(task: &serde_json::Value, out: &mut impl Write) -> anyhow::Res
     Ok(())
 }
 
-/// Runs one everyday command; `home` and `listen` are the global options.
-pub fn run(
-    home: Option<PathBuf>,
-    listen: Option<String>,
-    command: DailyCommand,
-) -> anyhow::Result<()> {
+/// Runs one everyday command; `home` is the global option.
+pub fn run(home: Option<PathBuf>, command: DailyCommand) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
         DailyCommand::Config(ConfigCommand::Show { json }) => config::show(json, &mut out),
@@ -76,19 +72,18 @@ pub fn run(
             out.write_all(&script)?;
             Ok(())
         }
-        DailyCommand::Status { tmux, json } => tmux::status(home, listen, tmux, json, &mut out),
+        DailyCommand::Status { tmux, json } => tmux::status(home, tmux, json, &mut out),
         DailyCommand::Next {
             waiting,
             unseen,
             client,
         } => tmux::next(
             home,
-            listen,
             tmux::Want::from_flags(waiting, unseen),
             client,
             &mut out,
         ),
-        DailyCommand::Service(command) => service::run(home, listen, command, &mut out),
+        DailyCommand::Service(command) => service::run(home, command, &mut out),
         DailyCommand::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;

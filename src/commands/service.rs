@@ -123,7 +123,6 @@ const NO_SYSTEMD: &str = "systemd is not running here (no user manager answers `
 
 pub fn run(
     home: Option<PathBuf>,
-    listen: Option<String>,
     command: ServiceCommand,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
@@ -213,7 +212,7 @@ pub fn run(
             } else {
                 (String::new(), String::new())
             };
-            let healthy = Client::new(home, listen)
+            let healthy = Client::new(home)
                 .and_then(|client| client.get::<serde_json::Value>("/api/health"))
                 .is_ok();
             if json {

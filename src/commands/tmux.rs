@@ -58,12 +58,11 @@ pub fn tmux_segment(counts: &Counts) -> String {
 
 pub fn status(
     home: Option<PathBuf>,
-    listen: Option<String>,
     tmux: bool,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let state = Client::new(home, listen).and_then(|client| client.state());
+    let state = Client::new(home).and_then(|client| client.state());
     let state = match state {
         Ok(state) => state,
         // The status line shows that the daemon is down rather than an error tmux hides.
@@ -163,12 +162,11 @@ pub fn pick<'a>(candidates: &'a [Candidate], current: Option<&str>) -> Option<&'
 
 pub fn next(
     home: Option<PathBuf>,
-    listen: Option<String>,
     want: Want,
     client_name: Option<String>,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let client = Client::new(home, listen)?;
+    let client = Client::new(home)?;
     let state = client.state()?;
     let candidates = candidates(&state, want);
     let tmux = client.tmux_command();

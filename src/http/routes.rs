@@ -14,7 +14,7 @@ use crate::protocol::{
 use crate::service::RefreshAnswer;
 
 pub async fn health(State(state): State<AppState>) -> Json<Health> {
-    Json(state.service.health())
+    Json(state.service.health(state.local_addr))
 }
 
 pub async fn not_found() -> ApiError {

@@ -16,6 +16,10 @@
 //!   `503 too_many_connections` JSON answer and is closed.
 //!
 //! Request bodies are bounded in time by the guard ([`super::guard`]), which reads them.
+//!
+//! The same router also answers on the home's Unix socket ([`crate::local_socket`]), where the
+//! local clients connect: only this user can reach it (the home is 0700), so its connections
+//! count as proven from the start and share the cap with the port's.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -30,8 +34,9 @@ use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
+use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
@@ -77,10 +82,11 @@ const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long accepting pauses after an error such as "too many open files".
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting and waits
-/// for open connections to finish (the caller bounds that wait).
+/// Serves `router` on `listener` and `socket` until `shutdown` completes, then stops accepting
+/// and waits for open connections to finish (the caller bounds that wait).
 pub async fn serve(
     listener: TcpListener,
+    socket: UnixListener,
     router: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -95,20 +101,25 @@ pub async fn serve(
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
-        let (stream, _peer) = tokio::select! {
+        let accepted = tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // A connection reset before it was accepted is the client's business;
-                    // anything else (EMFILE, ENFILE) is ours: pause instead of spinning.
-                    if !is_connection_error(&error) {
-                        tracing::warn!(%error, "accepting a connection failed; pausing");
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    }
-                    continue;
+            accepted = listener.accept() => accepted.map(|(stream, _)| {
+                let _ = stream.set_nodelay(true);
+                Either::Left(stream)
+            }),
+            accepted = socket.accept() => accepted.map(|(stream, _)| Either::Right(stream)),
+        };
+        let stream = match accepted {
+            Ok(stream) => stream,
+            Err(error) => {
+                // A connection reset before it was accepted is the client's business;
+                // anything else (EMFILE, ENFILE) is ours: pause instead of spinning.
+                if !is_connection_error(&error) {
+                    tracing::warn!(%error, "accepting a connection failed; pausing");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
                 }
-            },
+                continue;
+            }
         };
         let Some(slot) = slots.take() else {
             match Arc::clone(&refusals).try_acquire_owned() {
@@ -122,7 +133,10 @@ pub async fn serve(
             }
             continue;
         };
-        let _ = stream.set_nodelay(true);
+        // Only this user reaches the socket: its connections are the token holder's.
+        if matches!(stream, Either::Right(_)) {
+            slot.proven.store(true, Ordering::Relaxed);
+        }
         let proof = ConnectionProof(Arc::clone(&slot.proven));
         let router = router.clone();
         let service = hyper::service::service_fn(
@@ -149,6 +163,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    drop(socket);
     graceful.shutdown().await;
     Ok(())
 }
@@ -323,7 +338,7 @@ fn is_connection_error(error: &std::io::Error) -> bool {
 
 /// Answers a connection past the cap with `503 too_many_connections` and closes it. What the
 /// client sends is read and dropped for a moment, so that closing does not reset the answer.
-async fn refuse(mut stream: TcpStream, max_connections: usize) {
+async fn refuse(mut stream: impl AsyncRead + AsyncWrite + Unpin, max_connections: usize) {
     let body = format!(
         "{{\"error\":{{\"code\":\"too_many_connections\",\"message\":\"the daemon already serves {max_connections} connections (its limit); retry shortly\"}}}}"
     );

@@ -11,7 +11,6 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -24,24 +23,15 @@ const MAX_BODY: u64 = 16 * 1024 * 1024;
 
 struct Bridge {
     home: Option<PathBuf>,
-    listen: Option<String>,
-    agent: ureq::Agent,
     out: Mutex<std::io::Stdout>,
     /// The protocol version the daemon chose at `initialize`, sent on later requests.
     protocol_version: Mutex<Option<String>>,
 }
 
 /// Runs the bridge until stdin closes.
-pub fn run(home: Option<PathBuf>, listen: Option<String>) -> anyhow::Result<()> {
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(Duration::from_secs(3)))
-        .build()
-        .new_agent();
+pub fn run(home: Option<PathBuf>) -> anyhow::Result<()> {
     let bridge = Arc::new(Bridge {
         home,
-        listen,
-        agent,
         out: Mutex::new(std::io::stdout()),
         protocol_version: Mutex::new(None),
     });
@@ -79,11 +69,12 @@ impl Bridge {
     }
 
     fn post(&self, line: &str, is_initialize: bool) -> Result<(), String> {
-        let client =
-            Client::new(self.home.clone(), self.listen.clone()).map_err(|e| format!("{e:#}"))?;
+        // The home's socket each time: a daemon restarted since is found again, and the token
+        // goes only to a daemon of this user (see `crate::local_socket`).
+        let client = Client::new(self.home.clone()).map_err(|e| format!("{e:#}"))?;
         let token = client.token().map_err(|e| format!("{e:#}"))?;
-        let mut request = self
-            .agent
+        let mut request = client
+            .agent()
             .post(format!("{}/mcp", client.base_url()))
             .header("Authorization", format!("Bearer {token}"))
             .header("Content-Type", "application/json")
@@ -96,26 +87,9 @@ impl Bridge {
         if let Some(version) = version {
             request = request.header("MCP-Protocol-Version", version);
         }
-        let mut response = request.send(line).map_err(|error| match error {
-            ureq::Error::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
-                ) =>
-            {
-                format!(
-                    "cohost daemon is not running at {} (start it with `cohost serve`)",
-                    client.base_url()
-                )
-            }
-            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
-                format!(
-                    "cohost daemon is not running at {} (start it with `cohost serve`)",
-                    client.base_url()
-                )
-            }
-            other => format!("request to the daemon failed: {other}"),
-        })?;
+        let mut response = request
+            .send(line)
+            .map_err(|error| client.map_transport(error).to_string())?;
         let status = response.status().as_u16();
         let content_type = response
             .headers()

@@ -351,6 +351,9 @@ pub struct Health {
     pub version: String,
     pub pid: u32,
     pub seq: u64,
+    /// The TCP address the daemon listens on (what `cohost web` opens: the CLI itself reaches
+    /// the daemon over its socket).
+    pub listen: String,
 }
 
 /// One hosted session as `GET /api/sessions` shows it.

@@ -18,12 +18,13 @@ pub struct RefreshAnswer {
 }
 
 impl Service {
-    pub fn health(&self) -> Health {
+    pub fn health(&self, listen: std::net::SocketAddr) -> Health {
         Health {
             ok: true,
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
             seq: self.core.store.head(),
+            listen: listen.to_string(),
         }
     }
 

@@ -1,6 +1,12 @@
 //! The request guard (Host, Origin, token), body limits, and every kind of bad input: each gets
 //! its status code and JSON error, and nothing stored changes.
 
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
 use crate::support::*;
 
 /// A started daemon with one session `s1` holding one instance, so "nothing changed" is meaningful.
@@ -1109,4 +1115,147 @@ fn r15_at_the_instance_cap_finished_instances_make_room() {
         "{error}"
     );
     assert_eq!(daemon.stored_fingerprint(), before);
+}
+
+/// A listener on `127.0.0.1:port` (address reuse on, as the daemon's own) that counts the
+/// connections it gets and keeps what they send, until dropped.
+struct Squatter {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    seen: Arc<Mutex<Vec<Vec<u8>>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Squatter {
+    fn bind(port: u16) -> Squatter {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let listener = runtime.block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_reuseaddr(true).unwrap();
+            socket
+                .bind(([127, 0, 0, 1], port).into())
+                .unwrap_or_else(|e| panic!("the squatter cannot bind port {port}: {e}"));
+            socket.listen(64).unwrap().into_std().unwrap()
+        });
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let thread = thread::spawn({
+            let stop = Arc::clone(&stop);
+            let seen = Arc::clone(&seen);
+            move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((mut stream, _)) => {
+                            stream
+                                .set_read_timeout(Some(Duration::from_millis(500)))
+                                .unwrap();
+                            let mut bytes = Vec::new();
+                            let _ = std::io::Read::read_to_end(&mut stream, &mut bytes);
+                            seen.lock().unwrap().push(bytes);
+                        }
+                        Err(_) => thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+            }
+        });
+        Squatter {
+            stop,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops listening; what each connection sent.
+    fn finish(mut self) -> Vec<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .collect()
+    }
+}
+
+/// The token goes only to this home's daemon. A process that binds the daemon's port while the
+/// daemon is down (killed: `daemon.json` and the socket file are left behind) gets no
+/// connection from the CLI, the command the tmux hooks run, `cohost web` or the MCP bridge:
+/// they reach the daemon over its socket in the home, and say it is not running.
+#[test]
+fn a_process_holding_the_port_while_the_daemon_is_down_gets_no_token() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    let port = daemon.port();
+    // Running, the daemon answers on its socket, and `cohost web` names its port.
+    daemon.cli_ok(&["state", "--json"]);
+    let url = daemon.cli_ok(&["web"]);
+    assert!(
+        url.trim()
+            .starts_with(&format!("http://127.0.0.1:{port}/#token=")),
+        "{url}"
+    );
+    daemon.kill9();
+    assert!(daemon.home().join("daemon.json").exists());
+    assert!(daemon.home().join("cohost.sock").exists());
+    let squatter = Squatter::bind(port);
+
+    for args in [
+        &["state"][..],
+        &["web"],
+        &["focus", "--source", "tmux", "s1"],
+        &["tmux-refresh"],
+    ] {
+        let out = daemon.cli(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "cohost {args:?} succeeded");
+        assert!(out.stdout.is_empty(), "cohost {args:?}: {:?}", out.stdout);
+        assert!(
+            stderr.contains("not running") && stderr.contains("cohost.sock"),
+            "cohost {args:?}: {stderr}"
+        );
+    }
+    let mut bridge = daemon
+        .cli_command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(stdin);
+    assert!(bridge.wait().unwrap().success());
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not running"),
+        "{answer}"
+    );
+
+    let seen = squatter.finish();
+    assert!(
+        seen.is_empty(),
+        "the squatter got {} connection(s): {seen:?}",
+        seen.len()
+    );
+    // The next daemon replaces the socket file the killed one left, and the clients find it.
+    daemon.start_again_on_the_same_port();
+    daemon.cli_ok(&["state"]);
 }

@@ -96,7 +96,7 @@ const HOOK_EVENTS: [(&str, &str); 16] = [
 pub struct ClaudeConfig {
     pub cohost_home: PathBuf,
     /// The daemon's own URL, for the permission hook.
-    pub url: String,
+    pub socket: PathBuf,
     pub token_file: PathBuf,
     /// The permission modes sessions may run in.
     pub permission_modes: PermissionPolicy,
@@ -375,7 +375,10 @@ impl ClaudeHost {
         let mut set = |key: &str, value: String| env.insert(key.to_string(), Some(value));
         set("COHOST_SESSION_DIR", dir.to_string_lossy().into_owned());
         set("COHOST_SESSION_ID", session_id.to_string());
-        set("COHOST_URL", self.inner.config.url.clone());
+        set(
+            "COHOST_SOCKET",
+            self.inner.config.socket.to_string_lossy().into_owned(),
+        );
         set(
             "COHOST_TOKEN_FILE",
             self.inner.config.token_file.to_string_lossy().into_owned(),
