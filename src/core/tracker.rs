@@ -39,6 +39,12 @@ pub struct TrackerConfig {
 pub const MAX_TOKENLESS_PER_AGENT: usize = 16;
 pub const MAX_TOKENLESS_PER_SESSION: usize = 64;
 
+/// A finished (or stale) instance reported without the token goes this soon once seen (or
+/// after `prune_after_ms`, if that is sooner), and after `prune_after_ms` even unseen: anyone
+/// can post token-less reports, so they neither linger in every reader's state nor keep
+/// their places for long.
+pub const TOKENLESS_PRUNE_AFTER_MS: u64 = 5 * 60 * 1000;
+
 impl Default for TrackerConfig {
     fn default() -> Self {
         TrackerConfig {
@@ -291,8 +297,7 @@ impl Tracker {
                         EventKind::AgentStale(InstanceRef { key: key.clone() }),
                     ));
                 } else if (status.is_terminal() || status == AgentStatus::Stale)
-                    && !instance.unseen
-                    && quiet_for >= self.config.prune_after_ms
+                    && quiet_for >= self.prune_after(instance)
                 {
                     due.push((
                         session.clone(),
@@ -302,6 +307,16 @@ impl Tracker {
             }
         }
         due
+    }
+
+    /// How long a finished instance stays without an update (`u64::MAX`: until it is seen).
+    fn prune_after(&self, instance: &Instance) -> u64 {
+        match (instance.update.tokenless, instance.unseen) {
+            (false, true) => u64::MAX,
+            (false, false) => self.config.prune_after_ms,
+            (true, true) => self.config.prune_after_ms,
+            (true, false) => self.config.prune_after_ms.min(TOKENLESS_PRUNE_AFTER_MS),
+        }
     }
 
     pub fn focused(&self) -> Option<&str> {
@@ -574,6 +589,40 @@ mod tests {
         );
         let keys: Vec<_> = fx.view("s").agents.into_iter().map(|a| a.key).collect();
         assert_eq!(keys, ["idle", "unseen"]);
+    }
+
+    #[test]
+    fn finished_token_less_instances_age_out_fast_once_seen_and_in_time_even_unseen() {
+        let mut fx = Fixture::new();
+        let tokenless = |agent: &str, status| {
+            EventKind::AgentUpdated(AgentUpdate {
+                tokenless: true,
+                ..update(agent, None, status)
+            })
+        };
+        fx.apply("s", 0, tokenless("seen", AgentStatus::Done));
+        fx.apply("s", 0, focus());
+        fx.apply("s", 0, tokenless("unseen", AgentStatus::Error));
+        fx.apply("s", 0, tokenless("busy", AgentStatus::Running));
+        fx.report("s", 0, "kept", None, AgentStatus::Done);
+        let pruned = |due: Vec<(String, EventKind)>| -> Vec<String> {
+            due.into_iter()
+                .filter_map(|(_, kind)| match kind {
+                    EventKind::AgentPruned(r) => Some(r.key),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert!(pruned(fx.tick(TOKENLESS_PRUNE_AFTER_MS - 1)).is_empty());
+        assert_eq!(pruned(fx.tick(TOKENLESS_PRUNE_AFTER_MS)), ["seen"]);
+        // The busy one goes stale at 10 minutes (nothing to see: it goes at the next look);
+        // the unseen one at 30, while the unseen instance reported with the token stays until
+        // someone sees it.
+        assert!(pruned(fx.tick(10 * MIN)).is_empty());
+        assert!(pruned(fx.tick(30 * MIN - 1)).contains(&"busy".to_string()));
+        assert_eq!(pruned(fx.tick(30 * MIN)), ["unseen"]);
+        let keys: Vec<_> = fx.view("s").agents.into_iter().map(|a| a.key).collect();
+        assert_eq!(keys, ["kept"]);
     }
 
     #[test]
