@@ -28,7 +28,8 @@ struct Bridge {
     protocol_version: Mutex<Option<String>>,
 }
 
-/// Runs the bridge until stdin closes.
+/// Runs the bridge until stdin closes and every request read before has its answer (a piped
+/// one-shot `echo '{…}' | cohost mcp` gets its answer too).
 pub fn run(home: Option<PathBuf>) -> anyhow::Result<()> {
     let bridge = Arc::new(Bridge {
         home,
@@ -36,15 +37,24 @@ pub fn run(home: Option<PathBuf>) -> anyhow::Result<()> {
         protocol_version: Mutex::new(None),
     });
     let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
+    let mut in_flight: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    let mut read = || -> anyhow::Result<()> {
+        for line in stdin.lock().lines() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            in_flight.retain(|request| !request.is_finished());
+            let bridge = Arc::clone(&bridge);
+            in_flight.push(std::thread::spawn(move || bridge.forward(&line)));
         }
-        let bridge = Arc::clone(&bridge);
-        std::thread::spawn(move || bridge.forward(&line));
+        Ok(())
+    };
+    let read = read();
+    for request in in_flight {
+        let _ = request.join();
     }
-    Ok(())
+    read
 }
 
 impl Bridge {

@@ -1130,3 +1130,37 @@ fn mcp_http_answer_request_and_set_mode_wait_for_a_managed_lease() {
         .collect();
     assert_eq!(modes.len(), 1, "{modes:#?}");
 }
+
+/// `echo '{…}' | cohost mcp`: stdin closes right after the request, and the answer still comes
+/// (the bridge finishes every request it read before it exits).
+#[test]
+fn a_piped_one_shot_request_gets_its_answer() {
+    let daemon = TestDaemon::start_with(None, &[]);
+    let mut child = daemon
+        .cli_command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"pipe","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "stdout: {stdout:?} stderr: {:?}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answer: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+}
