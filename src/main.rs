@@ -548,7 +548,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", web_url(&listen, &client.token()?));
             Ok(())
         }
-        Command::Mcp => cohost::mcp::bridge::run(cli.home),
+        Command::Mcp => cohost::commands::mcp_bridge::run(cli.home),
         Command::Log(LogCommand::Verify { json }) => {
             let home = cohost::config::resolve_home(cli.home)?;
             let report = cohost::core::verify(&home)?;

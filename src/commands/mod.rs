@@ -1,8 +1,10 @@
-//! The everyday commands (issue 16): `config show|path`, `completions`, `man`, `service`, `status`, `next`. Each runs once
-//! and prints to stdout; none of them needs the daemon unless it says so. The clap structs are in
-//! `cli/daily.rs`.
+//! The everyday commands: `config show|path`, `completions`, `man`, `service`, `status`,
+//! `next`, each run once, printing to stdout (none needs the daemon unless it says so; the clap
+//! structs are in `cli/daily.rs`); and `cohost mcp`'s stdio bridge ([`mcp_bridge`]), a client of
+//! the daemon's `/mcp`.
 
 mod config;
+pub mod mcp_bridge;
 mod service;
 mod tmux;
 

@@ -1,9 +1,10 @@
 //! The MCP surface (official Rust SDK `rmcp`): one [`CohostMcp`] server whose tools read the
-//! tracker and the log and drive hosted sessions through [`AppState`].
+//! tracker and the log and drive hosted sessions through the service.
 //!
 //! It is reached two ways: streamable HTTP at `/mcp` on the daemon (behind the same guard as
 //! every route, so the bearer token is required), served stateless with JSON answers, and
-//! `cohost mcp` ([`bridge`]), a stdio process that forwards each JSON-RPC line to `/mcp`.
+//! `cohost mcp` (`commands/mcp_bridge.rs`), a stdio process — a client of the daemon — that
+//! forwards each JSON-RPC line to `/mcp`.
 //!
 //! **Answers.** Every tool answers with both `structuredContent` (a JSON object) and a text
 //! block carrying the same JSON. Every answer is redacted ([`redact`]) and bounded to
@@ -15,8 +16,6 @@
 //! `structuredContent.error = {kind, code, message}`, where `kind` is `permission` for an
 //! action refused by policy (e.g. `human_typing`) and `operational` for everything else (an
 //! unknown session, a session not ready, a backend failure, an invalid value).
-
-pub mod bridge;
 
 mod tools;
 

@@ -1,0 +1,555 @@
+//! The tidy tests: the layering rules of docs/ARCHITECTURE.md ("Layers") checked on the parsed
+//! source, and the `//!` paragraph every file starts with.
+//!
+//! Each file is parsed (`syn`) and every reference it makes is collected: each leaf of every
+//! `use` tree (grouped imports included), every path in the code, and the paths inside macro
+//! calls (`matches!`, `json!`, `tracing::…!`). `crate::`, `self::` and `super::` are resolved
+//! to the module they name, from the file's place in the tree and its inline modules. Items
+//! under `#[cfg(test)]` are left out wherever they stand (not the rest of the file after the
+//! first one), and so are the files that are test modules (`tests.rs`, `*_tests.rs`).
+
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{TokenStream, TokenTree};
+use syn::visit::Visit;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The external crates a rule may name (a path starting with one of them is the crate's).
+const EXTERNAL: [&str; 2] = ["axum", "rmcp"];
+
+/// What one file refers to: resolved module paths (`["core", "ring", "Ring"]`; an external
+/// crate's as `["::axum", …]`) and, for the rules on names, every path as written.
+#[derive(Debug, Default)]
+struct References {
+    resolved: Vec<Vec<String>>,
+    written: Vec<Vec<String>>,
+}
+
+struct Collector {
+    /// The module being read (`["core", "ring"]`), inline modules included.
+    module: Vec<String>,
+    refs: References,
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr.meta.require_list().is_ok_and(|list| {
+                list.tokens
+                    .to_string()
+                    .split_whitespace()
+                    .any(|w| w == "test")
+            })
+    })
+}
+
+fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+    use syn::Item;
+    match item {
+        Item::Const(i) => &i.attrs,
+        Item::Enum(i) => &i.attrs,
+        Item::ExternCrate(i) => &i.attrs,
+        Item::Fn(i) => &i.attrs,
+        Item::ForeignMod(i) => &i.attrs,
+        Item::Impl(i) => &i.attrs,
+        Item::Macro(i) => &i.attrs,
+        Item::Mod(i) => &i.attrs,
+        Item::Static(i) => &i.attrs,
+        Item::Struct(i) => &i.attrs,
+        Item::Trait(i) => &i.attrs,
+        Item::TraitAlias(i) => &i.attrs,
+        Item::Type(i) => &i.attrs,
+        Item::Union(i) => &i.attrs,
+        Item::Use(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+impl Collector {
+    /// `segments` as an absolute module path, when it names one of the crate's modules or an
+    /// external crate a rule knows; `None` for a local name (its `use` is checked instead).
+    fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
+        let (first, rest) = segments.split_first()?;
+        match first.as_str() {
+            "crate" => Some(rest.to_vec()),
+            "self" => Some(self.module.iter().chain(rest).cloned().collect()),
+            "super" => {
+                let mut base = self.module.clone();
+                let mut rest = segments;
+                while let Some((first, tail)) = rest.split_first()
+                    && first == "super"
+                {
+                    base.pop();
+                    rest = tail;
+                }
+                Some(base.into_iter().chain(rest.iter().cloned()).collect())
+            }
+            name if EXTERNAL.contains(&name.trim_start_matches("::")) => Some(
+                std::iter::once(format!("::{}", name.trim_start_matches("::")))
+                    .chain(rest.iter().cloned())
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn record(&mut self, segments: Vec<String>) {
+        if let Some(resolved) = self.resolve(&segments) {
+            self.refs.resolved.push(resolved);
+        }
+        self.refs.written.push(segments);
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => {
+                let mut full = prefix.clone();
+                full.push(name.ident.to_string());
+                self.record(full);
+            }
+            syn::UseTree::Rename(rename) => {
+                let mut full = prefix.clone();
+                full.push(rename.ident.to_string());
+                self.record(full);
+            }
+            syn::UseTree::Glob(_) => self.record(prefix.clone()),
+            syn::UseTree::Group(group) => {
+                for tree in &group.items {
+                    self.use_tree(prefix, tree);
+                }
+            }
+        }
+    }
+
+    /// The paths in a macro's tokens: runs of `ident :: ident …`.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let mut run: Vec<String> = Vec::new();
+        let mut colons = 0;
+        let flush = |run: &mut Vec<String>, this: &mut Collector| {
+            if run.len() > 1 {
+                this.record(std::mem::take(run));
+            }
+            run.clear();
+        };
+        for tree in tokens {
+            match tree {
+                TokenTree::Ident(ident) => {
+                    if run.is_empty() || colons == 2 {
+                        run.push(ident.to_string());
+                    } else {
+                        flush(&mut run, self);
+                        run.push(ident.to_string());
+                    }
+                    colons = 0;
+                }
+                TokenTree::Punct(punct) if punct.as_char() == ':' && colons < 2 => colons += 1,
+                TokenTree::Group(group) => {
+                    flush(&mut run, self);
+                    colons = 0;
+                    self.tokens(group.stream());
+                }
+                _ => {
+                    flush(&mut run, self);
+                    colons = 0;
+                }
+            }
+        }
+        flush(&mut run, self);
+    }
+}
+
+impl<'ast> Visit<'ast> for Collector {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if is_cfg_test(item_attrs(item)) {
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+        self.module.push(module.ident.to_string());
+        syn::visit::visit_item_mod(self, module);
+        self.module.pop();
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        let attrs = match item {
+            syn::ImplItem::Fn(f) => &f.attrs[..],
+            syn::ImplItem::Const(c) => &c.attrs[..],
+            syn::ImplItem::Type(t) => &t.attrs[..],
+            _ => &[],
+        };
+        if !is_cfg_test(attrs) {
+            syn::visit::visit_impl_item(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        let mut prefix = Vec::new();
+        if item.leading_colon.is_some()
+            && let syn::UseTree::Path(path) = &item.tree
+        {
+            prefix.push(format!("::{}", path.ident));
+            self.use_tree(&mut prefix, &path.tree);
+            return;
+        }
+        self.use_tree(&mut prefix, &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let mut segments: Vec<String> = path
+            .segments
+            .iter()
+            .map(|segment| segment.ident.to_string())
+            .collect();
+        if path.leading_colon.is_some()
+            && let Some(first) = segments.first_mut()
+        {
+            *first = format!("::{first}");
+        }
+        self.record(segments);
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        syn::visit::visit_macro(self, mac);
+        self.tokens(mac.tokens.clone());
+    }
+}
+
+/// What `code` (the file of module `module`) refers to.
+fn references(module: &[String], code: &str) -> Result<References, String> {
+    let file = syn::parse_file(code).map_err(|e| e.to_string())?;
+    let mut collector = Collector {
+        module: module.to_vec(),
+        refs: References::default(),
+    };
+    collector.visit_file(&file);
+    Ok(collector.refs)
+}
+
+/// The module a file under `src/` is (`core/ring.rs` → `["core", "ring"]`, `core/mod.rs` →
+/// `["core"]`, `lib.rs` → `[]`).
+fn module_of(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.trim_end_matches(".rs");
+        if stem != "mod" && stem != "lib" {
+            parts.push(stem.to_string());
+        }
+    }
+    parts
+}
+
+/// Every library source file under `src/<path>` (a file or a directory) with its references,
+/// as `(path shown, references)`. Test-module files are skipped; so is `main.rs` (the binary).
+fn files(path: &str) -> Vec<(String, References)> {
+    let mut out = Vec::new();
+    let mut stack = vec![src().join(path)];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".rs")
+            || name == "tests.rs"
+            || name.ends_with("_tests.rs")
+            || path == src().join("main.rs")
+        {
+            continue;
+        }
+        let relative = path.strip_prefix(src()).unwrap().to_path_buf();
+        let code = std::fs::read_to_string(&path).unwrap();
+        let refs = references(&module_of(&relative), &code)
+            .unwrap_or_else(|e| panic!("{}: {e}", relative.display()));
+        out.push((relative.display().to_string(), refs));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// A module path (`"runtime::claude"`, `"::axum"`) as segments.
+fn segments(target: &str) -> Vec<String> {
+    let external = target.starts_with("::");
+    let mut parts: Vec<String> = target
+        .trim_start_matches("::")
+        .split("::")
+        .map(str::to_string)
+        .collect();
+    if external {
+        parts[0] = format!("::{}", parts[0]);
+    }
+    parts
+}
+
+/// The rules broken by the files under `sources`: each refers to none of `targets` (module
+/// paths, or `::crate` for an external crate).
+fn forbid(broken: &mut Vec<String>, sources: &[&str], targets: &[&str], why: &str) {
+    for source in sources {
+        for (file, refs) in files(source) {
+            for target in targets {
+                let target_segments = segments(target);
+                if let Some(hit) = refs
+                    .resolved
+                    .iter()
+                    .find(|path| path.starts_with(&target_segments))
+                {
+                    broken.push(format!("{file} refers to `{}`: {why}", hit.join("::")));
+                }
+            }
+        }
+    }
+}
+
+/// The rule on names: no path in `sources` spells `words` (`["Runtime", "Codex"]`) in a row.
+fn forbid_names(broken: &mut Vec<String>, sources: &[&str], words: &[&[&str]], why: &str) {
+    for source in sources {
+        for (file, refs) in files(source) {
+            for word in words {
+                if refs
+                    .written
+                    .iter()
+                    .any(|path| path.windows(word.len()).any(|w| w == *word))
+                {
+                    broken.push(format!("{file} names `{}`: {why}", word.join("::")));
+                }
+            }
+        }
+    }
+}
+
+/// The layering rules of docs/ARCHITECTURE.md ("Layers"), checked on the code.
+#[test]
+fn modules_import_only_what_their_layer_allows() {
+    let mut broken = Vec::new();
+    let program = ["daemon", "cli", "client", "config", "commands"];
+    // Surfaces are siblings over the service.
+    forbid(
+        &mut broken,
+        &["http"],
+        &["mcp"],
+        "surfaces do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["mcp"],
+        &["http"],
+        "surfaces do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["http", "mcp"],
+        &["core", "runtime", "tasks", "tmux", "watch", "tail"],
+        "surfaces reach the rest through the service",
+    );
+    forbid(
+        &mut broken,
+        &["http", "mcp"],
+        &program,
+        "surfaces do not reach up into the program",
+    );
+    // The service is below the surfaces and the program.
+    forbid(
+        &mut broken,
+        &["service"],
+        &["http", "mcp", "daemon", "cli", "client", "commands"],
+        "the service imports nothing above it",
+    );
+    // The queue is below the service.
+    forbid(
+        &mut broken,
+        &["tasks"],
+        &[
+            "service", "http", "mcp", "daemon", "cli", "client", "commands",
+        ],
+        "the queue imports nothing above it",
+    );
+    // Runtimes do not know each other, nor anything above them.
+    forbid(
+        &mut broken,
+        &["runtime/codex"],
+        &["runtime::claude"],
+        "runtimes do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["runtime/claude"],
+        &["runtime::codex"],
+        "runtimes do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["runtime/common"],
+        &["runtime::codex", "runtime::claude"],
+        "common code imports no runtime",
+    );
+    forbid(
+        &mut broken,
+        &["runtime"],
+        &[
+            "service", "tasks", "http", "mcp", "watch", "daemon", "cli", "client", "commands",
+        ],
+        "the runtimes import nothing above or beside them but tmux and tail",
+    );
+    // The watchers sit beside the runtimes: protocol, core and tmux only.
+    forbid(
+        &mut broken,
+        &["watch"],
+        &[
+            "runtime", "service", "http", "mcp", "tasks", "daemon", "cli", "client", "commands",
+            "::axum", "::rmcp",
+        ],
+        "watch imports protocol, core and tmux only",
+    );
+    // tmux and tail are leaves beside the runtimes.
+    forbid(
+        &mut broken,
+        &["tmux", "tail.rs"],
+        &[
+            "runtime", "service", "http", "mcp", "tasks", "watch", "daemon", "cli", "client",
+            "commands",
+        ],
+        "tmux and tail import protocol and core only",
+    );
+    // The core imports only the protocol; the protocol imports nothing.
+    let others = [
+        "runtime",
+        "service",
+        "http",
+        "mcp",
+        "tasks",
+        "tmux",
+        "tail",
+        "daemon",
+        "config",
+        "cli",
+        "client",
+        "commands",
+        "redact",
+        "peers",
+        "watch",
+        "notifier",
+        "local_socket",
+    ];
+    forbid(
+        &mut broken,
+        &["core"],
+        &others,
+        "the core imports only the protocol",
+    );
+    forbid(
+        &mut broken,
+        &["protocol"],
+        &others,
+        "the protocol imports nothing of the crate",
+    );
+    forbid(
+        &mut broken,
+        &["protocol"],
+        &["core"],
+        "the protocol imports nothing of the crate",
+    );
+    // Nothing below the surfaces knows HTTP or MCP.
+    forbid(
+        &mut broken,
+        &[
+            "core",
+            "runtime",
+            "service",
+            "tasks",
+            "tmux",
+            "tail.rs",
+            "protocol",
+            "redact.rs",
+            "peers.rs",
+            "watch",
+        ],
+        &["::axum", "::rmcp", "http", "mcp"],
+        "nothing below the surfaces imports axum, rmcp or a surface",
+    );
+    // The runtimes are named only by the protocol, the registry and themselves.
+    forbid_names(
+        &mut broken,
+        &["core", "service", "http", "mcp", "tasks", "runtime/common"],
+        &[&["Runtime", "Codex"], &["Runtime", "Claude"]],
+        "`match Runtime` appears only where the registry is built (runtime/mod.rs)",
+    );
+    assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+/// Every source file starts with a `//!` paragraph saying what it owns.
+#[test]
+fn every_module_has_a_doc_paragraph() {
+    fn visit(dir: &Path, missing: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                visit(&path, missing);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                if !text.starts_with("//!") {
+                    missing.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    visit(&src(), &mut missing);
+    assert!(
+        missing.is_empty(),
+        "files without a //! header: {missing:?}"
+    );
+}
+
+/// The collector on written inputs: what each kind of reference resolves to.
+#[test]
+fn references_are_resolved_the_way_the_compiler_reads_them() {
+    let check = |module: &[&str], code: &str, expect: &[&str]| {
+        let module: Vec<String> = module.iter().map(|s| s.to_string()).collect();
+        let refs = references(&module, code).unwrap();
+        let got: Vec<String> = refs.resolved.iter().map(|p| p.join("::")).collect();
+        assert_eq!(got, expect, "{code}");
+    };
+    // A grouped import, each leaf.
+    check(
+        &["core"],
+        "use crate::{http, protocol::Event};",
+        &["http", "protocol::Event"],
+    );
+    // `super::` and `self::`, from a nested file and an inline module.
+    check(
+        &["runtime", "codex", "host"],
+        "use super::super::claude::Normalizer; mod inner { use self::x::Y; use super::z; }",
+        &[
+            "runtime::claude::Normalizer",
+            "runtime::codex::host::inner::x::Y",
+            "runtime::codex::host::z",
+        ],
+    );
+    // A path in code and in a macro's arguments; an external crate by its name.
+    check(
+        &["service"],
+        "fn f() { let _ = crate::tasks::Queue::new(); tracing::debug!(\"{}\", crate::mcp::NAME); axum::serve(); }",
+        &["tasks::Queue::new", "mcp::NAME", "::axum::serve"],
+    );
+    // Items under `#[cfg(test)]` are left out wherever they are, and only they.
+    check(
+        &["core"],
+        "#[cfg(test)] mod tests { use crate::http; }\n#[cfg(test)] use crate::mcp;\nuse crate::runtime::X;\nimpl A { #[cfg(test)] fn t() { crate::tmux::f(); } fn g() { crate::watch::f(); } }",
+        &["runtime::X", "watch::f"],
+    );
+}
