@@ -49,14 +49,6 @@ impl ServeConfig {
         }
     }
 
-    pub fn from_args(
-        home: Option<PathBuf>,
-        listen: Option<String>,
-        args: &ServeArgs,
-    ) -> anyhow::Result<Self> {
-        ServeConfig::from_settings(home, listen, args, &file::Origins::default())
-    }
-
     /// Validates the settings; an error names each bad setting where it came from (`origins`:
     /// the flag, the environment variable, or the key and the config file).
     pub fn from_settings(

@@ -39,10 +39,6 @@ impl ApiError {
         }
     }
 
-    pub fn with_status(self, status: StatusCode) -> Self {
-        ApiError { status, ..self }
-    }
-
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, code, message)
     }

@@ -1,5 +1,5 @@
-//! Payloads of the hosted-session events: one normalized vocabulary for every runtime
-//! (codex now, claude later), so a client renders a codex turn and a claude turn the same way.
+//! Payloads of the hosted-session events: one normalized vocabulary for every runtime, so a
+//! client renders a codex turn and a claude turn the same way.
 
 use serde::{Deserialize, Serialize};
 

@@ -289,14 +289,6 @@ impl Tmux {
         self.run(&["kill-pane", "-t", pane_id]).await.map(|_| ())
     }
 
-    /// The tmux session a pane belongs to.
-    pub async fn pane_session(&self, pane_id: &str) -> Option<String> {
-        self.run(&["display-message", "-p", "-t", pane_id, "#{session_name}"])
-            .await
-            .ok()
-            .map(|out| out.trim_end_matches('\n').to_string())
-    }
-
     /// Installs cohost's hooks on the server under `index`, so they sit beside the user's own
     /// hooks of the same names instead of replacing them. `focus_command` and `changed_command`
     /// are shell commands; the focus one gets the shell-quoted session name appended.

@@ -142,23 +142,6 @@ impl HookPayload {
         };
         HookPayload { common, event }
     }
-
-    /// The event's name: `hook_event_name`, else the name it was read as.
-    pub fn event_name(&self) -> &str {
-        match &self.event {
-            HookEvent::SessionStart(_) => "SessionStart",
-            HookEvent::UserPromptSubmit(_) => "UserPromptSubmit",
-            HookEvent::PreToolUse(_) => "PreToolUse",
-            HookEvent::PostToolUse(_) => "PostToolUse",
-            HookEvent::PostToolUseFailure(_) => "PostToolUseFailure",
-            HookEvent::PermissionRequest(_) => "PermissionRequest",
-            HookEvent::Stop(_) => "Stop",
-            HookEvent::StopFailure(_) => "StopFailure",
-            HookEvent::SessionEnd(_) => "SessionEnd",
-            HookEvent::Notification(_) => "Notification",
-            HookEvent::Other(name) => name,
-        }
-    }
 }
 
 open_enum! {

@@ -8,8 +8,8 @@
 //! injects can never open two turns. A backend that exits is restarted and its threads resumed;
 //! the backfill that follows is deduplicated by the core, so nothing is forwarded twice.
 //!
-//! **Boundary:** callers (HTTP, CLI, MCP) use [`CodexHost`]; nothing outside `codex/` sees codex's
-//! JSON.
+//! **Boundary:** the service reaches it through the `SessionHost` seam (the registry in
+//! `runtime/mod.rs`); nothing outside `codex/` sees codex's JSON.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -908,24 +908,6 @@ impl CodexHost {
             send_signal(pid, libc::SIGTERM);
         }
         Ok(())
-    }
-
-    /// Kills a backend's process (for tests of crash recovery). Returns false without one.
-    pub async fn kill_backend_for_test(&self, session_id: &str) -> bool {
-        let Ok(live) = self.inner.live_session(session_id) else {
-            return false;
-        };
-        let Some(binding) = live.binding.borrow().clone() else {
-            return false;
-        };
-        let process = binding.backend.process.lock().await;
-        match process.as_ref() {
-            Some(process) => {
-                process.kill().await;
-                true
-            }
-            None => false,
-        }
     }
 
     /// Stops every backend (graceful, then the process group is killed).
