@@ -113,24 +113,7 @@ pub enum Command {
     /// Answer a pending input request: `--answer QUESTION=TEXT` (repeatable) for a question;
     /// `--decision` (approve/reject a plan; accept/decline/cancel an elicitation;
     /// accept/acceptForSession/decline permissions), with `--feedback`, `--mode`, `--content`.
-    Answer {
-        id: String,
-        request: String,
-        /// `QUESTION_ID=TEXT`; repeat the id for a multi-select question.
-        #[arg(long = "answer", value_name = "QUESTION_ID=TEXT")]
-        answers: Vec<String>,
-        #[arg(long)]
-        decision: Option<String>,
-        /// A rejected plan: what the agent should change.
-        #[arg(long)]
-        feedback: Option<String>,
-        /// An approved plan: the mode to continue in.
-        #[arg(long)]
-        mode: Option<String>,
-        /// An accepted elicitation: the content, as JSON.
-        #[arg(long)]
-        content: Option<String>,
-    },
+    Answer(AnswerArgs),
     /// Set the collaboration mode of a session's next turns (codex: plan, default).
     Mode { id: String, mode: String },
     /// Answer a pending approval: accept, acceptForSession, decline or cancel.
@@ -330,6 +313,27 @@ pub struct ServeArgs {
     /// `error`) with the event's JSON on stdin; rate-limited, never on the ingest path.
     #[arg(long, env = "COHOST_NOTIFY_COMMAND")]
     pub notify_command: Option<String>,
+}
+
+/// `cohost answer`'s arguments.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    pub id: String,
+    pub request: String,
+    /// `QUESTION_ID=TEXT`; repeat the id for a multi-select question.
+    #[arg(long = "answer", value_name = "QUESTION_ID=TEXT")]
+    pub answers: Vec<String>,
+    #[arg(long)]
+    pub decision: Option<String>,
+    /// A rejected plan: what the agent should change.
+    #[arg(long)]
+    pub feedback: Option<String>,
+    /// An approved plan: the mode to continue in.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// An accepted elicitation: the content, as JSON.
+    #[arg(long)]
+    pub content: Option<String>,
 }
 
 #[derive(Debug, Args)]

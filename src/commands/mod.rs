@@ -1,11 +1,18 @@
-//! The everyday commands: `config show|path`, `completions`, `man`, `service`, `status`,
-//! `next`, each run once, printing to stdout (none needs the daemon unless it says so; the clap
-//! structs are in `cli/daily.rs`); and `cohost mcp`'s stdio bridge ([`mcp_bridge`]), a client of
-//! the daemon's `/mcp`.
+//! Every `cohost` command but the parsing (`cli.rs`) and the dispatch (`main.rs`): `serve`
+//! ([`serve`]); the agents and the daemon ([`agents`]); hosted sessions ([`sessions`]); tasks
+//! ([`tasks`]); `log verify` ([`log`]); `cohost mcp`'s stdio bridge ([`mcp_bridge`]); and here,
+//! the everyday commands — `config show|path`, `completions`, `man`, `service`, `status`,
+//! `next` (clap structs in `cli/daily.rs`). Each runs once and prints to stdout; the clients
+//! reach the daemon through `client.rs`.
 
+pub mod agents;
 mod config;
+pub mod log;
 pub mod mcp_bridge;
+pub mod serve;
 mod service;
+pub mod sessions;
+pub mod tasks;
 mod tmux;
 
 use std::io::Write;
