@@ -148,14 +148,7 @@ impl Client {
     }
 
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        let token = self.token()?;
-        let response = self
-            .agent
-            .get(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {token}"))
-            .call();
-        let body = self.finish(response)?;
-        serde_json::from_str(&body).with_context(|| format!("unexpected answer from GET {path}"))
+        self.request(ureq::http::Method::GET, path, None)
     }
 
     pub fn put<T: DeserializeOwned>(
@@ -163,26 +156,11 @@ impl Client {
         path: &str,
         body: &serde_json::Value,
     ) -> anyhow::Result<T> {
-        let token = self.token()?;
-        let response = self
-            .agent
-            .put(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {token}"))
-            .header("Content-Type", "application/json")
-            .send(body.to_string());
-        let body = self.finish(response)?;
-        serde_json::from_str(&body).with_context(|| format!("unexpected answer from PUT {path}"))
+        self.request(ureq::http::Method::PUT, path, Some(body))
     }
 
     pub fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        let token = self.token()?;
-        let response = self
-            .agent
-            .delete(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {token}"))
-            .call();
-        let body = self.finish(response)?;
-        serde_json::from_str(&body).with_context(|| format!("unexpected answer from DELETE {path}"))
+        self.request(ureq::http::Method::DELETE, path, None)
     }
 
     pub fn post<T: DeserializeOwned>(
@@ -190,15 +168,32 @@ impl Client {
         path: &str,
         body: &serde_json::Value,
     ) -> anyhow::Result<T> {
+        self.request(ureq::http::Method::POST, path, Some(body))
+    }
+
+    /// One request with the token (and a JSON body, if any); the answer parsed as `T`.
+    fn request<T: DeserializeOwned>(
+        &self,
+        method: ureq::http::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<T> {
         let token = self.token()?;
-        let response = self
-            .agent
-            .post(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {token}"))
-            .header("Content-Type", "application/json")
-            .send(body.to_string());
+        let request = ureq::http::Request::builder()
+            .method(method.clone())
+            .uri(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {token}"));
+        let response = match body {
+            Some(body) => self.agent.run(
+                request
+                    .header("Content-Type", "application/json")
+                    .body(body.to_string())?,
+            ),
+            None => self.agent.run(request.body(())?),
+        };
         let body = self.finish(response)?;
-        serde_json::from_str(&body).with_context(|| format!("unexpected answer from POST {path}"))
+        serde_json::from_str(&body)
+            .with_context(|| format!("unexpected answer from {method} {path}"))
     }
 
     /// Prints every event after `after`; with `follow`, streams forever and reconnects with
