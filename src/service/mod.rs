@@ -204,7 +204,13 @@ impl From<HostError> for ServiceError {
             HostError::Unavailable { runtime, .. } => {
                 ServiceError::new(ErrorKind::Unavailable, runtime.unavailable_code(), message)
             }
-            HostError::Failed { runtime, .. } => {
+            HostError::Failed {
+                runtime, source, ..
+            } => {
+                // The answer carries the message; the log keeps the whole chain of causes.
+                if let Some(source) = &source {
+                    tracing::warn!(%runtime, error = %message, causes = %chain(source.as_ref()), "a runtime failed");
+                }
                 ServiceError::new(ErrorKind::Upstream, runtime.error_code(), message)
             }
             HostError::UnknownApproval(_) => ServiceError::not_found("approval_not_found", message),
@@ -214,6 +220,17 @@ impl From<HostError> for ServiceError {
             HostError::Core(core) => ServiceError::from(core),
         }
     }
+}
+
+/// An error's causes, innermost last, joined by ": ".
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut causes = vec![error.to_string()];
+    let mut next = error.source();
+    while let Some(cause) = next {
+        causes.push(cause.to_string());
+        next = cause.source();
+    }
+    causes.join(": ")
 }
 
 impl From<TaskError> for ServiceError {

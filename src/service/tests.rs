@@ -728,3 +728,20 @@ async fn a_cancel_interrupts_only_its_own_turn_never_a_later_one() {
         "the later turn was not interrupted (the cancel named turn {own})"
     );
 }
+
+#[test]
+fn a_runtime_failure_keeps_its_causes_for_the_log() {
+    let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "Permission denied");
+    let error = HostError::failed_by(Runtime::Claude, "cannot write /h/settings.json", io);
+    let mapped = ServiceError::from(HostError::failed_by(
+        Runtime::Claude,
+        "cannot write /h/settings.json",
+        std::io::Error::other("disk"),
+    ));
+    assert_eq!(mapped.kind, ErrorKind::Upstream);
+    assert_eq!(mapped.message, "claude failed: cannot write /h/settings.json");
+    assert_eq!(
+        super::chain(&error),
+        "claude failed: cannot write /h/settings.json: Permission denied"
+    );
+}

@@ -281,8 +281,13 @@ impl ClaudeHost {
             .cohost_home
             .join("claude")
             .join(&session_id);
-        std::fs::create_dir_all(dir.join("checkpoints"))
-            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+        std::fs::create_dir_all(dir.join("checkpoints")).map_err(|e| {
+            HostError::failed_by(
+                Runtime::Claude,
+                format!("cannot create {}: {e}", dir.join("checkpoints").display()),
+                e,
+            )
+        })?;
         {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
@@ -294,7 +299,13 @@ impl ClaudeHost {
                 .to_string()
                 .as_bytes(),
         )
-        .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+        .map_err(|e| {
+            HostError::failed_by(
+                Runtime::Claude,
+                format!("cannot write {}: {e}", settings.display()),
+                e,
+            )
+        })?;
         let mut argv = vec![
             claude.to_string_lossy().into_owned(),
             "--settings".to_string(),
@@ -486,7 +497,7 @@ impl ClaudeHost {
             .tmux()
             .capture(&pane)
             .await
-            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
         Ok(Some(screen::analyze(&capture)))
     }
 
@@ -534,7 +545,7 @@ impl ClaudeHost {
             self.tmux()
                 .send_keys(pane, keys)
                 .await
-                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))
+                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))
         };
         keys(&["Escape", "Escape"]).await?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
@@ -545,7 +556,7 @@ impl ClaudeHost {
                 .tmux()
                 .capture(pane)
                 .await
-                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
             let screen = screen::analyze(&capture);
             if screen.rewind {
                 tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
@@ -626,7 +637,7 @@ impl ClaudeHost {
                 .tmux()
                 .capture(&pane)
                 .await
-                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
             let screen = screen::analyze(&capture);
             if screen.has_draft() {
                 return Err(HostError::HumanTyping(session_id.to_string()));
@@ -647,12 +658,12 @@ impl ClaudeHost {
         let tmux = self.tmux();
         tmux.paste(&pane, text)
             .await
-            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
         // Give the TUI a moment to take the paste before Enter (a burst can swallow it).
         tokio::time::sleep(Duration::from_millis(150)).await;
         tmux.send_keys(&pane, &["Enter"])
             .await
-            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
         drop(keys);
         let outcome = match self.confirm(&pane, &mut submitted, text, busy).await? {
             Some(outcome) => outcome,
@@ -661,11 +672,11 @@ impl ClaudeHost {
                 let capture = tmux
                     .capture(&pane)
                     .await
-                    .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                    .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
                 if screen::analyze(&capture).has_draft() {
                     tmux.send_keys(&pane, &["Enter"])
                         .await
-                        .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                        .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
                 }
                 match self.confirm(&pane, &mut submitted, text, busy).await? {
                     Some(outcome) => outcome,
@@ -673,7 +684,7 @@ impl ClaudeHost {
                         let capture = tmux
                             .capture(&pane)
                             .await
-                            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
                         if screen::analyze(&capture).has_draft() {
                             // Take our text back out of the box rather than leave it for
                             // someone to send.
@@ -737,7 +748,7 @@ impl ClaudeHost {
                     .tmux()
                     .capture(pane)
                     .await
-                    .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                    .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
                 let screen = screen::analyze(&capture);
                 if !screen.has_draft() && (screen.queued || screen.busy) {
                     return Ok(Some(Confirmed::Queued));
@@ -786,7 +797,7 @@ impl ClaudeHost {
         self.tmux()
             .send_keys(&pane, &["Escape"])
             .await
-            .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
         // Interrupted before the first token, Claude puts the prompt back in the box, after the
         // turn stops (which can take a while on a busy machine): watch the screen until the box
         // shows that text, or has stayed idle and empty for a moment.

@@ -883,7 +883,13 @@ impl CodexHost {
             .join("codex")
             .join("sessions")
             .join(session_id);
-        private_dir(&dir).map_err(|e| HostError::failed(Runtime::Codex, e.to_string()))?;
+        private_dir(&dir).map_err(|e| {
+            HostError::failed_by(
+                Runtime::Codex,
+                format!("cannot create {}: {e}", dir.display()),
+                e,
+            )
+        })?;
         Ok(dir)
     }
 

@@ -310,7 +310,7 @@ impl ClaudeHost {
             self.tmux()
                 .capture(&pane)
                 .await
-                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))
+                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))
         };
         for _ in 0..MAX_CYCLE {
             let screen_text = capture(pane.clone()).await?;
@@ -340,7 +340,7 @@ impl ClaudeHost {
             self.tmux()
                 .send_keys(&pane, &["BTab"])
                 .await
-                .map_err(|e| HostError::failed(Runtime::Claude, e.to_string()))?;
+                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
             // Wait for the footer to change before the next press.
             let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
             while tokio::time::Instant::now() < deadline {
