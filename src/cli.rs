@@ -100,7 +100,7 @@ pub enum Command {
         #[arg(long)]
         drop_queued: bool,
     },
-    // -- What the agent asks a person (issue 13).
+    // -- What the agent asks a person.
     /// List a session's input requests (questions, plans, elicitations, permissions).
     Requests {
         id: String,
@@ -177,7 +177,7 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
-    // -- Living with cohost every day (issue 16): `cli/daily.rs`, run in `crate::commands`.
+    // -- Living with cohost every day: `cli/daily.rs`, run in `crate::commands`.
     #[command(flatten)]
     Daily(daily::DailyCommand),
 }

@@ -1,4 +1,4 @@
-//! The commands for living with cohost every day (issue 16): the config file, shell completions
+//! The commands for living with cohost every day: the config file, shell completions
 //! and the man page, the systemd user service, and the tmux status segment and jump key. Clap
 //! structs only; each runs in `crate::commands`.
 

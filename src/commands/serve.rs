@@ -7,7 +7,7 @@ use crate::config::ServeConfig;
 
 /// Runs the daemon until a signal stops it.
 pub fn run() -> anyhow::Result<()> {
-    // The config file applies under the flags and the environment (issue 16).
+    // The config file applies under the flags and the environment.
     let settings = crate::config::file::serve_settings(std::env::args_os().collect())?;
     let config = ServeConfig::from_settings(
         settings.home,

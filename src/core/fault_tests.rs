@@ -1,4 +1,4 @@
-//! The fault suite of the event log (issue 15): a home is written, damaged on disk in one way
+//! The fault suite of the event log: a home is written, damaged on disk in one way
 //! (truncation at every line boundary and at random offsets, single-byte changes, a far-ahead
 //! seq, a deleted middle block or segment, a snapshot ahead of the log), then started. In each
 //! case start-up must report the damage precisely (`log.damaged`), no reader may stall, no valid

@@ -719,7 +719,7 @@ impl CohostMcp {
         })
     }
 
-    // -- What the agent asks a person: input requests and the collaboration mode (issue 13).
+    // -- What the agent asks a person: input requests and the collaboration mode.
 
     #[tool(
         description = "A hosted session's input requests (questions, plans, MCP elicitations, permissions), pending and resolved.",

@@ -739,7 +739,10 @@ fn a_runtime_failure_keeps_its_causes_for_the_log() {
         std::io::Error::other("disk"),
     ));
     assert_eq!(mapped.kind, ErrorKind::Upstream);
-    assert_eq!(mapped.message, "claude failed: cannot write /h/settings.json");
+    assert_eq!(
+        mapped.message,
+        "claude failed: cannot write /h/settings.json"
+    );
     assert_eq!(
         super::chain(&error),
         "claude failed: cannot write /h/settings.json: Permission denied"
