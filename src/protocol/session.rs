@@ -458,12 +458,33 @@ pub struct GoalUpdated {
     pub goal: serde_json::Value,
 }
 
+/// How an inject reached the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InjectState {
+    /// A new turn started with it.
+    Started,
+    /// It joined the running turn (codex `turn/steer`).
+    Steered,
+    /// The agent queued it behind the running turn; it runs as a turn of its own later.
+    Queued,
+}
+
+impl InjectState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectState::Started => "started",
+            InjectState::Steered => "steered",
+            InjectState::Queued => "queued",
+        }
+    }
+}
+
 /// `message.sent`: the outcome of an inject, recorded so an idempotent retry returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageSent {
-    /// `started` or `steered`.
-    pub outcome: String,
+    pub outcome: InjectState,
     pub turn_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,

@@ -111,36 +111,7 @@ impl HostError {
     }
 }
 
-/// How an inject reached the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InjectState {
-    /// A new turn started with it.
-    Started,
-    /// It joined the running turn (codex `turn/steer`).
-    Steered,
-    /// The agent queued it behind the running turn; it runs as a turn of its own later.
-    Queued,
-}
-
-impl InjectState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InjectState::Started => "started",
-            InjectState::Steered => "steered",
-            InjectState::Queued => "queued",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "started" => Some(InjectState::Started),
-            "steered" => Some(InjectState::Steered),
-            "queued" => Some(InjectState::Queued),
-            _ => None,
-        }
-    }
-}
+pub use crate::protocol::InjectState;
 
 /// What an inject did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -90,8 +90,7 @@ impl TaskManager {
             let _guard = lock.lock().await;
             let result = match (task.phase, runtime, sent) {
                 (TaskPhase::Delivered, Some(AfterRestart::Continues), Some(sent)) => {
-                    let outcome = InjectState::parse(&sent.outcome).unwrap_or(InjectState::Started);
-                    self.accept(&task.session, &task.id, &sent.turn_id, outcome)
+                    self.accept(&task.session, &task.id, &sent.turn_id, sent.outcome)
                         .await
                 }
                 (TaskPhase::Accepted, Some(AfterRestart::Continues), _) => Ok(()),

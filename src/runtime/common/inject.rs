@@ -15,7 +15,7 @@ pub fn previous(core: &CoreHandle, session_id: &str, key: Option<&str>) -> Optio
             .and_then(|s| s.sent(key).cloned())
     })?;
     Some(InjectOutcome {
-        outcome: InjectState::parse(&sent.outcome).unwrap_or(InjectState::Started),
+        outcome: sent.outcome,
         turn_id: sent.turn_id,
         duplicate: true,
     })
@@ -32,7 +32,7 @@ pub async fn record(
     core.append(
         Some(session_id.to_string()),
         EventKind::MessageSent(MessageSent {
-            outcome: outcome.as_str().to_string(),
+            outcome,
             turn_id: turn_id.to_string(),
             idempotency_key: key,
         }),
