@@ -426,28 +426,16 @@ fn mcp_stdio_without_a_daemon_answers_with_an_error() {
     // Nothing listens at the address: the bridge must answer, not hang.
     let mut daemon = TestDaemon::start_with(None, &[]);
     daemon.stop();
-    let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:1", "mcp"])
-        .env("COHOST_HOME", daemon.home())
-        .env_remove("COHOST_LISTEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{{}}}}"#
-    )
-    .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "{status}");
+    let output = run_with_input(
+        Command::new(BIN)
+            .args(["--listen", "127.0.0.1:1", "mcp"])
+            .env("COHOST_HOME", daemon.home())
+            .env_remove("COHOST_LISTEN"),
+        Some("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\",\"params\":{}}\n"),
+        CLI_TIMEOUT,
+    );
+    assert!(output.status.success(), "{output:?}");
+    let line = String::from_utf8_lossy(&output.stdout).into_owned();
     let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["id"], 7, "{answer}");
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
@@ -1131,26 +1119,19 @@ fn mcp_http_answer_request_and_set_mode_wait_for_a_managed_lease() {
     assert_eq!(modes.len(), 1, "{modes:#?}");
 }
 
+/// An MCP `initialize` request, one line.
+pub const INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"pipe\",\"version\":\"1\"}}}\n";
+
 /// `echo '{…}' | cohost mcp`: stdin closes right after the request, and the answer still comes
 /// (the bridge finishes every request it read before it exits).
 #[test]
 fn a_piped_one_shot_request_gets_its_answer() {
     let daemon = TestDaemon::start_with(None, &[]);
-    let mut child = daemon
-        .cli_command(&["mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"pipe","version":"1"}}}}}}"#
-    )
-    .unwrap();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
+    let output = run_with_input(
+        &mut daemon.cli_command(&["mcp"]),
+        Some(INITIALIZE),
+        CLI_TIMEOUT,
+    );
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();

@@ -1,8 +1,6 @@
 //! The request guard (Host, Origin, token), body limits, and every kind of bad input: each gets
 //! its status code and JSON error, and nothing stored changes.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -1220,25 +1218,13 @@ fn a_process_holding_the_port_while_the_daemon_is_down_gets_no_token() {
             "cohost {args:?}: {stderr}"
         );
     }
-    let mut bridge = daemon
-        .cli_command(&["mcp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = bridge.stdin.take().unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    )
-    .unwrap();
-    let mut line = String::new();
-    BufReader::new(bridge.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    drop(stdin);
-    assert!(bridge.wait().unwrap().success());
+    let output = run_with_input(
+        &mut daemon.cli_command(&["mcp"]),
+        Some(crate::suite::mcp::INITIALIZE),
+        CLI_TIMEOUT,
+    );
+    assert!(output.status.success(), "{output:?}");
+    let line = String::from_utf8_lossy(&output.stdout).into_owned();
     let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
     assert!(

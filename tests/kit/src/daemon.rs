@@ -19,7 +19,8 @@ use super::{Binaries, TmuxServer, run_with_timeout, strip_ansi, temp_dir};
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(15);
-const CLI_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one `cohost` CLI command may take in a test.
+pub const CLI_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Environment variables that would change how the daemon or the CLI behave; removed from every
 /// child so the suite does not depend on the caller's shell. The benches remove these too.

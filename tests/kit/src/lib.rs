@@ -32,7 +32,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-pub use daemon::{SCRUBBED_ENV, TestDaemon};
+pub use daemon::{CLI_TIMEOUT, SCRUBBED_ENV, TestDaemon};
 pub use http::{SseClient, read_answer};
 pub use serde_json::{Value, json};
 pub use tmux::TmuxServer;
@@ -61,12 +61,28 @@ pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Optio
 
 /// Runs a command to completion with a deadline, capturing stdout and stderr.
 pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Output {
+    run_with_input(command, None, timeout)
+}
+
+/// [`run_with_timeout`] with `input` written to the command's stdin, which is then closed (a
+/// piped one-shot request: `echo '{…}' | cohost mcp`). `None`: stdin is `/dev/null`.
+pub fn run_with_input(command: &mut Command, input: Option<&str>, timeout: Duration) -> Output {
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("failed to spawn {command:?}: {e}"));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        let input = input.to_string();
+        thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, input.as_bytes());
+        });
+    }
     let mut stdout = child.stdout.take().expect("stdout piped");
     let mut stderr = child.stderr.take().expect("stderr piped");
     let out_thread = thread::spawn(move || {
