@@ -352,11 +352,7 @@ pub fn models(client: &Client, json: bool) -> anyhow::Result<()> {
     if json || answer["ok"].as_bool() != Some(true) {
         return print_capability(&answer);
     }
-    for model in answer["data"]["data"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-    {
+    for model in answer["data"].as_array().cloned().unwrap_or_default() {
         println!(
             "{:<28} {}",
             model["id"].as_str().unwrap_or(""),

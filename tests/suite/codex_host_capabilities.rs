@@ -273,7 +273,10 @@ fn models_are_listed_for_codex_only() {
     let fx = CodexFixture::start();
     let models = fx.daemon.get("/api/models?runtime=codex").assert_ok();
     assert_eq!(models["ok"], true, "{models}");
-    let list = models["data"]["data"].as_array().expect("data.data");
+    // `data` is the list itself (the page's form control reads it as one).
+    let list = models["data"]
+        .as_array()
+        .expect("data is the list of models");
     assert!(!list.is_empty(), "{models}");
     assert!(list.iter().all(|m| m["id"].is_string()), "{models}");
     // codex is the default runtime.
@@ -288,7 +291,7 @@ fn models_are_listed_for_codex_only() {
     let id = fx.create(json!({}));
     let via_command = command(&fx, &id, "/models");
     assert_eq!(via_command["ok"], true, "{via_command}");
-    assert_eq!(via_command["data"]["data"], models["data"]["data"]);
+    assert_eq!(via_command["data"], models["data"]);
     let out = fx.daemon.cli_ok(&["models"]);
     let first = list[0]["id"].as_str().unwrap();
     assert!(out.contains(first), "`cohost models` lists {first}: {out}");

@@ -751,6 +751,21 @@ fn every_agent_on_the_machine_is_listed_and_a_session_starts_from_the_page() {
     // Start a codex session from the form, with a first prompt.
     b.click("#showHosted");
     b.click("#newToggle");
+    // The form suggests codex's models (the page read `/api/models`' list).
+    let first_model = fx.daemon.get("/api/models?runtime=codex").assert_ok()["data"][0]["id"]
+        .as_str()
+        .expect("codex lists a model")
+        .to_owned();
+    b.wait_for("the model field's suggestions", UI_TIMEOUT, || {
+        let values = b.exec(
+            "return [...document.querySelectorAll('#modelList option')].map((o) => o.value);",
+            vec![],
+        );
+        values
+            .as_array()
+            .is_some_and(|v| v.iter().any(|m| m == first_model.as_str()))
+            .then_some(())
+    });
     b.type_into("#newCwd", fx.work.to_str().unwrap());
     b.exec(
         "const s = document.getElementById('newMode'); s.value = 'never'; s.dispatchEvent(new Event('change'));",

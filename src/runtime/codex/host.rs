@@ -103,6 +103,9 @@ pub struct CreateParams {
 pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
 pub const SANDBOXES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
 
+/// Pages of `model/list` read at most for one answer (a page holds dozens of models).
+const MODEL_PAGES: usize = 20;
+
 #[derive(Clone)]
 pub struct CodexHost {
     inner: Arc<Inner>,
@@ -614,10 +617,30 @@ impl CodexHost {
             return Ok(Capability::fail("unsupported", error.clone()));
         }
         let backend = self.inner.backend(None).await?;
-        match backend.rpc.call(&wire::ModelListParams::default()).await {
-            Ok(answer) => Ok(Capability::ok(answer)),
-            Err(error) => Ok(Capability::fail("error", error.to_string())),
+        // Every page of `model/list` (`{"data": [Model], "nextCursor"}`), as one list.
+        let mut models = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MODEL_PAGES {
+            let params = wire::ModelListParams {
+                cursor: cursor.take(),
+                ..wire::ModelListParams::default()
+            };
+            let page = match backend.rpc.call(&params).await {
+                Ok(page) => page,
+                Err(error) => return Ok(Capability::fail("error", error.to_string())),
+            };
+            if let Some(list) = page.get("data").and_then(serde_json::Value::as_array) {
+                models.extend(list.iter().cloned());
+            }
+            cursor = page
+                .get("nextCursor")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string);
+            if cursor.is_none() {
+                break;
+            }
         }
+        Ok(Capability::ok(serde_json::Value::Array(models)))
     }
 
     /// Forks the session's thread (optionally cut after `after_turn_id`) into a new session.

@@ -1337,7 +1337,7 @@ impl ClientRequest for ThreadGoalClearParams {
     type Response = Value;
 }
 
-/// `model/list` params (all optional; cohost sends none).
+/// `model/list` params (all optional; cohost sends only the cursor of the next page).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelListParams {
@@ -1351,7 +1351,7 @@ pub struct ModelListParams {
 
 impl ClientRequest for ModelListParams {
     const METHOD: &'static str = "model/list";
-    /// `{"data": [Model], "nextCursor"}`, returned to the caller as it is.
+    /// `{"data": [Model], "nextCursor"}`; the host reads every page into one list.
     type Response = Value;
 }
 
