@@ -6,8 +6,11 @@
 //! not logged again, so replaying the log gives exactly the same tasks. `lease.changed` events
 //! set each session's lease. It does no I/O and cannot fail.
 //!
-//! **Bounds.** Finished tasks are kept up to [`MAX_FINISHED`] (oldest dropped first, with their
-//! idempotency keys); unfinished tasks are bounded by the manager's per-session queue limit.
+//! **Bounds.** Finished tasks (with their idempotency keys) are kept per session up to
+//! [`MAX_FINISHED_PER_SESSION`] and for [`FINISHED_KEPT_MS`] after they finished, and up to
+//! [`MAX_FINISHED`] in all — past that, the session holding the most gives up its oldest, so one
+//! busy session never erases another's recent tasks. Unfinished tasks are bounded by the
+//! manager's per-session queue limit.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -18,8 +21,12 @@ use crate::protocol::{
     TurnStatus, WaitingReason,
 };
 
-/// Finished tasks kept (results included) before the oldest are forgotten.
+/// Finished tasks kept (results included) in all sessions together.
 pub const MAX_FINISHED: usize = 2000;
+/// Finished tasks kept for one session: its oldest go first.
+pub const MAX_FINISHED_PER_SESSION: usize = 500;
+/// How long a finished task is kept (ms after it finished, by the log's clock).
+pub const FINISHED_KEPT_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 /// Completed turns remembered per session, so a task accepted after its (fast) turn already
 /// ended still gets its result.
 const RECENT_TURNS: usize = 16;
@@ -217,19 +224,59 @@ impl Tasks {
             task.updated_at = ts;
         }
         self.finished.push_back(id.to_string());
-        while self.finished.len() > MAX_FINISHED {
-            let Some(old) = self.finished.pop_front() else {
-                break;
-            };
-            if let Some(task) = self.tasks.remove(&old) {
-                if let Some(key) = &task.idempotency_key {
-                    self.keys.remove(&key_of(&task.session, key));
-                }
-                if let Some(s) = self.sessions.get_mut(&task.session) {
-                    s.finished.retain(|t| *t != old);
-                }
+        self.bound_finished(session, ts);
+    }
+
+    /// Applies the bounds on finished tasks (see the module's doc) after one finished in
+    /// `session` at `ts`.
+    fn bound_finished(&mut self, session: &str, ts: u64) {
+        let mut gone = Vec::new();
+        // The session's own bound.
+        if let Some(entry) = self.sessions.get_mut(session) {
+            while entry.finished.len() > MAX_FINISHED_PER_SESSION {
+                gone.extend(entry.finished.pop_front());
             }
         }
+        // Age: the oldest finished tasks overall come first in `finished`.
+        for id in &self.finished {
+            let old = self
+                .tasks
+                .get(id)
+                .and_then(|t| t.finished_at)
+                .is_some_and(|at| at.saturating_add(FINISHED_KEPT_MS) < ts);
+            if !old {
+                break;
+            }
+            gone.push(id.clone());
+        }
+        for id in gone {
+            self.forget(&id);
+        }
+        // All sessions: the one holding the most gives up its oldest.
+        while self.finished.len() > MAX_FINISHED {
+            let Some(oldest) = self
+                .sessions
+                .values()
+                .max_by_key(|s| s.finished.len())
+                .and_then(|s| s.finished.front().cloned())
+            else {
+                break;
+            };
+            self.forget(&oldest);
+        }
+    }
+
+    /// Forgets a finished task: its record, its idempotency key and its places in the lists.
+    fn forget(&mut self, id: &str) {
+        if let Some(task) = self.tasks.remove(id) {
+            if let Some(key) = &task.idempotency_key {
+                self.keys.remove(&key_of(&task.session, key));
+            }
+            if let Some(s) = self.sessions.get_mut(&task.session) {
+                s.finished.retain(|t| t != id);
+            }
+        }
+        self.finished.retain(|t| t != id);
     }
 
     /// Ends the task its turn consumed, with the turn's outcome and last message.
@@ -943,32 +990,80 @@ mod tests {
         assert_eq!(tasks.open("s1").count(), 0);
     }
 
+    /// Queues and cancels task `id` (key `k{id}`) in `session` at `ts`.
+    fn finish_one(tasks: &mut Tasks, session: &str, id: &str, ts: u64) {
+        let in_session = |kind| Event {
+            session: Some(session.into()),
+            ..event(ts, kind)
+        };
+        tasks.apply(&in_session(queued(id, Some(&format!("k{id}")), None)));
+        tasks.apply(&in_session(EventKind::TaskFinished(
+            crate::protocol::TaskFinished {
+                task_id: id.into(),
+                state: TaskState::Cancelled,
+                cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
+                error: None,
+                superseded_by: None,
+            },
+        )));
+    }
+
     #[test]
-    fn finished_tasks_are_bounded_with_their_keys() {
+    fn finished_tasks_are_bounded_per_session_with_their_keys() {
         let mut tasks = Tasks::default();
-        for i in 0..(MAX_FINISHED as u64 + 5) {
-            let id = format!("t{i}");
-            let key = format!("k{i}");
-            tasks.apply(&event(i * 2 + 1, queued(&id, Some(&key), None)));
-            tasks.apply(&event(
-                i * 2 + 2,
-                EventKind::TaskFinished(crate::protocol::TaskFinished {
-                    task_id: id,
-                    state: TaskState::Cancelled,
-                    cancel_outcome: Some(CancelOutcome::CancelledBeforeDelivery),
-                    error: None,
-                    superseded_by: None,
-                }),
-            ));
+        let n = MAX_FINISHED_PER_SESSION + 5;
+        for i in 0..n {
+            finish_one(&mut tasks, "s1", &format!("t{i}"), i as u64 + 1);
         }
         assert!(tasks.get("t0").is_none());
-        assert!(tasks.by_key("s1", "k0").is_none());
-        assert!(
-            tasks
-                .by_key("s1", &format!("k{}", MAX_FINISHED + 4))
-                .is_some()
+        assert!(tasks.by_key("s1", "kt0").is_none());
+        assert!(tasks.by_key("s1", &format!("kt{}", n - 1)).is_some());
+        assert_eq!(tasks.recent("s1").count(), MAX_FINISHED_PER_SESSION);
+    }
+
+    /// One busy session (2,001 finished tasks) leaves another session's recent tasks and their
+    /// results alone.
+    #[test]
+    fn a_busy_session_does_not_erase_another_sessions_recent_tasks() {
+        let mut tasks = Tasks::default();
+        for i in 0..3 {
+            finish_one(&mut tasks, "quiet", &format!("q{i}"), i + 1);
+        }
+        for i in 0..2001u64 {
+            finish_one(&mut tasks, "busy", &format!("b{i}"), 10 + i);
+        }
+        let quiet: Vec<&str> = tasks.recent("quiet").map(|t| t.id.as_str()).collect();
+        assert_eq!(quiet, ["q2", "q1", "q0"]);
+        assert!(tasks.by_key("quiet", "kq0").is_some());
+        assert_eq!(tasks.recent("busy").count(), MAX_FINISHED_PER_SESSION);
+        // Many sessions: the total stays bounded, each losing its own oldest first.
+        for s in 0..10u64 {
+            for i in 0..MAX_FINISHED_PER_SESSION as u64 {
+                finish_one(
+                    &mut tasks,
+                    &format!("s{s}"),
+                    &format!("s{s}-{i}"),
+                    5000 + s * 1000 + i,
+                );
+            }
+        }
+        assert_eq!(tasks.finished.len(), MAX_FINISHED);
+        assert_eq!(
+            tasks.recent("quiet").count(),
+            3,
+            "the smallest session keeps its tasks"
         );
-        assert_eq!(tasks.recent("s1").count(), MAX_FINISHED);
+    }
+
+    #[test]
+    fn finished_tasks_are_forgotten_a_week_after_they_finished() {
+        let mut tasks = Tasks::default();
+        finish_one(&mut tasks, "s1", "old", 1);
+        finish_one(&mut tasks, "s2", "newer", 1 + FINISHED_KEPT_MS / 2);
+        finish_one(&mut tasks, "s2", "late", 2 + FINISHED_KEPT_MS);
+        assert!(tasks.get("old").is_none(), "a week and a moment later");
+        assert!(tasks.by_key("s1", "kold").is_none());
+        assert!(tasks.get("newer").is_some());
     }
 
     impl Tasks {
