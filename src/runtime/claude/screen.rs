@@ -132,11 +132,19 @@ pub fn analyze(capture: &str) -> Screen {
     }
 }
 
-/// The index of the live input box's prompt line: the last `❯\u{a0}` line with a rule above.
+/// The index of the live input box's prompt line: the last `❯\u{a0}` line with a rule below it
+/// (the box's bottom edge, after its continuation lines) and a rule above — or a line that
+/// begins as one, the top rule half drawn over by a spinner line (2.1.197 leaves
+/// `───runched for 4s` there after an interrupt). A `❯` line with no rule below is a leftover
+/// of a redraw, not the box: read as one, its lines would run into the footer and
+/// `? for shortcuts` would pass for a human's draft.
 fn find_box(lines: &[&str]) -> Option<usize> {
     (1..lines.len()).rev().find(|&index| {
         let line = lines[index];
-        (line.starts_with(BOX_PROMPT) || line.trim_end() == "❯") && is_rule(lines[index - 1])
+        let above = lines[index - 1];
+        (line.starts_with(BOX_PROMPT) || line.trim_end() == "❯")
+            && (is_rule(above) || above.trim_start().starts_with("───"))
+            && lines[index + 1..].iter().any(|below| is_rule(below))
     })
 }
 
@@ -561,5 +569,39 @@ mod tests {
         assert!(!is_spinner("Churning…"));
         assert!(!is_spinner("✻Churning…"));
         assert!(!is_spinner("✻ Tip: wait…"));
+    }
+
+    /// 2.1.197 after cohost's Escape on a queued prompt's turn, as a CI run captured it (the
+    /// screen stayed so): the top rule half drawn over, and a stray `❯` line under the box's
+    /// bottom rule. The box is the empty one between the rules; the footer is no draft (it
+    /// was read as one, and the human was handed the lease).
+    #[test]
+    fn a_stray_prompt_line_under_the_box_is_not_the_box() {
+        let rule = "─".repeat(80);
+        let capture = [
+            "● Baked for 0s",
+            "  word35 word36 word37 word38 word39 word40",
+            "",
+            "✻ Cogitated for 4s",
+            "",
+            "❯ Cancel me later",
+            "",
+            "───runched for 4s",
+            "❯\u{a0}",
+            rule.as_str(),
+            "❯\u{a0}",
+            "",
+            "  ? for shortcuts · ← for agents",
+            "",
+        ]
+        .join("\n");
+        let seen = analyze(&capture);
+        assert_eq!(seen.input.as_deref(), Some(""), "{seen:?}");
+        assert!(!seen.has_draft());
+        assert!(seen.ready(), "{seen:?}");
+        // Without a rule below anywhere there is no box at all: nothing is pasted, nothing
+        // passes for a draft.
+        let no_bottom = "x\n────────────────────────────────\n❯\u{a0}\n\n  ? for shortcuts\n";
+        assert_eq!(analyze(no_bottom).input, None);
     }
 }
