@@ -1,5 +1,6 @@
 //! The permission relay: POST a `PermissionRequest` to the daemon
-//! (`$COHOST_URL/api/claude/permission`, bearer token read from `$COHOST_TOKEN_FILE`), wait for
+//! (`/api/claude/permission` over the socket `$COHOST_SOCKET`, bearer token read from
+//! `$COHOST_TOKEN_FILE`), wait for
 //! its decision up to a little longer than `$COHOST_PERMISSION_TIMEOUT_SECS`, and render it as
 //! Claude's hook output. It must never invent a decision: "ask", a timeout, a refused
 //! connection, a non-2xx status or an unreadable answer all mean "no decision" so Claude shows

@@ -470,16 +470,6 @@ pub enum InjectState {
     Queued,
 }
 
-impl InjectState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InjectState::Started => "started",
-            InjectState::Steered => "steered",
-            InjectState::Queued => "queued",
-        }
-    }
-}
-
 /// `message.sent`: the outcome of an inject, recorded so an idempotent retry returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
