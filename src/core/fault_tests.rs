@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::event_log::FsyncPolicy;
 use super::*;
-use crate::protocol::{MetaLog, MissingRange};
+use crate::protocol::{MetaLog, MissingRange, SCHEMA_VERSION, SeqRange};
 
 /// One event per seq: a `meta.log` on session `s` whose message names its seq, so the state
 /// shows which events were applied.
