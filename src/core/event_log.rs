@@ -19,6 +19,7 @@
 //! line around it is kept. What is missing (seqs between the lines kept) is reported in
 //! [`Recovery`], never papered over: the next seq is above every seq the log may have used.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -117,6 +118,8 @@ pub struct Recovery {
     pub known_missing: Vec<SeqRange>,
     /// Segments `open` could not rewrite: their damaged lines stay, skipped by readers.
     pub deferred: Vec<DeferredRepair>,
+    /// The seqs of each session's kept lines, in order: the per-session index readers use.
+    pub by_session: HashMap<String, Vec<u64>>,
 }
 
 #[derive(Debug, Clone)]
@@ -513,10 +516,24 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
             }
             recovery.n_lines += 1;
             recovery.last_seq = seq;
+            if seq <= after
+                && let Some(session) = log_line::claimed_session(raw)
+            {
+                recovery.by_session.entry(session).or_default().push(seq);
+            }
             if seq > after {
                 // It checked out moments ago; only its JSON is built here.
                 match log_line::decode(raw) {
-                    Ok(line) => recovery.lines.push(line),
+                    Ok(line) => {
+                        if let Some(session) = &line.session {
+                            recovery
+                                .by_session
+                                .entry(session.clone())
+                                .or_default()
+                                .push(seq);
+                        }
+                        recovery.lines.push(line)
+                    }
                     Err(fault) => tracing::warn!(
                         seq,
                         reason = fault.as_str(),
@@ -782,6 +799,94 @@ impl LogReader {
             }
             other => other,
         }
+    }
+
+    /// The complete lines of `seqs` (ascending), in order, read in one pass from the segment
+    /// holding the first; a seq with no readable line (retention, damage) is left out.
+    /// Blocking: call it from `spawn_blocking`.
+    pub fn read_seqs(&self, seqs: &[u64]) -> Result<Vec<LogLine>, ReadError> {
+        match self.read_seqs_once(seqs) {
+            Err(ReadError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                self.read_seqs_once(seqs)
+            }
+            other => other,
+        }
+    }
+
+    fn read_seqs_once(&self, seqs: &[u64]) -> Result<Vec<LogLine>, ReadError> {
+        let (Some(&first), Some(&last)) = (seqs.first(), seqs.last()) else {
+            return Ok(Vec::new());
+        };
+        let segments = self
+            .segments
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let start = segments
+            .iter()
+            .rposition(|segment| segment.first_seq <= first)
+            .unwrap_or(0);
+        let mut out = Vec::with_capacity(seqs.len());
+        let mut wanted = seqs.iter().copied().peekable();
+        for (index, segment) in segments.iter().enumerate().skip(start) {
+            // Skip a segment that holds none of the seqs still wanted.
+            let next_first = segments.get(index + 1).map(|next| next.first_seq);
+            while wanted.next_if(|seq| *seq < segment.first_seq).is_some() {}
+            match wanted.peek() {
+                None => break,
+                Some(seq) if next_first.is_some_and(|next| *seq >= next) => continue,
+                Some(_) => {}
+            }
+            let file = File::open(&segment.path).map_err(|source| ReadError::Io {
+                path: segment.path.clone(),
+                source,
+            })?;
+            let mut reader = BufReader::new(file);
+            let mut line = Vec::new();
+            let mut offset = 0u64;
+            loop {
+                line.clear();
+                let n = reader
+                    .read_until(b'\n', &mut line)
+                    .map_err(|source| ReadError::Io {
+                        path: segment.path.clone(),
+                        source,
+                    })?;
+                if n == 0 || line.last() != Some(&b'\n') {
+                    break;
+                }
+                let at = offset;
+                offset += n as u64;
+                if segment.skip.binary_search(&at).is_ok() {
+                    continue;
+                }
+                let bytes = &line[..n - 1];
+                let Some(seq) = log_line::claimed_seq(bytes) else {
+                    continue;
+                };
+                // Seqs passed without a line of theirs are gone.
+                while wanted.next_if(|wanted| *wanted < seq).is_some() {}
+                if wanted.next_if_eq(&seq).is_none() {
+                    if wanted.peek().is_none() || seq >= last {
+                        return Ok(out);
+                    }
+                    continue;
+                }
+                match log_line::decode(bytes) {
+                    Ok(parsed) => out.push(parsed),
+                    Err(fault) => tracing::warn!(
+                        path = %segment.path.display(),
+                        offset = at,
+                        reason = fault.as_str(),
+                        "skipped a damaged event log line"
+                    ),
+                }
+                if wanted.peek().is_none() {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn read_after_once(

@@ -107,6 +107,21 @@ pub fn claimed_seq(line: &[u8]) -> Option<u64> {
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
+/// The session a line names, read from its `{"seq":N,"ts":N,"session":"…"` prefix without
+/// parsing the rest (the order [`Event`](crate::protocol::Event) serializes its fields in).
+/// `None` for a daemon-wide event or a line of another shape.
+pub fn claimed_session(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(LINE_START)?;
+    let rest = &rest[rest.iter().position(|b| !b.is_ascii_digit())?..];
+    let rest = rest.strip_prefix(b",\"ts\":")?;
+    let rest = &rest[rest.iter().position(|b| !b.is_ascii_digit())?..];
+    let rest = rest.strip_prefix(b",\"session\":")?;
+    serde_json::Deserializer::from_slice(rest)
+        .into_iter::<String>()
+        .next()?
+        .ok()
+}
+
 /// Reads one line (without its newline): checks its checksum when it has one, and returns the
 /// event's JSON as clients get it, with its routing fields.
 pub fn decode(line: &[u8]) -> Result<LogLine, LineFault> {
@@ -416,6 +431,31 @@ fn bad_piece(bytes: &[u8], range: Range<usize>, line_number: usize, fault: LineF
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_session_is_read_from_the_prefix() {
+        let check = |line: &str, expect: Option<&str>| {
+            assert_eq!(
+                claimed_session(line.as_bytes()).as_deref(),
+                expect,
+                "{line}"
+            );
+        };
+        check(&event(7), Some("s"));
+        check(
+            r#"{"seq":1,"ts":2,"session":"a \"b\" \u00e9","type":"x","data":{}}"#,
+            Some("a \"b\" é"),
+        );
+        check(
+            r#"{"seq":1,"ts":2,"type":"daemon.started","data":{}}"#,
+            None,
+        );
+        check(r#"{"seq":1,"ts":2,"session":"cut"#, None);
+        check(r#"{"ts":2,"session":"s","seq":1}"#, None);
+        let mut encoded = Vec::new();
+        encode(&event(9), &mut encoded);
+        check(std::str::from_utf8(&encoded).unwrap(), Some("s"));
+    }
 
     fn event(seq: u64) -> String {
         format!(

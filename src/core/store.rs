@@ -1,6 +1,7 @@
 //! The store readers use: recent events from the in-memory ring, older ones from disk, and the
 //! gaps a damaged log left between them.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -16,10 +17,54 @@ const RING_RACE_RETRIES: usize = 3;
 
 /// Recent events in memory and the rest on disk.
 pub struct Store {
-    pub(super) ring: RwLock<ring::Ring>,
+    ring: RwLock<ring::Ring>,
     pub(super) reader: LogReader,
-    pub(super) head: AtomicU64,
-    pub(super) streaming: Mutex<Streaming>,
+    head: AtomicU64,
+    streaming: Mutex<Streaming>,
+    sessions: RwLock<SessionIndex>,
+    /// Seqs start-up found with no stored event (a damaged log), in order.
+    lost: Vec<SeqRange>,
+}
+
+/// The seqs of each session's stored events, in order: a reader of one session goes straight
+/// to its events, however many of other sessions lie between (8 bytes an event in memory;
+/// retention trims it with the log).
+#[derive(Debug, Default)]
+pub(super) struct SessionIndex {
+    seqs: HashMap<String, Vec<u64>>,
+}
+
+impl SessionIndex {
+    pub(super) fn new(seqs: HashMap<String, Vec<u64>>) -> Self {
+        SessionIndex { seqs }
+    }
+
+    fn push(&mut self, session: &str, seq: u64) {
+        match self.seqs.get_mut(session) {
+            Some(seqs) => seqs.push(seq),
+            None => {
+                self.seqs.insert(session.to_string(), vec![seq]);
+            }
+        }
+    }
+
+    /// Up to `limit` seqs of `session` after `after`.
+    fn after(&self, session: &str, after: u64, limit: usize) -> &[u64] {
+        let Some(seqs) = self.seqs.get(session) else {
+            return &[];
+        };
+        let start = seqs.partition_point(|seq| *seq <= after);
+        &seqs[start..(start + limit).min(seqs.len())]
+    }
+
+    /// Forgets seqs below `oldest` (deleted by retention), and sessions left with none.
+    fn trim(&mut self, oldest: u64) {
+        self.seqs.retain(|_, seqs| {
+            let cut = seqs.partition_point(|seq| *seq < oldest);
+            seqs.drain(..cut);
+            !seqs.is_empty()
+        });
+    }
 }
 
 /// What a read from the store can answer.
@@ -29,6 +74,16 @@ pub struct ReadPage {
     pub head: u64,
     /// Seqs between `after` and the last returned event that have no stored event (lost to a
     /// damaged log): the read skipped them, and says so once.
+    pub gaps: Vec<SeqRange>,
+}
+
+/// A page of one session's events.
+#[derive(Debug)]
+pub struct SessionPage {
+    pub events: Vec<Arc<StoredEvent>>,
+    /// The cursor to read on from: the last event's seq when the page is full, else the head.
+    pub next: u64,
+    pub head: u64,
     pub gaps: Vec<SeqRange>,
 }
 
@@ -49,6 +104,122 @@ pub fn gaps_between(after: u64, events: &[Arc<StoredEvent>]) -> Vec<SeqRange> {
 }
 
 impl Store {
+    pub(super) fn new(
+        ring: ring::Ring,
+        reader: LogReader,
+        head: u64,
+        sessions: SessionIndex,
+        lost: Vec<SeqRange>,
+    ) -> Self {
+        Store {
+            ring: RwLock::new(ring),
+            reader,
+            head: AtomicU64::new(head),
+            streaming: Mutex::default(),
+            sessions: RwLock::new(sessions),
+            lost,
+        }
+    }
+
+    /// Up to `limit` events of `session` with `seq > after`, found through the session index:
+    /// from the ring when it still holds them, else from disk in one pass. `gaps` are the seqs
+    /// between `after` and the page's end that start-up found lost (they may have been this
+    /// session's). Blocking when it goes to disk: call through [`Store::read_session_async`].
+    pub fn read_session(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<SessionPage, ReadError> {
+        if let Some(oldest) = self.reader.oldest_seq()
+            && after + 1 < oldest
+        {
+            return Err(ReadError::CursorExpired { after, oldest });
+        }
+        // The head first: every seq up to it is already in the index (`push` indexes an event
+        // before it moves the head).
+        let head = self.head();
+        let seqs: Vec<u64> = self
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .after(session, after, limit)
+            .iter()
+            .copied()
+            .filter(|seq| *seq <= head)
+            .collect();
+        let mut events = Vec::with_capacity(seqs.len());
+        let mut on_disk = Vec::new();
+        {
+            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
+            for &seq in &seqs {
+                match ring
+                    .after(seq - 1, 1)
+                    .next()
+                    .filter(|event| event.seq == seq)
+                {
+                    Some(event) => events.push(Arc::clone(event)),
+                    None => on_disk.push(seq),
+                }
+            }
+        }
+        if !on_disk.is_empty() {
+            let lines = self.reader.read_seqs(&on_disk)?;
+            events.extend(lines.into_iter().map(|line| Arc::new(line.into())));
+            events.sort_by_key(|event| event.seq);
+        }
+        // A full page ends at its last event; a short one has every event of the session up
+        // to the head.
+        let next = if seqs.len() == limit {
+            seqs.last().copied().unwrap_or(after)
+        } else {
+            head.max(after)
+        };
+        let gaps = self
+            .lost
+            .iter()
+            .filter(|range| range.to > after && range.from <= next)
+            .map(|range| SeqRange {
+                from: range.from.max(after + 1),
+                to: range.to.min(next),
+            })
+            .collect();
+        Ok(SessionPage {
+            events,
+            next,
+            head,
+            gaps,
+        })
+    }
+
+    pub async fn read_session_async(
+        self: &Arc<Self>,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<SessionPage, ReadError> {
+        let store = Arc::clone(self);
+        let session = session.to_string();
+        match tokio::task::spawn_blocking(move || store.read_session(&session, after, limit)).await
+        {
+            Ok(result) => result,
+            Err(join) => Err(ReadError::Io {
+                path: PathBuf::from("<reader task>"),
+                source: std::io::Error::other(join.to_string()),
+            }),
+        }
+    }
+
+    /// Forgets index entries of events retention deleted.
+    pub(super) fn trim_index(&self) {
+        if let Some(oldest) = self.reader.oldest_seq() {
+            self.sessions
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .trim(oldest);
+        }
+    }
+
     /// The agent messages streaming now.
     pub fn streaming(&self) -> std::sync::MutexGuard<'_, Streaming> {
         self.streaming.lock().unwrap_or_else(|e| e.into_inner())
@@ -152,6 +323,14 @@ impl Store {
     pub(super) fn push(&self, events: &[Arc<StoredEvent>]) {
         let Some(last) = events.last() else { return };
         {
+            let mut index = self.sessions.write().unwrap_or_else(|e| e.into_inner());
+            for event in events {
+                if let Some(session) = &event.session {
+                    index.push(session, event.seq);
+                }
+            }
+        }
+        {
             let mut ring = self.ring.write().unwrap_or_else(|e| e.into_inner());
             for event in events {
                 ring.push(Arc::clone(event));
@@ -196,13 +375,126 @@ mod tests {
         for seq in on_disk {
             log.append(line(*seq).as_bytes()).unwrap();
         }
-        let store = Store {
-            ring: RwLock::new(in_ring.iter().map(|seq| stored(*seq)).collect()),
-            reader: log.reader(),
-            head: AtomicU64::new(*on_disk.last().unwrap()),
-            streaming: Mutex::default(),
-        };
+        let store = Store::new(
+            in_ring.iter().map(|seq| stored(*seq)).collect(),
+            log.reader(),
+            *on_disk.last().unwrap(),
+            SessionIndex::default(),
+            Vec::new(),
+        );
         (log, store)
+    }
+
+    fn config(dir: &std::path::Path) -> LogConfig {
+        LogConfig {
+            dir: dir.to_path_buf(),
+            quarantine: dir.join("quarantine.jsonl"),
+            segment_bytes: 256 * 1024,
+            retain_bytes: u64::MAX,
+            fsync: FsyncPolicy::Never,
+        }
+    }
+
+    fn in_session(seq: u64, session: &str) -> Arc<StoredEvent> {
+        let json = format!(
+            "{{\"seq\":{seq},\"ts\":0,\"session\":\"{session}\",\"type\":\"meta.log_cleared\",\"data\":{{}}}}"
+        );
+        Arc::new(StoredEvent {
+            seq,
+            session: Some(session.to_string()),
+            session_seq: None,
+            json: json.into(),
+            ephemeral: false,
+        })
+    }
+
+    /// A log of `n` events, all of session `b` but `of_a`, reopened so the index is the one
+    /// start-up builds; the ring holds the last `in_ring`.
+    fn sessions_store(dir: &std::path::Path, n: u64, of_a: &[u64], in_ring: u64) -> Store {
+        let session = |seq: u64| if of_a.contains(&seq) { "a" } else { "b" };
+        {
+            let (mut log, _) = EventLog::open(config(dir), 0).unwrap();
+            let mut buf = Vec::new();
+            for seq in 1..=n {
+                crate::core::log_line::encode(&in_session(seq, session(seq)).json, &mut buf);
+                log.append(&buf).unwrap();
+                buf.clear();
+                if log.wants_roll() {
+                    log.roll(seq + 1).unwrap();
+                }
+            }
+        }
+        let (log, mut recovery) = EventLog::open(config(dir), n).unwrap();
+        assert!(recovery.segments > 1, "the events span several segments");
+        Store::new(
+            (n - in_ring + 1..=n)
+                .map(|seq| in_session(seq, session(seq)))
+                .collect(),
+            log.reader(),
+            n,
+            SessionIndex::new(std::mem::take(&mut recovery.by_session)),
+            vec![SeqRange { from: 6, to: 7 }],
+        )
+    }
+
+    fn session_seqs(page: &SessionPage) -> Vec<u64> {
+        page.events.iter().map(|event| event.seq).collect()
+    }
+
+    /// A reader of one session gets its next events however many of other sessions lie
+    /// between, from disk and from the ring, and a short page moves the cursor to the head.
+    #[test]
+    fn a_session_read_goes_straight_to_its_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = sessions_store(dir.path(), 20_000, &[3, 12_000, 19_998], 5);
+        let page = store.read_session("a", 0, 2).unwrap();
+        assert_eq!(session_seqs(&page), [3, 12_000]);
+        assert_eq!(page.next, 12_000);
+        assert_eq!(page.gaps, [SeqRange { from: 6, to: 7 }]);
+        assert!(
+            page.events
+                .iter()
+                .all(|e| e.session.as_deref() == Some("a"))
+        );
+        let page = store.read_session("a", 12_000, 2).unwrap();
+        assert_eq!(session_seqs(&page), [19_998]);
+        assert_eq!((page.next, page.head), (20_000, 20_000));
+        assert!(page.gaps.is_empty());
+        let page = store.read_session("a", 20_000, 2).unwrap();
+        assert!(page.events.is_empty());
+        assert_eq!(page.next, 20_000);
+        let page = store.read_session("nobody", 0, 10).unwrap();
+        assert!(page.events.is_empty());
+        assert_eq!(page.next, 20_000);
+        // From inside the lost range, only its rest is reported.
+        let page = store.read_session("a", 6, 1).unwrap();
+        assert_eq!(page.gaps, [SeqRange { from: 7, to: 7 }]);
+        // A new event is indexed as it is stored.
+        store.push(&[in_session(20_001, "a")]);
+        let page = store.read_session("a", 20_000, 10).unwrap();
+        assert_eq!(session_seqs(&page), [20_001]);
+        // Events on disk only, one pass over several segments.
+        let page = store.read_session("b", 11_990, 20).unwrap();
+        assert_eq!(
+            session_seqs(&page),
+            (11_991..=12_011)
+                .filter(|seq| *seq != 12_000)
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn the_index_forgets_what_retention_deleted() {
+        let mut index = SessionIndex::default();
+        for seq in 1..=10 {
+            index.push(if seq % 2 == 0 { "a" } else { "b" }, seq);
+        }
+        index.push("c", 3);
+        index.trim(5);
+        assert_eq!(index.after("a", 0, 10), [6, 8, 10]);
+        assert_eq!(index.after("b", 0, 2), [5, 7]);
+        assert_eq!(index.after("c", 0, 10), [] as [u64; 0]);
+        assert!(!index.seqs.contains_key("c"));
     }
 
     fn seqs(page: &ReadPage) -> Vec<u64> {

@@ -2,21 +2,22 @@
 //! sequenced, logged, applied, pushed to the ring, broadcast and acknowledged, in that order.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::damage::{damage_report, log_damage};
 use super::event_log::EventLog;
 use super::snapshot::{self, Snapshot};
-use super::store::Store;
+use super::store::{SessionIndex, Store};
 use super::streaming::ephemeral_line;
 use super::{
     BROADCAST_CAPACITY, CoreConfig, CoreError, CoreHandle, CoreInput, INPUT_CAPACITY, State,
     StoredEvent, format, log_line, notify, now_ms, ring, sessions, tracker,
 };
-use crate::protocol::{DaemonInfo, Event, EventKind, InstanceRef, LogDamage, SCHEMA_VERSION};
+use crate::protocol::{
+    DaemonInfo, Event, EventKind, InstanceRef, LogDamage, SCHEMA_VERSION, SeqRange,
+};
 
 /// The most inputs handled in one batch (one write, one fsync).
 const MAX_BATCH: usize = 1024;
@@ -102,12 +103,23 @@ pub fn start(
     // Above every seq the log or the snapshot may have used: a seq a client has seen is
     // never given to another event.
     let seq = recovery.head.max(snapshot_seq);
-    let store = Arc::new(Store {
-        ring: RwLock::new(ring),
-        reader: log.reader(),
-        head: AtomicU64::new(seq),
-        streaming: Mutex::default(),
-    });
+    let mut lost: Vec<SeqRange> = damage
+        .iter()
+        .flat_map(|damage| &damage.missing)
+        .map(|range| SeqRange {
+            from: range.from,
+            to: range.to,
+        })
+        .chain(recovery.known_missing.iter().copied())
+        .collect();
+    lost.sort_by_key(|range| range.from);
+    let store = Arc::new(Store::new(
+        ring,
+        log.reader(),
+        seq,
+        SessionIndex::new(std::mem::take(&mut recovery.by_session)),
+        lost,
+    ));
     let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
     let (bus, _) = broadcast::channel(BROADCAST_CAPACITY);
     let state = Arc::new(RwLock::new(state));
@@ -556,10 +568,11 @@ impl Core {
             tracing::error!(%error, "failed to start a new log segment");
             return;
         }
-        if self.save_snapshot()
-            && let Err(error) = self.log.apply_retention(self.seq)
-        {
-            tracing::error!(%error, "failed to apply log retention");
+        if self.save_snapshot() {
+            match self.log.apply_retention(self.seq) {
+                Ok(_) => self.store.trim_index(),
+                Err(error) => tracing::error!(%error, "failed to apply log retention"),
+            }
         }
     }
 

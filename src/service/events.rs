@@ -17,10 +17,6 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
 /// The longest wait a long-poll may ask for.
 pub const MAX_WAIT_SECS: f64 = 300.0;
-/// Events read from the store per step of a filtered scan.
-pub const STORE_PAGE: usize = 512;
-/// The most events a filtered (per-session) read scans in one call.
-const MAX_SCAN: usize = 20_000;
 
 /// A read request, validated by [`Service::events`].
 #[derive(Debug, Clone)]
@@ -120,9 +116,9 @@ impl Service {
         })
     }
 
-    /// Reads up to `limit` events after `after`, keeping only `session`'s when given. Scans at
-    /// most `MAX_SCAN` events per call so a filtered read of a busy log answers promptly;
-    /// `next` then tells the caller where the scan stopped.
+    /// Reads up to `limit` events after `after`, only `session`'s when given (through the
+    /// store's per-session index: a session's next events however many of others lie
+    /// between; a short page's `next` is the head).
     pub async fn read_events(
         &self,
         after: u64,
@@ -139,39 +135,17 @@ impl Service {
                 gaps: page.gaps,
             });
         };
-        let mut cursor = after;
-        let mut out = Vec::new();
-        let mut gaps = Vec::new();
-        let mut scanned = 0;
-        let finish = |events, next, head, mut gaps: Vec<SeqRange>| {
-            gaps.retain(|gap: &SeqRange| gap.to < next);
-            Ok(Page {
-                events,
-                next,
-                head,
-                gaps,
-            })
-        };
-        loop {
-            let page = self.core.store.read_after_async(cursor, STORE_PAGE).await?;
-            let Some(last) = page.events.last().map(|e| e.seq) else {
-                return finish(out, cursor, page.head, gaps);
-            };
-            gaps.extend(page.gaps);
-            for event in page.events {
-                scanned += 1;
-                if event.session.as_deref() == Some(session) {
-                    out.push(event.clone());
-                    if out.len() == limit {
-                        return finish(out, event.seq, page.head, gaps);
-                    }
-                }
-            }
-            cursor = last;
-            if scanned >= MAX_SCAN {
-                return finish(out, cursor, page.head, gaps);
-            }
-        }
+        let page = self
+            .core
+            .store
+            .read_session_async(session, after, limit)
+            .await?;
+        Ok(Page {
+            events: page.events,
+            next: page.next,
+            head: page.head,
+            gaps: page.gaps,
+        })
     }
 
     /// A page of events; with a wait, blocks until one arrives for the filter (or the wait or

@@ -388,6 +388,79 @@ fn mcp_events_wait_returns_an_event_posted_during_the_wait() {
     );
 }
 
+/// A reader of one session gets that session's events, however many of other sessions lie
+/// before them: here 50,000 (more than the ring holds, so the first page comes from disk), and
+/// a waiting read answers at once with events that already exist.
+#[test]
+fn mcp_events_of_one_session_skip_50000_events_of_other_sessions() {
+    let (tmux, _) = tmux_with_sessions(&["other"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    daemon.stop();
+    let encode = |lines: &[String]| {
+        let mut bytes = Vec::new();
+        for line in lines {
+            cohost::core::log_line::encode(line, &mut bytes);
+        }
+        bytes
+    };
+    let others = crate::support::web::others(daemon.home(), 50_000, &["other", "work"]);
+    others.append(&encode(&others.lines));
+    let long = crate::support::web::long_session(daemon.home(), 3, "cs_0000000000050000");
+    long.append(&encode(&long.lines));
+    daemon.start_again();
+    let seqs: Vec<u64> = long
+        .lines
+        .iter()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let id = &long.session;
+
+    let plan = json!([
+        { "tool": "events", "arguments": { "session_id": id, "after": 0, "limit": 5 } },
+        { "tool": "events", "arguments": { "session_id": id, "after": 0, "limit": 5, "wait_seconds": 60 } },
+        { "tool": "events", "arguments": { "session_id": id, "after": seqs[4], "limit": 100 } },
+    ]);
+    let run = run_client(&daemon, Transport::Http, &plan, |_| {});
+    for index in [0, 1] {
+        let answer = run.one(index);
+        let page = ok(answer);
+        let got: Vec<u64> = page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, seqs[..5], "{page:#}");
+        assert_eq!(page["events"][0]["type"], "session.created", "{page:#}");
+        assert_eq!(page["next"], seqs[4], "{page:#}");
+        let elapsed = answer["elapsed"].as_f64().unwrap();
+        assert!(
+            elapsed < 30.0,
+            "the read answered with events that exist, not after its wait: {elapsed}s"
+        );
+    }
+    let rest = ok(run.one(2));
+    let got: Vec<u64> = rest["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, seqs[5..], "{rest:#}");
+    // The page ends short of the limit: the session has nothing else up to the head.
+    assert_eq!(rest["next"], rest["head"], "{rest:#}");
+
+    // HTTP reads the same index.
+    let page = daemon
+        .get(&format!("/api/sessions/{id}/events?after=0&limit=5"))
+        .assert_ok();
+    assert_eq!(page["events"][4]["seq"], seqs[4], "{page}");
+}
+
 #[test]
 fn mcp_without_the_token_is_401() {
     let daemon = TestDaemon::start_with(None, &[]);

@@ -16,21 +16,7 @@ pub struct LongSession {
 /// A closed codex session of `turns` turns, five events each (start, prompt, command, Markdown
 /// answer `Answer **n**`, end), ready to append to `home`'s newest log segment.
 pub fn long_session(home: &Path, turns: usize, session: &str) -> LongSession {
-    let dir = home.join("log");
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    segments.sort();
-    let segment = segments.pop().expect("a log segment");
-    let mut seq = std::fs::read_to_string(&segment)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["seq"].as_u64())
-        .max()
-        .unwrap_or(0);
+    let (segment, mut seq) = newest_segment(home);
     let mut session_seq = 0;
     let mut lines = Vec::new();
     let mut push = |kind: &str, data: serde_json::Value| {
@@ -70,6 +56,48 @@ pub fn long_session(home: &Path, turns: usize, session: &str) -> LongSession {
     push("session.closed", json!({ "reason": "closed by the test" }));
     LongSession {
         session: session.to_string(),
+        events: lines.len(),
+        lines,
+        segment,
+    }
+}
+
+/// The newest segment of `home`'s log and the highest seq in it.
+fn newest_segment(home: &Path) -> (PathBuf, u64) {
+    let dir = home.join("log");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    segments.sort();
+    let segment = segments.pop().expect("a log segment");
+    let seq = std::fs::read_to_string(&segment)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["seq"].as_u64())
+        .max()
+        .unwrap_or(0);
+    (segment, seq)
+}
+
+/// `n` `meta.log` events spread over the tmux sessions `sessions`, numbered after the last event
+/// of the home's log: other sessions' traffic to put before or between a session's events.
+pub fn others(home: &Path, n: usize, sessions: &[&str]) -> LongSession {
+    let (segment, mut seq) = newest_segment(home);
+    let lines = (0..n)
+        .map(|i| {
+            seq += 1;
+            format!(
+                "{{\"seq\":{seq},\"ts\":{},\"session\":\"{}\",\"type\":\"meta.log\",\"data\":{{\"message\":\"line {i}\"}}}}",
+                1_795_000_000_000u64 + seq,
+                sessions[i % sessions.len()]
+            )
+        })
+        .collect::<Vec<_>>();
+    LongSession {
+        session: String::new(),
         events: lines.len(),
         lines,
         segment,
