@@ -48,7 +48,7 @@ fn check_non_empty(field: &'static str, value: Option<&str>) -> Result<(), Field
 }
 
 /// `POST /api/agent-event`, opensessions-compatible. Unknown fields are ignored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentEventParams {
     pub agent: String,
@@ -112,7 +112,7 @@ impl AgentEventParams {
 }
 
 /// `POST /set-status`: `text: null` (or absent) clears the status.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetStatusParams {
     pub session: String,
@@ -130,7 +130,7 @@ impl SetStatusParams {
 }
 
 /// `POST /set-progress`: `clear: true` clears the progress.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetProgressParams {
     pub session: String,
@@ -163,7 +163,7 @@ impl SetProgressParams {
 }
 
 /// `POST /log` and `POST /notify`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogParams {
     pub session: String,
@@ -183,7 +183,7 @@ impl LogParams {
 }
 
 /// `POST /clear-log` and `POST /api/focus`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionParams {
     pub session: String,
@@ -201,7 +201,7 @@ fn check_session(session: &str) -> Result<(), FieldError> {
 }
 
 /// The answer to every accepted POST that records an event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Accepted {
     pub ok: bool,
@@ -210,7 +210,7 @@ pub struct Accepted {
 }
 
 /// One agent instance as `GET /api/state` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceView {
     pub key: String,
@@ -236,7 +236,7 @@ pub struct InstanceView {
     pub source: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusView {
     pub text: String,
@@ -245,7 +245,7 @@ pub struct StatusView {
     pub ts: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,7 +259,7 @@ pub struct ProgressView {
     pub ts: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogView {
     pub message: String,
@@ -272,7 +272,7 @@ pub struct LogView {
     pub ts: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MetadataView {
     pub status: Option<StatusView>,
@@ -281,7 +281,7 @@ pub struct MetadataView {
 }
 
 /// One tmux session in `GET /api/state`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionView {
     pub name: String,
@@ -298,7 +298,7 @@ pub struct SessionView {
 }
 
 /// `GET /api/state`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StateView {
     /// The last event applied to this state.
@@ -314,7 +314,7 @@ pub struct StateView {
 }
 
 /// `GET /api/events`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventsPage {
     pub events: Vec<super::Event>,
@@ -329,12 +329,12 @@ pub struct EventsPage {
 }
 
 /// Every error response: `{"error":{"code":"snake_case","message":"…"}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
@@ -344,7 +344,7 @@ pub struct ErrorDetail {
 }
 
 /// `GET /api/health`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
     pub ok: bool,
@@ -357,7 +357,7 @@ pub struct Health {
 }
 
 /// One hosted session as `GET /api/sessions` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HostedSessionView {
     pub id: String,

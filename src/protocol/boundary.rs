@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `SESSION_DIR/launch.json`: what the runner starts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Launch {
     /// The program and its arguments; must not be empty.
@@ -37,7 +37,7 @@ pub struct Launch {
     pub session_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedClaude {
     pub home: PathBuf,
@@ -49,7 +49,7 @@ pub struct SeedClaude {
 
 /// One line of `SESSION_DIR/runner.jsonl`. Every line has `event`, `runnerPid`, `at` (ms since
 /// the epoch) and `launch` (1 for the first launch attempt, +1 per attempt).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "lowercase")]
 pub enum RunnerEvent {
     /// The child started.
@@ -112,7 +112,7 @@ pub fn running_child<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<u32
 }
 
 /// One line of `SESSION_DIR/hooks.jsonl`, appended by `cohost-hook <Event>`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HookLine {
     /// When the hook ran, ms since the epoch (the hook's own clock).
@@ -128,7 +128,7 @@ pub struct HookLine {
 }
 
 /// `POST /api/claude/permission`: a `PermissionRequest` hook asks the daemon for a decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionAsk {
     pub session_id: String,
@@ -137,7 +137,7 @@ pub struct PermissionAsk {
 }
 
 /// The daemon's answer to a [`PermissionAsk`], in the shape of Claude's hook decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "behavior", rename_all = "lowercase")]
 pub enum PermissionAnswer {
     /// Allowed; `updatedInput` replaces the tool's input (Claude's `AskUserQuestion` reads the

@@ -19,7 +19,7 @@ use super::task::{
 /// (for tracker events, the tmux session name) and is absent for daemon-wide events.
 /// The serialized form always starts with `{"seq":` — the log reader relies on it to find
 /// a line's seq without parsing the whole line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     pub seq: u64,
@@ -34,7 +34,7 @@ pub struct Event {
 }
 
 /// What happened. Serialized adjacently: `"type": "agent.updated", "data": {..}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", content = "data")]
 pub enum EventKind {
     /// The daemon started; `pid` and `version` identify the process.
@@ -199,10 +199,10 @@ impl EventKind {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Empty {}
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonInfo {
     pub pid: u32,
@@ -211,14 +211,14 @@ pub struct DaemonInfo {
 
 /// An inclusive range of seqs with no stored event: what a reader skipped over (the `gaps` of a
 /// page, an SSE `gap` message) or what start-up found missing from the log (`log.damaged`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeqRange {
     pub from: u64,
     pub to: u64,
 }
 
 /// `log.damaged`: what start-up found wrong with the event log, and what it did about it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogDamage {
     /// The seq the snapshot was taken at (0: none, or not usable).
@@ -241,7 +241,7 @@ pub struct LogDamage {
 
 /// Seqs `from..=to` missing from the log. `inSnapshot`: the state still reflects them (the
 /// snapshot covers them); otherwise the state was rebuilt without them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MissingRange {
     pub from: u64,
@@ -250,7 +250,7 @@ pub struct MissingRange {
 }
 
 /// One line taken out of a segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuarantinedLine {
     /// The segment's file name and where the line started in it (as found).
@@ -268,7 +268,7 @@ pub struct QuarantinedLine {
 }
 
 /// Agent status, with opensessions' spelling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentStatus {
     Idle,
@@ -361,7 +361,7 @@ impl std::str::FromStr for AgentStatus {
 
 /// Whether the process behind an instance is known to be alive.
 /// `alive` instances never age to `stale`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Liveness {
     Alive,
@@ -370,7 +370,7 @@ pub enum Liveness {
 }
 
 /// A resolved agent report, as stored in the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentUpdate {
     pub agent: String,
@@ -424,13 +424,13 @@ pub fn instance_key(agent: &str, thread_id: Option<&str>) -> String {
 }
 
 /// Names one instance of one session (the session is the event's `session`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceRef {
     pub key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Focus {
     /// Where the focus came from: `tmux` (the client-session-changed hook) or `api`.
@@ -438,7 +438,7 @@ pub struct Focus {
 }
 
 /// The tone opensessions uses for metadata.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Tone {
     Neutral,
@@ -448,7 +448,7 @@ pub enum Tone {
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MetaStatus {
     /// `None` clears the status.
@@ -457,7 +457,7 @@ pub struct MetaStatus {
     pub tone: Option<Tone>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MetaProgress {
     /// `true` clears the progress; the other fields are then absent.
@@ -473,7 +473,7 @@ pub struct MetaProgress {
     pub label: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MetaLog {
     pub message: String,

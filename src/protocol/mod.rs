@@ -10,6 +10,8 @@ mod api;
 pub mod boundary;
 mod event;
 mod request;
+#[cfg(test)]
+mod schema;
 mod session;
 mod task;
 mod watch;

@@ -27,7 +27,7 @@ pub mod request_bounds {
 }
 
 /// What kind of person-input the agent waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum InputKind {
     /// One or more questions, each with options (codex `request_user_input`, Claude
@@ -57,7 +57,7 @@ impl InputKind {
 }
 
 /// One option of a question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionOption {
     pub label: String,
@@ -66,7 +66,7 @@ pub struct QuestionOption {
 }
 
 /// One question of a `question` request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Question {
     /// The key its answer goes under.
@@ -88,7 +88,7 @@ pub struct Question {
 }
 
 /// `input.requested`: the agent waits for a person.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequested {
     /// Unique within the daemon and stable (derived from the turn and the runtime's call id).
@@ -145,7 +145,7 @@ pub mod resolved_by {
 }
 
 /// `input.resolved`: answered through cohost, or made moot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InputResolved {
     pub request_id: String,
@@ -186,7 +186,7 @@ impl InputResolved {
 }
 
 /// One answer: a string, or several (a multi-select question).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum AnswerValue {
     One(String),
@@ -203,7 +203,7 @@ impl AnswerValue {
 }
 
 /// The body of `POST /api/sessions/{id}/requests/{requestId}` (and the MCP tool's arguments).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct InputAnswer {
     /// `question`: an answer per question id (a string or a list of strings).
@@ -229,7 +229,7 @@ pub struct InputAnswer {
 
 /// `session.mode`: the collaboration mode the session's next turn runs in (codex `plan` or
 /// `default`; Claude's permission modes, `plan` included).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionMode {
     pub mode: String,
@@ -240,7 +240,7 @@ pub struct SessionMode {
 /// the prompt box has sat idle after a turn). The core derives an `input-needed` notification
 /// from it unless an approval or input request of the session is already pending (that wait
 /// was notified when it was requested).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionAttention {
     /// Unique per occurrence (for a hook line, from its receive time), so a replayed line is
@@ -279,7 +279,7 @@ pub mod notification_kind {
 
 /// `notification`: something a person should look at, derived once from the event that caused
 /// it (see `core::notify`), for hosted sessions and watched agents alike.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Notification {
     /// `turn-ended`, `input-needed` or `error` (see [`notification_kind`]).
@@ -303,7 +303,7 @@ pub struct Notification {
 }
 
 /// An image attached to a prompt, as a browser sends it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PromptImage {
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which agent runtime a hosted session runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     Codex,
@@ -57,7 +57,7 @@ impl std::fmt::Display for Runtime {
 }
 
 /// `session.created`: a hosted session exists. Its settings travel with it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCreated {
     pub runtime: Runtime,
@@ -97,14 +97,14 @@ impl SessionCreated {
 }
 
 /// The execution budget of a backend: retry settings passed to the model provider.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Budget {
     pub request_max_retries: u32,
     pub stream_max_retries: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkOrigin {
     pub session_id: String,
@@ -113,7 +113,7 @@ pub struct ForkOrigin {
 }
 
 /// `session.bound`: the session is tied to a runtime thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionBound {
     pub thread_id: String,
@@ -123,7 +123,7 @@ pub struct SessionBound {
 
 /// `session.pane`: the tmux pane a session's terminal runs in, and the process cohost started
 /// there. cohost only ever types into a pane whose id and process match this record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPane {
     pub pane_id: String,
@@ -135,7 +135,7 @@ pub struct SessionPane {
 /// hooks and transcript), logged when it changes — Claude may run in another mode than it was
 /// launched in (a human cycles modes with shift+tab). `allowed: false` means the daemon does not
 /// allow that mode: cohost's hook then asks before every tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionModeSeen {
     pub mode: String,
@@ -143,14 +143,14 @@ pub struct PermissionModeSeen {
 }
 
 /// `session.closed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionClosed {
     pub reason: String,
 }
 
 /// Where a hosted session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SessionState {
     /// Created; its runtime is not bound yet.
@@ -181,7 +181,7 @@ impl SessionState {
 }
 
 /// `session.status`: whether the session's runtime is reachable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {
     /// `live`, `restarting`, `lost` (codex) or `exited` (claude).
@@ -191,7 +191,7 @@ pub struct SessionStatus {
 }
 
 /// Who started a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TurnSource {
     /// An inject through cohost (HTTP, CLI, MCP).
@@ -204,14 +204,14 @@ pub enum TurnSource {
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStarted {
     pub turn_id: String,
     pub source: TurnSource,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TurnStatus {
     Completed,
@@ -219,7 +219,7 @@ pub enum TurnStatus {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnCompleted {
     pub turn_id: String,
@@ -235,7 +235,7 @@ pub struct TurnCompleted {
 
 /// `turn.plan_updated`: the turn's step list as the agent last set it (codex's `update_plan`
 /// tool, `turn/plan/updated`), whole each time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnPlan {
     pub turn_id: String,
@@ -245,7 +245,7 @@ pub struct TurnPlan {
 }
 
 /// One step of a [`TurnPlan`]: `status` is `pending`, `inProgress` or `completed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanStep {
     pub step: String,
@@ -255,7 +255,7 @@ pub struct PlanStep {
 /// `item.started` / `item.completed`: one unit of a turn.
 /// `item.id` is deterministic (derived from the runtime's own turn and item ids), so a backfill
 /// after a resume converges with the live stream instead of duplicating it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemEvent {
     pub turn_id: String,
@@ -268,7 +268,7 @@ impl ItemEvent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -347,7 +347,7 @@ impl Item {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileChange {
     pub path: String,
@@ -358,7 +358,7 @@ pub struct FileChange {
 }
 
 /// `item.delta` (live only, never stored): a piece of streamed text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemDelta {
     pub turn_id: String,
@@ -378,7 +378,7 @@ pub struct ItemDelta {
 }
 
 /// `approval.requested`: the runtime asks a human before acting.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequested {
     /// Unique within the daemon and deterministic (derived from the turn and item).
@@ -399,7 +399,7 @@ pub struct ApprovalRequested {
 }
 
 /// `approval.resolved`: answered, by cohost or by another client (a TUI), or made moot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResolved {
     pub approval_id: String,
@@ -412,7 +412,7 @@ pub struct ApprovalResolved {
 }
 
 /// `usage`: token usage after a model response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub turn_id: String,
@@ -426,7 +426,7 @@ pub struct Usage {
     pub context_window: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenCounts {
     pub input: u64,
@@ -437,7 +437,7 @@ pub struct TokenCounts {
 }
 
 /// `error`: the runtime reported a failure (a model error, a lost backend).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -452,14 +452,14 @@ pub struct ErrorEvent {
 }
 
 /// `goal.updated`: the thread goal as the runtime reports it (codex's shape, kept whole).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GoalUpdated {
     pub goal: serde_json::Value,
 }
 
 /// How an inject reached the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InjectState {
     /// A new turn started with it.
@@ -471,7 +471,7 @@ pub enum InjectState {
 }
 
 /// `message.sent`: the outcome of an inject, recorded so an idempotent retry returns it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageSent {
     pub outcome: InjectState,

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskState {
     /// Accepted by cohost, not yet delivered to the agent.
@@ -42,7 +42,7 @@ impl TaskState {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskPhase {
     /// In cohost's queue; the agent has not seen it.
@@ -55,7 +55,7 @@ pub enum TaskPhase {
     Finished,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitingReason {
     /// A human holds the session's lease; only a human release lets queued work through.
@@ -68,7 +68,7 @@ pub enum WaitingReason {
     NotReady,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CancelOutcome {
     /// The task had not been delivered: it will never run.
@@ -85,7 +85,9 @@ pub enum CancelOutcome {
     OutcomeUnknown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LeaseHolder {
     /// cohost's queue delivers tasks.
@@ -105,7 +107,7 @@ impl LeaseHolder {
 }
 
 /// Who drives a session. Absent from the log until the first change: `managed`, generation 0.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Lease {
     pub holder: LeaseHolder,
@@ -121,7 +123,7 @@ pub struct Lease {
 }
 
 /// `task.queued`: a prompt entered a session's queue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskQueued {
     pub task_id: String,
@@ -138,7 +140,7 @@ pub struct TaskQueued {
 }
 
 /// `task.edited`: a waiting task's prompt was replaced in place.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskEdited {
     pub task_id: String,
@@ -150,7 +152,7 @@ pub struct TaskEdited {
 }
 
 /// `task.delivered`: the queue handed the task to the agent under this lease generation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskDelivered {
     pub task_id: String,
@@ -158,7 +160,7 @@ pub struct TaskDelivered {
 }
 
 /// `task.returned`: a delivery did not happen; the task is back in the queue.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskReturned {
     pub task_id: String,
@@ -168,7 +170,7 @@ pub struct TaskReturned {
 }
 
 /// `task.accepted`: the agent took the task into turn `turn_id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskAccepted {
     pub task_id: String,
@@ -179,7 +181,7 @@ pub struct TaskAccepted {
 }
 
 /// `task.finished`: an end decided by cohost (a turn's end finishes its task without one).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskFinished {
     pub task_id: String,
@@ -193,7 +195,7 @@ pub struct TaskFinished {
 }
 
 /// `task.cancel_requested`: cancellation of a delivered task, under this lease generation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskCancelRequested {
     pub task_id: String,
@@ -201,7 +203,7 @@ pub struct TaskCancelRequested {
 }
 
 /// `task.abort`: what cohost did about a requested cancellation of a running task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskAbort {
     pub task_id: String,
@@ -213,7 +215,7 @@ pub struct TaskAbort {
 }
 
 /// A task as clients see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {
     pub task_id: String,
@@ -268,7 +270,7 @@ pub struct TaskView {
 }
 
 /// A session's queue: its lease, work in flight, waiting work in delivery order, recent ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueView {
     pub session_id: String,
@@ -282,7 +284,7 @@ pub struct QueueView {
 }
 
 /// A slice of a task's final assistant text (redacted), addressed by byte offset.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultChunk {
     pub task_id: String,
@@ -297,7 +299,7 @@ pub struct ResultChunk {
 }
 
 /// What a send answers: the task, and whether an idempotency key matched an earlier send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SendResult {
     pub task: TaskView,

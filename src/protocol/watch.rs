@@ -13,7 +13,7 @@ use super::event::{AgentStatus, Liveness};
 pub const UNPLACED_SESSION: &str = ":unplaced";
 
 /// `GET /api/state/{session}/agents/{key}/explain`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplainView {
     /// The tmux session (or `:unplaced`).
@@ -34,7 +34,7 @@ pub struct ExplainView {
 }
 
 /// One thread as a watcher follows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchedView {
     pub agent: String,
@@ -63,7 +63,7 @@ pub struct WatchedView {
 }
 
 /// One record that changed what the watcher knows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvidenceView {
     /// The file (or database) read.
@@ -84,7 +84,7 @@ pub struct EvidenceView {
 }
 
 /// `GET /api/watch`: the watchers' configuration and counters (the bench reads them).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchStats {
     /// The agents watched (`--watchers`).
@@ -117,7 +117,7 @@ pub struct WatchStats {
     pub caught_up: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchRootView {
     pub agent: String,
