@@ -259,7 +259,7 @@ async fn errors_are_one_json_shape_with_the_status_of_their_class() {
 
 /// A stream resumed mid-message (its cursor the head, a delta arriving before its first read)
 /// starts with the text so far, not with a delta past a gap: the delta came first once (seen
-/// in `suite::codex_host::an_interrupt_ends_the_running_turn` under load, "a gap before … after
+/// in `suite::codex::host::an_interrupt_ends_the_running_turn` under load, "a gap before … after
 /// \"\"").
 #[tokio::test]
 async fn a_stream_resumed_mid_message_sends_the_text_so_far_before_the_next_delta() {

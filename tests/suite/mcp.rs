@@ -929,7 +929,7 @@ fn mcp_http_cancels_waiting_and_running_tasks_under_each_lease() {
 
 #[test]
 fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the_queue() {
-    use super::codex_codrive::{session_with_tui, type_prompt, wait_screen};
+    use crate::suite::codex::codrive::{session_with_tui, type_prompt, wait_screen};
     let fx = CodexFixture::start();
     fx.mock
         .push(Step::text("Reply to the human.").when_user_contains("Hello from the human"));
@@ -1020,7 +1020,7 @@ fn mcp_http_a_turn_typed_in_the_codex_tui_takes_control_and_release_delivers_the
 
 #[test]
 fn mcp_stdio_claude_task_completes_then_a_human_typing_takes_control_until_release() {
-    use super::claude_host_more::type_in_pane;
+    use crate::suite::claude::lifecycle::type_in_pane;
     use crate::support::claude_host::ClaudeFixture;
     use crate::support::mock_messages::Step as Reply;
     let fx = ClaudeFixture::start_with_args(&["--mcp-allowed-root", fx_root()]);

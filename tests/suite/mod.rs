@@ -1,41 +1,11 @@
-//! The integration tests, one module per area of cohost.
+//! The integration tests, one folder per area of cohost.
 
-mod claude_asks;
-mod claude_host;
-mod claude_host_more;
-mod claude_smoke;
-mod claude_watch;
+mod claude;
 mod cli;
-mod codex_asks;
-mod codex_codrive;
-mod codex_host;
-mod codex_host_approvals;
-mod codex_host_capabilities;
-mod codex_host_recovery;
-mod codex_host_surface;
-mod codex_smoke;
-mod codex_watch;
-mod daily_cli;
-mod daily_config;
-mod daily_install;
-mod daily_json;
-mod daily_service;
-mod daily_tmux;
-mod daily_upgrade;
-mod durability;
-mod events_sse;
-mod http_limits;
-mod log_damage;
+mod codex;
+mod http;
 mod mcp;
-mod metadata;
-mod security;
+mod store;
 mod tasks;
-mod tasks_claude;
-mod tmux_hooks;
-mod tracker_api;
-mod watch_common;
-mod watch_engine;
-mod watch_peers;
+mod watch;
 mod web;
-mod web_browser;
-mod web_cockpit;

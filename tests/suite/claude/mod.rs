@@ -1,0 +1,7 @@
+//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, and the watcher of Claude run by hand.
+
+pub(crate) mod asks;
+pub(crate) mod host;
+pub(crate) mod lifecycle;
+pub(crate) mod smoke;
+pub(crate) mod watch;

@@ -1,0 +1,11 @@
+//! codex app-server sessions: smoke, the host, approvals, capabilities, recovery, the HTTP surface, questions, co-driving, and the watcher of codex run by hand.
+
+pub(crate) mod approvals;
+pub(crate) mod asks;
+pub(crate) mod capabilities;
+pub(crate) mod codrive;
+pub(crate) mod host;
+pub(crate) mod recovery;
+pub(crate) mod smoke;
+pub(crate) mod surface;
+pub(crate) mod watch;

@@ -1,0 +1,7 @@
+//! The HTTP surface: SSE, limits, security, the tracker API and metadata.
+
+pub(crate) mod limits;
+pub(crate) mod metadata;
+pub(crate) mod security;
+pub(crate) mod sse;
+pub(crate) mod tracker;

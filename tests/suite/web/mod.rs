@@ -1,0 +1,5 @@
+//! The web page: its HTML, the browser harness, and the cockpit driven in a real browser.
+
+pub(crate) mod browser;
+pub(crate) mod cockpit;
+pub(crate) mod page;
