@@ -267,4 +267,66 @@ mod desired_tests {
             AgentStatus::Stale
         );
     }
+
+    /// What the tracker is given for a thread, from its status and whether its process runs:
+    /// (status, pid known, records say it ended, process gone) → status shown, or `None`.
+    #[test]
+    fn the_status_shown_follows_the_records_and_the_process() {
+        use AgentStatus::*;
+        let placement = Placement::Unplaced;
+        let check = |status, pid: bool, ended, gone, expect: Option<AgentStatus>| {
+            let thread = Thread {
+                agent: Some(WatchedAgent::Codex),
+                thread_id: "t1".into(),
+                status,
+                pid: pid.then_some(4242),
+                ended,
+                gone,
+                ..Thread::default()
+            };
+            let got = desired(&thread, &placement).map(|(emitted, update)| {
+                assert_eq!(emitted.status, update.status);
+                assert_eq!(emitted.session, UNPLACED_SESSION);
+                assert_eq!(update.source.as_deref(), Some("watcher:codex"));
+                emitted.status
+            });
+            assert_eq!(
+                got, expect,
+                "{status:?} pid {pid} ended {ended} gone {gone}"
+            );
+        };
+        // Live.
+        check(Some(Running), true, false, false, Some(Running));
+        check(Some(Waiting), false, false, false, Some(Waiting));
+        // A live agent whose records imply no turn yet (a TUI just started) is idle; without a
+        // process nothing is known.
+        check(None, true, false, false, Some(Idle));
+        check(None, false, false, false, None);
+        check(None, true, false, true, None);
+        // Gone mid-turn: that turn will not finish.
+        check(Some(Running), true, false, true, Some(Stale));
+        check(Some(ToolRunning), false, true, false, Some(Stale));
+        check(Some(Waiting), true, true, true, Some(Stale));
+        // Gone after its turn ended: the end stands.
+        check(Some(Done), true, false, true, Some(Done));
+        check(Some(Interrupted), false, true, false, Some(Interrupted));
+        check(Some(Error), true, true, true, Some(Error));
+        // Gone idle: it never ran a turn, nothing to show.
+        check(Some(Idle), true, false, true, None);
+        check(Some(Idle), false, true, false, None);
+    }
+
+    #[test]
+    fn a_hosted_thread_is_not_shown() {
+        let thread = exiting_thread(false);
+        let suppressed = Placement::Suppressed { by: "s-1".into() };
+        assert!(desired(&thread, &suppressed).is_none());
+        let pane = Placement::Pane {
+            session: "proj".into(),
+            pane_id: "%3".into(),
+        };
+        let (emitted, update) = desired(&thread, &pane).unwrap();
+        assert_eq!(emitted.session, "proj");
+        assert_eq!(update.pane_id.as_deref(), Some("%3"));
+    }
 }

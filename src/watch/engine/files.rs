@@ -1,5 +1,7 @@
 //! Discovery: inotify watches of the roots' directories, pending roots, the rescan of unwatched directories, and what a file event means.
 
+use super::lines::LineReader;
+use super::reading::FileChange;
 use super::*;
 
 impl Engine {
@@ -287,37 +289,30 @@ impl Engine {
             }
             return;
         };
-        if known.inode != meta.ino() && known.kind != FileKind::Database {
-            // Replaced: the old file is gone, this is a new one.
-            self.file_removed(&path);
-            if let Some((format, _)) = self.classify(&path) {
-                self.register(&path, format);
-            }
-            return;
-        }
-        match known.kind {
-            FileKind::Lines => {
-                if known.decoder.is_none() {
-                    // Registered at its size at start-up and growing now: its first read.
-                    let size = meta.len();
-                    self.first_read(&path, size);
-                } else if meta.len() < known.offset {
-                    tracing::info!(path = %path.display(), "a followed file was truncated; reading it again");
-                    let format = known.format;
-                    let decoder = self.formats[format].decoder(&path, None);
-                    if let Some(file) = self.files.get_mut(&path) {
-                        file.offset = 0;
-                        file.partial.clear();
-                        file.skipping = false;
-                        file.decoder = Some(decoder);
-                    }
-                    self.read_lines(&path);
-                } else if meta.len() > known.offset {
-                    self.read_lines(&path);
+        let format = known.format;
+        match known.change(meta.ino(), meta.len()) {
+            FileChange::Replaced => {
+                // Replaced: the old file is gone, this is a new one.
+                self.file_removed(&path);
+                if let Some((format, _)) = self.classify(&path) {
+                    self.register(&path, format);
                 }
             }
-            FileKind::Snapshot => self.read_snapshot(&path),
-            FileKind::Database => {
+            // Registered at its size at start-up and growing now: its first read.
+            FileChange::FirstRead => self.first_read(&path, meta.len()),
+            FileChange::Truncated => {
+                tracing::info!(path = %path.display(), "a followed file was truncated; reading it again");
+                let decoder = self.formats[format].decoder(&path, None);
+                if let Some(file) = self.files.get_mut(&path) {
+                    file.reader = LineReader::at(0);
+                    file.decoder = Some(decoder);
+                }
+                self.read_lines(&path);
+            }
+            FileChange::Grew => self.read_lines(&path),
+            FileChange::Unchanged => {}
+            FileChange::Snapshot => self.read_snapshot(&path),
+            FileChange::Database => {
                 self.poll_database(&path);
                 self.db_settle = Some(Instant::now() + DB_SETTLE);
             }

@@ -37,6 +37,7 @@
 mod checkpoint;
 mod emit;
 mod files;
+mod lines;
 mod liveness;
 mod placement;
 mod processes;
@@ -46,8 +47,9 @@ mod thread;
 use checkpoint::FileCheckpoint;
 use emit::source_of;
 use liveness::Scope;
+use placement::Placement;
 use reading::FileState;
-use thread::{Emitted, Placement, Thread};
+use thread::{Emitted, Thread};
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fs::File;

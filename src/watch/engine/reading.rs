@@ -1,25 +1,21 @@
 //! Reading the followed files: byte offsets, partial lines, bounded first reads, snapshots and databases.
 
+use super::lines::{FirstRead, LineReader, MAX_LINE_BYTES, first_line};
 use super::*;
 
 /// The largest snapshot file read (Claude's session files are < 1 KiB).
-pub(super) const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;
-/// A line longer than this is skipped to its newline: far beyond any record observed.
-pub(super) const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;
 /// One `read` asks for this much.
-pub(super) const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
 
 /// One followed file.
 pub(super) struct FileState {
     pub(super) format: usize,
     pub(super) kind: FileKind,
     pub(super) inode: u64,
-    /// Bytes read so far (including `partial`).
-    pub(super) offset: u64,
-    /// The bytes after the last newline read.
-    pub(super) partial: Vec<u8>,
-    /// Skipping an overlong line up to its newline.
-    pub(super) skipping: bool,
+    /// Where a lines file is read from, and its held-back partial line (a snapshot's offset
+    /// is its size; a database's stays 0: its follower keeps its own cursor).
+    pub(super) reader: LineReader,
     /// `None` until the file is first read (files registered at their size at start-up).
     pub(super) decoder: Option<Box<dyn Decoder>>,
     pub(super) follower: Option<Box<dyn TableFollower>>,
@@ -28,6 +24,54 @@ pub(super) struct FileState {
     pub(super) follower_error: Option<String>,
     /// The last snapshot's bytes' hash (an unchanged rewrite says nothing).
     pub(super) snapshot_hash: Option<u64>,
+}
+
+/// What an event on a known file means, from its inode and size now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FileChange {
+    /// Another file took its name: the old one is gone, this one is new.
+    Replaced,
+    /// A lines file registered at its size at start-up grows: its first read.
+    FirstRead,
+    /// Shorter than what was read: read it again from the start.
+    Truncated,
+    /// Read from the offset to the end.
+    Grew,
+    Unchanged,
+    /// Read whole again (its hash says whether anything changed).
+    Snapshot,
+    /// Polled through its follower (the database or its `-wal` changed).
+    Database,
+}
+
+impl FileState {
+    pub(super) fn new(format: usize, kind: FileKind, inode: u64) -> FileState {
+        FileState {
+            format,
+            kind,
+            inode,
+            reader: LineReader::at(0),
+            decoder: None,
+            follower: None,
+            follower_error: None,
+            snapshot_hash: None,
+        }
+    }
+
+    /// What an event means for this file, now at `inode` and `size` bytes.
+    pub(super) fn change(&self, inode: u64, size: u64) -> FileChange {
+        if self.inode != inode && self.kind != FileKind::Database {
+            return FileChange::Replaced;
+        }
+        match self.kind {
+            FileKind::Lines if self.decoder.is_none() => FileChange::FirstRead,
+            FileKind::Lines if size < self.reader.offset => FileChange::Truncated,
+            FileKind::Lines if size > self.reader.offset => FileChange::Grew,
+            FileKind::Lines => FileChange::Unchanged,
+            FileKind::Snapshot => FileChange::Snapshot,
+            FileKind::Database => FileChange::Database,
+        }
+    }
 }
 
 impl Engine {
@@ -44,52 +88,42 @@ impl Engine {
             .saved_files
             .remove(path)
             .filter(|cp| cp.inode == meta.ino());
-        let mut state = FileState {
-            format,
-            kind,
-            inode: meta.ino(),
-            offset: 0,
-            partial: Vec::new(),
-            skipping: false,
-            decoder: None,
-            follower: None,
-            follower_error: None,
-            snapshot_hash: None,
+        let mut state = FileState::new(format, kind, meta.ino());
+        // A file that grew a lot while the daemon was down: read only its tail.
+        let resumed = match (kind, &saved) {
+            (FileKind::Lines, Some(saved)) => {
+                LineReader::resume(saved.offset, meta.len(), self.limits.tail_bytes)
+            }
+            _ => None,
         };
-        match (kind, saved) {
-            (FileKind::Lines, Some(saved)) if saved.offset <= meta.len() => {
-                state.offset = saved.offset;
+        match (kind, saved, resumed) {
+            (FileKind::Lines, Some(saved), Some(reader)) => {
+                state.reader = reader;
                 state.decoder = Some(self.formats[format].decoder(path, Some(saved.decoder)));
-                // A file that grew a lot while the daemon was down: read only its tail.
-                let gap = meta.len() - saved.offset;
-                if gap > self.limits.tail_bytes {
-                    state.offset = meta.len() - self.limits.tail_bytes;
-                    state.skipping = true;
-                }
                 self.files.insert(path.to_path_buf(), state);
                 self.read_lines(path);
             }
-            (FileKind::Lines, _) => {
+            (FileKind::Lines, _, _) => {
                 let recent = meta
                     .modified()
                     .ok()
                     .and_then(|m| m.elapsed().ok())
                     .is_none_or(|age| age <= self.limits.recent);
                 if self.catching_up && !recent {
-                    state.offset = meta.len();
+                    state.reader = LineReader::at(meta.len());
                     self.files.insert(path.to_path_buf(), state);
                 } else {
                     self.files.insert(path.to_path_buf(), state);
                     self.first_read(path, meta.len());
                 }
             }
-            (FileKind::Snapshot, saved) => {
+            (FileKind::Snapshot, saved, _) => {
                 state.decoder =
                     Some(self.formats[format].decoder(path, saved.map(|saved| saved.decoder)));
                 self.files.insert(path.to_path_buf(), state);
                 self.read_snapshot(path);
             }
-            (FileKind::Database, saved) => {
+            (FileKind::Database, saved, _) => {
                 state.follower =
                     self.formats[format].follower(path, saved.map(|saved| saved.decoder));
                 self.files.insert(path.to_path_buf(), state);
@@ -106,28 +140,29 @@ impl Engine {
             None => return,
         };
         let decoder = self.formats[format].decoder(path, None);
-        let head_bytes = self.limits.head_bytes;
-        let tail_bytes = self.limits.tail_bytes;
         let Some(file) = self.files.get_mut(path) else {
             return;
         };
         file.decoder = Some(decoder);
-        file.partial.clear();
-        if size <= tail_bytes {
-            file.offset = 0;
-            file.skipping = false;
-            self.read_lines(path);
-            return;
-        }
+        file.reader.drop_partial();
+        let (head, tail_from) =
+            match FirstRead::plan(size, self.limits.head_bytes, self.limits.tail_bytes) {
+                FirstRead::Whole => {
+                    file.reader = LineReader::at(0);
+                    self.read_lines(path);
+                    return;
+                }
+                FirstRead::HeadAndTail { head, tail_from } => (head, tail_from),
+            };
         // The head: the first line, if it is complete within `head_bytes`.
-        if let Some(head) = self.read_range(path, 0, head_bytes.min(size))
-            && let Some(end) = memchr::memchr(b'\n', &head)
+        if let Some(head) = self.read_range(path, 0, head)
+            && let Some(line) = first_line(&head)
         {
             let mut out = Vec::new();
             if let Some(file) = self.files.get_mut(path)
                 && let Some(decoder) = file.decoder.as_mut()
             {
-                decoder.line(&head[..end], &Locator::Offset { offset: 0 }, &mut out);
+                decoder.line(line, &Locator::Offset { offset: 0 }, &mut out);
             }
             self.observe_all(
                 path,
@@ -135,9 +170,8 @@ impl Engine {
             );
         }
         if let Some(file) = self.files.get_mut(path) {
-            file.offset = size - tail_bytes;
             // The tail starts mid-line: skip to the first newline.
-            file.skipping = true;
+            file.reader = LineReader::mid_line(tail_from);
         }
         self.read_lines(path);
     }
@@ -155,9 +189,10 @@ impl Engine {
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         Some(buf)
     }
+
     /// Reads a lines file from its offset to its end and decodes every complete line.
     pub(super) fn read_lines(&mut self, path: &Path) {
-        let Some(offset) = self.files.get(path).map(|f| f.offset) else {
+        let Some(offset) = self.files.get(path).map(|f| f.reader.offset) else {
             return;
         };
         let Ok(mut handle) = File::open(path) else {
@@ -168,7 +203,6 @@ impl Engine {
             return;
         }
         let mut chunk = vec![0u8; READ_CHUNK];
-        let mut position = offset;
         loop {
             let n = match handle.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
@@ -185,39 +219,15 @@ impl Engine {
                 let Some(decoder) = file.decoder.as_mut() else {
                     return;
                 };
-                let mut start = 0;
-                let data = &chunk[..n];
-                while let Some(rel) = memchr::memchr(b'\n', &data[start..]) {
-                    let end = start + rel;
-                    let line_start = position + start as u64 - file.partial.len() as u64;
-                    if file.skipping {
-                        file.skipping = false;
-                        file.partial.clear();
-                    } else if file.partial.is_empty() {
-                        let at = Locator::Offset { offset: line_start };
-                        let mut out = Vec::new();
-                        decoder.line(&data[start..end], &at, &mut out);
-                        observations.extend(out.into_iter().map(|o| (at.clone(), o)));
-                    } else {
-                        file.partial.extend_from_slice(&data[start..end]);
-                        let line = std::mem::take(&mut file.partial);
-                        let at = Locator::Offset { offset: line_start };
-                        let mut out = Vec::new();
-                        decoder.line(&line, &at, &mut out);
-                        observations.extend(out.into_iter().map(|o| (at.clone(), o)));
-                    }
-                    start = end + 1;
+                let overlong = file.reader.feed(&chunk[..n], |line_start, line| {
+                    let at = Locator::Offset { offset: line_start };
+                    let mut out = Vec::new();
+                    decoder.line(line, &at, &mut out);
+                    observations.extend(out.into_iter().map(|o| (at.clone(), o)));
+                });
+                if overlong {
+                    tracing::warn!(path = %path.display(), "a line longer than {MAX_LINE_BYTES} bytes; skipping it");
                 }
-                if !file.skipping {
-                    file.partial.extend_from_slice(&data[start..]);
-                    if file.partial.len() > MAX_LINE_BYTES {
-                        tracing::warn!(path = %path.display(), "a line longer than {MAX_LINE_BYTES} bytes; skipping it");
-                        file.partial.clear();
-                        file.skipping = true;
-                    }
-                }
-                position += n as u64;
-                file.offset = position;
             }
             self.observe_all(path, observations.into_iter());
         }
@@ -243,7 +253,7 @@ impl Engine {
                 return;
             }
             file.snapshot_hash = Some(hash);
-            file.offset = bytes.len() as u64;
+            file.reader = LineReader::at(bytes.len() as u64);
             if let Some(decoder) = file.decoder.as_mut() {
                 decoder.snapshot(&bytes, &mut out);
             }
@@ -291,7 +301,7 @@ impl Engine {
             .iter()
             .filter(|(_, file)| file.format == format && file.kind == FileKind::Lines)
             .filter(|(path, file)| {
-                std::fs::metadata(path).is_ok_and(|meta| meta.len() > file.offset)
+                std::fs::metadata(path).is_ok_and(|meta| meta.len() > file.reader.offset)
             })
             .map(|(path, _)| path.clone())
             .collect();

@@ -70,25 +70,14 @@ pub(super) struct Emitted {
     pub(super) liveness: Option<Liveness>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(super) enum Placement {
-    #[default]
-    Unplaced,
-    Pane {
-        session: String,
-        pane_id: String,
-    },
-    Cwd {
-        session: String,
-    },
-    Suppressed {
-        by: String,
-    },
-}
-
 impl Thread {
     pub(super) fn agent_pid(&self) -> Option<u32> {
         self.pid.or(self.found_pid)
+    }
+
+    /// Its process, while it runs.
+    pub(super) fn live_pid(&self) -> Option<u32> {
+        self.agent_pid().filter(|_| !self.gone && !self.ended)
     }
 
     pub(super) fn liveness(&self) -> Option<Liveness> {
@@ -101,15 +90,15 @@ impl Thread {
         }
     }
 
-    /// Whether the slow timer looks for its process: it has none yet, and it is in a turn or
-    /// contested, within [`PROCESS_SEARCH_MS`] of its last record. A thread placed by its cwd
-    /// meanwhile is placed in its pane once its process is found.
-    pub(super) fn searching(&self) -> bool {
+    /// Whether the slow timer looks for its process at `now` (ms): it has none yet, and it is in
+    /// a turn or contested, within [`PROCESS_SEARCH_MS`] of its last record. A thread placed by
+    /// its cwd meanwhile is placed in its pane once its process is found.
+    pub(super) fn searching_at(&self, now: u64) -> bool {
         self.agent_pid().is_none()
             && !self.ended
             && !self.gone
             && (self.in_turn() || self.contested)
-            && self.search_until.is_some_and(|until| until > now_ms())
+            && self.search_until.is_some_and(|until| until > now)
     }
 
     pub(super) fn in_turn(&self) -> bool {
