@@ -6,7 +6,18 @@
 //! is pure; the engine reads and writes the file, and compares the threads with the tracker (the
 //! event log, not the checkpoint, says what was emitted).
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::reading::FileState;
+use super::thread::{Emitted, Thread};
+use super::{Engine, emit::source_of};
+use crate::core::now_ms;
+use crate::protocol::EvidenceView;
+use crate::watch::format::WatchedAgent;
+use crate::watch::procs;
 
 /// The checkpoint file.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -200,6 +211,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::watch::codex::Codex;
+    use crate::watch::format::{FileKind, Format, Locator};
 
     const THREAD: &str = "01a230dc-f6f8-7663-b1a5-db280f67d13e";
 

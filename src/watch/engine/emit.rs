@@ -1,6 +1,20 @@
-//! Emission and the explain view.
+//! Emission and the explain view: what the tracker is given for a thread ([`desired`], pure: its
+//! status, title, prompt, pane, liveness and session, or nothing), appended through
+//! `CoreHandle::append` only when that changed (a move appends `agent.pruned` in the old session
+//! first), and the view of every thread and the counters shared with the service's
+//! `WatchHandle` (`explain`, `watch/stats`).
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use super::Engine;
+use super::placement::Placement;
+use super::thread::{Emitted, Thread};
+use crate::core::now_ms;
+use crate::protocol::{
+    AgentStatus, AgentUpdate, EventKind, InstanceRef, UNPLACED_SESSION, WatchRootView, WatchedView,
+    bounds,
+};
+use crate::watch::format::WatchedAgent;
 
 impl Engine {
     /// Appends what changed about thread `key` (or removes it from the tracker).

@@ -1,8 +1,22 @@
-//! Discovery: inotify watches of the roots' directories, pending roots, the rescan of unwatched directories, and what a file event means.
+//! Discovery: one non-recursive inotify watch per directory under each format's roots (new
+//! directories get theirs when they appear), the directories of single files, roots that do not
+//! exist yet (waited for from their deepest existing ancestor), the slow rescan of directories the
+//! inotify limit left unwatched, the start-up catch-up, and what an event on a path means
+//! ([`Engine::check_path`]: a directory appeared or went away, a record file appeared, changed or
+//! was removed).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use notify::Watcher;
 
 use super::lines::LineReader;
+use super::liveness::Scope;
 use super::reading::FileChange;
-use super::*;
+use super::thread::Thread;
+use super::{DB_SETTLE, Engine};
+use crate::watch::format::{FileKind, Locator};
 
 impl Engine {
     // ------------------------------------------------------------------ discovery

@@ -8,7 +8,15 @@
 //! child processes (none under it: an approval waits). Those decisions are pure, over the thread
 //! and [`AgentTraits`]; the engine reads `/proc` and keeps the evidence.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::thread::Thread;
+use super::{Engine, Msg};
+use crate::core::now_ms;
+use crate::protocol::{AgentStatus, EvidenceView};
+use crate::watch::format::WatchedAgent;
+use crate::watch::procs;
 
 /// A call younger than this may not have started its process yet.
 const TOOL_START_GRACE_MS: u64 = 2000;
@@ -16,9 +24,9 @@ const TOOL_START_GRACE_MS: u64 = 2000;
 /// What liveness needs to know of a thread's agent (its [`Format`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct AgentTraits {
-    /// Its processes can be found by name ([`Format::process_names`] is not empty).
+    /// Its processes can be found by name ([`Format::process_names`](crate::watch::format::Format::process_names) is not empty).
     pub(super) findable: bool,
-    /// It runs its tools as child processes ([`Format::tools_run_as_children`]).
+    /// It runs its tools as child processes ([`Format::tools_run_as_children`](crate::watch::format::Format::tools_run_as_children)).
     pub(super) tools_as_children: bool,
 }
 
@@ -272,6 +280,7 @@ impl Engine {
 mod tests {
     use super::super::thread::PROCESS_SEARCH_MS;
     use super::*;
+    use crate::protocol::Liveness;
 
     const NOW: u64 = 1_800_000_000_000;
     const CODEX: AgentTraits = AgentTraits {

@@ -33,6 +33,15 @@
 //! `agent.pruned` in the old session first). During the start-up catch-up observations fold
 //! silently and each thread is emitted once at the end, and only if its process lives, the
 //! tracker already had it, or one of its files was written in the last ten minutes.
+//!
+//! This file holds the [`WatchHandle`] the service uses, the engine's state and its run loop;
+//! each concern has its file: `files` (watches, pending roots, rescan, catch-up), `reading`
+//! (registration, reads, snapshots, databases) over `lines` (the line buffer and the first-read
+//! plan), `checkpoint`, `thread` (a thread's state and how an observation changes it),
+//! `processes` (which process runs a thread), `liveness` (exits, `/proc` checks, tool child
+//! processes), `placement` (pane, cwd session, hosted dedup) and `emit` (what the tracker is
+//! given, and the explain view). The decisions are pure functions over plain data, unit-tested
+//! on recorded inputs; the engine gathers the facts (files, `/proc`, tmux) and acts.
 
 mod checkpoint;
 mod emit;
@@ -44,36 +53,20 @@ mod processes;
 mod reading;
 mod thread;
 
-use checkpoint::FileCheckpoint;
-use emit::source_of;
-use liveness::Scope;
-use placement::Placement;
-use reading::FileState;
-use thread::{Emitted, Thread};
-
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::Watcher;
-use serde::{Deserialize, Serialize};
+use checkpoint::FileCheckpoint;
+use reading::FileState;
+use thread::Thread;
 
-use super::format::{
-    Decoder, FileKind, Format, Locator, Observation, ProcessFacts, TableFollower, ThreadFacts,
-    WatchEnv, WatchedAgent,
-};
-use super::procs;
-use crate::core::{CoreHandle, now_ms};
-use crate::protocol::{
-    AgentStatus, AgentUpdate, EventKind, EvidenceView, ExplainView, InstanceRef, Liveness,
-    UNPLACED_SESSION, WatchRootView, WatchStats, WatchedView, bounds,
-};
+use super::format::{FileKind, Format, WatchEnv, WatchedAgent};
+use crate::core::CoreHandle;
+use crate::protocol::{AgentUpdate, ExplainView, WatchRootView, WatchStats, WatchedView};
 use crate::tmux::{PaneInfo, SessionCache, SessionList};
 
 /// The bounds and intervals of the engine. The defaults are what `serve` uses.

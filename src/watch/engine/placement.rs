@@ -7,9 +7,14 @@
 //! whose directory matches the thread's cwd; else `:unplaced`. The engine keeps the pane list
 //! (`tmux list-panes`) in memory and re-reads it at most once a second on a miss.
 
-use super::*;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Engine;
 use crate::protocol::SessionPane;
-use crate::tmux::SessionList;
+use crate::tmux::{PaneInfo, SessionList};
+use crate::watch::procs;
 
 /// The tmux pane list is re-read at most this often when a placement misses.
 const PANES_MAX_AGE: Duration = Duration::from_secs(1);
@@ -214,6 +219,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::super::thread::Thread;
     use super::*;
     use crate::tmux::{TmuxSession, parse_list_panes};
 

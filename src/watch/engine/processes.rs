@@ -8,7 +8,17 @@
 //! [`fitting`] and [`choose`] are pure (the pane's screen comes in through a closure); the
 //! engine does the scan, the capture and the bookkeeping.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::Engine;
+use super::liveness::Scope;
+use super::thread::Thread;
+use crate::core::now_ms;
+use crate::protocol::EvidenceView;
+use crate::watch::format::{Format, ProcessFacts, ThreadFacts};
+use crate::watch::procs;
 
 /// How many equally fitting processes one thread's search weighs at most.
 const MAX_FITTING: usize = 8;

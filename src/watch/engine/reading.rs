@@ -1,7 +1,19 @@
-//! Reading the followed files: byte offsets, partial lines, bounded first reads, snapshots and databases.
+//! Reading the followed files: a new file registered (resumed from its checkpoint, read bounded,
+//! or, at start-up when it is old, kept at its size), a lines file read from its offset to its
+//! end through its [`LineReader`], snapshots read whole (an unchanged rewrite says nothing),
+//! databases polled through their format's follower, and the read of an agent's unread files
+//! before its exit is judged. What an event on a known file means is [`FileState::change`]
+//! (pure).
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::Engine;
 use super::lines::{FirstRead, LineReader, MAX_LINE_BYTES, first_line};
-use super::*;
+use crate::watch::format::{Decoder, FileKind, Locator, TableFollower};
 
 /// The largest snapshot file read (Claude's session files are < 1 KiB).
 const MAX_SNAPSHOT_BYTES: u64 = 1024 * 1024;

@@ -1,6 +1,20 @@
-//! A thread as the engine knows it, and how an observation changes it.
+//! A thread as the engine knows it (keyed `agent:threadId`): its status (and which file holds
+//! it), title, prompt, cwd, process, evidence and what was last emitted for it; and how one
+//! observation from its files changes it ([`Engine::observe`]). A thread whose process has
+//! exited is emitted once after the read's last record.
 
-use super::*;
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::Engine;
+use super::liveness::Scope;
+use super::placement::Placement;
+use crate::core::now_ms;
+use crate::protocol::{AgentStatus, EvidenceView, Liveness};
+use crate::watch::format::{Locator, Observation, WatchedAgent};
+use crate::watch::procs;
 
 /// Evidence entries kept per thread.
 pub(super) const EVIDENCE_KEPT: usize = 16;
