@@ -1,0 +1,413 @@
+//! Placement: which tmux session (and pane) a thread shows in, and hosted-session dedup.
+//!
+//! The order, decided by [`decide`] from facts the engine gathered: a session cohost hosts
+//! (same thread id, same pane, or its runner among the agent's parents) suppresses the watched
+//! instance; else the pane whose process is the nearest of the agent's parents (for an agent that
+//! exited, the parents it had while it ran: its pane usually outlives it); else the tmux session
+//! whose directory matches the thread's cwd; else `:unplaced`. The engine keeps the pane list
+//! (`tmux list-panes`) in memory and re-reads it at most once a second on a miss.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Engine;
+use crate::protocol::SessionPane;
+use crate::tmux::{PaneInfo, SessionList};
+use crate::watch::procs;
+
+/// The tmux pane list is re-read at most this often when a placement misses.
+const PANES_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// Where a thread shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) enum Placement {
+    #[default]
+    Unplaced,
+    Pane {
+        session: String,
+        pane_id: String,
+    },
+    Cwd {
+        session: String,
+    },
+    Suppressed {
+        by: String,
+    },
+}
+
+/// A session cohost hosts (not closed), as placement sees it.
+pub(super) struct Hosted<'a> {
+    pub(super) id: &'a str,
+    pub(super) thread_id: Option<&'a str>,
+    pub(super) pane: Option<&'a SessionPane>,
+}
+
+/// The pane whose process is the first of `chain` (a process and its parents) to run one.
+pub(super) fn pane_in_chain<'a>(chain: &[u32], panes: &'a [PaneInfo]) -> Option<&'a PaneInfo> {
+    chain
+        .iter()
+        .find_map(|pid| panes.iter().find(|pane| pane.pid == *pid))
+}
+
+/// The hosted session that is this thread, if one is: the same thread id, or the same pane (the
+/// agent's pane, or its runner among the agent's parents `chain`).
+pub(super) fn hosted_by<'a>(
+    hosted: impl IntoIterator<Item = Hosted<'a>>,
+    thread_id: &str,
+    pane: Option<&PaneInfo>,
+    chain: &[u32],
+) -> Option<String> {
+    hosted.into_iter().find_map(|session| {
+        let same_thread = session.thread_id == Some(thread_id);
+        let same_pane = session.pane.is_some_and(|p| {
+            pane.is_some_and(|pane| pane.pane_id == p.pane_id) || chain.contains(&p.runner_pid)
+        });
+        (same_thread || same_pane).then(|| session.id.to_string())
+    })
+}
+
+/// Where a thread shows, from its pane (see [`pane_in_chain`]), the hosted session that is it
+/// (see [`hosted_by`]), its cwd and the tmux sessions.
+pub(super) fn decide(
+    pane: Option<PaneInfo>,
+    hosted: Option<String>,
+    cwd: Option<&Path>,
+    sessions: &SessionList,
+) -> Placement {
+    // A session cohost hosts shows once: its own instance wins.
+    if let Some(by) = hosted {
+        return Placement::Suppressed { by };
+    }
+    if let Some(pane) = pane {
+        return Placement::Pane {
+            session: pane.session,
+            pane_id: pane.pane_id,
+        };
+    }
+    if let Some(cwd) = cwd
+        && let Ok(session) = crate::tmux::resolve(sessions, None, Some(&cwd.to_string_lossy()))
+    {
+        return Placement::Cwd { session };
+    }
+    Placement::Unplaced
+}
+
+/// What a pane must show to be the one running a thread whose last prompt is `prompt`: its
+/// first line, up to 60 characters, with white space folded (a TUI wraps and indents what it
+/// echoes). `None` for an empty prompt.
+pub(super) fn prompt_needle(prompt: &str) -> Option<String> {
+    let needle: String = fold(prompt.lines().next().unwrap_or_default())
+        .chars()
+        .take(60)
+        .collect();
+    (!needle.is_empty()).then_some(needle)
+}
+
+/// Whether a captured `screen` shows `needle` (from [`prompt_needle`]).
+pub(super) fn screen_shows(screen: &str, needle: &str) -> bool {
+    fold(screen).contains(needle)
+}
+
+fn fold(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Engine {
+    pub(super) fn refresh_placements_if_tmux_changed(&mut self) {
+        let list = self.tmux.get();
+        let changed = self
+            .tmux_seen
+            .as_ref()
+            .is_none_or(|seen| !Arc::ptr_eq(seen, &list));
+        if !changed {
+            return;
+        }
+        self.tmux_seen = Some(list);
+        self.panes_at = None;
+        if self.catching_up {
+            return;
+        }
+        let keys: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| t.emitted.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.emit(&key);
+        }
+    }
+
+    /// Whether the pane `pid` runs in shows `text` (see [`prompt_needle`]).
+    pub(super) fn pane_shows(&mut self, pid: u32, text: &str) -> bool {
+        let Some(needle) = prompt_needle(text) else {
+            return false;
+        };
+        let Some(pane) = self.pane_of(pid) else {
+            return false;
+        };
+        let tmux = self.tmux.tmux().clone();
+        let pane_id = pane.pane_id.clone();
+        let screen = self
+            .runtime
+            .block_on(async move { tmux.capture(&pane_id).await })
+            .unwrap_or_default();
+        screen_shows(&screen, &needle)
+    }
+
+    pub(super) fn pane_of(&mut self, pid: u32) -> Option<PaneInfo> {
+        self.pane_of_chain(&procs::ancestors(pid))
+    }
+
+    /// The pane whose process is the first of `chain` (a process and its parents) to run one.
+    pub(super) fn pane_of_chain(&mut self, chain: &[u32]) -> Option<PaneInfo> {
+        if chain.is_empty() {
+            return None;
+        }
+        if let Some(pane) = pane_in_chain(chain, &self.panes) {
+            return Some(pane.clone());
+        }
+        if self.panes_at.is_some_and(|at| at.elapsed() < PANES_MAX_AGE) {
+            return None;
+        }
+        self.refresh_panes();
+        pane_in_chain(chain, &self.panes).cloned()
+    }
+
+    /// Lists the panes again, unless that was done less than [`PANES_MAX_AGE`] ago.
+    pub(super) fn refresh_panes(&mut self) {
+        if self.panes_at.is_some_and(|at| at.elapsed() < PANES_MAX_AGE) {
+            return;
+        }
+        let tmux = self.tmux.tmux().clone();
+        self.panes = self
+            .runtime
+            .block_on(async move { tmux.list_panes().await })
+            .unwrap_or_default();
+        self.panes_at = Some(Instant::now());
+    }
+
+    pub(super) fn place(&mut self, key: &str) -> Placement {
+        let Some(thread) = self.threads.get(key) else {
+            return Placement::Unplaced;
+        };
+        let thread_id = thread.thread_id.clone();
+        let cwd = thread.cwd.clone();
+        // A live process's parents now; an exited one's as they were when its pid was learned
+        // (the shell that started it, and its pane, usually outlive it).
+        let ancestors = match thread.live_pid() {
+            Some(pid) => procs::ancestors(pid),
+            None => thread.ancestry.clone(),
+        };
+        let pane = self.pane_of_chain(&ancestors);
+        let hosted = self.core.read(|state| {
+            let hosted = state
+                .sessions
+                .iter()
+                .filter(|session| !session.is_closed())
+                .map(|session| Hosted {
+                    id: &session.id,
+                    thread_id: session.thread_id.as_deref(),
+                    pane: session.pane.as_ref(),
+                });
+            hosted_by(hosted, &thread_id, pane.as_ref(), &ancestors)
+        });
+        decide(pane, hosted, cwd.as_deref(), &self.tmux.get())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::thread::Thread;
+    use super::*;
+    use crate::tmux::{TmuxSession, parse_list_panes};
+
+    /// `tmux list-panes -a -F '#{pane_id}\t#{pane_pid}\t#{session_name}'`: the pane pids are
+    /// the shells the agents were started from.
+    const PANES: &str = "%0\t4100\twork\n%3\t4200\tproj\n%4\t4300\tproj\n";
+
+    fn sessions() -> SessionList {
+        let session = |id: &str, name: &str, dir: &str| TmuxSession {
+            id: id.into(),
+            name: name.into(),
+            dir: dir.into(),
+            attached: false,
+            windows: 1,
+        };
+        SessionList {
+            running: true,
+            server_pid: Some(90),
+            sessions: vec![
+                session("$0", "work", "/home/me/work"),
+                session("$1", "proj", "/home/me/proj"),
+            ],
+        }
+    }
+
+    struct Case<'a> {
+        /// The agent and its parents, nearest first.
+        chain: &'a [u32],
+        cwd: Option<&'a str>,
+        hosted: Option<&'a str>,
+    }
+
+    fn check(case: Case<'_>, expect: Placement) {
+        let panes = parse_list_panes(PANES);
+        let pane = pane_in_chain(case.chain, &panes).cloned();
+        let got = decide(
+            pane,
+            case.hosted.map(str::to_string),
+            case.cwd.map(Path::new),
+            &sessions(),
+        );
+        assert_eq!(got, expect, "chain {:?}, cwd {:?}", case.chain, case.cwd);
+    }
+
+    fn pane(session: &str, pane_id: &str) -> Placement {
+        Placement::Pane {
+            session: session.into(),
+            pane_id: pane_id.into(),
+        }
+    }
+
+    #[test]
+    fn the_pane_of_the_nearest_parent_places_a_thread() {
+        // codex (4242) started from the shell of pane %3.
+        check(
+            Case {
+                chain: &[4242, 4200, 1],
+                cwd: Some("/home/me/work"),
+                hosted: None,
+            },
+            pane("proj", "%3"),
+        );
+        // A tmux started inside another pane's shell: the nearest pane wins.
+        check(
+            Case {
+                chain: &[4242, 4300, 4100, 1],
+                cwd: None,
+                hosted: None,
+            },
+            pane("proj", "%4"),
+        );
+    }
+
+    #[test]
+    fn without_a_pane_the_cwd_picks_the_session() {
+        let case = |cwd| Case {
+            chain: &[5000, 4999, 1],
+            cwd,
+            hosted: None,
+        };
+        let cwd = |session: &str| Placement::Cwd {
+            session: session.into(),
+        };
+        check(case(Some("/home/me/proj")), cwd("proj"));
+        check(case(Some("/home/me/proj/src/")), cwd("proj"));
+        check(case(Some("/home/me/work")), cwd("work"));
+        check(case(Some("/tmp/elsewhere")), Placement::Unplaced);
+        check(case(None), Placement::Unplaced);
+        // No process known at all.
+        check(
+            Case {
+                chain: &[],
+                cwd: None,
+                hosted: None,
+            },
+            Placement::Unplaced,
+        );
+    }
+
+    #[test]
+    fn a_hosted_session_suppresses_the_watched_instance() {
+        check(
+            Case {
+                chain: &[4242, 4200, 1],
+                cwd: Some("/home/me/proj"),
+                hosted: Some("s-1"),
+            },
+            Placement::Suppressed { by: "s-1".into() },
+        );
+        let runner = SessionPane {
+            pane_id: "%3".into(),
+            tmux_session: "proj".into(),
+            runner_pid: 4200,
+        };
+        let hosted = |thread_id, pane| {
+            [Hosted {
+                id: "s-1",
+                thread_id,
+                pane,
+            }]
+        };
+        let panes = parse_list_panes(PANES);
+        let in_pane = pane_in_chain(&[4242, 4200], &panes);
+        let check = |sessions, pane: Option<&PaneInfo>, chain: &[u32], expect: Option<&str>| {
+            assert_eq!(
+                hosted_by(sessions, "t-1", pane, chain).as_deref(),
+                expect,
+                "chain {chain:?}"
+            );
+        };
+        // The same thread id.
+        check(hosted(Some("t-1"), None), None, &[], Some("s-1"));
+        check(hosted(Some("t-2"), None), in_pane, &[4242, 4200], None);
+        // The same pane, or its runner among the agent's parents.
+        check(
+            hosted(None, Some(&runner)),
+            in_pane,
+            &[4242, 4200],
+            Some("s-1"),
+        );
+        check(
+            hosted(None, Some(&runner)),
+            None,
+            &[4242, 4200],
+            Some("s-1"),
+        );
+        check(hosted(None, Some(&runner)), None, &[4242, 4300], None);
+    }
+
+    #[test]
+    fn an_exited_agent_keeps_the_pane_it_ran_in() {
+        let thread = |gone: bool, ended: bool| Thread {
+            pid: Some(4242),
+            gone,
+            ended,
+            ancestry: vec![4242, 4200, 1],
+            ..Thread::default()
+        };
+        assert_eq!(thread(false, false).live_pid(), Some(4242));
+        for (gone, ended) in [(true, false), (false, true), (true, true)] {
+            let exited = thread(gone, ended);
+            // Its parents as they were: the shell, and its pane, outlive it.
+            assert_eq!(exited.live_pid(), None);
+            check(
+                Case {
+                    chain: &exited.ancestry,
+                    cwd: Some("/home/me/work"),
+                    hosted: None,
+                },
+                pane("proj", "%3"),
+            );
+        }
+    }
+
+    #[test]
+    fn a_pane_shows_a_prompt_folded_and_cut() {
+        let needle = |prompt| prompt_needle(prompt);
+        assert_eq!(needle(""), None);
+        assert_eq!(needle("  \n second line"), None);
+        assert_eq!(
+            needle("fix  the\ttests\nand more").as_deref(),
+            Some("fix the tests")
+        );
+        let long = "word ".repeat(30);
+        assert_eq!(needle(&long).unwrap().chars().count(), 60);
+        // A TUI wraps and indents what it echoes.
+        let screen = "› fix the\n  tests\n\n• Working (3s • esc to interrupt)\n";
+        assert!(screen_shows(screen, "fix the tests"));
+        assert!(!screen_shows(screen, "fix the bug"));
+    }
+}
