@@ -986,6 +986,31 @@ impl ServerNotification {
             },
         }
     }
+
+    /// The thread the notification is about (`threadId`); `None` for a method cohost does not
+    /// read.
+    pub fn thread_id(&self) -> Option<&str> {
+        let thread_id = match self {
+            ServerNotification::TurnStarted(n) => &n.thread_id,
+            ServerNotification::TurnCompleted(n) => &n.thread_id,
+            ServerNotification::ItemStarted(n) => &n.thread_id,
+            ServerNotification::ItemCompleted(n) => &n.thread_id,
+            ServerNotification::AgentMessageDelta(n) | ServerNotification::PlanDelta(n) => {
+                &n.thread_id
+            }
+            ServerNotification::ReasoningSummaryTextDelta(n) => &n.thread_id,
+            ServerNotification::ReasoningTextDelta(n) => &n.thread_id,
+            ServerNotification::CommandExecutionOutputDelta(n) => &n.thread_id,
+            ServerNotification::TurnPlanUpdated(n) => &n.thread_id,
+            ServerNotification::ThreadTokenUsageUpdated(n) => &n.thread_id,
+            ServerNotification::Error(n) => &n.thread_id,
+            ServerNotification::ThreadGoalUpdated(n) => &n.thread_id,
+            ServerNotification::ThreadGoalCleared(n) => &n.thread_id,
+            ServerNotification::ServerRequestResolved(n) => &n.thread_id,
+            ServerNotification::Other { .. } => return None,
+        };
+        thread_id.as_deref()
+    }
 }
 
 /// `{"threadId"}`: how a notification or server request names its thread.

@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 use super::{Backend, CodexHost, Inner, Live, RequestId, lock, wire};
 use crate::core::CoreError;
 use crate::protocol::{
-    AgentStatus, EventKind, InputAnswer, InputKind, InputRequested, InputResolved, SessionMode,
-    resolved_by,
+    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, SessionMode, resolved_by,
 };
 use crate::runtime::{Capability, HostError};
 
@@ -51,25 +50,23 @@ impl Inner {
         })
     }
 
-    /// A server request that waits for a person: kept, stored as `input.requested`.
-    pub(super) async fn input_requested(
-        self: &Arc<Self>,
+    /// Keeps a server request that waits for a person (stored as `input.requested` by the
+    /// forwarder) until it is answered or withdrawn.
+    pub(super) fn hold_input(
+        &self,
         backend: &Arc<Backend>,
         session_id: &str,
+        request_id: String,
         rpc_id: RequestId,
-        request: InputRequested,
     ) {
         lock(&self.inputs).insert(
-            request.request_id.clone(),
+            request_id,
             PendingInput {
                 session_id: session_id.to_string(),
                 backend: Arc::clone(backend),
                 rpc_id,
             },
         );
-        self.store(session_id, EventKind::InputRequested(Box::new(request)))
-            .await;
-        self.report(session_id, AgentStatus::Waiting).await;
     }
 
     /// codex says request `rpc_id` is resolved (another client answered, or the turn was
