@@ -15,7 +15,7 @@ use crate::runtime::HostError;
 
 impl CodexHost {
     /// Answers a pending approval. The first answer wins; later ones get a clear error.
-    pub async fn resolve_approval(
+    pub(in crate::runtime::codex) async fn resolve_approval(
         &self,
         session_id: &str,
         approval_id: &str,

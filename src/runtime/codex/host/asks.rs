@@ -107,7 +107,7 @@ impl Inner {
 
 impl CodexHost {
     /// Answers a request (see `SessionHost::answer_request`).
-    pub async fn answer_request(
+    pub(in crate::runtime::codex) async fn answer_request(
         &self,
         session_id: &str,
         request: &InputRequested,
@@ -210,7 +210,11 @@ impl CodexHost {
     }
 
     /// Sets the collaboration mode of the session's next turns (sent with each `turn/start`).
-    pub async fn set_mode(&self, session_id: &str, mode: &str) -> Result<Capability, HostError> {
+    pub(in crate::runtime::codex) async fn set_mode(
+        &self,
+        session_id: &str,
+        mode: &str,
+    ) -> Result<Capability, HostError> {
         self.inner.live_session(session_id)?;
         if !MODES.contains(&mode) {
             return Err(HostError::InvalidField {
@@ -237,7 +241,7 @@ impl CodexHost {
     }
 
     /// Sends a prompt with images, as codex `image` input items (`data:` URLs).
-    pub async fn inject_images(
+    pub(in crate::runtime::codex) async fn inject_images(
         &self,
         session_id: &str,
         text: &str,

@@ -31,7 +31,7 @@ fn backend_key(budget: Option<&Budget>) -> String {
 
 impl CodexHost {
     /// Stops every backend (graceful, then the process group is killed).
-    pub async fn shutdown(&self) {
+    pub(in crate::runtime::codex) async fn shutdown(&self) {
         self.inner.cancel.cancel();
         let backends: Vec<Arc<Backend>> = self
             .inner

@@ -42,7 +42,10 @@ impl CodexHost {
         }
     }
 
-    pub async fn goal_get(&self, session_id: &str) -> Result<Capability, HostError> {
+    pub(in crate::runtime::codex) async fn goal_get(
+        &self,
+        session_id: &str,
+    ) -> Result<Capability, HostError> {
         self.thread_call(session_id, |thread_id| wire::ThreadGoalGetParams {
             thread_id,
         })
@@ -51,7 +54,7 @@ impl CodexHost {
 
     /// Sets or patches the goal. `status: "active"` makes codex start turns on its own; they
     /// appear in the stream with source `goal`.
-    pub async fn goal_set(
+    pub(in crate::runtime::codex) async fn goal_set(
         &self,
         session_id: &str,
         objective: Option<String>,
@@ -68,7 +71,10 @@ impl CodexHost {
         .await
     }
 
-    pub async fn goal_clear(&self, session_id: &str) -> Result<Capability, HostError> {
+    pub(in crate::runtime::codex) async fn goal_clear(
+        &self,
+        session_id: &str,
+    ) -> Result<Capability, HostError> {
         self.thread_call(session_id, |thread_id| wire::ThreadGoalClearParams {
             thread_id,
             origin: Some(wire::ThreadGoalMutationOrigin::User),
@@ -77,7 +83,7 @@ impl CodexHost {
     }
 
     /// Lists models from the base backend.
-    pub async fn models(&self) -> Result<Capability, HostError> {
+    pub(in crate::runtime::codex) async fn models(&self) -> Result<Capability, HostError> {
         if let Err(error) = &self.inner.codex {
             return Ok(Capability::fail("unsupported", error.clone()));
         }
@@ -109,7 +115,7 @@ impl CodexHost {
     }
 
     /// Forks the session's thread (optionally cut after `after_turn_id`) into a new session.
-    pub async fn fork(
+    pub(in crate::runtime::codex) async fn fork(
         &self,
         session_id: &str,
         after_turn_id: Option<String>,

@@ -33,7 +33,7 @@ pub struct Doctor {
 }
 
 impl CodexHost {
-    pub async fn doctor(&self) -> Doctor {
+    pub(in crate::runtime::codex) async fn doctor(&self) -> Doctor {
         let mut issues = Vec::new();
         let (codex_found, codex_path, codex_version) = match &self.inner.codex {
             Ok(bin) => {

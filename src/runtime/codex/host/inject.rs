@@ -22,7 +22,7 @@ fn running_turn_in(message: &str) -> Option<String> {
 
 impl CodexHost {
     /// Sends text to the session: `turn/start` when no turn is open, `turn/steer` when one is.
-    pub async fn inject(
+    pub(in crate::runtime::codex) async fn inject(
         &self,
         session_id: &str,
         text: &str,
@@ -33,7 +33,7 @@ impl CodexHost {
     }
 
     /// [`CodexHost::inject`] with any input elements (text and images).
-    pub(crate) async fn inject_input(
+    pub(super) async fn inject_input(
         &self,
         session_id: &str,
         text: &str,
@@ -144,7 +144,11 @@ impl CodexHost {
 
     /// Interrupts the running turn (with `turn`, only that one). `Ok(false)` when no turn (or
     /// another one) is running.
-    pub async fn interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
+    pub(in crate::runtime::codex) async fn interrupt(
+        &self,
+        session_id: &str,
+        turn: Option<&str>,
+    ) -> Result<bool, HostError> {
         let live = self.inner.live_session(session_id)?;
         let Some(binding) = live.binding.borrow().clone() else {
             return Ok(false);

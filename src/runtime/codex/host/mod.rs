@@ -182,7 +182,7 @@ impl CodexHost {
 
     /// Re-attaches every session the log says is open: after a daemon restart, their threads are
     /// resumed on fresh backends and backfilled.
-    pub fn restore(&self) {
+    pub(in crate::runtime::codex) fn restore(&self) {
         let sessions: Vec<(String, Option<String>)> = self.inner.core.read(|state| {
             state
                 .sessions
@@ -214,7 +214,10 @@ impl CodexHost {
     }
 
     /// Creates a session: logs it, starts its thread on a backend, and binds them.
-    pub async fn create(&self, params: CreateParams) -> Result<HostedSessionView, HostError> {
+    pub(in crate::runtime::codex) async fn create(
+        &self,
+        params: CreateParams,
+    ) -> Result<HostedSessionView, HostError> {
         if let Err(error) = &self.inner.codex {
             return Err(HostError::unavailable(Runtime::Codex, error.clone()));
         }
@@ -256,25 +259,18 @@ impl CodexHost {
         self.view(&session_id)
     }
 
-    pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
+    pub(in crate::runtime::codex) fn view(
+        &self,
+        session_id: &str,
+    ) -> Result<HostedSessionView, HostError> {
         self.inner
             .core
             .read(|state| state.session_view(session_id))
             .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
     }
 
-    pub fn list(&self) -> Vec<HostedSessionView> {
-        self.inner.core.read(|state| {
-            state
-                .sessions
-                .iter()
-                .filter_map(|s| state.session_view(&s.id))
-                .collect()
-        })
-    }
-
     /// Closes a session: interrupts its turn, unsubscribes from its thread, and logs the end.
-    pub async fn close(&self, session_id: &str) -> Result<(), HostError> {
+    pub(in crate::runtime::codex) async fn close(&self, session_id: &str) -> Result<(), HostError> {
         let live = self.inner.live_session(session_id)?;
         let _ = self.interrupt(session_id, None).await;
         let binding = live.binding.borrow().clone();

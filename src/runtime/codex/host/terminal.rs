@@ -31,7 +31,7 @@ impl CodexHost {
     /// WebSocket: `codex --remote ws://… --remote-auth-token-env VAR resume <thread>`, with the
     /// backend's CODEX_HOME. The token travels in the environment, never on the command line;
     /// it is replaced by `<redacted>` unless `include_token`.
-    pub async fn terminal_spec(
+    pub(in crate::runtime::codex) async fn terminal_spec(
         &self,
         session_id: &str,
         include_token: bool,
@@ -121,7 +121,7 @@ impl CodexHost {
 
     /// Opens a tmux pane running `cohost-runner`, which launches the TUI from the terminal spec
     /// and relaunches it on request. Records `session.pane`.
-    pub async fn open_terminal(
+    pub(in crate::runtime::codex) async fn open_terminal(
         &self,
         session_id: &str,
         tmux_session: Option<String>,
@@ -203,7 +203,10 @@ impl CodexHost {
 
     /// Relaunches the session's TUI (after it exited, or stopping it first), against the
     /// backend's current endpoint, on the same thread.
-    pub async fn relaunch_terminal(&self, session_id: &str) -> Result<(), HostError> {
+    pub(in crate::runtime::codex) async fn relaunch_terminal(
+        &self,
+        session_id: &str,
+    ) -> Result<(), HostError> {
         let pane = self
             .inner
             .core
