@@ -1,7 +1,9 @@
-//! The forwarder on message sequences codex 0.169's app-server sent (lines as recorded by the
-//! probes behind `docs/peers.md`, some trimmed to the fields read: one turn, a tool call,
-//! approvals, a question, an interrupt, a steer, model errors), each checked against the effects
-//! expected, in order. No process, no socket.
+//! The forwarder on message sequences codex 0.169's app-server sent, as recorded by the probes
+//! behind `docs/peers.md` (one turn, a tool call, an approval, a question, an interrupt with an
+//! approval pending, a steer, model errors), each checked against the effects expected, in
+//! order. Lines starting `<<` are literal; bare JSON lines are trimmed to the fields read, or built
+//! in the recorded shape where a probe's exact sequence was not kept (each test says which). No
+//! process, no socket.
 
 use std::collections::HashMap;
 
@@ -257,7 +259,9 @@ fn a_question_is_held_as_an_input_request_and_other_requests_are_refused() {
 }
 
 // `s04g`: a command waits on an approval, the turn is interrupted; codex sends no
-// `item/completed` for the command, and the partial answer it streamed is dropped.
+// `item/completed` for the command, and the partial answer it streamed is dropped. The turn's end
+// and the request's resolution are literal; the start, the deltas and the command item are built
+// in the shape of `s02`/`s04a`'s.
 #[test]
 fn an_interrupted_turn_closes_its_open_items_and_keeps_the_streamed_text() {
     check(
@@ -288,7 +292,8 @@ fn an_interrupted_turn_closes_its_open_items_and_keeps_the_streamed_text() {
 }
 
 // `wire/s05_steer` (instant interrupt): the steer abandons the streaming answer, which gets no
-// `item/completed`; the turn then completes with a new answer.
+// `item/completed`; the turn then completes with a new answer (lines built in the recorded
+// shape, with the probe's ids and texts).
 #[test]
 fn a_stream_a_completed_turn_abandoned_is_dropped() {
     check(
