@@ -54,7 +54,12 @@ pub enum Normalized {
 
 /// Normalizes one notification. Returns nothing for notifications cohost does not record.
 pub fn notification(method: &str, params: &Value) -> Vec<Normalized> {
-    match ServerNotification::parse(method, params) {
+    normalized(ServerNotification::parse(method, params))
+}
+
+/// Normalizes one notification already read into its wire type (see [`notification`]).
+pub fn normalized(notification: ServerNotification) -> Vec<Normalized> {
+    match notification {
         ServerNotification::TurnStarted(started) => started
             .turn
             .and_then(|turn| turn.id)

@@ -1,4 +1,6 @@
-//! The codex host behind the runtime seam: [`SessionHost`] for [`CodexHost`].
+//! The codex host's API: [`SessionHost`] for [`CodexHost`]. The methods it calls are the host's
+//! own, visible only inside `codex/`, so the seam is the one way in (besides the daemon's
+//! wiring: `CodexHost::new`, `reap_idle`, `codex_bin`).
 
 use super::host::{APPROVAL_POLICIES, CodexHost, CreateParams, SANDBOXES};
 use crate::protocol::{HostedSessionView, Runtime};

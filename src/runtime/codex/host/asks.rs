@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 use super::{Backend, CodexHost, Inner, Live, RequestId, lock, wire};
 use crate::core::CoreError;
 use crate::protocol::{
-    AgentStatus, EventKind, InputAnswer, InputKind, InputRequested, InputResolved, SessionMode,
-    resolved_by,
+    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, SessionMode, resolved_by,
 };
 use crate::runtime::{Capability, HostError};
 
@@ -51,25 +50,23 @@ impl Inner {
         })
     }
 
-    /// A server request that waits for a person: kept, stored as `input.requested`.
-    pub(super) async fn input_requested(
-        self: &Arc<Self>,
+    /// Keeps a server request that waits for a person (stored as `input.requested` by the
+    /// forwarder) until it is answered or withdrawn.
+    pub(super) fn hold_input(
+        &self,
         backend: &Arc<Backend>,
         session_id: &str,
+        request_id: String,
         rpc_id: RequestId,
-        request: InputRequested,
     ) {
         lock(&self.inputs).insert(
-            request.request_id.clone(),
+            request_id,
             PendingInput {
                 session_id: session_id.to_string(),
                 backend: Arc::clone(backend),
                 rpc_id,
             },
         );
-        self.store(session_id, EventKind::InputRequested(Box::new(request)))
-            .await;
-        self.report(session_id, AgentStatus::Waiting).await;
     }
 
     /// codex says request `rpc_id` is resolved (another client answered, or the turn was
@@ -110,7 +107,7 @@ impl Inner {
 
 impl CodexHost {
     /// Answers a request (see `SessionHost::answer_request`).
-    pub async fn answer_request(
+    pub(in crate::runtime::codex) async fn answer_request(
         &self,
         session_id: &str,
         request: &InputRequested,
@@ -213,7 +210,11 @@ impl CodexHost {
     }
 
     /// Sets the collaboration mode of the session's next turns (sent with each `turn/start`).
-    pub async fn set_mode(&self, session_id: &str, mode: &str) -> Result<Capability, HostError> {
+    pub(in crate::runtime::codex) async fn set_mode(
+        &self,
+        session_id: &str,
+        mode: &str,
+    ) -> Result<Capability, HostError> {
         self.inner.live_session(session_id)?;
         if !MODES.contains(&mode) {
             return Err(HostError::InvalidField {
@@ -240,7 +241,7 @@ impl CodexHost {
     }
 
     /// Sends a prompt with images, as codex `image` input items (`data:` URLs).
-    pub async fn inject_images(
+    pub(in crate::runtime::codex) async fn inject_images(
         &self,
         session_id: &str,
         text: &str,

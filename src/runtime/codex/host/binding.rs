@@ -1,0 +1,150 @@
+//! Binding a session to a thread: a new thread (`thread/start`), a thread started elsewhere
+//! (fork), or an existing one resumed on a (new) backend after a restart, with the backfill of
+//! what the stream missed. Binding wakes the injects parked on the session.
+
+use std::sync::Arc;
+
+use super::super::normalize;
+use super::super::rpc::RpcError;
+use super::{Backend, Binding, Inner, Live, lock, wire};
+use crate::protocol::{EventKind, Runtime, SessionBound, TurnCompleted, TurnStatus};
+use crate::runtime::HostError;
+
+/// `thread/resume` attempts while a thread has no rollout yet.
+const RESUME_ATTEMPTS: u32 = 20;
+const RESUME_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Inner {
+    /// Starts a new thread for the session and binds it.
+    pub(super) async fn bind_new(self: &Arc<Self>, live: &Arc<Live>) -> Result<(), HostError> {
+        let settings = self
+            .settings(&live.session_id)
+            .ok_or_else(|| HostError::UnknownSession(live.session_id.clone()))?;
+        let backend = self.backend(settings.budget.as_ref()).await?;
+        let params = wire::ThreadStartParams {
+            cwd: Some(settings.cwd.clone()),
+            model: settings.model.clone(),
+            approval_policy: settings.approval_policy.as_deref().map(Into::into),
+            sandbox: settings.sandbox.as_deref().map(Into::into),
+        };
+        let answer = backend.rpc.call(&params).await?;
+        *lock(&live.model) = answer.model.clone();
+        let thread_id = answer.thread.and_then(|thread| thread.id).ok_or_else(|| {
+            HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
+        })?;
+        self.attach(live, &thread_id, &backend, None).await
+    }
+
+    /// Routes `thread_id` on `backend` to the session, backfills `snapshot` (a Thread with
+    /// turns, from resume or fork), logs the binding, and wakes parked injects.
+    pub(super) async fn attach(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        thread_id: &str,
+        backend: &Arc<Backend>,
+        snapshot: Option<&wire::Thread>,
+    ) -> Result<(), HostError> {
+        lock(&backend.threads).insert(thread_id.to_string(), live.session_id.clone());
+        if let Some(turns) = snapshot.map(|thread| &thread.turns) {
+            for turn in turns {
+                for kind in normalize::backfill(turn) {
+                    match kind {
+                        // A turn that ended while nobody listened closes the items it left open.
+                        EventKind::TurnCompleted(done) => self.end_turn(live, backend, done).await,
+                        kind => self.store(&live.session_id, kind).await,
+                    }
+                }
+                if turn.status == Some(wire::TurnStatus::InProgress)
+                    && let Some(turn_id) = &turn.id
+                {
+                    lock(&live.turn).current = Some(turn_id.clone());
+                }
+            }
+        }
+        self.core
+            .append(
+                Some(live.session_id.clone()),
+                EventKind::SessionBound(SessionBound {
+                    thread_id: thread_id.to_string(),
+                    backend: backend.key.clone(),
+                }),
+            )
+            .await?;
+        live.binding.send_replace(Some(Binding {
+            thread_id: thread_id.to_string(),
+            backend: Arc::clone(backend),
+        }));
+        Ok(())
+    }
+
+    /// Resumes an existing thread on a (new) backend and backfills what the stream missed.
+    /// A thread with no rollout yet is retried for a while; one that never had a turn is
+    /// replaced by a new thread, since codex never persisted it.
+    pub(super) async fn rebind(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        thread_id: &str,
+        backend: Option<Arc<Backend>>,
+    ) -> Result<(), HostError> {
+        let settings = self
+            .settings(&live.session_id)
+            .ok_or_else(|| HostError::UnknownSession(live.session_id.clone()))?;
+        let backend = match backend {
+            Some(backend) => backend,
+            None => self.backend(settings.budget.as_ref()).await?,
+        };
+        let turns = self
+            .core
+            .read(|state| state.sessions.get(&live.session_id).map(|s| s.turns))
+            .unwrap_or(0);
+        let mut attempt = 0;
+        let answer = loop {
+            attempt += 1;
+            match backend
+                .rpc
+                .call(&wire::ThreadResumeParams {
+                    thread_id: thread_id.to_string(),
+                })
+                .await
+            {
+                Ok(answer) => break answer,
+                Err(RpcError::Server { message, .. }) if message.contains("no rollout found") => {
+                    if turns == 0 || attempt >= RESUME_ATTEMPTS {
+                        tracing::info!(session = %live.session_id, "thread was never persisted; starting a new one");
+                        return self.bind_new(live).await;
+                    }
+                    tokio::time::sleep(RESUME_BACKOFF).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        };
+        lock(&live.turn).current = None;
+        *lock(&live.model) = answer.model.clone();
+        self.attach(live, thread_id, &backend, answer.thread.as_ref())
+            .await?;
+        // A turn the old backend was running and that did not end in the backfill is over.
+        let dangling = self.core.read(|state| {
+            state
+                .sessions
+                .get(&live.session_id)
+                .and_then(|s| s.active_turn.clone())
+        });
+        if let Some(turn_id) = dangling
+            && lock(&live.turn).current.as_deref() != Some(turn_id.as_str())
+        {
+            self.end_turn(
+                live,
+                &backend,
+                TurnCompleted {
+                    turn_id,
+                    status: TurnStatus::Interrupted,
+                    error: Some("the codex backend exited during the turn".into()),
+                    duration_ms: None,
+                    lost: true,
+                },
+            )
+            .await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,415 @@
+//! The codex host: `CodexHost`, its shared state (`Inner`: backends, live sessions, pending
+//! approvals and input requests) and the session API — create, restore, view, list, close.
+//!
+//! cohost is the single writer of each live thread: it creates the thread on a backend it
+//! spawned, and one dispatch task per backend is the only producer of the thread's events — every
+//! notification of every turn (started by cohost, by a goal, or by another client) is normalized
+//! and appended to the core in the order codex sent it. Injects are serialized per session, so two
+//! injects can never open two turns. A backend that exits is restarted and its threads resumed;
+//! the backfill that follows is deduplicated by the core, so nothing is forwarded twice.
+//!
+//! The rest, by concern: [`backend`] (spawn, restart, reap), [`binding`] (thread start, resume,
+//! backfill), [`dispatch`] (the task per backend) with [`forwarder`] (the pure state machine it
+//! drives), [`inject`] (inject, steer, interrupt), [`approvals`], [`asks`] (questions, plans,
+//! modes), [`capabilities`] (goals, models, fork), [`terminal`] (co-driving) and [`doctor`].
+//!
+//! **Boundary:** the service reaches it through the `SessionHost` seam (the registry in
+//! `runtime/mod.rs`); nothing outside `codex/` sees codex's JSON.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::process::{AppServerProcess, CodexBin};
+use super::rpc::{RequestId, RpcClient, RpcError};
+use super::wire;
+use crate::core::{CoreError, CoreHandle};
+use crate::protocol::{
+    AgentStatus, Budget, EventKind, HostedSessionView, Runtime, SessionClosed, SessionCreated,
+    SessionState, SessionStatus,
+};
+use crate::runtime::HostError;
+use crate::runtime::common::lock;
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::new_session_id;
+use crate::tmux::SessionCache;
+use forwarder::Forwarder;
+
+mod approvals;
+mod asks;
+mod backend;
+mod binding;
+mod capabilities;
+mod dispatch;
+mod doctor;
+mod forwarder;
+mod inject;
+mod terminal;
+
+pub use asks::MODES;
+pub use doctor::Doctor;
+pub use terminal::{TerminalSpec, WS_TOKEN_ENV};
+
+/// How long an inject waits for a session's thread to be bound before answering `not_ready`.
+pub const PARK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a per-budget backend may sit idle (no thread with a turn in flight) before it is
+/// stopped. The base backend is kept for the daemon's life.
+pub const BACKEND_IDLE_TTL: Duration = Duration::from_secs(600);
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// `$COHOST_HOME`; backend homes live under `codex/<key>/home`.
+    pub cohost_home: PathBuf,
+    /// The user's own CODEX_HOME, copied (never modified) into each backend home.
+    pub user_codex_home: Option<PathBuf>,
+    pub backend_idle_ttl: Duration,
+    pub park_timeout: Duration,
+}
+
+impl From<RpcError> for HostError {
+    fn from(error: RpcError) -> Self {
+        HostError::failed_by(Runtime::Codex, error.to_string(), error)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CreateParams {
+    pub cwd: PathBuf,
+    pub model: Option<String>,
+    pub approval_policy: Option<String>,
+    pub sandbox: Option<String>,
+    pub budget: Option<Budget>,
+    pub idempotency_key: Option<String>,
+}
+
+/// The approval policies codex takes (0.169 and 0.171 refuse `on-failure` at `thread/start`, so
+/// it is refused here with a clear error rather than leaving a session that cannot start).
+pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
+pub const SANDBOXES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
+
+#[derive(Clone)]
+pub struct CodexHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    core: CoreHandle,
+    tmux: Arc<SessionCache>,
+    config: HostConfig,
+    codex: Result<CodexBin, String>,
+    backends: tokio::sync::Mutex<HashMap<String, Arc<Backend>>>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    approvals: Mutex<HashMap<String, PendingRequest>>,
+    /// Input requests codex waits on (questions, elicitations, permissions), by request id.
+    inputs: Mutex<HashMap<String, asks::PendingInput>>,
+    /// Serializes session creation so two requests with one idempotency key create one session.
+    create_lock: tokio::sync::Mutex<()>,
+    cancel: CancellationToken,
+}
+
+struct Backend {
+    key: String,
+    budget: Option<Budget>,
+    /// The backend's CODEX_HOME, shared with the TUIs that co-drive its threads.
+    home: PathBuf,
+    /// `ws://127.0.0.1:PORT` when the backend listens on a WebSocket (co-driving possible).
+    ws_url: Option<String>,
+    /// The capability token file (mode 0600) the WebSocket requires.
+    token_file: Option<PathBuf>,
+    rpc: RpcClient,
+    process: tokio::sync::Mutex<Option<AppServerProcess>>,
+    /// Thread id → session id, for routing notifications.
+    threads: Mutex<HashMap<String, String>>,
+    last_used: Mutex<Instant>,
+}
+
+#[derive(Clone)]
+struct Binding {
+    thread_id: String,
+    backend: Arc<Backend>,
+}
+
+struct Live {
+    session_id: String,
+    /// A terminal pane waits for the thread's first turn before the TUI can resume it.
+    terminal_pending: std::sync::atomic::AtomicBool,
+    binding: watch::Sender<Option<Binding>>,
+    inject: tokio::sync::Mutex<()>,
+    /// The forwarder's state: the turn codex runs, items and messages in flight.
+    turn: Mutex<Forwarder>,
+    /// The model the thread runs, from codex's thread answers (a collaboration mode names it).
+    model: Mutex<Option<String>>,
+}
+
+struct PendingRequest {
+    session_id: String,
+    backend: Arc<Backend>,
+    request_id: RequestId,
+}
+
+fn text_input(text: &str) -> Vec<wire::UserInput> {
+    vec![wire::UserInput::text(text)]
+}
+
+impl CodexHost {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, config: HostConfig) -> Self {
+        let codex = super::process::find_codex().map_err(|e| e.to_string());
+        if let Err(error) = &codex {
+            tracing::warn!(%error, "codex not found; codex sessions are unavailable");
+        }
+        CodexHost {
+            inner: Arc::new(Inner {
+                core,
+                tmux,
+                config,
+                codex,
+                backends: tokio::sync::Mutex::new(HashMap::new()),
+                live: Mutex::new(HashMap::new()),
+                approvals: Mutex::new(HashMap::new()),
+                inputs: Mutex::new(HashMap::new()),
+                create_lock: tokio::sync::Mutex::new(()),
+                cancel: CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub fn codex_bin(&self) -> Result<&CodexBin, &str> {
+        self.inner.codex.as_ref().map_err(String::as_str)
+    }
+
+    /// Re-attaches every session the log says is open: after a daemon restart, their threads are
+    /// resumed on fresh backends and backfilled.
+    pub(in crate::runtime::codex) fn restore(&self) {
+        let sessions: Vec<(String, Option<String>)> = self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Codex && !s.is_closed())
+                .map(|s| (s.id.clone(), s.thread_id.clone()))
+                .collect()
+        });
+        for (session_id, thread_id) in sessions {
+            let live = self.inner.live_for(&session_id);
+            let host = self.clone();
+            tokio::spawn(async move {
+                let result = match thread_id {
+                    Some(thread_id) => host.inner.rebind(&live, &thread_id, None).await,
+                    None => host.inner.bind_new(&live).await,
+                };
+                if let Err(error) = result {
+                    tracing::warn!(session = %live.session_id, %error, "could not restore the session");
+                    host.inner
+                        .status(
+                            &live.session_id,
+                            SessionState::Lost,
+                            Some(error.to_string()),
+                        )
+                        .await;
+                }
+            });
+        }
+    }
+
+    /// Creates a session: logs it, starts its thread on a backend, and binds them.
+    pub(in crate::runtime::codex) async fn create(
+        &self,
+        params: CreateParams,
+    ) -> Result<HostedSessionView, HostError> {
+        if let Err(error) = &self.inner.codex {
+            return Err(HostError::unavailable(Runtime::Codex, error.clone()));
+        }
+        let _guard = self.inner.create_lock.lock().await;
+        if let Some(key) = &params.idempotency_key
+            && let Some(view) = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .by_creation_key(key)
+                    .and_then(|s| state.session_view(&s.id))
+            })
+        {
+            return Ok(view);
+        }
+        let session_id = new_session_id();
+        let created = SessionCreated {
+            runtime: Runtime::Codex,
+            cwd: params.cwd.to_string_lossy().into_owned(),
+            model: params.model,
+            approval_policy: params.approval_policy,
+            permission_mode: None,
+            sandbox: params.sandbox,
+            budget: params.budget,
+            forked_from: None,
+            idempotency_key: params.idempotency_key,
+        };
+        self.inner
+            .core
+            .append(Some(session_id.clone()), EventKind::SessionCreated(created))
+            .await?;
+        drop(_guard);
+        let live = self.inner.live_for(&session_id);
+        if let Err(error) = self.inner.bind_new(&live).await {
+            self.inner
+                .status(&session_id, SessionState::Lost, Some(error.to_string()))
+                .await;
+            return Err(error);
+        }
+        self.view(&session_id)
+    }
+
+    pub(in crate::runtime::codex) fn view(
+        &self,
+        session_id: &str,
+    ) -> Result<HostedSessionView, HostError> {
+        self.inner
+            .core
+            .read(|state| state.session_view(session_id))
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
+    }
+
+    /// Closes a session: interrupts its turn, unsubscribes from its thread, and logs the end.
+    pub(in crate::runtime::codex) async fn close(&self, session_id: &str) -> Result<(), HostError> {
+        let live = self.inner.live_session(session_id)?;
+        let _ = self.interrupt(session_id, None).await;
+        let binding = live.binding.borrow().clone();
+        if let Some(binding) = binding {
+            let _ = binding
+                .backend
+                .rpc
+                .call(&wire::ThreadUnsubscribeParams {
+                    thread_id: binding.thread_id.clone(),
+                })
+                .await;
+            lock(&binding.backend.threads).remove(&binding.thread_id);
+        }
+        lock(&self.inner.live).remove(session_id);
+        self.inner
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: "closed through the API".into(),
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn live_for(&self, session_id: &str) -> Arc<Live> {
+        Arc::clone(
+            lock(&self.live)
+                .entry(session_id.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Live {
+                        session_id: session_id.to_string(),
+                        terminal_pending: std::sync::atomic::AtomicBool::new(false),
+                        binding: watch::channel(None).0,
+                        inject: tokio::sync::Mutex::new(()),
+                        model: Mutex::new(None),
+                        // Items a previous run left open are closed when their turn ends.
+                        turn: Mutex::new(Forwarder::with_open_items(self.core.read(|state| {
+                            state
+                                .sessions
+                                .get(session_id)
+                                .map(|s| {
+                                    s.open_items
+                                        .iter()
+                                        .map(|(id, item)| {
+                                            (id.clone(), (item.turn_id.clone(), item.item.clone()))
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_default()
+                        }))),
+                    })
+                }),
+        )
+    }
+
+    /// The live session, or why there is none.
+    fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
+        let record = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.is_closed(), s.created.runtime))
+        });
+        match record {
+            None => Err(HostError::UnknownSession(session_id.to_string())),
+            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
+            Some((false, Runtime::Codex)) => Ok(self.live_for(session_id)),
+            Some((false, _)) => Err(HostError::Invalid(format!(
+                "session `{session_id}` is not a codex session"
+            ))),
+        }
+    }
+
+    async fn wait_bound(&self, live: &Live) -> Result<Binding, HostError> {
+        let mut rx = live.binding.subscribe();
+        let wait = rx.wait_for(|binding| binding.is_some());
+        match tokio::time::timeout(self.config.park_timeout, wait).await {
+            Ok(Ok(binding)) => binding
+                .clone()
+                .ok_or_else(|| HostError::NotReady(live.session_id.clone())),
+            _ => Err(HostError::NotReady(live.session_id.clone())),
+        }
+    }
+
+    async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
+        let _ = self
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionStatus(SessionStatus { state, message }),
+            )
+            .await;
+    }
+
+    fn settings(&self, session_id: &str) -> Option<SessionCreated> {
+        self.core
+            .read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+    }
+
+    /// Appends, treating a duplicate (already stored) as success.
+    async fn store(&self, session_id: &str, kind: EventKind) {
+        match self.core.append(Some(session_id.to_string()), kind).await {
+            Ok(_) | Err(CoreError::Duplicate) => {}
+            Err(error) => {
+                tracing::error!(session = session_id, %error, "could not store a codex event")
+            }
+        }
+    }
+
+    /// Mirrors the session's state into the tracker as agent `codex` in the tmux session whose
+    /// directory matches the session's cwd, when there is one. A tmux session holding panes
+    /// cohost opened (the `cohost` session of the TUIs, created in a session's cwd) matches
+    /// that directory too: the project's own session is preferred, that one only as a fallback.
+    async fn report(&self, session_id: &str, status: AgentStatus) {
+        let Some((cwd, thread_id)) = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.created.cwd.clone(), s.thread_id.clone()))
+        }) else {
+            return;
+        };
+        let thread = thread_id.unwrap_or_else(|| session_id.to_string());
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: "codex",
+                thread_id: &thread,
+                session_id,
+                placement: Placement::Cwd(&cwd),
+                status,
+                liveness: crate::protocol::Liveness::Alive,
+            },
+        )
+        .await;
+    }
+}
