@@ -1,7 +1,7 @@
 //! Permissive field readers for the peers' JSON (`#[serde(deserialize_with = "…")]`).
 //!
 //! A newer codex or Claude Code adds fields, widens enums and now and then changes a field's
-//! type. The wire types in `codex/wire.rs` and `claude/records.rs` therefore read every field a
+//! type. The wire types in `codex/wire/` and `claude/records.rs` therefore read every field a
 //! host relies on through these helpers: a value of the wrong type reads as absent instead of
 //! failing the whole message, exactly as the former `value.get(key).and_then(Value::as_str)`
 //! reads did. Unknown fields are ignored by serde itself (no `deny_unknown_fields` anywhere).

@@ -699,7 +699,11 @@ async fn a_cancel_interrupts_only_its_own_turn_never_a_later_one() {
         .unwrap()
         .task
         .task_id;
-    fx.wait_task(&task, |t| t.state == TaskState::Running).await;
+    // Running comes with the delivery; the turn id with the acceptance, an event later.
+    fx.wait_task(&task, |t| {
+        t.state == TaskState::Running && t.turn_id.is_some()
+    })
+    .await;
     let own = fx.service.tasks.status(&task).unwrap().turn_id.unwrap();
     // Another turn is the session's running one by the time the cancel acts.
     fx.fake
