@@ -35,16 +35,61 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             }
         }
         Err(error) => {
+            let path = request.uri().path().to_string();
+            let presented = request.headers().contains_key(header::AUTHORIZATION);
             if error.code == "unauthorized" {
-                failed_authentication(request.method(), request.uri().path(), &error).await;
+                failed_authentication(request.method(), &path, &error).await;
             }
             // A refusal reads the body it refuses too (bounded, as for a 413): answering
             // before a body sent in a second write has arrived makes hyper close the
             // connection, and a client that reuses it for its next request sees a disconnect.
             drain(request, state.body_timeout).await;
-            error.into_response()
+            if error.code == "unauthorized" {
+                unauthorized(&path, presented, error)
+            } else {
+                error.into_response()
+            }
         }
     }
+}
+
+/// JSON-RPC's code for a request refused before it was read: an implementation-defined server
+/// error (`-32000` to `-32099`).
+const JSONRPC_UNAUTHORIZED: i64 = -32001;
+
+/// A 401 as bearer-token clients expect it: a `WWW-Authenticate: Bearer` challenge carrying
+/// the reason (RFC 6750; no `resource_metadata`: cohost has no OAuth server), and, on the MCP
+/// endpoint, the reason as a JSON-RPC error, which MCP clients show as the call's error rather
+/// than start an OAuth discovery.
+fn unauthorized(path: &str, presented: bool, error: ApiError) -> Response {
+    let description = format!("cohost: {}", error.message).replace(['"', '\\'], "'");
+    let challenge = if presented {
+        format!(
+            r#"Bearer realm="cohost", error="invalid_token", error_description="{description}""#
+        )
+    } else {
+        format!(r#"Bearer realm="cohost", error_description="{description}""#)
+    };
+    let mut response = if path == "/mcp" {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {
+                "code": JSONRPC_UNAUTHORIZED,
+                "message": format!("cohost: {}", error.message),
+                "data": {"code": error.code},
+            },
+        });
+        (error.status, axum::Json(body)).into_response()
+    } else {
+        error.into_response()
+    };
+    if let Ok(value) = axum::http::HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// The body's announced length, and whether it is chunked.
@@ -240,7 +285,7 @@ fn check(
     // `GET /` is the web page: static, no data; it reads the token from its URL fragment.
     // `HEAD` is answered like `GET` (without the body), so it is guarded like `GET`.
     let reads = method == Method::GET || method == Method::HEAD;
-    if path == "/api/health" || (reads && path == "/") {
+    if path == "/api/health" || (reads && (path == "/" || path.starts_with("/.well-known/"))) {
         return Ok(Token::NotNeeded);
     }
     let authorization = headers.get(header::AUTHORIZATION);

@@ -21,6 +21,16 @@ pub async fn not_found() -> ApiError {
     ApiError::not_found("not_found", "no such route")
 }
 
+/// `/.well-known/…` (OAuth discovery: protected-resource or authorization-server metadata):
+/// cohost has none, and says what it takes instead, so a client that looks for OAuth after a
+/// 401 can show how to authenticate.
+pub async fn well_known() -> ApiError {
+    ApiError::not_found(
+        "no_oauth",
+        "cohost does not use OAuth: send `Authorization: Bearer <token>`, the token `cohost token` prints",
+    )
+}
+
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,

@@ -24,6 +24,7 @@ Prints JSON lines on stdout, flushed one by one:
       or {"index": I, "elapsed": S, "rpcError": {"code", "message"}}
     {"paused": LABEL, "vars": {...}}
     {"done": true}
+or, when `initialize` fails, {"initializeError": {"code", "message"}} then {"done": true}.
 """
 
 import json
@@ -89,7 +90,13 @@ def substitute(value, saved):
 
 
 async def run_plan(session, plan, stdin):
-    await session.initialize()
+    try:
+        await session.initialize()
+    except MCPError as error:
+        # What the SDK reports when the server refuses the connection (a bad token).
+        emit({"initializeError": {"code": error.code, "message": error.message}})
+        emit({"done": True})
+        return
     tools = await session.list_tools()
     emit(
         {

@@ -476,6 +476,23 @@ fn mcp_without_the_token_is_401() {
     ];
     let anonymous = daemon.request("POST", "/mcp", &json_headers, Some(&initialize));
     assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    // A bearer challenge and a JSON-RPC error: what MCP clients show instead of starting OAuth.
+    let challenge = anonymous.www_authenticate.clone().unwrap_or_default();
+    assert!(
+        challenge.starts_with("Bearer realm=\"cohost\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("cohost token"), "{challenge}");
+    let body: Value = serde_json::from_str(&anonymous.body).unwrap();
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["error"]["code"], -32001, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization: Bearer"),
+        "{body}"
+    );
     let wrong = [
         json_headers[0],
         json_headers[1],
@@ -483,6 +500,37 @@ fn mcp_without_the_token_is_401() {
     ];
     let wrong = daemon.request("POST", "/mcp", &wrong, Some(&initialize));
     assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let challenge = wrong.www_authenticate.clone().unwrap_or_default();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // OAuth discovery finds no metadata, and is told what to send instead; no token needed.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        let meta = daemon.request("GET", path, &[], None);
+        assert_eq!(meta.status, 404, "{path}: {}", meta.body);
+        let body: Value = serde_json::from_str(&meta.body).unwrap();
+        assert_eq!(body["error"]["code"], "no_oauth", "{path}: {body}");
+    }
+    // The Python SDK's client reports cohost's message for a wrong token.
+    let mut command = Command::new(python());
+    command
+        .arg(client_script())
+        .arg("http")
+        .arg(daemon.url("/mcp"))
+        .arg("not-the-token");
+    let output = run_with_input(&mut command, Some("[]\n"), CLIENT_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let refused: Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|line| line.get("initializeError").cloned())
+        .unwrap_or_else(|| panic!("no initializeError: {output:?}"));
+    assert_eq!(
+        refused["message"], "cohost: the bearer token is wrong (see `cohost token`)",
+        "{refused}"
+    );
     let bearer = format!("Bearer {}", daemon.token());
     let good = [
         json_headers[0],

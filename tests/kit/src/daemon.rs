@@ -369,6 +369,11 @@ impl<B: Binaries> TestDaemon<B> {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let www_authenticate = response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = response
             .body_mut()
             .with_config()
@@ -378,6 +383,7 @@ impl<B: Binaries> TestDaemon<B> {
         Resp {
             status,
             content_type,
+            www_authenticate,
             body,
         }
     }

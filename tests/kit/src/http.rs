@@ -12,6 +12,8 @@ use serde_json::Value;
 pub struct Resp {
     pub status: u16,
     pub content_type: Option<String>,
+    /// The `WWW-Authenticate` challenge, if any.
+    pub www_authenticate: Option<String>,
     pub body: String,
 }
 
@@ -107,6 +109,7 @@ fn parse_response(bytes: &[u8]) -> Resp {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
     let mut content_type = None;
+    let mut www_authenticate = None;
     let mut chunked = false;
     for line in lines {
         if let Some((name, value)) = line.split_once(':') {
@@ -114,6 +117,8 @@ fn parse_response(bytes: &[u8]) -> Resp {
             let value = value.trim();
             if name == "content-type" {
                 content_type = Some(value.to_string());
+            } else if name == "www-authenticate" {
+                www_authenticate = Some(value.to_string());
             } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
                 chunked = true;
             }
@@ -125,6 +130,7 @@ fn parse_response(bytes: &[u8]) -> Resp {
     Resp {
         status,
         content_type,
+        www_authenticate,
         body: String::from_utf8_lossy(&body).into_owned(),
     }
 }
