@@ -40,13 +40,14 @@ mod interrupt;
 mod launch;
 mod permissions;
 mod prompt;
+mod typing;
 
 pub use asks::MODES;
 use launch::fork_parent;
 pub use launch::{find_claude, hook_settings};
 use permissions::HOOK_CONNECT_GRACE;
 pub use permissions::PERMISSION_TIMEOUT;
-use prompt::READY_TIMEOUT;
+use typing::READY_TIMEOUT;
 
 #[derive(Debug, Clone)]
 pub struct ClaudeConfig {
