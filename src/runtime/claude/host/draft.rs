@@ -11,7 +11,7 @@ use crate::runtime::claude::screen;
 impl ClaudeHost {
     /// The text a human could have typed into the session's input box right now: none while a
     /// paste of ours is in progress (the inject lock is held) or the TUI has exited.
-    pub async fn draft(&self, session_id: &str) -> Result<Option<String>, HostError> {
+    pub(super) async fn draft(&self, session_id: &str) -> Result<Option<String>, HostError> {
         let live = self.live_session(session_id)?;
         let Ok(_inject) = live.inject.try_lock() else {
             return Ok(None);
@@ -44,7 +44,11 @@ impl ClaudeHost {
     /// prompt back in the box when its turn is interrupted before the first token). Two Escapes
     /// clear a box with text in it; they are never sent to an empty box (that opens the rewind
     /// dialog) nor while a turn runs (they would interrupt it).
-    pub async fn clear_draft(&self, session_id: &str, text: &str) -> Result<bool, HostError> {
+    pub(super) async fn clear_draft(
+        &self,
+        session_id: &str,
+        text: &str,
+    ) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
         // No paste and no interrupt in progress while the box is read and cleared.
         let Ok(_inject) = live.inject.try_lock() else {

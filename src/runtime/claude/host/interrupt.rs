@@ -11,7 +11,11 @@ use crate::runtime::claude::screen;
 impl ClaudeHost {
     /// One Escape while a turn runs (with `turn`, only while that turn runs); `Ok(false)` when
     /// Claude is idle or runs another turn.
-    pub async fn interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
+    pub(super) async fn interrupt(
+        &self,
+        session_id: &str,
+        turn: Option<&str>,
+    ) -> Result<bool, HostError> {
         let live = self.live_session(session_id)?;
         let _keys = live.keys.lock().await;
         let pane = self.verified_pane(session_id).await?;

@@ -1,6 +1,6 @@
 //! Launching Claude for `ClaudeHost`: the session directory, `settings.json` (the hooks),
 //! `launch.json` (what `cohost-runner` starts, with the environment it passes on), the pane; and
-//! relaunching (`--resume`) and forking (`--resume … --fork-session`) a conversation.
+//! relaunching a conversation (`--resume`); a fork is a create with `--resume … --fork-session`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -92,7 +92,10 @@ pub fn hook_settings(hook_bin: &Path, permission_mode: &str) -> Value {
 
 impl ClaudeHost {
     /// Starts the claude TUI in a new pane and follows it.
-    pub async fn create(&self, params: CreateClaude) -> Result<HostedSessionView, HostError> {
+    pub(super) async fn create(
+        &self,
+        params: CreateClaude,
+    ) -> Result<HostedSessionView, HostError> {
         let permission_mode = params
             .permission_mode
             .clone()
@@ -264,7 +267,7 @@ impl ClaudeHost {
 
     /// Relaunches the TUI on the same conversation (`--resume <claude session id>`), after it
     /// exited or by making it exit.
-    pub async fn relaunch(&self, session_id: &str) -> Result<(), HostError> {
+    pub(super) async fn relaunch(&self, session_id: &str) -> Result<(), HostError> {
         let live = self.live_session(session_id)?;
         let (claude_session, cwd, pane) = self
             .inner
@@ -323,28 +326,6 @@ impl ClaudeHost {
         // SIGUSR1 asks the runner to launch again (right away if the TUI already exited).
         send_signal(pane.runner_pid, libc::SIGUSR1);
         Ok(())
-    }
-
-    /// Forks the conversation into a new session (`--resume <id> --fork-session`).
-    pub async fn fork(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
-        let record = self
-            .inner
-            .core
-            .read(|state| state.sessions.get(session_id).cloned())
-            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))?;
-        let claude_session = record
-            .thread_id
-            .clone()
-            .ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
-        self.create(CreateClaude {
-            cwd: PathBuf::from(&record.created.cwd),
-            model: record.created.model.clone(),
-            permission_mode: record.created.claude_permission_mode().map(str::to_string),
-            tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
-            idempotency_key: None,
-            fork_of: Some((claude_session, session_id.to_string())),
-        })
-        .await
     }
 }
 

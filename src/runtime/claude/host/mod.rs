@@ -9,11 +9,13 @@
 //! this session launched (pane id and runner pid must match), never into a human's draft, and are
 //! reported `started` only once Claude confirms the prompt (`UserPromptSubmit`).
 //!
-//! This file holds the host's state (`Inner`, one `Live` per followed session) and its small
-//! API; each concern has its own file: `launch.rs` (create, relaunch, fork), `prompt.rs` (typing
-//! a prompt, driven by the pure `typing.rs` machine), `draft.rs` (the input box: a human's draft,
-//! clearing it), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay), `asks.rs`
-//! (questions, plans, modes) and `follow.rs` (the session task).
+//! Its API is its [`SessionHost`](crate::runtime::SessionHost) (`seam.rs`, which also restores,
+//! forks and closes sessions); this file holds its state (`Inner`, one `Live` per followed
+//! session) and what every concern needs (the live session, the verified pane). Each concern has
+//! its own file: `launch.rs` (create, relaunch), `prompt.rs` (typing a prompt, driven by the pure
+//! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it),
+//! `interrupt.rs` (one Escape), `permissions.rs` (the permission relay), `asks.rs` (questions,
+//! plans, modes) and `follow.rs` (the session task).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,7 +29,7 @@ use super::normalize::{Normalizer, Output};
 use super::records::HookLine;
 use super::screen;
 use crate::core::{CoreError, CoreHandle, now_ms};
-use crate::protocol::{AgentStatus, EventKind, HostedSessionView, Runtime, SessionClosed};
+use crate::protocol::{AgentStatus, EventKind, HostedSessionView, Runtime};
 use crate::runtime::HostError;
 use crate::runtime::common::lock;
 use crate::runtime::common::pane::{self, PaneProblem};
@@ -40,6 +42,7 @@ mod interrupt;
 mod launch;
 mod permissions;
 mod prompt;
+mod seam;
 mod typing;
 
 pub use asks::MODES;
@@ -145,7 +148,7 @@ impl ClaudeHost {
     }
 
     /// The permission modes this daemon lets sessions use.
-    pub fn permission_policy(&self) -> &PermissionPolicy {
+    pub(super) fn permission_policy(&self) -> &PermissionPolicy {
         &self.inner.config.permission_modes
     }
 
@@ -158,33 +161,11 @@ impl ClaudeHost {
         .await
     }
 
-    pub fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
+    pub(super) fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
         self.inner
             .core
             .read(|state| state.session_view(session_id))
             .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
-    }
-
-    /// Re-attaches to every open claude session after a daemon restart: the panes kept running
-    /// under tmux, and the tails resume from their checkpoints.
-    pub fn restore(&self) {
-        let sessions: Vec<String> = self.inner.core.read(|state| {
-            state
-                .sessions
-                .iter()
-                .filter(|s| s.created.runtime == Runtime::Claude && !s.is_closed())
-                .map(|s| s.id.clone())
-                .collect()
-        });
-        for session_id in sessions {
-            let dir = self
-                .inner
-                .config
-                .cohost_home
-                .join("claude")
-                .join(&session_id);
-            self.inner.start_following(&session_id, dir, true);
-        }
     }
 
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
@@ -222,35 +203,6 @@ impl ClaudeHost {
                     "pane {pane_id} now runs pid {pid}, not the runner cohost started ({runner_pid}); refusing to type into it"
                 )),
             })
-    }
-
-    /// Stops the session: the runner and the TUI go, the pane closes, `session.closed` is logged.
-    pub async fn close(&self, session_id: &str) -> Result<(), HostError> {
-        let live = self.live_session(session_id)?;
-        if let Some(pane) = self
-            .inner
-            .core
-            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
-            && self.tmux().pane_pid(&pane.pane_id).await == Some(pane.runner_pid)
-        {
-            let _ = self.tmux().kill_pane(&pane.pane_id).await;
-        }
-        live.cancel.cancel();
-        lock(&self.inner.live).remove(session_id);
-        self.inner
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: "closed through the API".into(),
-                }),
-            )
-            .await?;
-        Ok(())
-    }
-
-    pub fn shutdown(&self) {
-        self.inner.cancel.cancel();
     }
 }
 

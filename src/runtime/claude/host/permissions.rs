@@ -23,7 +23,7 @@ pub(super) const HOOK_CONNECT_GRACE: Duration = Duration::from_secs(10);
 
 impl ClaudeHost {
     /// The permission hook's request: waits for a decision from any surface.
-    pub async fn permission_request(
+    pub(super) async fn permission_request(
         &self,
         session_id: &str,
         request_id: &str,
@@ -80,7 +80,7 @@ impl ClaudeHost {
         })
     }
 
-    pub async fn resolve_approval(
+    pub(super) async fn resolve_approval(
         &self,
         session_id: &str,
         approval_id: &str,

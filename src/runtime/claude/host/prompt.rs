@@ -16,7 +16,7 @@ use crate::runtime::{HostError, InjectOutcome, InjectState};
 
 impl ClaudeHost {
     /// Types a prompt into the TUI: bracketed paste, Enter, then waits for Claude to confirm.
-    pub async fn inject(
+    pub(super) async fn inject(
         &self,
         session_id: &str,
         text: &str,
