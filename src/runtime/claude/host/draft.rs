@@ -1,8 +1,7 @@
 //! The input box of a live session, for `ClaudeHost`: the human's draft the lease watches,
 //! clearing a prompt Claude handed back, and the careful Escapes that clear the box.
 
-use std::time::Duration;
-
+use super::clearing::{ClearStep, Clearing};
 use super::{ClaudeHost, Live};
 use crate::protocol::Runtime;
 use crate::runtime::HostError;
@@ -80,9 +79,8 @@ impl ClaudeHost {
 
     /// Clears the input box, which holds text: Escape twice, then — only when Claude shows it
     /// took just one of them (`esc again to clear`) — once more. Each step waits for the screen
-    /// to show its effect instead of assuming it: a loaded machine renders late, and one Escape
-    /// too many on the emptied box opens the Rewind dialog (which, should it open anyway, is
-    /// closed with one Escape). Returns whether the box ended empty.
+    /// to show its effect instead of assuming it (the [`Clearing`] machine decides). Returns
+    /// whether the box ended empty.
     pub(super) async fn clear_box(&self, pane: &str) -> Result<bool, HostError> {
         let keys = |keys: &'static [&'static str]| async move {
             self.tmux()
@@ -90,32 +88,25 @@ impl ClaudeHost {
                 .await
                 .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))
         };
-        keys(&["Escape", "Escape"]).await?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-        let mut again = false;
+        let mut clearing = Clearing::new();
+        let mut seen = None;
         loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let capture = self
-                .tmux()
-                .capture(pane)
-                .await
-                .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
-            let screen = screen::analyze(&capture);
-            if screen.rewind {
-                tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
-                keys(&["Escape"]).await?;
-                return Ok(true);
-            }
-            if screen.input.as_deref() == Some("") {
-                return Ok(true);
-            }
-            if screen.clear_pending && screen.has_draft() && !again {
-                keys(&["Escape"]).await?;
-                again = true;
-                continue;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Ok(false);
+            match clearing.next(seen.take().as_ref(), tokio::time::Instant::now()) {
+                ClearStep::Keys(sent) => keys(sent).await?,
+                ClearStep::CloseRewind => {
+                    tracing::warn!(pane, "closing a Rewind dialog an Escape opened");
+                    keys(&["Escape"]).await?;
+                }
+                ClearStep::Sleep(delay) => tokio::time::sleep(delay).await,
+                ClearStep::Capture => {
+                    let capture = self
+                        .tmux()
+                        .capture(pane)
+                        .await
+                        .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
+                    seen = Some(screen::analyze(&capture));
+                }
+                ClearStep::Done(empty) => return Ok(empty),
             }
         }
     }

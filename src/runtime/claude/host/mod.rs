@@ -13,9 +13,9 @@
 //! forks and closes sessions); this file holds its state (`Inner`, one `Live` per followed
 //! session) and what every concern needs (the live session, the verified pane). Each concern has
 //! its own file: `launch.rs` (create, relaunch), `prompt.rs` (typing a prompt, driven by the pure
-//! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it),
-//! `interrupt.rs` (one Escape), `permissions.rs` (the permission relay), `asks.rs` (questions,
-//! plans, modes) and `follow.rs` (the session task).
+//! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it with the pure
+//! `clearing.rs` machine), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay),
+//! `asks.rs` (questions, plans, modes) and `follow.rs` (the session task).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,6 +36,7 @@ use crate::runtime::common::pane::{self, PaneProblem};
 use crate::tmux::{SessionCache, Tmux};
 
 mod asks;
+mod clearing;
 mod draft;
 mod follow;
 mod interrupt;
