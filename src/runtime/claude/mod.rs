@@ -7,6 +7,5 @@ pub mod normalize;
 pub mod policy;
 pub mod records;
 pub mod screen;
-mod seam;
 
 pub use policy::PermissionPolicy;

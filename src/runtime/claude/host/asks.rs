@@ -122,7 +122,7 @@ impl ClaudeHost {
     }
 
     /// Answers a question or a plan (see `SessionHost::answer_request`).
-    pub async fn answer_request(
+    pub(super) async fn answer_request(
         &self,
         session_id: &str,
         request: &InputRequested,
@@ -276,7 +276,11 @@ impl ClaudeHost {
     /// Cycles the permission mode of an idle session with shift+tab until the footer names
     /// `mode`, then stores `session.mode`. The hooks' `permission_mode` shows it from the next
     /// prompt on.
-    pub async fn set_mode(&self, session_id: &str, mode: &str) -> Result<Capability, HostError> {
+    pub(super) async fn set_mode(
+        &self,
+        session_id: &str,
+        mode: &str,
+    ) -> Result<Capability, HostError> {
         let live = self.live_session(session_id)?;
         if let Some(refusal) = self.permission_policy().refusal(mode) {
             return Err(HostError::InvalidField {

@@ -1,7 +1,11 @@
-//! The claude host behind the runtime seam: [`SessionHost`] for [`ClaudeHost`].
+//! The claude host behind the runtime seam: [`SessionHost`] for [`ClaudeHost`], which is its
+//! API. The work is done in the concern files (`launch.rs`, `prompt.rs`, …) by methods private
+//! to the host; the small operations (restore, fork, close, shutdown) are written out here.
 
-use super::host::{ClaudeHost, CreateClaude};
-use crate::protocol::{HostedSessionView, Runtime};
+use std::path::PathBuf;
+
+use super::{ClaudeHost, CreateClaude, lock};
+use crate::protocol::{EventKind, HostedSessionView, Runtime, SessionClosed};
 use crate::runtime::{AfterRestart, CreateSession, Forked, HostError, InjectOutcome, SessionHost};
 
 #[async_trait::async_trait]
@@ -51,8 +55,26 @@ impl SessionHost for ClaudeHost {
         .await
     }
 
+    /// Re-attaches to every open claude session after a daemon restart: the panes kept running
+    /// under tmux, and the tails resume from their checkpoints.
     fn restore(&self) {
-        ClaudeHost::restore(self)
+        let sessions: Vec<String> = self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Claude && !s.is_closed())
+                .map(|s| s.id.clone())
+                .collect()
+        });
+        for session_id in sessions {
+            let dir = self
+                .inner
+                .config
+                .cohost_home
+                .join("claude")
+                .join(&session_id);
+            self.inner.start_following(&session_id, dir, true);
+        }
     }
 
     async fn inject(
@@ -78,8 +100,29 @@ impl SessionHost for ClaudeHost {
         ClaudeHost::resolve_approval(self, session, approval, decision, by).await
     }
 
-    async fn close(&self, session: &str) -> Result<(), HostError> {
-        ClaudeHost::close(self, session).await
+    /// Stops the session: the runner and the TUI go, the pane closes, `session.closed` is logged.
+    async fn close(&self, session_id: &str) -> Result<(), HostError> {
+        let live = self.live_session(session_id)?;
+        if let Some(pane) = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
+            && self.tmux().pane_pid(&pane.pane_id).await == Some(pane.runner_pid)
+        {
+            let _ = self.tmux().kill_pane(&pane.pane_id).await;
+        }
+        live.cancel.cancel();
+        lock(&self.inner.live).remove(session_id);
+        self.inner
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: "closed through the API".into(),
+                }),
+            )
+            .await?;
+        Ok(())
     }
 
     async fn answer_request(
@@ -92,7 +135,7 @@ impl SessionHost for ClaudeHost {
     }
 
     fn modes(&self) -> &'static [&'static str] {
-        &super::host::MODES
+        &super::MODES
     }
 
     async fn set_mode(
@@ -103,14 +146,40 @@ impl SessionHost for ClaudeHost {
         ClaudeHost::set_mode(self, session, mode).await
     }
 
-    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
+    /// Forks the conversation into a new session (`--resume <id> --fork-session`).
+    async fn fork(
+        &self,
+        session_id: &str,
+        after_turn: Option<String>,
+    ) -> Result<Forked, HostError> {
         if after_turn.is_some() {
             return Err(HostError::field(
                 "afterTurnId",
                 "claude forks the whole conversation; `afterTurnId` is codex only",
             ));
         }
-        Ok(Ok(ClaudeHost::fork(self, session).await?))
+        let record = self
+            .inner
+            .core
+            .read(|state| state.sessions.get(session_id).cloned())
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))?;
+        let claude_session = record
+            .thread_id
+            .clone()
+            .ok_or_else(|| HostError::NotReady(session_id.to_string()))?;
+        let view = ClaudeHost::create(
+            self,
+            CreateClaude {
+                cwd: PathBuf::from(&record.created.cwd),
+                model: record.created.model.clone(),
+                permission_mode: record.created.claude_permission_mode().map(str::to_string),
+                tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
+                idempotency_key: None,
+                fork_of: Some((claude_session, session_id.to_string())),
+            },
+        )
+        .await?;
+        Ok(Ok(view))
     }
 
     async fn relaunch(&self, session: &str) -> Result<(), HostError> {
@@ -127,7 +196,7 @@ impl SessionHost for ClaudeHost {
     }
 
     async fn shutdown(&self) {
-        ClaudeHost::shutdown(self)
+        self.inner.cancel.cancel();
     }
 
     async fn permission_request(

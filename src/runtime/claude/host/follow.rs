@@ -1,0 +1,457 @@
+//! The session task of `ClaudeHost` (one per session): tails `hooks.jsonl`, `runner.jsonl` and
+//! the transcript, checks the session file on a tick, feeds all of it to the [`Normalizer`]
+//! (through the [`HookFence`]) and is the only producer of the session's events; it reports the
+//! session's status to the tracker.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Command, Inner, Live, lock};
+use crate::core::now_ms;
+use crate::protocol::{
+    AgentStatus, ErrorEvent, EventKind, Liveness, SessionBound, SessionState, SessionStatus,
+};
+use crate::runtime::claude::fence::HookFence;
+use crate::runtime::claude::normalize::{Normalizer, Output};
+use crate::runtime::claude::records::{HookLine, RecordHead, SessionFile};
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::tail::{self, Checkpoint, TailItem};
+
+/// The longest a processed line's checkpoint waits to be saved while lines keep coming.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(200);
+/// How often the TUI's session file and pending turn ends are checked.
+const TICK: Duration = Duration::from_millis(200);
+/// Lines queued between a tailer and the session task.
+const TAIL_CHANNEL: usize = 1024;
+
+impl Inner {
+    /// The session task: tails hooks, runner and transcript, and forwards what they mean.
+    pub(super) async fn follow(
+        self: Arc<Self>,
+        live: Arc<Live>,
+        mut commands: mpsc::Receiver<Command>,
+    ) {
+        let session_id = live.session_id.clone();
+        let checkpoints = live.dir.join("checkpoints");
+        let (record_thread, record_turn) = self.core.read(|state| {
+            state
+                .sessions
+                .get(&session_id)
+                .map(|s| (s.thread_id.clone(), s.active_turn.clone()))
+                .unwrap_or((None, None))
+        });
+        let transcript_checkpoint = tail::load_checkpoint(&checkpoints.join("transcript.json"))
+            .await
+            .ok()
+            .flatten();
+        let mut normalizer = Normalizer::resume(
+            record_thread,
+            transcript_checkpoint
+                .as_ref()
+                .map(|c| c.path.to_string_lossy().into_owned()),
+            record_turn,
+        );
+        let (hooks_tx, mut hooks_rx) = mpsc::channel(TAIL_CHANNEL);
+        let (runner_tx, mut runner_rx) = mpsc::channel(TAIL_CHANNEL);
+        let (transcript_tx, mut transcript_rx) =
+            mpsc::channel::<(TailItem, Checkpoint)>(TAIL_CHANNEL);
+        let cancel = live.cancel.clone();
+        let hooks_checkpoint = tail::load_checkpoint(&checkpoints.join("hooks.json"))
+            .await
+            .ok()
+            .flatten();
+        tail::spawn_tail(
+            live.dir.join("hooks.jsonl"),
+            hooks_checkpoint.clone(),
+            hooks_tx,
+            cancel.child_token(),
+        );
+        tail::spawn_tail(
+            live.dir.join("runner.jsonl"),
+            tail::load_checkpoint(&checkpoints.join("runner.json"))
+                .await
+                .ok()
+                .flatten(),
+            runner_tx,
+            cancel.child_token(),
+        );
+        let mut transcript_cancel = cancel.child_token();
+        if let Some(checkpoint) = transcript_checkpoint {
+            inherit_fork_history(&live, &checkpoint.path, &mut normalizer);
+            tail::spawn_tail(
+                checkpoint.path.clone(),
+                Some(checkpoint),
+                transcript_tx.clone(),
+                transcript_cancel.clone(),
+            );
+        }
+        let hooks_path = live.dir.join("hooks.jsonl");
+        let hooks_written = || std::fs::metadata(&hooks_path).map_or(0, |meta| meta.len());
+        let mut fence = HookFence::new(hooks_checkpoint.as_ref().map_or(0, |c| c.offset));
+        let mut unsaved: HashMap<PathBuf, Checkpoint> = HashMap::new();
+        let mut unsaved_since = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            // Each input yields outputs and, for a tailed line, the checkpoint to save once
+            // they are stored.
+            let (outputs, checkpoint) = tokio::select! {
+                _ = cancel.cancelled() => break,
+                Some(command) = commands.recv() => {
+                    match command {
+                        Command::ExpectInjected(text) => normalizer.expect_injected(&text),
+                        Command::Interrupted(turn) => {
+                            fence.interrupted(turn, hooks_written(), tokio::time::Instant::now());
+                        }
+                    }
+                    (Vec::new(), None)
+                }
+                Some((item, checkpoint)) = hooks_rx.recv() => {
+                    let value = match &item {
+                        TailItem::Line { line, .. } => serde_json::from_str::<Value>(line).ok(),
+                        _ => None,
+                    };
+                    let outputs = match (value, item) {
+                        (Some(value), _) => fence.hook(&mut normalizer, &value, checkpoint.offset, now_ms()),
+                        (None, TailItem::Malformed { offset, error, .. }) => {
+                            fence.read_to(checkpoint.offset);
+                            vec![parse_error("hooks.jsonl", offset, &error)]
+                        }
+                        (None, _) => {
+                            fence.read_to(checkpoint.offset);
+                            Vec::new()
+                        }
+                    };
+                    (outputs, Some((checkpoints.join("hooks.json"), checkpoint)))
+                }
+                Some((item, checkpoint)) = runner_rx.recv() => {
+                    if let TailItem::Line { line, .. } = item
+                        && let Ok(value) = serde_json::from_str::<Value>(&line)
+                    {
+                        self.runner_event(&live, &value, &mut normalizer).await;
+                    }
+                    (Vec::new(), Some((checkpoints.join("runner.json"), checkpoint)))
+                }
+                Some((item, checkpoint)) = transcript_rx.recv() => {
+                    let outputs = match item {
+                        TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
+                            Ok(value) => normalizer.transcript_line(&value),
+                            Err(_) => Vec::new(),
+                        },
+                        TailItem::Malformed { offset, error, .. } => vec![parse_error("the transcript", offset, &error)],
+                        _ => Vec::new(),
+                    };
+                    (outputs, Some((checkpoints.join("transcript.json"), checkpoint)))
+                }
+                _ = tick.tick() => {
+                    let mut outputs = normalizer.tick(now_ms());
+                    if let Some(status) = self.session_file_status(&live) {
+                        // Read after the session file: the hooks it waits for include its Stop.
+                        let written = hooks_written();
+                        if *live.status.borrow() != status {
+                            tracing::debug!(session = %session_id, %status, hooks_written = written, hooks_read = fence.read(), "claude: the session file's status changed");
+                            live.status.send_replace(status.clone());
+                        }
+                        outputs.extend(fence.session_status(&mut normalizer, &status, written, tokio::time::Instant::now()));
+                    }
+                    (outputs, None)
+                }
+            };
+            let mut outputs = outputs;
+            let (released, expired) = fence.apply(&mut normalizer, tokio::time::Instant::now());
+            for verdict in expired {
+                tracing::warn!(
+                    session = %session_id,
+                    ?verdict,
+                    "hooks.jsonl was not read up to where it stood when the turn looked ended; ending it anyway"
+                );
+            }
+            outputs.extend(released);
+            // Transcript switches (first prompt, /clear, fork) restart the transcript tail.
+            let new_transcript = outputs
+                .iter()
+                .rev()
+                .find_map(|output| match output {
+                    Output::Transcript(path) => Some(path.clone()),
+                    _ => None,
+                })
+                // A fork starts out naming its parent's transcript (`<id>.jsonl`): that one is
+                // the parent's to follow; the fork's own comes with its first prompt.
+                .filter(|path| {
+                    live.fork_of.as_deref().is_none_or(|parent| {
+                        Path::new(path).file_stem().and_then(|s| s.to_str()) != Some(parent)
+                    })
+                });
+            self.apply(&live, outputs, &mut normalizer).await;
+            // Checkpoints are saved once the queued lines are drained (and on every tick), not
+            // after every line: a backlog is then not bound by one fsync'd rename per line. A
+            // crash replays at most the lines since the last save; their turn, item and approval
+            // events deduplicate.
+            if let Some((file, checkpoint)) = checkpoint {
+                unsaved.insert(file, checkpoint);
+            }
+            if !unsaved.is_empty()
+                && (hooks_rx.is_empty() && transcript_rx.is_empty() && runner_rx.is_empty()
+                    || unsaved_since.elapsed() >= CHECKPOINT_INTERVAL)
+            {
+                for (file, checkpoint) in unsaved.drain() {
+                    let _ = tail::save_checkpoint(&file, &checkpoint).await;
+                }
+                unsaved_since = tokio::time::Instant::now();
+            }
+            if let Some(path) = new_transcript {
+                inherit_fork_history(&live, Path::new(&path), &mut normalizer);
+                transcript_cancel.cancel();
+                transcript_cancel = cancel.child_token();
+                tail::spawn_tail(
+                    PathBuf::from(path),
+                    None,
+                    transcript_tx.clone(),
+                    transcript_cancel.clone(),
+                );
+            }
+        }
+        tracing::debug!(session = %session_id, "claude session task exited");
+    }
+
+    async fn apply(&self, live: &Arc<Live>, outputs: Vec<Output>, normalizer: &mut Normalizer) {
+        let _ = normalizer;
+        for output in outputs {
+            match output {
+                Output::Store(kind) => {
+                    if let EventKind::TurnCompleted(done) = &kind
+                        && done.status == crate::protocol::TurnStatus::Interrupted
+                    {
+                        *lock(&live.interrupted_at) = Some(tokio::time::Instant::now());
+                    }
+                    self.store(&live.session_id, kind).await
+                }
+                Output::Bound {
+                    claude_session_id, ..
+                } if live.fork_of.as_deref() == Some(claude_session_id.as_str()) => {
+                    // A fork starts under its parent's id; its own comes with its first prompt.
+                    live.started.send_replace(true);
+                }
+                Output::Bound {
+                    claude_session_id, ..
+                } => {
+                    self.store(
+                        &live.session_id,
+                        EventKind::SessionBound(SessionBound {
+                            thread_id: claude_session_id,
+                            backend: "claude".into(),
+                        }),
+                    )
+                    .await;
+                    live.started.send_replace(true);
+                }
+                Output::Transcript(_) => {}
+                Output::Status(status) => {
+                    if status == AgentStatus::Idle
+                        && !live.exited.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        live.started.send_replace(true);
+                    }
+                    // The tracker only needs changes; repeating a status costs a durable append.
+                    let changed = {
+                        let mut last = lock(&live.reported);
+                        let changed = *last != Some(status);
+                        *last = Some(status);
+                        changed
+                    };
+                    if changed {
+                        self.report(&live.session_id, status).await;
+                    }
+                }
+                Output::PromptSubmitted { turn_id, text } => {
+                    let _ = live.submitted.send((Some(turn_id), text));
+                }
+                Output::PromptQueued { text } => {
+                    let _ = live.submitted.send((None, text));
+                }
+                Output::PermissionMode(mode) => self.permission_mode_seen(live, mode).await,
+            }
+        }
+    }
+
+    /// Records the mode Claude runs in when it changed; a mode the daemon does not allow is an
+    /// alarm (an `error` event): cohost's PreToolUse hook asks before every tool call meanwhile.
+    async fn permission_mode_seen(&self, live: &Arc<Live>, mode: String) {
+        let known = self.core.read(|state| {
+            state
+                .sessions
+                .get(&live.session_id)
+                .and_then(|s| s.permission_mode_seen.as_ref().map(|m| m.mode.clone()))
+        });
+        if known.as_deref() == Some(mode.as_str()) {
+            return;
+        }
+        let allowed = self.config.permission_modes.allows(&mode);
+        if !allowed {
+            tracing::warn!(session = %live.session_id, %mode, "claude runs in a permission mode this daemon does not allow");
+            self.store(
+                &live.session_id,
+                EventKind::Error(ErrorEvent {
+                    turn_id: None,
+                    id: None,
+                    message: format!(
+                        "claude runs in permission mode `{mode}`, which this daemon does not allow \
+                         (allowed: {}); cohost asks before every tool call until it is back in an \
+                         allowed mode",
+                        self.config.permission_modes.allowed().join(", ")
+                    ),
+                    code: Some("permission_mode_not_allowed".into()),
+                }),
+            )
+            .await;
+        }
+        self.store(
+            &live.session_id,
+            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen { mode, allowed }),
+        )
+        .await;
+    }
+
+    async fn runner_event(&self, live: &Arc<Live>, line: &Value, normalizer: &mut Normalizer) {
+        match line.get("event").and_then(Value::as_str) {
+            Some("started") => {
+                *lock(&live.claude_pid) = line.get("pid").and_then(Value::as_u64).map(|p| p as u32);
+                live.exited
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+                self.store(
+                    &live.session_id,
+                    EventKind::SessionStatus(SessionStatus {
+                        state: SessionState::Live,
+                        message: None,
+                    }),
+                )
+                .await;
+            }
+            Some("exited") => {
+                *lock(&live.claude_pid) = None;
+                live.exited.store(true, std::sync::atomic::Ordering::SeqCst);
+                live.started.send_replace(false);
+                let code = line.get("code").and_then(Value::as_i64);
+                let signal = line.get("signal").and_then(Value::as_i64);
+                let outputs = normalizer.hook_line(&HookLine::session_end("exited"), now_ms());
+                self.apply(live, outputs, normalizer).await;
+                self.store(
+                    &live.session_id,
+                    EventKind::SessionStatus(SessionStatus {
+                        state: SessionState::Exited,
+                        message: Some(match (code, signal) {
+                            (Some(code), _) => format!("claude exited with code {code}"),
+                            (_, Some(signal)) => format!("claude was killed by signal {signal}"),
+                            _ => "claude exited".into(),
+                        }),
+                    }),
+                )
+                .await;
+                self.report_liveness(&live.session_id, Liveness::Exited)
+                    .await;
+                // The next status after a relaunch must reach the tracker again.
+                *lock(&live.reported) = None;
+            }
+            Some("error") => {
+                self.store(
+                    &live.session_id,
+                    EventKind::Error(ErrorEvent {
+                        turn_id: None,
+                        id: None,
+                        message: line
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("the runner failed")
+                            .to_string(),
+                        code: Some("runner_error".into()),
+                    }),
+                )
+                .await;
+            }
+            _ => {}
+        }
+    }
+
+    /// `~/.claude/sessions/<claude pid>.json` `status`, when the TUI runs.
+    pub(super) fn session_file_status(&self, live: &Live) -> Option<String> {
+        let pid = (*lock(&live.claude_pid))?;
+        let home = live.home.as_ref()?;
+        let bytes =
+            std::fs::read(home.join(".claude/sessions").join(format!("{pid}.json"))).ok()?;
+        SessionFile::from_slice(&bytes)?.status
+    }
+
+    async fn report(&self, session_id: &str, status: AgentStatus) {
+        self.report_with(session_id, status, Liveness::Alive).await;
+    }
+
+    async fn report_liveness(&self, session_id: &str, liveness: Liveness) {
+        self.report_with(session_id, AgentStatus::Idle, liveness)
+            .await;
+    }
+
+    async fn report_with(&self, session_id: &str, status: AgentStatus, liveness: Liveness) {
+        let Some((thread, pane)) = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.thread_id.clone(), s.pane.clone()))
+        }) else {
+            return;
+        };
+        let Some(pane) = pane else { return };
+        // Not bound yet (a fork before its first prompt): no instance under a made-up key.
+        let Some(thread) = thread else { return };
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: "claude-code",
+                thread_id: &thread,
+                session_id,
+                placement: Placement::Pane {
+                    tmux_session: &pane.tmux_session,
+                    pane_id: &pane.pane_id,
+                },
+                status,
+                liveness,
+            },
+        )
+        .await;
+    }
+}
+
+/// A fork's transcript opens with a copy of its parent's conversation, line uuids and prompt ids
+/// kept: those are the parent's turns, not this session's. Tells the normalizer to pass over the
+/// lines of the parent's transcript (`<parent id>.jsonl` beside the fork's).
+fn inherit_fork_history(live: &Live, transcript: &Path, normalizer: &mut Normalizer) {
+    let Some(parent) = &live.fork_of else {
+        return;
+    };
+    let parent_file = transcript.with_file_name(format!("{parent}.jsonl"));
+    if parent_file == transcript {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&parent_file) else {
+        return;
+    };
+    normalizer.inherit(
+        text.lines()
+            .filter_map(RecordHead::of_line)
+            .filter_map(|head| head.uuid),
+    );
+}
+
+fn parse_error(source: &str, offset: u64, error: &str) -> Output {
+    Output::Store(EventKind::Error(ErrorEvent {
+        turn_id: None,
+        id: Some(format!("parse:{source}:{offset}")),
+        message: format!("a malformed line in {source} at byte {offset}: {error}"),
+        code: Some("parse_error".into()),
+    }))
+}

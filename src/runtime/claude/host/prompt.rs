@@ -1,0 +1,170 @@
+//! Typing a prompt into the TUI for `ClaudeHost` (`inject`): the checks before it (the inject
+//! lock, an earlier outcome by key, the verified pane, a TUI that runs), then the `typing.rs`
+//! machine driven on the pane — bracketed paste, Enter, and Claude's confirmation
+//! (`UserPromptSubmit`, or the prompt queued behind a running turn) — and the outcome recorded.
+
+use std::time::Duration;
+
+use tokio::sync::{MutexGuard, broadcast};
+
+use super::typing::{self, Confirmed, Refusal, Tui, Typing};
+use super::{ClaudeHost, Command, Live, lock};
+use crate::protocol::Runtime;
+use crate::runtime::claude::screen::{self, Screen};
+use crate::runtime::common::inject;
+use crate::runtime::{HostError, InjectOutcome, InjectState};
+
+impl ClaudeHost {
+    /// Types a prompt into the TUI: bracketed paste, Enter, then waits for Claude to confirm.
+    pub(super) async fn inject(
+        &self,
+        session_id: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if text.trim().is_empty() {
+            return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        let live = self.live_session(session_id)?;
+        let _serialized = live.inject.lock().await;
+        if let Some(earlier) = inject::previous(&self.inner.core, session_id, key.as_deref()) {
+            return Ok(earlier);
+        }
+        let pane = self.verified_pane(session_id).await?;
+        // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
+        if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(HostError::NotReady(session_id.to_string()));
+        }
+        let since_interrupt = lock(&live.interrupted_at).map(|at| at.elapsed());
+        let mut tui = PaneTui {
+            host: self,
+            live: &live,
+            pane: &pane,
+            text,
+            keys: None,
+            submitted: None,
+        };
+        let outcome = match typing::drive(Typing::new(since_interrupt), &mut tui).await? {
+            Ok(Confirmed::Started(turn)) => (InjectState::Started, turn),
+            Ok(Confirmed::Queued) => (
+                InjectState::Queued,
+                self.inner
+                    .core
+                    .read(|state| {
+                        state
+                            .sessions
+                            .get(session_id)
+                            .and_then(|s| s.active_turn.clone())
+                    })
+                    .unwrap_or_default(),
+            ),
+            Err(Refusal::NotReady) => return Err(HostError::NotReady(session_id.to_string())),
+            Err(Refusal::HumanTyping) => {
+                return Err(HostError::HumanTyping(session_id.to_string()));
+            }
+            Err(Refusal::NotAccepted) => {
+                return Err(HostError::failed(
+                    Runtime::Claude,
+                    "claude did not accept the prompt",
+                ));
+            }
+            Err(Refusal::NeverConfirmed) => {
+                return Err(HostError::failed(
+                    Runtime::Claude,
+                    "claude took the prompt but never confirmed it",
+                ));
+            }
+        };
+        Ok(inject::record(&self.inner.core, session_id, outcome.0, &outcome.1, key).await?)
+    }
+}
+
+/// The session's verified pane, as the typing machine's [`Tui`].
+struct PaneTui<'a> {
+    host: &'a ClaudeHost,
+    live: &'a Live,
+    pane: &'a str,
+    text: &'a str,
+    /// The box's keys, from [`Tui::take_keys`] to the first Enter.
+    keys: Option<MutexGuard<'a, ()>>,
+    /// Claude's confirmations, from just before the paste.
+    submitted: Option<broadcast::Receiver<(Option<String>, String)>>,
+}
+
+impl Tui for PaneTui<'_> {
+    async fn await_started(&mut self, timeout: Duration) -> bool {
+        let mut started = self.live.started.subscribe();
+        tokio::time::timeout(timeout, started.wait_for(|s| *s))
+            .await
+            .is_ok()
+    }
+
+    async fn take_keys(&mut self) {
+        self.keys = Some(self.live.keys.lock().await);
+    }
+
+    async fn capture(&mut self) -> Result<Screen, HostError> {
+        let capture = self
+            .host
+            .tmux()
+            .capture(self.pane)
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
+        Ok(screen::analyze(&capture))
+    }
+
+    async fn paste(&mut self) -> Result<(), HostError> {
+        let _ = self
+            .live
+            .commands
+            .send(Command::ExpectInjected(self.text.to_string()))
+            .await;
+        self.submitted = Some(self.live.submitted.subscribe());
+        self.host
+            .tmux()
+            .paste(self.pane, self.text)
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))
+    }
+
+    async fn enter(&mut self) -> Result<(), HostError> {
+        self.host
+            .tmux()
+            .send_keys(self.pane, &["Enter"])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
+        self.keys = None;
+        Ok(())
+    }
+
+    async fn await_confirmation(&mut self, timeout: Duration) -> Option<Confirmed> {
+        let submitted = self.submitted.as_mut()?;
+        wait_submitted(submitted, self.text, timeout).await
+    }
+
+    async fn clear(&mut self) {
+        let _ = self.host.clear_box(self.pane).await;
+    }
+}
+
+/// Waits for Claude's word on a pasted `text` (compared as the user wrote it: the normalizer
+/// removed any `<pasted_content>` wrapper).
+async fn wait_submitted(
+    rx: &mut broadcast::Receiver<(Option<String>, String)>,
+    text: &str,
+    timeout: Duration,
+) -> Option<Confirmed> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Ok((turn_id, submitted))) if submitted.trim() == text.trim() => {
+                return Some(match turn_id {
+                    Some(turn) => Confirmed::Started(turn),
+                    None => Confirmed::Queued,
+                });
+            }
+            Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => continue,
+            _ => return None,
+        }
+    }
+}

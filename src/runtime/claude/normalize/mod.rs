@@ -1,0 +1,334 @@
+//! Claude Code hooks and transcript lines → cohost events.
+//!
+//! [`Normalizer`] is a small state machine fed with the session's `hooks.jsonl` lines, its
+//! transcript JSONL lines and the TUI's session-file status, in whatever order they arrive.
+//! Hooks fire 100–250 ms before the matching transcript lines land, so both sources map the same
+//! thing to the same id — a tool call to its `tool_use_id`, a prompt to its `prompt_id` and text —
+//! and the core stores whichever comes first and drops the other. A turn's end is held back
+//! until the transcript has written it (`system/turn_duration`), so the assistant's reply is
+//! stored before `turn.completed`. It does no I/O and reads no clock.
+//!
+//! This file holds the machine's state and its turn bookkeeping (start, end, ends held for the
+//! transcript, the clock tick, interrupts, the session file); `hooks.rs` reads hook lines,
+//! `transcript.rs` transcript lines, and `items.rs` holds the ids and shapes both agree on.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::protocol::{AgentStatus, EventKind, TurnCompleted, TurnSource, TurnStarted, TurnStatus};
+
+mod hooks;
+mod items;
+mod transcript;
+
+pub use items::{
+    DECISIONS, approval_id, input_id, input_request, prompt_item_id, tool_item_id, unwrap_pasted,
+};
+
+/// How long a turn's end waits for the transcript to catch up before it is stored anyway.
+pub const STOP_GRACE_MS: u64 = 5000;
+
+/// What the host should do with a normalized input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Store this event.
+    Store(EventKind),
+    /// Claude's own session id (and transcript) changed: startup, `/clear`, a fork.
+    Bound {
+        claude_session_id: String,
+        transcript_path: Option<String>,
+    },
+    /// The transcript file to tail (it may not exist yet).
+    Transcript(String),
+    /// The agent's status for the tracker.
+    Status(AgentStatus),
+    /// A prompt reached Claude (`UserPromptSubmit`): `text` is what was submitted.
+    PromptSubmitted { turn_id: String, text: String },
+    /// The permission mode Claude's hooks report changed (or was seen for the first time).
+    PermissionMode(String),
+    /// A prompt reached Claude while a turn ran, and Claude queued it to run as a turn of its own
+    /// later (2.1.332 fires `UserPromptSubmit` at once, naming the running turn).
+    PromptQueued { text: String },
+}
+
+#[derive(Debug, Default)]
+pub struct Normalizer {
+    claude_session: Option<String>,
+    transcript: Option<String>,
+    /// The turn hooks say is running (Claude's `prompt_id`).
+    turn: Option<String>,
+    /// The turn the transcript is writing (the `promptId` of its last user line).
+    transcript_turn: Option<String>,
+    /// The turns a `Stop`/`StopFailure` ended that wait for the transcript's `turn_duration`,
+    /// oldest first. More than one when Claude runs a queued prompt's turn (and its `Stop`)
+    /// before cohost has read the transcript of the turn before it.
+    pending_ends: VecDeque<PendingEnd>,
+    /// `(turn, text)` of the last reply text the transcript wrote.
+    last_reply: Option<(String, String)>,
+    /// Uuids of transcript lines that belong to another session (a fork's copied history).
+    inherited: HashSet<String>,
+    /// Turns already ended, so a late signal does not end them twice.
+    ended: HashSet<String>,
+    /// Texts cohost injected and not yet seen submitted, to tell API turns from typed ones.
+    injected: Vec<String>,
+    /// The turn the last session-file status showed busy (`busy` seen with no turn: `None`).
+    busy_turn: Option<String>,
+    /// The last `permission_mode` a hook reported.
+    permission_mode: Option<String>,
+    /// Claude prompt ids that belong to another turn, and that turn: the prompts of one batch of
+    /// queued prompts Claude sends as one request (several ids, one `Stop`).
+    aliases: VecDeque<(String, String)>,
+    /// The (trimmed) texts of the running turn's prompts.
+    turn_texts: Vec<String>,
+    /// A turn a batch of queued prompts opened that has produced nothing yet: further prompts of
+    /// the same batch fold into it.
+    batch_turn: Option<String>,
+}
+
+/// A turn `Stop` ended whose end waits for the transcript (its reply and `turn_duration`).
+#[derive(Debug, Clone)]
+struct PendingEnd {
+    done: TurnCompleted,
+    /// When the end goes without the transcript (ms).
+    deadline: u64,
+    /// The reply `Stop` reported (`last_assistant_message`).
+    awaited_reply: Option<String>,
+    /// The transcript wrote the turn's `turn_duration` before its reply: the end waits for the
+    /// reply line (Claude flushes a batch of lines in no fixed order).
+    ended_before_reply: bool,
+}
+
+/// Pending ends kept at most (a turn's end waits seconds; more is a stuck transcript).
+const MAX_PENDING_ENDS: usize = 16;
+
+/// Aliases remembered (a batch folds at most a handful of prompts).
+const MAX_ALIASES: usize = 64;
+
+impl Normalizer {
+    pub fn new() -> Self {
+        Normalizer::default()
+    }
+
+    /// Restores what a restart must know: the claude session, transcript and running turn.
+    pub fn resume(
+        claude_session: Option<String>,
+        transcript: Option<String>,
+        turn: Option<String>,
+    ) -> Self {
+        Normalizer {
+            claude_session,
+            transcript,
+            transcript_turn: turn.clone(),
+            turn,
+            ..Normalizer::default()
+        }
+    }
+
+    pub fn claude_session(&self) -> Option<&str> {
+        self.claude_session.as_deref()
+    }
+
+    pub fn transcript(&self) -> Option<&str> {
+        self.transcript.as_deref()
+    }
+
+    pub fn turn(&self) -> Option<&str> {
+        self.turn.as_deref()
+    }
+
+    /// Remembers a text cohost is about to paste, so its turn is attributed to the API.
+    pub fn expect_injected(&mut self, text: &str) {
+        self.injected.push(text.trim().to_string());
+        if self.injected.len() > 16 {
+            self.injected.remove(0);
+        }
+    }
+
+    /// The turn a Claude prompt id belongs to (itself, unless it was folded into another).
+    fn resolve(&self, prompt_id: &str) -> String {
+        self.aliases
+            .iter()
+            .rev()
+            .find(|(id, _)| id == prompt_id)
+            .map(|(_, turn)| turn.clone())
+            .unwrap_or_else(|| prompt_id.to_string())
+    }
+
+    fn alias(&mut self, prompt_id: &str, turn_id: &str) {
+        if prompt_id == turn_id {
+            return;
+        }
+        if self.aliases.len() >= MAX_ALIASES {
+            self.aliases.pop_front();
+        }
+        self.aliases
+            .push_back((prompt_id.to_string(), turn_id.to_string()));
+    }
+
+    /// The running turn, if it has not ended.
+    fn open_turn(&self) -> Option<&str> {
+        self.turn
+            .as_deref()
+            .filter(|turn| !self.ended.contains(*turn))
+    }
+
+    fn begin_turn(&mut self, turn_id: &str, text: &str, out: &mut Vec<Output>) {
+        self.begin_turn_from(turn_id, text, true, out);
+    }
+
+    /// `from_hooks: false` for a turn the transcript shows first: it does not replace a turn
+    /// the hooks say is running (a fork's transcript starts with a copy of the parent's turns).
+    fn begin_turn_from(
+        &mut self,
+        turn_id: &str,
+        text: &str,
+        from_hooks: bool,
+        out: &mut Vec<Output>,
+    ) {
+        if self.turn.as_deref() != Some(turn_id) && !self.ended.contains(turn_id) {
+            let source = match self.injected.iter().position(|t| t == text.trim()) {
+                Some(i) => {
+                    self.injected.remove(i);
+                    TurnSource::Api
+                }
+                None => TurnSource::Terminal,
+            };
+            if from_hooks || self.turn.is_none() {
+                self.turn = Some(turn_id.to_string());
+                self.turn_texts.clear();
+            }
+            out.push(Output::Store(EventKind::TurnStarted(TurnStarted {
+                turn_id: turn_id.to_string(),
+                source,
+            })));
+        }
+    }
+
+    fn end_turn(&mut self, done: TurnCompleted, out: &mut Vec<Output>) {
+        if self.batch_turn.as_deref() == Some(done.turn_id.as_str()) {
+            self.batch_turn = None;
+        }
+        // Its pending end is moot either way (a turn ended once is never ended again).
+        self.pending_ends
+            .retain(|pending| pending.done.turn_id != done.turn_id);
+        if self.ended.insert(done.turn_id.clone()) {
+            if self.turn.as_deref() == Some(done.turn_id.as_str()) {
+                self.turn = None;
+            }
+            let status = match done.status {
+                TurnStatus::Completed => AgentStatus::Done,
+                TurnStatus::Interrupted => AgentStatus::Interrupted,
+                TurnStatus::Failed => AgentStatus::Error,
+            };
+            out.push(Output::Store(EventKind::TurnCompleted(done)));
+            out.push(Output::Status(status));
+        }
+    }
+    /// Whether a `Stop` ended `turn_id` and its end waits for the transcript: the turn
+    /// completed, and no later verdict may say otherwise. Another turn's pending end says
+    /// nothing about this one.
+    fn ends_pending(&self, turn_id: &str) -> bool {
+        self.pending_ends
+            .iter()
+            .any(|pending| pending.done.turn_id == turn_id)
+    }
+
+    /// The turns whose ends wait for the transcript (for the debug log).
+    fn pending_turns(&self) -> Vec<&str> {
+        self.pending_ends
+            .iter()
+            .map(|pending| pending.done.turn_id.as_str())
+            .collect()
+    }
+
+    /// Whether the transcript has written the reply `Stop` reported for a pending turn.
+    fn reply_written(&self, pending: &PendingEnd) -> bool {
+        match &pending.awaited_reply {
+            Some(want) => self.last_reply.as_ref().is_some_and(|(turn, text)| {
+                // The line's text is the reply, or the last block of a multi-block one.
+                *turn == pending.done.turn_id && (text == want || want.ends_with(text.as_str()))
+            }),
+            None => true,
+        }
+    }
+
+    /// Time passes: a turn end held for the transcript is released after the grace period.
+    pub fn tick(&mut self, now: u64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let due: Vec<TurnCompleted> = self
+            .pending_ends
+            .iter()
+            .filter(|pending| now >= pending.deadline)
+            .map(|pending| pending.done.clone())
+            .collect();
+        for done in due {
+            self.end_turn(done, &mut out);
+        }
+        out
+    }
+
+    /// The TUI's session file (`~/.claude/sessions/<pid>.json`) `status`: the only signal that a
+    /// human's Escape ended a turn, since no hook fires on an interrupt.
+    /// cohost pressed Escape on `turn_id` and the TUI is idle again: the turn ended interrupted,
+    /// unless it finished first (its `Stop` is pending or it already ended). This covers an
+    /// Escape before the first token, whose busy spell can be too short for the session file.
+    pub fn interrupted(&mut self, turn_id: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        tracing::debug!(
+            turn_id,
+            current = ?self.turn,
+            pending = ?self.pending_turns(),
+            "claude: cohost's Escape ended a turn"
+        );
+        if self.turn.as_deref() == Some(turn_id) && !self.ends_pending(turn_id) {
+            self.end_turn(
+                TurnCompleted {
+                    turn_id: turn_id.to_string(),
+                    status: TurnStatus::Interrupted,
+                    error: None,
+                    duration_ms: None,
+                    lost: false,
+                },
+                &mut out,
+            );
+        }
+        out
+    }
+
+    pub fn session_status(&mut self, status: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        // Only the turn that was seen busy is ended by going idle: between a turn and the
+        // queued prompt that follows it the file reads idle for a moment, when the hooks may
+        // have started the next turn already.
+        let busy_turn = self.busy_turn.take();
+        if status == "busy" {
+            self.busy_turn = self.turn.clone();
+        }
+        tracing::debug!(
+            status,
+            current = ?self.turn,
+            busy = ?busy_turn,
+            pending = ?self.pending_turns(),
+            "claude: the session file's status applies"
+        );
+        if status == "idle"
+            && let Some(turn) = self.turn.clone()
+            && !self.ends_pending(&turn)
+            && busy_turn.as_deref() == Some(turn.as_str())
+        {
+            self.end_turn(
+                TurnCompleted {
+                    turn_id: turn,
+                    status: TurnStatus::Interrupted,
+                    error: None,
+                    duration_ms: None,
+                    lost: false,
+                },
+                &mut out,
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
