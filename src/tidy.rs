@@ -7,6 +7,9 @@
 //! to the module they name, from the file's place in the tree and its inline modules. Items
 //! under `#[cfg(test)]` are left out wherever they stand (not the rest of the file after the
 //! first one), and so are the files that are test modules (`tests.rs`, `*_tests.rs`).
+//!
+//! And no production file grows past [`MAX_CODE_LINES`] code lines (not blank, not a comment,
+//! not under `#[cfg(test)]`): a file that big mixes concerns and gets split by them.
 
 use std::path::{Path, PathBuf};
 
@@ -513,6 +516,97 @@ fn every_module_has_a_doc_paragraph() {
         missing.is_empty(),
         "files without a //! header: {missing:?}"
     );
+}
+
+/// The most code lines a production file may hold.
+const MAX_CODE_LINES: usize = 800;
+
+/// Lines of `code` that are code: not blank, not a `//` comment, not inside an item (or impl
+/// item) under `#[cfg(test)]`, attributes included.
+fn code_lines(code: &str) -> Result<usize, String> {
+    use syn::spanned::Spanned;
+    struct TestLines(Vec<bool>);
+    impl TestLines {
+        fn mark(&mut self, span: proc_macro2::Span) {
+            for line in span.start().line..=span.end().line {
+                if let Some(slot) = self.0.get_mut(line) {
+                    *slot = true;
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for TestLines {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            if is_cfg_test(item_attrs(item)) {
+                self.mark(item.span());
+            } else {
+                syn::visit::visit_item(self, item);
+            }
+        }
+        fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+            let attrs = match item {
+                syn::ImplItem::Fn(f) => &f.attrs[..],
+                syn::ImplItem::Const(c) => &c.attrs[..],
+                syn::ImplItem::Type(t) => &t.attrs[..],
+                _ => &[],
+            };
+            if is_cfg_test(attrs) {
+                self.mark(item.span());
+            } else {
+                syn::visit::visit_impl_item(self, item);
+            }
+        }
+    }
+    let file = syn::parse_file(code).map_err(|e| e.to_string())?;
+    // Lines are 1-based, as spans count them.
+    let mut tests = TestLines(vec![false; code.lines().count() + 1]);
+    tests.visit_file(&file);
+    Ok(code
+        .lines()
+        .enumerate()
+        .filter(|(index, line)| {
+            let line = line.trim();
+            !tests.0[index + 1] && !line.is_empty() && !line.starts_with("//")
+        })
+        .count())
+}
+
+/// No production file holds more than [`MAX_CODE_LINES`] code lines.
+#[test]
+fn no_production_file_is_over_800_code_lines() {
+    let mut stack = vec![src()];
+    let mut sizes = Vec::new();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".rs") || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let code = std::fs::read_to_string(&path).unwrap();
+        let lines = code_lines(&code).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        sizes.push((
+            lines,
+            path.strip_prefix(src()).unwrap().display().to_string(),
+        ));
+    }
+    sizes.sort();
+    let over: Vec<_> = sizes.iter().filter(|(n, _)| *n > MAX_CODE_LINES).collect();
+    assert!(
+        over.is_empty(),
+        "files over {MAX_CODE_LINES} code lines (split them by concern): {over:?}"
+    );
+}
+
+/// The count leaves out blank lines, comments and test items wherever they stand.
+#[test]
+fn code_lines_leave_out_comments_and_tests() {
+    let code = "//! doc\n\nuse a::b;\n// note\nfn f() {\n    g();\n}\n#[cfg(test)]\nfn t() {\n    h();\n}\nimpl A {\n    #[cfg(test)]\n    fn t() {}\n    fn u() {}\n}\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn x() {}\n}\n";
+    assert_eq!(code_lines(code), Ok(7));
 }
 
 /// The collector on written inputs: what each kind of reference resolves to.
