@@ -103,15 +103,16 @@ impl Inner {
             let (outputs, checkpoint) = tokio::select! {
                 _ = cancel.cancelled() => break,
                 Some(command) = commands.recv() => {
-                    match command {
-                        Command::ExpectInjected(text) => normalizer.expect_injected(&text),
-                        Command::Interrupted(turn) => {
-                            fence.interrupted(turn, hooks_written(), tokio::time::Instant::now());
-                        }
-                    }
+                    apply_command(command, &mut normalizer, &mut fence, hooks_written());
                     (Vec::new(), None)
                 }
                 Some((item, checkpoint)) = hooks_rx.recv() => {
+                    // cohost's own commands go first: each was sent before what it announces
+                    // (a paste's text before the paste) could reach a file, but `select!` may
+                    // find both ready and take the line.
+                    while let Ok(command) = commands.try_recv() {
+                        apply_command(command, &mut normalizer, &mut fence, hooks_written());
+                    }
                     let value = match &item {
                         TailItem::Line { line, .. } => serde_json::from_str::<Value>(line).ok(),
                         _ => None,
@@ -138,6 +139,9 @@ impl Inner {
                     (Vec::new(), Some((checkpoints.join("runner.json"), checkpoint)))
                 }
                 Some((item, checkpoint)) = transcript_rx.recv() => {
+                    while let Ok(command) = commands.try_recv() {
+                        apply_command(command, &mut normalizer, &mut fence, hooks_written());
+                    }
                     let outputs = match item {
                         TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
                             Ok(value) => normalizer.transcript_line(&value),
@@ -454,4 +458,19 @@ fn parse_error(source: &str, offset: u64, error: &str) -> Output {
         message: format!("a malformed line in {source} at byte {offset}: {error}"),
         code: Some("parse_error".into()),
     }))
+}
+
+/// Applies one of cohost's own commands to the session's machines.
+fn apply_command(
+    command: Command,
+    normalizer: &mut Normalizer,
+    fence: &mut HookFence,
+    written: u64,
+) {
+    match command {
+        Command::ExpectInjected(text) => normalizer.expect_injected(&text),
+        Command::Interrupted(turn) => {
+            fence.interrupted(turn, written, tokio::time::Instant::now());
+        }
+    }
 }
