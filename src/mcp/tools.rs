@@ -32,11 +32,78 @@ pub struct SessionArgs {
     pub session_id: String,
 }
 
+/// The string values an MCP argument may take, as an enum so the schema lists them.
+macro_rules! arg_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant,)*
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+arg_enum!(
+    /// The runtime a session runs on.
+    RuntimeArg { Codex = "codex", Claude = "claude" }
+);
+arg_enum!(
+    /// codex only: when codex asks before acting.
+    ApprovalPolicyArg { Untrusted = "untrusted", OnRequest = "on-request", Never = "never" }
+);
+arg_enum!(
+    /// codex only: what commands may touch.
+    SandboxArg {
+        ReadOnly = "read-only",
+        WorkspaceWrite = "workspace-write",
+        DangerFullAccess = "danger-full-access",
+    }
+);
+arg_enum!(
+    /// claude: a permission mode (`auto` and `bypassPermissions` only where the daemon's
+    /// owner allows them); codex: `plan` or `default` as a collaboration mode.
+    ModeArg {
+        Default = "default",
+        AcceptEdits = "acceptEdits",
+        Plan = "plan",
+        Auto = "auto",
+        BypassPermissions = "bypassPermissions",
+    }
+);
+arg_enum!(
+    /// An approval's answer.
+    DecisionArg {
+        Accept = "accept",
+        AcceptForSession = "acceptForSession",
+        Decline = "decline",
+        Cancel = "cancel",
+    }
+);
+arg_enum!(
+    /// An input request's answer: `approve`/`reject` a plan; `accept`, `decline` or `cancel`
+    /// an elicitation; `accept`, `acceptForSession` or `decline` permissions.
+    AnswerDecisionArg {
+        Approve = "approve",
+        Reject = "reject",
+        Accept = "accept",
+        AcceptForSession = "acceptForSession",
+        Decline = "decline",
+        Cancel = "cancel",
+    }
+);
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartArgs {
-    /// `codex` or `claude`.
-    pub runtime: String,
+    pub runtime: RuntimeArg,
     /// An absolute directory under one of the allowed project roots.
     pub cwd: String,
     /// A first prompt to send once the session is live.
@@ -47,10 +114,15 @@ pub struct StartArgs {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
-    /// claude only: `default` (the default), `acceptEdits` or `plan`; `auto` and
-    /// `bypassPermissions` only where the daemon's owner allows them.
+    /// codex only (default `on-request`).
     #[serde(default)]
-    pub permission_mode: Option<String>,
+    pub approval_policy: Option<ApprovalPolicyArg>,
+    /// codex only (default `workspace-write`).
+    #[serde(default)]
+    pub sandbox: Option<SandboxArg>,
+    /// claude only (default `default`).
+    #[serde(default)]
+    pub permission_mode: Option<ModeArg>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -58,8 +130,10 @@ pub struct StartArgs {
 pub struct SendArgs {
     pub session_id: String,
     /// The prompt (at most 64 KiB). It is queued as a task and delivered when the session is
-    /// idle and not under human control.
-    pub text: String,
+    /// idle and not under human control. (`text`, its name before, is still read, until the
+    /// next release.)
+    #[serde(alias = "text")]
+    pub prompt: String,
     /// A retried send with the same key (1 to 256 bytes) returns the first task.
     #[serde(default)]
     pub idempotency_key: Option<String>,
@@ -70,6 +144,15 @@ pub struct SendArgs {
 pub struct TaskArgs {
     /// A task id (from `send` or `start_session`).
     pub task_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitTaskArgs {
+    pub task_id: String,
+    /// Wait at most this many seconds (0 to 60, default 60) for the task to finish.
+    #[serde(default)]
+    pub timeout_seconds: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -100,8 +183,9 @@ pub struct EditArgs {
     pub task_id: String,
     /// The task revision you last saw; the change applies only if it is still current.
     pub revision: u64,
-    /// The new prompt.
-    pub text: String,
+    /// The new prompt. (`text`, its name before, is still read, until the next release.)
+    #[serde(alias = "text")]
+    pub prompt: String,
     /// A retried change with the same key (1 to 256 bytes) is recognised, not applied twice.
     #[serde(default)]
     pub idempotency_key: Option<String>,
@@ -129,8 +213,7 @@ pub struct EventsArgs {
 pub struct ResolveArgs {
     pub session_id: String,
     pub approval_id: String,
-    /// `accept`, `acceptForSession`, `decline` or `cancel`.
-    pub decision: String,
+    pub decision: DecisionArg,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -142,16 +225,14 @@ pub struct AnswerArgs {
     /// A question: an answer per question id, a label (or free text where `isOther`) or a list.
     #[serde(default)]
     pub answers: Option<std::collections::BTreeMap<String, Value>>,
-    /// A plan: `approve` or `reject`; an elicitation: `accept`, `decline`, `cancel`;
-    /// permissions: `accept`, `acceptForSession`, `decline`.
     #[serde(default)]
-    pub decision: Option<String>,
+    pub decision: Option<AnswerDecisionArg>,
     /// A rejected plan: what the agent should change.
     #[serde(default)]
     pub feedback: Option<String>,
     /// An approved plan: the mode to continue in.
     #[serde(default)]
-    pub mode: Option<String>,
+    pub mode: Option<ModeArg>,
     /// An accepted elicitation: the form's content.
     #[serde(default)]
     pub content: Option<Value>,
@@ -161,8 +242,7 @@ pub struct AnswerArgs {
 #[serde(deny_unknown_fields)]
 pub struct ModeArgs {
     pub session_id: String,
-    /// codex: `plan` or `default`; claude: a permission mode (`plan`, `default`, `acceptEdits`).
-    pub mode: String,
+    pub mode: ModeArg,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -358,10 +438,12 @@ impl CohostMcp {
         let created = match self
             .service
             .create(CreateRequest {
-                runtime: args.runtime,
+                runtime: args.runtime.as_str().to_string(),
                 cwd: cwd.to_string_lossy().into_owned(),
                 model: args.model,
-                permission_mode: args.permission_mode,
+                approval_policy: args.approval_policy.map(|p| p.as_str().to_string()),
+                sandbox: args.sandbox.map(|s| s.as_str().to_string()),
+                permission_mode: args.permission_mode.map(|m| m.as_str().to_string()),
                 idempotency_key: args.idempotency_key.clone(),
                 ..Default::default()
             })
@@ -398,7 +480,7 @@ impl CohostMcp {
                 .tasks
                 .send(
                     &args.session_id,
-                    &args.text,
+                    &args.prompt,
                     args.idempotency_key,
                     Source::Mcp,
                 )
@@ -408,6 +490,28 @@ impl CohostMcp {
                 Err(error) => failed(error),
             },
         )
+    }
+
+    #[tool(
+        description = "Wait until a task finishes (or `timeout_seconds` pass) and answer its status, as task_status does, with `finished`: true once it has. Read the answer with task_result.",
+        annotations(read_only_hint = true)
+    )]
+    async fn wait_task(&self, Parameters(args): Parameters<WaitTaskArgs>) -> ToolResult {
+        let wait = args.timeout_seconds.unwrap_or(MAX_WAIT_SECONDS);
+        if !(0.0..=MAX_WAIT_SECONDS).contains(&wait) {
+            return Ok(failure(
+                "invalid_field",
+                &format!("`timeout_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
+            ));
+        }
+        let wait = std::time::Duration::from_secs_f64(wait);
+        Ok(match self.service.wait_task(&args.task_id, wait).await {
+            Ok(task) => {
+                let finished = task.phase == crate::protocol::TaskPhase::Finished;
+                answer(json!({ "task": task, "finished": finished }))
+            }
+            Err(error) => failed(error),
+        })
     }
 
     #[tool(
@@ -498,7 +602,7 @@ impl CohostMcp {
                 .edit(
                     &args.task_id,
                     args.revision,
-                    &args.text,
+                    &args.prompt,
                     args.idempotency_key,
                 )
                 .await
@@ -520,7 +624,7 @@ impl CohostMcp {
                 .supersede(
                     &args.task_id,
                     args.revision,
-                    &args.text,
+                    &args.prompt,
                     args.idempotency_key,
                 )
                 .await
@@ -648,13 +752,13 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .resolve_approval(id, &args.approval_id, &args.decision, None)
+                .resolve_approval(id, &args.approval_id, args.decision.as_str(), None)
                 .await
             {
                 Ok(()) => answer(json!({
                     "ok": true,
                     "approvalId": args.approval_id,
-                    "decision": args.decision,
+                    "decision": args.decision.as_str(),
                 })),
                 Err(error) => failed(error),
             },
@@ -752,9 +856,9 @@ impl CohostMcp {
         }
         let reply = match serde_json::from_value::<crate::protocol::InputAnswer>(json!({
             "answers": args.answers,
-            "decision": args.decision,
+            "decision": args.decision.map(AnswerDecisionArg::as_str),
             "feedback": args.feedback,
-            "mode": args.mode,
+            "mode": args.mode.map(ModeArg::as_str),
             "content": args.content,
         })) {
             Ok(reply) => reply,
@@ -787,7 +891,7 @@ impl CohostMcp {
         if let Some(refused) = self.human_holds(id, "changes its mode") {
             return Ok(refused);
         }
-        Ok(match self.service.set_mode(id, &args.mode).await {
+        Ok(match self.service.set_mode(id, args.mode.as_str()).await {
             Ok(capability) => answer(to_value(capability)),
             Err(error) => failed(error),
         })

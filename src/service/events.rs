@@ -148,6 +148,35 @@ impl Service {
         })
     }
 
+    /// A task's view once it has finished, or as it stands when `wait` runs out (or the
+    /// daemon stops): a wait on the broadcast, no polling.
+    pub async fn wait_task(
+        &self,
+        id: &str,
+        wait: Duration,
+    ) -> Result<crate::protocol::TaskView, ServiceError> {
+        // Subscribe first: a change stored after the status read below is then in the channel.
+        let mut live = self.core.subscribe();
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let task = self.tasks.status(id)?;
+            if task.phase == crate::protocol::TaskPhase::Finished
+                || tokio::time::Instant::now() >= deadline
+            {
+                return Ok(task);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = self.shutdown.cancelled() => return Ok(task),
+                received = live.recv() => {
+                    if let Err(broadcast::error::RecvError::Closed) = received {
+                        return Err(ServiceError::from(CoreError::ShuttingDown));
+                    }
+                }
+            }
+        }
+    }
+
     /// A page of events; with a wait, blocks until one arrives for the filter (or the wait or
     /// the daemon ends). Gaps crossed while waiting are reported with the page.
     pub async fn events(&self, read: EventsRead) -> Result<Page, ServiceError> {

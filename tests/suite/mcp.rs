@@ -14,7 +14,7 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 24] = [
+const TOOLS: [&str; 25] = [
     "answer_request",
     "cancel_task",
     "edit_task",
@@ -39,6 +39,7 @@ const TOOLS: [&str; 24] = [
     "task_result",
     "task_status",
     "tracker_state",
+    "wait_task",
 ];
 
 fn python() -> PathBuf {
@@ -228,6 +229,40 @@ fn check_tools(run: &Run) {
             "every input schema is closed: {tool:#}"
         );
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    // The allowed values of a string argument are in its schema.
+    let schema = |name: &str| {
+        run.tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["inputSchema"].to_string())
+            .unwrap_or_default()
+    };
+    for (tool, values) in [
+        (
+            "start_session",
+            &[
+                "\"codex\"",
+                "\"claude\"",
+                "\"on-request\"",
+                "\"workspace-write\"",
+                "\"acceptEdits\"",
+            ][..],
+        ),
+        (
+            "resolve_approval",
+            &["\"acceptForSession\"", "\"cancel\""][..],
+        ),
+        ("answer_request", &["\"approve\"", "\"reject\""][..]),
+        ("set_mode", &["\"plan\"", "\"default\""][..]),
+    ] {
+        for value in values {
+            assert!(
+                schema(tool).contains(value),
+                "{tool} lists {value}: {}",
+                schema(tool)
+            );
+        }
     }
 }
 
@@ -615,6 +650,77 @@ fn mcp_send_then_events_runs_a_codex_turn_to_completion() {
     assert_eq!(approvals["approvals"], json!([]));
     let goal = run.one(4);
     assert!(goal["structured"].is_object(), "{goal:#}");
+}
+
+/// A codex session started over MCP with an approval policy asks before it runs a command;
+/// the approval is answered over MCP, and `wait_task` returns when the task has finished.
+#[test]
+fn mcp_start_session_with_an_approval_policy_asks_before_a_command_and_wait_task_waits() {
+    let root_dir = temp_dir("cohost-mcp-root-");
+    let root = root_dir.path().canonicalize().unwrap();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let fx = CodexFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
+    fx.mock.push(Step::exec("touch approved.txt"));
+    fx.mock.push(Step::text("Created it."));
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "approval_policy": "untrusted", "sandbox": "workspace-write" },
+          "save": { "session": "/session/id" } },
+        { "tool": "send", "arguments": { "session_id": "$session", "prompt": "Create approved.txt" },
+          "save": { "task": "/task/taskId" } },
+        { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
+          "until_type": "approval.requested", "max_calls": 30 },
+        { "pause": "asked" },
+        { "tool": "list_approvals", "arguments": { "session_id": "$session" },
+          "save": { "approval": "/approvals/0/request/approvalId" } },
+        { "tool": "resolve_approval", "arguments": { "session_id": "$session",
+          "approval_id": "$approval", "decision": "accept" } },
+        { "tool": "wait_task", "arguments": { "task_id": "$task", "timeout_seconds": 60 } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "approval_policy": "sometimes" } },
+    ]);
+    let mut asked = false;
+    let run = run_client_with(
+        &fx.daemon,
+        Transport::Http,
+        &plan,
+        |_| {},
+        |label, vars| {
+            assert_eq!(label, "asked");
+            let session = vars["session"].as_str().unwrap();
+            let view = fx.view(session);
+            assert_eq!(view["approvalPolicy"], "untrusted", "{view:#}");
+            assert_eq!(view["pendingApprovals"], 1, "{view:#}");
+            assert!(
+                !project.join("approved.txt").exists(),
+                "nothing runs before the answer"
+            );
+            asked = true;
+        },
+    );
+    assert!(asked);
+    let started = ok(run.one(0));
+    assert_eq!(
+        started["session"]["approvalPolicy"], "untrusted",
+        "{started:#}"
+    );
+    assert_eq!(
+        started["session"]["sandbox"], "workspace-write",
+        "{started:#}"
+    );
+    let resolved = ok(run.one(5));
+    assert_eq!(resolved["decision"], "accept", "{resolved:#}");
+    let waited = ok(run.one(6));
+    assert_eq!(waited["finished"], true, "{waited:#}");
+    assert_eq!(waited["task"]["state"], "completed", "{waited:#}");
+    assert_eq!(waited["task"]["resultExcerpt"], "Created it.", "{waited:#}");
+    assert!(project.join("approved.txt").exists());
+    // A value the schema does not list is refused before the tool runs.
+    let bogus = run.one(7);
+    let refused = bogus["isError"] == true || bogus.get("rpcError").is_some();
+    assert!(refused, "{bogus:#}");
+    assert!(bogus.to_string().contains("sometimes"), "{bogus:#}");
 }
 
 #[track_caller]
