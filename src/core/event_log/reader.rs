@@ -54,7 +54,7 @@ impl LogReader {
     }
 
     fn read_seqs_once(&self, seqs: &[u64]) -> Result<Vec<LogLine>, ReadError> {
-        let (Some(&first), Some(&last)) = (seqs.first(), seqs.last()) else {
+        let Some(&first) = seqs.first() else {
             return Ok(Vec::new());
         };
         let segments = self
@@ -77,53 +77,18 @@ impl LogReader {
                 Some(seq) if next_first.is_some_and(|next| *seq >= next) => continue,
                 Some(_) => {}
             }
-            let file = File::open(&segment.path).map_err(|source| ReadError::Io {
-                path: segment.path.clone(),
-                source,
-            })?;
-            let mut reader = BufReader::new(file);
-            let mut line = Vec::new();
-            let mut offset = 0u64;
-            loop {
-                line.clear();
-                let n = reader
-                    .read_until(b'\n', &mut line)
-                    .map_err(|source| ReadError::Io {
-                        path: segment.path.clone(),
-                        source,
-                    })?;
-                if n == 0 || line.last() != Some(&b'\n') {
-                    break;
-                }
-                let at = offset;
-                offset += n as u64;
-                if segment.skip.binary_search(&at).is_ok() {
-                    continue;
-                }
-                let bytes = &line[..n - 1];
-                let Some(seq) = log_line::claimed_seq(bytes) else {
-                    continue;
-                };
+            let go_on = walk(segment, &mut out, |seq, _| {
                 // Seqs passed without a line of theirs are gone.
                 while wanted.next_if(|wanted| *wanted < seq).is_some() {}
-                if wanted.next_if_eq(&seq).is_none() {
-                    if wanted.peek().is_none() || seq >= last {
-                        return Ok(out);
-                    }
-                    continue;
+                match (wanted.next_if_eq(&seq), wanted.peek()) {
+                    (Some(_), None) => Step::TakeLast,
+                    (Some(_), Some(_)) => Step::Take,
+                    (None, None) => Step::Stop,
+                    (None, Some(_)) => Step::Skip,
                 }
-                match log_line::decode(bytes) {
-                    Ok(parsed) => out.push(parsed),
-                    Err(fault) => tracing::warn!(
-                        path = %segment.path.display(),
-                        offset = at,
-                        reason = fault.as_str(),
-                        "skipped a damaged event log line"
-                    ),
-                }
-                if wanted.peek().is_none() {
-                    return Ok(out);
-                }
+            })?;
+            if !go_on {
+                break;
             }
         }
         Ok(out)
@@ -155,54 +120,83 @@ impl LogReader {
             .unwrap_or(0);
         let mut out = Vec::new();
         for segment in &segments[start..] {
-            let file = File::open(&segment.path).map_err(|source| ReadError::Io {
-                path: segment.path.clone(),
-                source,
-            })?;
-            let mut reader = BufReader::new(file);
-            let mut line = Vec::new();
-            let mut offset = 0u64;
-            loop {
-                line.clear();
-                let n = reader
-                    .read_until(b'\n', &mut line)
-                    .map_err(|source| ReadError::Io {
-                        path: segment.path.clone(),
-                        source,
-                    })?;
-                // A line without its newline is still being written.
-                if n == 0 || line.last() != Some(&b'\n') {
-                    break;
-                }
-                let at = offset;
-                offset += n as u64;
-                if segment.skip.binary_search(&at).is_ok() {
-                    // Quarantined at start-up; the segment could not be rewritten without it.
-                    continue;
-                }
-                let bytes = &line[..n - 1];
-                let Some(seq) = log_line::claimed_seq(bytes) else {
-                    continue;
-                };
+            let go_on = walk(segment, &mut out, |seq, taken| {
                 if seq <= after {
-                    continue;
+                    Step::Skip
+                } else if until.is_some_and(|until| seq >= until) || taken >= limit {
+                    Step::Stop
+                } else {
+                    Step::Take
                 }
-                if until.is_some_and(|until| seq >= until) || out.len() >= limit {
-                    return Ok(out);
-                }
-                match log_line::decode(bytes) {
-                    Ok(parsed) => out.push(parsed),
-                    // Start-up quarantined every bad line; this one was damaged since. It is
-                    // skipped (a gap to readers), never served.
-                    Err(fault) => tracing::warn!(
-                        path = %segment.path.display(),
-                        offset = at,
-                        reason = fault.as_str(),
-                        "skipped a damaged event log line"
-                    ),
-                }
+            })?;
+            if !go_on {
+                break;
             }
         }
         Ok(out)
+    }
+}
+
+/// What a read does with one line of a segment, by its seq.
+enum Step {
+    Skip,
+    Take,
+    /// Take it, and read no further.
+    TakeLast,
+    Stop,
+}
+
+/// Reads the complete lines of `segment` in order, asks `decide(seq, lines taken so far)` about
+/// each, and decodes the ones taken into `out`. Lines a deferred repair left in the segment and
+/// lines with no readable seq are passed over; a line without its newline is still being
+/// written and ends the segment. Returns whether the read goes on to the next segment.
+fn walk(
+    segment: &Segment,
+    out: &mut Vec<LogLine>,
+    mut decide: impl FnMut(u64, usize) -> Step,
+) -> Result<bool, ReadError> {
+    let io_error = |source| ReadError::Io {
+        path: segment.path.clone(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(&segment.path).map_err(io_error)?);
+    let mut line = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io_error)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(true);
+        }
+        let at = offset;
+        offset += n as u64;
+        if segment.skip.binary_search(&at).is_ok() {
+            // Quarantined at start-up; the segment could not be rewritten without it.
+            continue;
+        }
+        let bytes = &line[..n - 1];
+        let Some(seq) = log_line::claimed_seq(bytes) else {
+            continue;
+        };
+        let last = match decide(seq, out.len()) {
+            Step::Skip => continue,
+            Step::Stop => return Ok(false),
+            Step::Take => false,
+            Step::TakeLast => true,
+        };
+        match log_line::decode(bytes) {
+            Ok(parsed) => out.push(parsed),
+            // Start-up quarantined every bad line; this one was damaged since. It is skipped
+            // (a gap to readers), never served.
+            Err(fault) => tracing::warn!(
+                path = %segment.path.display(),
+                offset = at,
+                reason = fault.as_str(),
+                "skipped a damaged event log line"
+            ),
+        }
+        if last {
+            return Ok(false);
+        }
     }
 }
