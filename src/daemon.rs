@@ -21,9 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
-use crate::runtime::claude::host::{ClaudeConfig, ClaudeHost};
-use crate::runtime::codex::host::{BACKEND_IDLE_TTL, CodexHost, HostConfig, PARK_TIMEOUT};
-use crate::runtime::{Hosts, SessionHost};
+use crate::runtime::{Hosts, HostsConfig};
 use crate::service::Service;
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
@@ -32,8 +30,6 @@ use crate::watch::{WatchConfig, WatchHandle, WatchLimits};
 /// How often the tmux session list is re-read even without a hook: a safety net for a server
 /// that was restarted (hooks gone) or hooks that failed to run. Lookups that miss refresh at once.
 const TMUX_POLL_INTERVAL: Duration = Duration::from_secs(5);
-/// How often idle per-budget codex backends are looked for.
-const REAP_INTERVAL: Duration = Duration::from_secs(30);
 /// How long open connections get to finish once shutdown starts.
 const HTTP_DRAIN: Duration = Duration::from_secs(5);
 
@@ -102,29 +98,16 @@ pub async fn run(
         hooks.install(&tmux).await;
     }
 
-    let codex = CodexHost::new(
+    let hosts = Hosts::start(
         core.clone(),
         Arc::clone(&sessions),
-        HostConfig {
-            cohost_home: config.home.clone(),
-            user_codex_home: user_codex_home(),
-            backend_idle_ttl: BACKEND_IDLE_TTL,
-            park_timeout: PARK_TIMEOUT,
-        },
-    );
-    codex.restore();
-    let claude = ClaudeHost::new(
-        core.clone(),
-        Arc::clone(&sessions),
-        ClaudeConfig {
-            cohost_home: config.home.clone(),
+        HostsConfig {
+            home: config.home.clone(),
             socket: config.home.join(crate::local_socket::SOCKET_FILE),
             token_file: config.home.join(TOKEN_FILE),
             permission_modes: config.permission_modes.clone(),
         },
     );
-    claude.restore();
-    let hosts = Hosts::new(codex.clone(), claude.clone());
 
     let watch = WatchHandle::start(
         WatchConfig {
@@ -162,18 +145,17 @@ pub async fn run(
         body_timeout: config.http.body_timeout,
     };
 
-    tasks.spawn(log_peers(
-        codex.clone(),
-        claude.clone(),
-        config.home.clone(),
-        cancel.clone(),
-    ));
+    tasks.spawn(log_peers(hosts.clone(), cancel.clone()));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
     if let Some(command) = config.notify_command.clone() {
         tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
     }
     tasks.spawn(queue.run(cancel.clone()));
-    tasks.spawn(reap_loop(codex.clone(), cancel.clone()));
+    for host in hosts.all() {
+        let host = Arc::clone(host);
+        let cancel = cancel.clone();
+        tasks.spawn(async move { host.background(cancel).await });
+    }
     tasks.spawn(tmux_poll_loop(
         Arc::clone(&sessions),
         hooks.clone(),
@@ -269,28 +251,6 @@ async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {
         }
     }
     tracing::debug!("tick loop exited: shutdown");
-}
-
-async fn reap_loop(codex: CodexHost, cancel: CancellationToken) {
-    let mut interval = tokio::time::interval(REAP_INTERVAL);
-    interval.tick().await;
-    loop {
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = interval.tick() => codex.reap_idle().await,
-        }
-    }
-    tracing::debug!("backend reaper exited: shutdown");
-}
-
-/// `$CODEX_HOME`, else `~/.codex`: the user's codex home that backend homes are prepared from.
-fn user_codex_home() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(home));
-    }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(|home| PathBuf::from(home).join(".codex"))
 }
 
 async fn tmux_poll_loop(
@@ -498,36 +458,12 @@ fn write_daemon_file(
     Ok(())
 }
 
-/// Logs, once at start, which codex and claude this daemon found, their releases and whether
-/// they are inside the tested range (`cohost doctor` says the same, with more).
-async fn log_peers(codex: CodexHost, claude: ClaudeHost, home: PathBuf, cancel: CancellationToken) {
+/// Logs, once at start, which release of each peer this daemon found and whether it is inside
+/// the tested range (`cohost doctor` says the same, with more).
+async fn log_peers(hosts: Hosts, cancel: CancellationToken) {
     let check = async {
-        // A missing codex was warned about by the codex host already.
-        if let Ok(bin) = codex.codex_bin() {
-            let mut bin = bin.clone();
-            let scratch = home.join("codex").join("doctor-home");
-            let _ = std::fs::create_dir_all(&scratch);
-            match bin.detect_version(&scratch).await {
-                Ok(version) => match crate::peers::CODEX.warning(&version) {
-                    Some(warning) => tracing::warn!(%version, "{warning}"),
-                    None => {
-                        tracing::info!(%version, tested = %crate::peers::CODEX.range(), "codex found")
-                    }
-                },
-                Err(error) => tracing::warn!(%error, "codex found, but `codex --version` failed"),
-            }
-        }
-        let doctor = claude.doctor().await;
-        match &doctor.version {
-            Some(version) => match doctor.warnings.first() {
-                Some(warning) => tracing::warn!(%version, "{warning}"),
-                None => {
-                    tracing::info!(%version, tested = %crate::peers::CLAUDE.range(), permission_mode = doctor.permission_mode, "claude found")
-                }
-            },
-            None => {
-                tracing::info!(issues = ?doctor.issues, "claude is not usable; claude sessions are unavailable")
-            }
+        for host in hosts.all() {
+            host.log_found().await;
         }
     };
     tokio::select! {

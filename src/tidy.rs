@@ -340,6 +340,13 @@ fn forbid_names(broken: &mut Vec<String>, sources: &[&str], words: &[&[&str]], w
 fn modules_import_only_what_their_layer_allows() {
     let mut broken = Vec::new();
     let program = ["daemon", "cli", "client", "config", "commands"];
+    // The daemon wires the runtimes through the registry (`Hosts::start`), naming none.
+    forbid(
+        &mut broken,
+        &["daemon.rs"],
+        &["runtime::codex", "runtime::claude"],
+        "the daemon starts the runtimes through `Hosts::start`, naming none",
+    );
     // Surfaces are siblings over the service.
     forbid(
         &mut broken,

@@ -4,8 +4,8 @@
 //!
 //! Each runtime lives in its own folder (`codex/`, `claude/`) and imports this module and
 //! `common/` (what pane-hosted runtimes share), never another runtime. Surfaces and the task
-//! queue reach a runtime only through the registry: `Hosts::new` is the one place that names the
-//! runtimes.
+//! queue reach a runtime only through the registry: `Hosts::new` / `Hosts::start` are the one place
+//! that names the runtimes (the daemon only calls `Hosts::start`).
 
 pub mod claude;
 pub mod codex;
@@ -22,6 +22,18 @@ use crate::core::CoreError;
 use crate::protocol::{
     Budget, HostedSessionView, InputAnswer, InputRequested, PromptImage, Runtime,
 };
+
+/// What the daemon tells [`Hosts::start`]: its home and the settings the runtimes read.
+#[derive(Debug, Clone)]
+pub struct HostsConfig {
+    /// `$COHOST_HOME`.
+    pub home: PathBuf,
+    /// The daemon's socket, for the pane programs (the permission hook).
+    pub socket: PathBuf,
+    pub token_file: PathBuf,
+    /// The Claude permission modes sessions may run in.
+    pub permission_modes: claude::PermissionPolicy,
+}
 
 /// Why a host operation failed. The service layer maps each variant to one error once.
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +261,16 @@ pub trait SessionHost: Send + Sync {
     /// Stops what the host runs for the daemon (backends), at shutdown.
     async fn shutdown(&self);
 
+    /// Work the host does for the daemon's whole life (codex: stopping idle backends), run
+    /// until `cancel`; none by default.
+    async fn background(&self, cancel: tokio_util::sync::CancellationToken) {
+        cancel.cancelled().await;
+    }
+
+    /// Logs, once at start, which release of the peer this daemon found and whether it is in
+    /// the tested range (`cohost doctor` says the same, with more).
+    async fn log_found(&self) {}
+
     async fn goal_get(&self, _session: &str) -> Result<Capability, HostError> {
         Ok(self.unsupported("goals"))
     }
@@ -400,6 +422,40 @@ impl Hosts {
         Hosts {
             hosts: list.into_iter().map(|h| (h.runtime(), h)).collect(),
         }
+    }
+
+    /// Every runtime's host, made from the daemon's settings, each following its open
+    /// sessions again (`restore`).
+    pub fn start(
+        core: crate::core::CoreHandle,
+        tmux: Arc<crate::tmux::SessionCache>,
+        config: HostsConfig,
+    ) -> Self {
+        let codex = codex::host::CodexHost::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            codex::host::HostConfig {
+                cohost_home: config.home.clone(),
+                user_codex_home: codex::host::user_codex_home(),
+                backend_idle_ttl: codex::host::BACKEND_IDLE_TTL,
+                park_timeout: codex::host::PARK_TIMEOUT,
+            },
+        );
+        let claude = claude::host::ClaudeHost::new(
+            core,
+            tmux,
+            claude::host::ClaudeConfig {
+                cohost_home: config.home,
+                socket: config.socket,
+                token_file: config.token_file,
+                permission_modes: config.permission_modes,
+            },
+        );
+        let hosts = Hosts::new(codex, claude);
+        for host in hosts.all() {
+            host.restore();
+        }
+        hosts
     }
 
     /// A registry of the given hosts (tests use fakes through this).

@@ -3,6 +3,9 @@
 //! wiring: `CodexHost::new`, `reap_idle`, `codex_bin`).
 
 use super::host::{APPROVAL_POLICIES, CodexHost, CreateParams, SANDBOXES};
+
+/// How often idle per-budget backends are looked for.
+const REAP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 use crate::protocol::{HostedSessionView, Runtime};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
@@ -27,6 +30,35 @@ fn check_choice(
 
 #[async_trait::async_trait]
 impl SessionHost for CodexHost {
+    async fn background(&self, cancel: tokio_util::sync::CancellationToken) {
+        let mut interval = tokio::time::interval(REAP_INTERVAL);
+        interval.tick().await;
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = interval.tick() => self.reap_idle().await,
+            }
+        }
+        tracing::debug!("backend reaper exited: shutdown");
+    }
+
+    async fn log_found(&self) {
+        // A missing codex was warned about by the host already.
+        let Ok(bin) = self.codex_bin() else { return };
+        let mut bin = bin.clone();
+        let scratch = self.scratch_home();
+        let _ = std::fs::create_dir_all(&scratch);
+        match bin.detect_version(&scratch).await {
+            Ok(version) => match crate::peers::CODEX.warning(&version) {
+                Some(warning) => tracing::warn!(%version, "{warning}"),
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::CODEX.range(), "codex found")
+                }
+            },
+            Err(error) => tracing::warn!(%error, "codex found, but `codex --version` failed"),
+        }
+    }
+
     fn runtime(&self) -> Runtime {
         Runtime::Codex
     }

@@ -10,6 +10,21 @@ use crate::runtime::{AfterRestart, CreateSession, Forked, HostError, InjectOutco
 
 #[async_trait::async_trait]
 impl SessionHost for ClaudeHost {
+    async fn log_found(&self) {
+        let doctor = ClaudeHost::doctor(self).await;
+        match &doctor.version {
+            Some(version) => match doctor.warnings.first() {
+                Some(warning) => tracing::warn!(%version, "{warning}"),
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::CLAUDE.range(), permission_mode = doctor.permission_mode, "claude found")
+                }
+            },
+            None => {
+                tracing::info!(issues = ?doctor.issues, "claude is not usable; claude sessions are unavailable")
+            }
+        }
+    }
+
     fn runtime(&self) -> Runtime {
         Runtime::Claude
     }

@@ -180,6 +180,15 @@ impl CodexHost {
         self.inner.codex.as_ref().map_err(String::as_str)
     }
 
+    /// Where `codex --version` may write what it writes at start (not the user's home).
+    pub(in crate::runtime::codex) fn scratch_home(&self) -> PathBuf {
+        self.inner
+            .config
+            .cohost_home
+            .join("codex")
+            .join("doctor-home")
+    }
+
     /// Re-attaches every session the log says is open: after a daemon restart, their threads are
     /// resumed on fresh backends and backfilled.
     pub(in crate::runtime::codex) fn restore(&self) {
@@ -412,4 +421,14 @@ impl Inner {
         )
         .await;
     }
+}
+
+/// `$CODEX_HOME`, else `~/.codex`: the user's codex home that backend homes are prepared from.
+pub fn user_codex_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".codex"))
 }
