@@ -17,6 +17,7 @@
 //! action refused by policy (e.g. `human_typing`) and `operational` for everything else (an
 //! unknown session, a session not ready, a backend failure, an invalid value).
 
+mod args;
 mod tools;
 
 use std::sync::Arc;
