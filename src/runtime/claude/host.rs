@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 use super::PermissionPolicy;
 use super::fence::HookFence;
 use super::normalize::{self, Normalizer, Output};
-use super::records::{HookLine, RecordHead, SessionFile};
 use super::screen;
 use crate::core::{CoreError, CoreHandle, now_ms};
+use crate::formats::claude::{HookLine, RecordHead, SessionFile};
 use crate::protocol::boundary::{Launch, SeedClaude};
 use crate::protocol::{
     AgentStatus, ApprovalResolved, ErrorEvent, EventKind, HostedSessionView, Liveness, Runtime,

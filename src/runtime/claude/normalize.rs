@@ -12,7 +12,7 @@ use std::collections::{HashSet, VecDeque};
 
 use serde_json::Value;
 
-use super::records::{
+use crate::formats::claude::{
     AssistantContentBlock, AssistantRecord, BashToolInput, HookEvent, HookLine, HookPayload,
     PostToolUseFailureHookInput, PostToolUseHookInput, PromptSource, RecordHead, TextBlock,
     ToolResponse, ToolUseBlock, TranscriptRecord, UserContent, UserContentBlock, UserRecord,
