@@ -1,5 +1,5 @@
-//! The TUI's session file, `~/.claude/sessions/<pid>.json`: its pid, session id and status,
-//! rewritten whole on each status change and removed when the TUI exits.
+//! The TUI's session file, `~/.claude/sessions/<pid>.json`: its pid, session id, working
+//! directory and status, rewritten whole on each status change and removed when the TUI exits.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,15 @@ pub struct SessionFile {
     /// What a `waiting` TUI waits for (`permission prompt`, …).
     #[serde(deserialize_with = "lenient::opt")]
     pub waiting_for: Option<String>,
+    /// The TUI's working directory.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub cwd: Option<String>,
+    /// When the status last changed (ms since the epoch).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub status_updated_at: Option<u64>,
+    /// When the file was last written (ms since the epoch).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub updated_at: Option<u64>,
 }
 
 impl SessionFile {

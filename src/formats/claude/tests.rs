@@ -512,9 +512,40 @@ fn the_session_file() {
     assert_eq!(file.pid, Some(20072));
     assert_eq!(file.status.as_deref(), Some("waiting"));
     assert_eq!(file.waiting_for.as_deref(), Some("permission prompt"));
+    assert_eq!(file.cwd.as_deref(), Some("$PROBE/ws_s01_basic"));
+    assert_eq!(file.status_updated_at, Some(1795957509799));
+    assert_eq!(file.updated_at, Some(1795957509799));
     assert_eq!(SessionFile::from_slice(b"[\"idle\"]"), None);
     assert_eq!(
         SessionFile::from_slice(b"{\"status\":\"busy\"} trailing"),
         None
     );
+}
+
+#[test]
+fn what_the_watcher_reads_besides() {
+    // The head of a message line, a typed prompt's origin, and the title lines.
+    let TranscriptRecord::User(head, prompt) = record(
+        r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"Run echo hi please"},"uuid":"a1","timestamp":"2026-12-01T09:08:01.330Z","sessionId":"tool-turn","cwd":"/home/me/proj","entrypoint":"sdk-cli","promptId":"p1","origin":{"kind":"human"},"promptSource":"typed"}"#,
+    ) else {
+        panic!()
+    };
+    assert_eq!(head.timestamp.as_deref(), Some("2026-12-01T09:08:01.330Z"));
+    assert_eq!(head.cwd.as_deref(), Some("/home/me/proj"));
+    assert_eq!(head.entrypoint.as_deref(), Some("sdk-cli"));
+    assert_eq!(prompt.origin.and_then(|o| o.kind).as_deref(), Some("human"));
+    let title = |line: &str| TitleRecord::from_value(&serde_json::from_str(line).unwrap());
+    assert_eq!(
+        title(r#"{"type":"ai-title","aiTitle":"Mock title","sessionId":"tool-turn"}"#).ai_title,
+        Some("Mock title".into())
+    );
+    assert_eq!(
+        title(r#"{"type":"custom-title","customTitle":"Mine"}"#).custom_title,
+        Some("Mine".into())
+    );
+    assert_eq!(
+        title(r#"{"type":"custom-title","customTitle":7}"#),
+        TitleRecord::default()
+    );
+    assert_eq!(title("[1]"), TitleRecord::default());
 }

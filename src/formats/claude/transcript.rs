@@ -1,6 +1,7 @@
 //! Claude's transcript records (`~/.claude/projects/<cwd>/<session>.jsonl`): one line's head
-//! (`type`, `uuid`, `isSidechain`), and the `user`, `assistant` and `system` lines with the
-//! content blocks cohost reads; every other kind is `Other`.
+//! (`type`, `uuid`, `isSidechain`, `timestamp`, `cwd`, `entrypoint`), the `user`, `assistant`
+//! and `system` lines with the content blocks cohost reads (every other kind is `Other`), and the
+//! title lines.
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
@@ -11,7 +12,8 @@ use crate::formats::lenient::{self, Lenient, lenient_object, open_enum};
 /// One transcript line. The kinds cohost reads are typed; every other one (`attachment`,
 /// `mode`, `permission-mode`, `queue-operation`, `last-prompt`, `ai-title`,
 /// `file-history-snapshot`, 2.1.332's `api-request*`, `atis-latch`, `tools-used`, `cost-state`,
-/// …) is `Other` with its `type`, read no further. What every line may carry is in `head`.
+/// …) is `Other` with its `type`, read no further (the title lines are read as a
+/// [`TitleRecord`]). What every line may carry is in `head`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TranscriptRecord {
     User(RecordHead, UserRecord),
@@ -21,7 +23,8 @@ pub enum TranscriptRecord {
 }
 
 /// What cohost reads of every line: its `type`, its `uuid` (message lines; metadata lines have
-/// none) and `isSidechain` (a subagent's lines).
+/// none), `isSidechain` (a subagent's lines), and what message lines carry besides: when it was
+/// written, the working directory and the program's entry point.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RecordHead {
@@ -31,6 +34,15 @@ pub struct RecordHead {
     pub uuid: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
     pub is_sidechain: Option<bool>,
+    /// RFC 3339 with milliseconds (`2026-12-01T09:18:23.092Z`).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub timestamp: Option<String>,
+    /// Follows `cd` done by the Bash tool.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub cwd: Option<String>,
+    /// `cli` for the TUI, `sdk-cli` for a headless run (`claude -p`, the SDK).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub entrypoint: Option<String>,
 }
 
 impl RecordHead {
@@ -81,6 +93,28 @@ impl<'de> Deserialize<'de> for TranscriptRecord {
     }
 }
 
+/// The title lines, `ai-title` (Claude's own title for the session) and `custom-title` (one a
+/// person set with `/rename`); [`TranscriptRecord`] reads them as `Other`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TitleRecord {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub ai_title: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub custom_title: Option<String>,
+}
+
+impl TitleRecord {
+    /// Reads one line's JSON. Never fails: a line that is not an object reads with no title.
+    pub fn from_value(line: &Value) -> TitleRecord {
+        if line.is_object() {
+            TitleRecord::deserialize(line).unwrap_or_default()
+        } else {
+            TitleRecord::default()
+        }
+    }
+}
+
 open_enum! {
     /// A user line's `promptSource`.
     pub enum PromptSource {
@@ -112,8 +146,20 @@ pub struct UserRecord {
     /// `message.id`).
     #[serde(deserialize_with = "lenient::opt")]
     pub interrupted_message_id: Option<String>,
+    /// Who wrote the prompt (2.1.332: `{"kind":"human"}` on a prompt a person typed).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub origin: Option<Origin>,
     #[serde(deserialize_with = "lenient::opt")]
     pub message: Option<UserMessage>,
+}
+
+/// A user line's `origin`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Origin {
+    /// `human`, …
+    #[serde(deserialize_with = "lenient::opt")]
+    pub kind: Option<String>,
 }
 
 impl UserRecord {
@@ -404,4 +450,4 @@ pub struct SystemRecord {
     pub duration_ms: Option<u64>,
 }
 
-lenient_object!(UserMessage, AssistantMessage, Usage);
+lenient_object!(UserMessage, Origin, AssistantMessage, Usage);
