@@ -5,6 +5,7 @@
 //! - [`protocol`] — our wire contract: events, API bodies. Imports nothing else from the crate.
 //! - [`core`] — the single writer: seq assignment, the event log, the tracker, fan-out.
 //! - [`tmux`] — the only module that speaks tmux.
+//! - [`formats`] — the peers' own files and wire as pure serde types (below `runtime` and `watch`).
 //! - [`runtime`] — the hosted runtimes behind one seam: `runtime::codex` (codex's `app-server`
 //!   JSON-RPC and its children), `runtime::claude` (the Claude Code TUI, its hooks and
 //!   transcript), `runtime::common` (what pane-hosted runtimes share).
@@ -25,6 +26,7 @@ pub mod commands;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod formats;
 pub mod http;
 pub mod local_socket;
 pub mod mcp;

@@ -423,7 +423,7 @@ fn modules_import_only_what_their_layer_allows() {
             "runtime", "service", "http", "mcp", "tasks", "daemon", "cli", "client", "commands",
             "::axum", "::rmcp",
         ],
-        "watch imports protocol, core and tmux only",
+        "watch imports protocol, formats, core and tmux only",
     );
     // tmux and tail are leaves beside the runtimes.
     forbid(
@@ -431,9 +431,37 @@ fn modules_import_only_what_their_layer_allows() {
         &["tmux", "tail.rs"],
         &[
             "runtime", "service", "http", "mcp", "tasks", "watch", "daemon", "cli", "client",
-            "commands",
+            "commands", "formats",
         ],
         "tmux and tail import protocol and core only",
+    );
+    // The peers' formats sit below the runtimes and the watchers: protocol only.
+    forbid(
+        &mut broken,
+        &["formats"],
+        &[
+            "core",
+            "runtime",
+            "service",
+            "http",
+            "mcp",
+            "tasks",
+            "tmux",
+            "tail",
+            "watch",
+            "daemon",
+            "config",
+            "cli",
+            "client",
+            "commands",
+            "redact",
+            "peers",
+            "notifier",
+            "local_socket",
+            "::axum",
+            "::rmcp",
+        ],
+        "formats imports protocol only",
     );
     // The core imports only the protocol; the protocol imports nothing.
     let others = [
@@ -454,6 +482,7 @@ fn modules_import_only_what_their_layer_allows() {
         "watch",
         "notifier",
         "local_socket",
+        "formats",
     ];
     forbid(
         &mut broken,
@@ -487,6 +516,7 @@ fn modules_import_only_what_their_layer_allows() {
             "redact.rs",
             "peers.rs",
             "watch",
+            "formats",
         ],
         &["::axum", "::rmcp", "http", "mcp"],
         "nothing below the surfaces imports axum, rmcp or a surface",

@@ -10,7 +10,6 @@
 pub mod claude;
 pub mod codex;
 pub mod common;
-pub mod lenient;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

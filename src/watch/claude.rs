@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use crate::formats::claude::{
+    AssistantContentBlock, AssistantRecord, RecordHead, SessionFile, TitleRecord, TranscriptRecord,
+    UserContent, UserContentBlock, UserRecord,
+};
 use crate::protocol::AgentStatus;
 
 /// The Claude Code watcher.
@@ -109,17 +113,15 @@ impl Decoder for SessionFileDecoder {
     fn snapshot(&mut self, bytes: &[u8], out: &mut Vec<Observation>) {
         // A half-written file (the TUI rewrites in place) is not an error: the next write
         // brings the whole object.
-        let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        let Some(file) = SessionFile::from_slice(bytes) else {
             return;
         };
-        let Some(session_id) = value["sessionId"].as_str().map(str::to_string) else {
+        let Some(session_id) = file.session_id else {
             return;
         };
-        let status_text = value["status"].as_str().map(str::to_string);
-        let waiting_for = value["waitingFor"].as_str().map(str::to_string);
-        let pid = value["pid"]
-            .as_u64()
-            .and_then(|pid| u32::try_from(pid).ok());
+        let status_text = file.status;
+        let waiting_for = file.waiting_for;
+        let pid = file.pid.and_then(|pid| u32::try_from(pid).ok());
         let (status, holds, rule) = match status_text.as_deref() {
             Some("busy") => (
                 Some(AgentStatus::Running),
@@ -168,13 +170,11 @@ impl Decoder for SessionFileDecoder {
         out.push(Observation {
             thread_id: session_id,
             status,
-            cwd: value["cwd"].as_str().map(PathBuf::from),
+            cwd: file.cwd.map(PathBuf::from),
             pid,
             holds,
             rule,
-            record_ts: value["statusUpdatedAt"]
-                .as_u64()
-                .or_else(|| value["updatedAt"].as_u64()),
+            record_ts: file.status_updated_at.or(file.updated_at),
             ..Observation::default()
         });
     }
@@ -239,13 +239,18 @@ fn is_prompt_text(text: &str) -> bool {
         && !NOT_A_PROMPT.iter().any(|prefix| text.starts_with(prefix))
 }
 
-fn record_ms(value: &Value) -> Option<u64> {
-    super::rfc3339_ms(value["timestamp"].as_str()?)
+fn record_ms(head: &RecordHead) -> Option<u64> {
+    super::rfc3339_ms(head.timestamp.as_deref()?)
 }
 
 impl TranscriptDecoder {
-    fn observe(&mut self, value: &Value, status: Option<AgentStatus>, rule: &str) -> Observation {
-        let stamped = record_ms(value);
+    fn observe(
+        &mut self,
+        head: &RecordHead,
+        status: Option<AgentStatus>,
+        rule: &str,
+    ) -> Observation {
+        let stamped = record_ms(head);
         // A busy status from a record older than the last turn end is late news of that turn.
         let late = matches!(
             status,
@@ -273,9 +278,9 @@ impl TranscriptDecoder {
         Observation {
             thread_id: self.state.thread_id.clone(),
             status,
-            cwd: value["cwd"].as_str().map(PathBuf::from),
+            cwd: head.cwd.as_deref().map(PathBuf::from),
             rule: format!("claude-code: {rule}"),
-            record_ts: record_ms(value),
+            record_ts: stamped,
             ..Observation::default()
         }
     }
@@ -295,22 +300,30 @@ impl Decoder for TranscriptDecoder {
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             return;
         };
-        match value["type"].as_str().unwrap_or_default() {
-            "ai-title" => {
-                if let Some(title) = value["aiTitle"].as_str().filter(|t| !t.is_empty()) {
-                    let mut obs = self.observe(&value, None, "ai-title → title");
-                    obs.title = Some(title.to_string());
+        match TranscriptRecord::from_value(&value) {
+            TranscriptRecord::Other(head) if head.kind.as_deref() == Some("ai-title") => {
+                if let Some(title) = TitleRecord::from_value(&value)
+                    .ai_title
+                    .filter(|t| !t.is_empty())
+                {
+                    let mut obs = self.observe(&head, None, "ai-title → title");
+                    obs.title = Some(title);
                     out.push(obs);
                 }
             }
-            "custom-title" => {
-                if let Some(title) = value["customTitle"].as_str().filter(|t| !t.is_empty()) {
-                    let mut obs = self.observe(&value, None, "custom-title → title");
-                    obs.title = Some(title.to_string());
+            TranscriptRecord::Other(head) if head.kind.as_deref() == Some("custom-title") => {
+                if let Some(title) = TitleRecord::from_value(&value)
+                    .custom_title
+                    .filter(|t| !t.is_empty())
+                {
+                    let mut obs = self.observe(&head, None, "custom-title → title");
+                    obs.title = Some(title);
                     out.push(obs);
                 }
             }
-            "system" if value["subtype"] == "turn_duration" => {
+            TranscriptRecord::System(head, system)
+                if system.subtype.as_deref() == Some("turn_duration") =>
+            {
                 self.state.open_tools.clear();
                 // An error or an interrupt already ended the turn; the duration line does not
                 // turn it into a success.
@@ -318,10 +331,12 @@ impl Decoder for TranscriptDecoder {
                     Some(AgentStatus::Error) | Some(AgentStatus::Interrupted) => None,
                     _ => Some(AgentStatus::Done),
                 };
-                out.push(self.observe(&value, status, "system/turn_duration → done"));
+                out.push(self.observe(&head, status, "system/turn_duration → done"));
             }
-            "user" => self.user_line(&value, out),
-            "assistant" => self.assistant_line(&value, out),
+            TranscriptRecord::User(head, user) => self.user_line(&head, &user, out),
+            TranscriptRecord::Assistant(head, assistant) => {
+                self.assistant_line(&head, &assistant, out)
+            }
             _ => {}
         }
     }
@@ -332,127 +347,139 @@ impl Decoder for TranscriptDecoder {
 }
 
 impl TranscriptDecoder {
-    fn user_line(&mut self, value: &Value, out: &mut Vec<Observation>) {
-        if value["isMeta"].as_bool() == Some(true) {
+    fn user_line(&mut self, head: &RecordHead, user: &UserRecord, out: &mut Vec<Observation>) {
+        if user.is_meta == Some(true) {
             return;
         }
-        let content = &value["message"]["content"];
-        if let Some(text) = content.as_str() {
-            if is_prompt_text(text) {
-                let status = self.busy();
-                let mut obs = self.observe(
-                    value,
-                    Some(status),
-                    "user prompt (string content) → running",
-                );
-                obs.last_user_prompt = Some(text.to_string());
-                out.push(obs);
-            } else if text.trim_start().starts_with("[Request interrupted") {
-                self.state.open_tools.clear();
-                out.push(self.observe(
-                    value,
-                    Some(AgentStatus::Interrupted),
-                    "user `[Request interrupted…` → interrupted",
-                ));
+        let blocks = match user.content() {
+            Some(UserContent::Text(text)) => {
+                if is_prompt_text(text) {
+                    let status = self.busy();
+                    let mut obs =
+                        self.observe(head, Some(status), "user prompt (string content) → running");
+                    obs.last_user_prompt = Some(text.to_string());
+                    out.push(obs);
+                } else if text.trim_start().starts_with("[Request interrupted") {
+                    self.state.open_tools.clear();
+                    out.push(self.observe(
+                        head,
+                        Some(AgentStatus::Interrupted),
+                        "user `[Request interrupted…` → interrupted",
+                    ));
+                }
+                return;
             }
-            return;
-        }
-        let Some(blocks) = content.as_array() else {
-            return;
+            Some(UserContent::Blocks(blocks)) => blocks,
+            None => return,
         };
         let mut results = 0;
         let mut interrupted = false;
         let mut prompt = None;
         for block in blocks {
-            match block["type"].as_str() {
-                Some("tool_result") => {
+            match block {
+                UserContentBlock::ToolResult(result) => {
                     results += 1;
-                    if let Some(id) = block["tool_use_id"].as_str() {
+                    if let Some(id) = result.tool_use_id.as_deref() {
                         self.state.open_tools.remove(id);
                     }
-                    if let Some(text) = block["content"].as_str()
+                    if let Some(Value::String(text)) = &result.content
                         && text.starts_with("[Request interrupted")
                     {
                         interrupted = true;
                     }
                 }
-                Some("text") => {
-                    let text = block["text"].as_str().unwrap_or_default();
+                UserContentBlock::Text(block) => {
+                    let text = block.text.as_deref().unwrap_or_default();
                     if text.trim_start().starts_with("[Request interrupted") {
                         interrupted = true;
                     } else if is_prompt_text(text) && prompt.is_none() {
                         prompt = Some(text.to_string());
                     }
                 }
-                _ => {}
+                UserContentBlock::Other(_) => {}
             }
         }
+        let typed = user
+            .origin
+            .as_ref()
+            .is_some_and(|origin| origin.kind.as_deref() == Some("human"))
+            || user.prompt_source.is_some();
         if interrupted {
             self.state.open_tools.clear();
             out.push(self.observe(
-                value,
+                head,
                 Some(AgentStatus::Interrupted),
                 "user `[Request interrupted…` → interrupted",
             ));
         } else if results > 0 {
             let status = self.busy();
-            out.push(self.observe(value, Some(status), "user tool_result → running"));
+            out.push(self.observe(head, Some(status), "user tool_result → running"));
         } else if let Some(text) = prompt
-            && (value["origin"]["kind"] == "human" || value["promptSource"].is_string())
+            && typed
         {
             let status = self.busy();
-            let mut obs = self.observe(value, Some(status), "user prompt (text blocks) → running");
+            let mut obs = self.observe(head, Some(status), "user prompt (text blocks) → running");
             obs.last_user_prompt = Some(text);
             out.push(obs);
         }
     }
 
-    fn assistant_line(&mut self, value: &Value, out: &mut Vec<Observation>) {
-        if value["isApiErrorMessage"].as_bool() == Some(true) || !value["apiErrorStatus"].is_null()
+    fn assistant_line(
+        &mut self,
+        head: &RecordHead,
+        assistant: &AssistantRecord,
+        out: &mut Vec<Observation>,
+    ) {
+        if assistant.is_api_error_message == Some(true)
+            || assistant
+                .api_error_status
+                .as_ref()
+                .is_some_and(|status| !status.is_null())
         {
             self.state.open_tools.clear();
             out.push(self.observe(
-                value,
+                head,
                 Some(AgentStatus::Error),
                 "assistant isApiErrorMessage → error",
             ));
             return;
         }
-        let message = &value["message"];
+        let message = assistant.message.as_ref();
         // An interrupted reply's partial text (`<synthetic>` on 2.1.197, `isAbortedMidStream`
         // on 2.1.332): the interrupt marker that follows says what happened.
-        if message["model"] == "<synthetic>" || value["isAbortedMidStream"].as_bool() == Some(true)
+        if message.and_then(|m| m.model.as_deref()) == Some("<synthetic>")
+            || assistant.is_aborted_mid_stream == Some(true)
         {
             return;
         }
         let mut tools = 0;
         let late =
-            record_ms(value).is_some_and(|at| self.state.ended_at.is_some_and(|end| at < end));
+            record_ms(head).is_some_and(|at| self.state.ended_at.is_some_and(|end| at < end));
         if late {
             return;
         }
-        if let Some(blocks) = message["content"].as_array() {
-            for block in blocks {
-                if block["type"] == "tool_use"
-                    && let Some(id) = block["id"].as_str()
-                {
-                    self.state.open_tools.insert(id.to_string());
-                    tools += 1;
-                }
+        for block in message.map(|m| m.content.as_slice()).unwrap_or_default() {
+            if let AssistantContentBlock::ToolUse(tool_use) = block
+                && let Some(id) = tool_use.id.as_deref()
+            {
+                self.state.open_tools.insert(id.to_string());
+                tools += 1;
             }
         }
         if tools > 0 {
             out.push(self.observe(
-                value,
+                head,
                 Some(AgentStatus::ToolRunning),
                 "assistant tool_use without tool_result → tool-running",
             ));
-        } else if message["stop_reason"] == "end_turn" && value["entrypoint"] == HEADLESS {
+        } else if message.and_then(|m| m.stop_reason.as_deref()) == Some("end_turn")
+            && head.entrypoint.as_deref() == Some(HEADLESS)
+        {
             // A headless run (`claude -p`, the SDK) writes no `turn_duration` line: its answer
             // is the turn's last record, and the run exits after it.
             self.state.open_tools.clear();
             out.push(self.observe(
-                value,
+                head,
                 Some(AgentStatus::Done),
                 "assistant end_turn in a headless run (entrypoint sdk-cli) → done",
             ));
@@ -675,6 +702,67 @@ mod tests {
         );
         assert_eq!(out[0].title.as_deref(), Some("Mine"));
         assert_eq!(out[1].status, Some(AgentStatus::Running));
+    }
+
+    /// Recorded lines read by the types the host's normalizer consumes (`formats::claude`) and
+    /// decoded by the watcher: both read the same record (ids, prompt, cwd, time, status).
+    #[test]
+    fn the_watcher_reads_the_records_the_host_reads() {
+        let path = PathBuf::from("/h/.claude/projects/-w/tool-turn.jsonl");
+        let mut decoder = ClaudeCode.decoder(&path, None);
+        let text = String::from_utf8(fixture("tool-turn.jsonl")).unwrap();
+        for line in text.lines() {
+            let record = TranscriptRecord::from_value(&serde_json::from_str(line).unwrap());
+            let head = record.head();
+            let mut out = Vec::new();
+            decoder.line(line.as_bytes(), &Locator::Offset { offset: 0 }, &mut out);
+            for obs in &out {
+                assert_eq!(obs.cwd, head.cwd.as_deref().map(PathBuf::from), "{line}");
+                let stamped = head.timestamp.as_deref().and_then(super::super::rfc3339_ms);
+                assert_eq!(obs.record_ts, stamped, "{line}");
+            }
+            let open_tools = decoder.save()["openTools"].clone();
+            match &record {
+                TranscriptRecord::Assistant(_, assistant) => {
+                    for block in &assistant.message.as_ref().unwrap().content {
+                        if let AssistantContentBlock::ToolUse(tool_use) = block {
+                            let id = tool_use.id.clone().unwrap();
+                            assert!(open_tools.as_array().unwrap().contains(&id.into()));
+                        }
+                    }
+                }
+                TranscriptRecord::User(_, user) if user.is_meta != Some(true) => {
+                    match user.content().unwrap() {
+                        UserContent::Text(prompt) => {
+                            assert_eq!(out[0].last_user_prompt.as_ref(), Some(prompt));
+                        }
+                        UserContent::Blocks(blocks) => {
+                            let UserContentBlock::ToolResult(result) = &blocks[0] else {
+                                panic!("{line}")
+                            };
+                            let id = result.tool_use_id.clone().unwrap();
+                            assert!(!open_tools.as_array().unwrap().contains(&id.into()));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+
+        let bytes = fixture("session-waiting.json");
+        // What the host reads of the file (its status poll) is what the watcher observes.
+        let file = SessionFile::from_slice(&bytes).unwrap();
+        let mut out = Vec::new();
+        ClaudeCode
+            .decoder(Path::new("/h/.claude/sessions/20072.json"), None)
+            .snapshot(&bytes, &mut out);
+        assert_eq!(Some(out[0].thread_id.as_str()), file.session_id.as_deref());
+        assert_eq!(out[0].pid.map(u64::from), file.pid);
+        assert_eq!(out[0].cwd, file.cwd.map(PathBuf::from));
+        assert_eq!(out[0].record_ts, file.status_updated_at);
+        assert_eq!(file.status.as_deref(), Some("waiting"));
+        assert_eq!(out[0].status, Some(AgentStatus::Waiting));
+        assert!(out[0].rule.contains(file.waiting_for.as_deref().unwrap()));
     }
 
     #[test]

@@ -5,7 +5,6 @@ mod fence;
 pub mod host;
 pub mod normalize;
 pub mod policy;
-pub mod records;
 pub mod screen;
 
 pub use policy::PermissionPolicy;

@@ -13,12 +13,12 @@ use tokio::sync::mpsc;
 
 use super::{Command, Inner, Live, lock};
 use crate::core::now_ms;
+use crate::formats::claude::{HookLine, RecordHead, SessionFile};
 use crate::protocol::{
     AgentStatus, ErrorEvent, EventKind, Liveness, SessionBound, SessionState, SessionStatus,
 };
 use crate::runtime::claude::fence::HookFence;
 use crate::runtime::claude::normalize::{Normalizer, Output};
-use crate::runtime::claude::records::{HookLine, RecordHead, SessionFile};
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::tail::{self, Checkpoint, TailItem};
 

@@ -26,9 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::PermissionPolicy;
 use super::normalize::{Normalizer, Output};
-use super::records::HookLine;
 use super::screen;
 use crate::core::{CoreError, CoreHandle, now_ms};
+use crate::formats::claude::HookLine;
 use crate::protocol::{AgentStatus, EventKind, HostedSessionView, Runtime};
 use crate::runtime::HostError;
 use crate::runtime::common::lock;

@@ -11,10 +11,10 @@ use tokio::sync::oneshot;
 
 use super::{ClaudeHost, lock};
 use crate::core::now_ms;
+use crate::formats::claude::HookLine;
 use crate::protocol::{ApprovalResolved, EventKind};
 use crate::runtime::HostError;
 use crate::runtime::claude::normalize::{self, Normalizer, Output};
-use crate::runtime::claude::records::HookLine;
 
 /// How long a permission request waits for a decision before Claude shows its own prompt.
 pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(300);

@@ -7,13 +7,13 @@ use super::items::{
     DECISIONS, approval_id, input_request, prompt_item_id, tool_item, unwrap_pasted,
 };
 use super::{MAX_PENDING_ENDS, Normalizer, Output, PendingEnd, STOP_GRACE_MS};
+use crate::formats::claude::{
+    BashToolInput, HookEvent, HookLine, HookPayload, PostToolUseFailureHookInput,
+    PostToolUseHookInput, ToolResponse,
+};
 use crate::protocol::{
     AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent, SessionAttention,
     TurnCompleted, TurnStatus,
-};
-use crate::runtime::claude::records::{
-    BashToolInput, HookEvent, HookLine, HookPayload, PostToolUseFailureHookInput,
-    PostToolUseHookInput, ToolResponse,
 };
 
 impl Normalizer {

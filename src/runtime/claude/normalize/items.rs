@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use crate::formats::claude::BashToolInput;
 use crate::protocol::{InputKind, InputRequested, Item, Question, QuestionOption};
-use crate::runtime::claude::records::BashToolInput;
 
 /// The cohost item id of a prompt: its turn and a hash of its text, so the hook and the
 /// transcript line of the same prompt agree (queued prompts share one `prompt_id`).

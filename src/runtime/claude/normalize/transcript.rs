@@ -5,12 +5,12 @@ use serde_json::Value;
 
 use super::items::{prompt_item_id, tool_item, tool_item_id, unwrap_pasted};
 use super::{Normalizer, Output};
-use crate::protocol::{
-    ErrorEvent, EventKind, Item, ItemEvent, TokenCounts, TurnCompleted, TurnStatus, Usage,
-};
-use crate::runtime::claude::records::{
+use crate::formats::claude::{
     AssistantContentBlock, AssistantRecord, PromptSource, RecordHead, TextBlock, ToolUseBlock,
     TranscriptRecord, UserContent, UserContentBlock, UserRecord,
+};
+use crate::protocol::{
+    ErrorEvent, EventKind, Item, ItemEvent, TokenCounts, TurnCompleted, TurnStatus, Usage,
 };
 
 impl Normalizer {

@@ -6,7 +6,7 @@ use serde::de::{self, DeserializeOwned, Deserializer};
 use serde_json::Value;
 
 use super::{Tag, UserInput};
-use crate::runtime::lenient::{self, open_enum};
+use crate::formats::lenient::{self, open_enum};
 
 // ----------------------------------------------------------------------------------------------
 // Items.

@@ -8,7 +8,7 @@
 //! **Permissive by design.** A newer codex must never break parsing, so:
 //! - unknown fields are ignored (0.171 added `environmentId` to items and MCP requests, and
 //!   turned `AgentMessageDisplay` into a union tagged by `mode`: neither is read here);
-//! - every field cohost reads is optional and read through [`crate::runtime::lenient`]: a missing
+//! - every field cohost reads is optional and read through [`crate::formats::lenient`]: a missing
 //!   field or one of another type reads as `None`/empty instead of failing the message;
 //! - enums codex treats as open (`ThreadItem`'s `type`, statuses, `CodexErrorInfo`, decisions)
 //!   keep an `Other` arm that carries the value as sent.
@@ -24,7 +24,7 @@ use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::runtime::lenient::{self, lenient_object, lenient_via_value};
+use crate::formats::lenient::{self, lenient_object, lenient_via_value};
 
 /// A JSON-RPC id as codex sends it: an integer or a string, echoed verbatim (`RequestId`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use serde::de::{self, Deserializer};
 use serde_json::Value;
 
 use super::{RequestId, ThreadItem, Turn, TurnError, params};
-use crate::runtime::lenient;
+use crate::formats::lenient;
 
 // ----------------------------------------------------------------------------------------------
 // Notifications (server → client, no id).

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::params;
-use crate::runtime::lenient::{self, open_enum};
+use crate::formats::lenient::{self, open_enum};
 
 // ----------------------------------------------------------------------------------------------
 // Server requests (server → client, with an id) and cohost's answers.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ClientRequest, Tag, ThreadItem};
-use crate::runtime::lenient::{self, open_enum};
+use crate::formats::lenient::{self, open_enum};
 
 // ----------------------------------------------------------------------------------------------
 // Turns.

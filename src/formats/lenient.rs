@@ -1,7 +1,7 @@
 //! Permissive field readers for the peers' JSON (`#[serde(deserialize_with = "…")]`).
 //!
 //! A newer codex or Claude Code adds fields, widens enums and now and then changes a field's
-//! type. The wire types in `codex/wire/` and `claude/records.rs` therefore read every field a
+//! type. The wire types in `runtime/codex/wire/` and `formats/claude/` therefore read every field a
 //! host relies on through these helpers: a value of the wrong type reads as absent instead of
 //! failing the whole message, exactly as the former `value.get(key).and_then(Value::as_str)`
 //! reads did. Unknown fields are ignored by serde itself (no `deny_unknown_fields` anywhere).
@@ -270,11 +270,11 @@ where
 macro_rules! lenient_object {
     ($($name:ty),* $(,)?) => {
         $(
-            impl $crate::runtime::lenient::Lenient for $name {
+            impl $crate::formats::lenient::Lenient for $name {
                 fn read<'de, D: serde::Deserializer<'de>>(
                     deserializer: D,
                 ) -> Result<Option<Self>, D::Error> {
-                    $crate::runtime::lenient::read_object(deserializer)
+                    $crate::formats::lenient::read_object(deserializer)
                 }
             }
         )*
@@ -287,11 +287,11 @@ pub(crate) use lenient_object;
 macro_rules! lenient_via_value {
     ($($name:ty),* $(,)?) => {
         $(
-            impl $crate::runtime::lenient::Lenient for $name {
+            impl $crate::formats::lenient::Lenient for $name {
                 fn read<'de, D: serde::Deserializer<'de>>(
                     deserializer: D,
                 ) -> Result<Option<Self>, D::Error> {
-                    $crate::runtime::lenient::read_via_value(deserializer)
+                    $crate::formats::lenient::read_via_value(deserializer)
                 }
             }
         )*
@@ -355,11 +355,11 @@ macro_rules! open_enum {
             }
         }
 
-        impl $crate::runtime::lenient::Lenient for $name {
+        impl $crate::formats::lenient::Lenient for $name {
             fn read<'de, D: serde::Deserializer<'de>>(
                 deserializer: D,
             ) -> Result<Option<Self>, D::Error> {
-                let value: Option<String> = $crate::runtime::lenient::Lenient::read(deserializer)?;
+                let value: Option<String> = $crate::formats::lenient::Lenient::read(deserializer)?;
                 Ok(value.map(|value| $name::from(value.as_str())))
             }
         }
