@@ -269,17 +269,16 @@ impl Normalizer {
                 let kind = notification.notification_type.clone().unwrap_or_default();
                 // One per hook line: a line read again after a restart is stored once.
                 let at = line.received_at.unwrap_or(now);
-                out.push(Output::Store(EventKind::SessionAttention(
-                    SessionAttention {
-                        id: format!(
-                            "{}:{at}:{kind}",
-                            self.claude_session.as_deref().unwrap_or_default()
-                        ),
-                        kind,
-                        message: notification.message.clone(),
-                        turn_id: Some(turn_id.clone()).filter(|t| !t.is_empty()),
-                    },
-                )));
+                let attention = Output::Store(EventKind::SessionAttention(SessionAttention {
+                    id: format!(
+                        "{}:{at}:{kind}",
+                        self.claude_session.as_deref().unwrap_or_default()
+                    ),
+                    kind,
+                    message: notification.message.clone(),
+                    turn_id: Some(turn_id.clone()).filter(|t| !t.is_empty()),
+                }));
+                self.attention(&turn_id, attention, &mut out);
             }
             HookEvent::SessionEnd(end) => {
                 if let Some(turn) = self.turn.clone() {

@@ -82,6 +82,10 @@ pub struct Normalizer {
     /// A turn a batch of queued prompts opened that has produced nothing yet: further prompts of
     /// the same batch fold into it.
     batch_turn: Option<String>,
+    /// Notifications of a turn whose end waits for the transcript, stored right after that
+    /// end: Claude's idle prompt comes 1.5 s or more after its `Stop`, and a slow transcript
+    /// read must not show "waiting for your input" before the turn has ended.
+    held_attention: Vec<(String, Output)>,
 }
 
 /// A turn `Stop` ended whose end waits for the transcript (its reply and `turn_duration`).
@@ -99,6 +103,9 @@ struct PendingEnd {
 
 /// Pending ends kept at most (a turn's end waits seconds; more is a stuck transcript).
 const MAX_PENDING_ENDS: usize = 16;
+
+/// Notifications held behind pending ends at most (one or two a turn).
+const MAX_HELD_ATTENTION: usize = 16;
 
 /// Aliases remembered (a batch folds at most a handful of prompts).
 const MAX_ALIASES: usize = 64;
@@ -219,9 +226,29 @@ impl Normalizer {
                 TurnStatus::Interrupted => AgentStatus::Interrupted,
                 TurnStatus::Failed => AgentStatus::Error,
             };
+            let turn_id = done.turn_id.clone();
             out.push(Output::Store(EventKind::TurnCompleted(done)));
             out.push(Output::Status(status));
+            self.release_attention(&turn_id, out);
         }
+    }
+
+    /// Holds a notification of `turn_id` behind the turn's pending end, if it has one;
+    /// otherwise it goes out now.
+    fn attention(&mut self, turn_id: &str, output: Output, out: &mut Vec<Output>) {
+        if self.ends_pending(turn_id) && self.held_attention.len() < MAX_HELD_ATTENTION {
+            self.held_attention.push((turn_id.to_string(), output));
+        } else {
+            out.push(output);
+        }
+    }
+
+    fn release_attention(&mut self, turn_id: &str, out: &mut Vec<Output>) {
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held_attention)
+            .into_iter()
+            .partition(|(turn, _)| turn == turn_id);
+        self.held_attention = later;
+        out.extend(now.into_iter().map(|(_, output)| output));
     }
     /// Whether a `Stop` ended `turn_id` and its end waits for the transcript: the turn
     /// completed, and no later verdict may say otherwise. Another turn's pending end says

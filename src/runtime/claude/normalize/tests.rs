@@ -456,6 +456,52 @@ fn a_stop_without_transcript_ends_after_the_grace() {
     assert_eq!(stored(&n.tick(100 + STOP_GRACE_MS)), ["turn.completed"]);
 }
 
+/// Claude's idle prompt (1.5 s or more after its `Stop`) read while the turn's end still waits
+/// for the transcript: it is stored after the turn's end, never before (CI, 2.1.332 under load).
+#[test]
+fn an_idle_prompt_read_before_its_turn_ended_follows_the_end() {
+    let notification = |turn: &str| {
+        In::Hook(hook(
+            "Notification",
+            json!({"session_id":"s1","prompt_id":turn,"hook_event_name":"Notification","message":"Claude is waiting for your input","notification_type":"idle_prompt"}),
+        ))
+    };
+    // Released by the transcript's end of turn.
+    let mut n = Normalizer::new();
+    let out = feed(
+        &mut n,
+        vec![
+            ups("p1", "Make a file"),
+            user_line("p1", "Make a file", "typed"),
+            stop("p1", "Created it."),
+            notification("p1"),
+            reply_line("a1", "Created it."),
+            end_line(),
+        ],
+    );
+    let order = stored(&out);
+    let end = order.iter().position(|t| *t == "turn.completed").unwrap();
+    let idle = order
+        .iter()
+        .position(|t| *t == "session.attention")
+        .unwrap();
+    assert!(end < idle, "{order:?}");
+    // Released by the grace period.
+    let mut n = Normalizer::new();
+    let out = feed(
+        &mut n,
+        vec![ups("p1", "x"), stop("p1", "y"), notification("p1")],
+    );
+    assert!(!stored(&out).contains(&"session.attention"), "{out:?}");
+    assert_eq!(
+        stored(&n.tick(1 + STOP_GRACE_MS)),
+        ["turn.completed", "session.attention"]
+    );
+    // A notification of a turn that already ended goes out at once.
+    let out = feed(&mut n, vec![notification("p1")]);
+    assert_eq!(stored(&out), ["session.attention"]);
+}
+
 #[test]
 fn tools_from_hooks_and_transcript_share_ids() {
     let mut n = Normalizer::new();
