@@ -5,6 +5,10 @@ use serde_json::json;
 use std::os::unix::fs::symlink;
 
 const WAIT: Duration = Duration::from_secs(10);
+/// How long the real codex may take to answer `initialize` and `model/list`: its start under
+/// the CI's load (the other half of the version matrix running beside the unit tests, on two
+/// cores) went past 10 s twice.
+const REAL_CODEX_WAIT: Duration = Duration::from_secs(60);
 
 /// Writes an executable script. The file is written by a `sh` child, not by this process:
 /// a file this process had open for writing could be inherited by a child another test is
@@ -493,13 +497,13 @@ fn offline_home(dir: &Path) -> PathBuf {
 }
 
 async fn initialize_and_list_models(rpc: &RpcClient, what: &str) {
-    let init = tokio::time::timeout(WAIT, rpc.initialize("cohost-test", "0.1.0"))
+    let init = tokio::time::timeout(REAL_CODEX_WAIT, rpc.initialize("cohost-test", "0.1.0"))
         .await
         .unwrap_or_else(|_| panic!("{what}: initialize timed out"))
         .unwrap_or_else(|err| panic!("{what}: initialize failed: {err}"));
     let user_agent = init["userAgent"].as_str().unwrap_or_default();
     assert!(user_agent.starts_with("cohost-test/"), "{what}: {init}");
-    let models = tokio::time::timeout(WAIT, rpc.request("model/list", json!({})))
+    let models = tokio::time::timeout(REAL_CODEX_WAIT, rpc.request("model/list", json!({})))
         .await
         .unwrap_or_else(|_| panic!("{what}: model/list timed out"))
         .unwrap_or_else(|err| panic!("{what}: model/list failed: {err}"));
