@@ -8,6 +8,17 @@
 //!
 //! Use them with `#[serde(default, deserialize_with = "…")]`, so that a missing field is
 //! `None` / empty too.
+//!
+//! Why not `serde_with` (`DefaultOnError`, `VecSkipError`; measured against it in
+//! docs/benchmarks-claude.md "Lenient readers"): it reads differently and slower.
+//! `DefaultOnError` reads `null` in an `Option<Value>` as `None` (the "present but null" some
+//! readers tell apart is lost), lets a struct read a JSON array positionally (`[7]` becomes
+//! `{"n": 7}`), and swallows a broken value (`1e999`) instead of failing the message. It first
+//! buffers every value into serde's private `Content`, once per nesting level: decoding the
+//! bench's 67 MB Claude transcript from parsed `Value`s took 1.6–2.1× the time, the parse plus
+//! decode 1.13–1.27×, recorded Claude lines 2.8–3.3× and recorded codex notifications
+//! 1.3–1.4×. Nor has it an open string enum (`#[serde(other)]` drops the value): see
+//! [`open_enum!`].
 
 use std::marker::PhantomData;
 
@@ -435,6 +446,21 @@ mod tests {
             serde_json::from_value::<Probe>(json!({})).unwrap(),
             Probe::default()
         );
+    }
+
+    #[test]
+    fn a_broken_value_still_fails_the_message() {
+        // Only a value of the wrong type reads as absent; a value that is not JSON (here a
+        // number out of range) fails the whole message, wherever it sits.
+        for line in [
+            r#"{"text": "t", "count": 1e999}"#,
+            r#"{"raw": 1e999}"#,
+            r#"{"nested": {"n": 1e999}}"#,
+            r#"{"list": [1e999, "a"]}"#,
+            r#"{"text": [1, 2 x]}"#,
+        ] {
+            assert!(serde_json::from_str::<Probe>(line).is_err(), "{line}");
+        }
     }
 
     #[test]
