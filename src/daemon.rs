@@ -127,15 +127,15 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let queue = TaskManager::new(core.clone(), hosts.clone());
     let tasks = tokio_util::task::TaskTracker::new();
-    let service = Service {
+    let service = Service::new(crate::service::ServiceParts {
         core: core.clone(),
         tmux: Arc::clone(&sessions),
         hosts: hosts.clone(),
         tasks: queue.clone(),
-        mcp_roots: Arc::new(config.mcp_roots.clone()),
+        mcp_roots: config.mcp_roots.clone(),
         shutdown: cancel.clone(),
         watch: watch.clone(),
-    };
+    });
     let state = AppState {
         service: service.clone(),
         token: token.into(),

@@ -4,27 +4,31 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::protocol::InputAnswer;
-use crate::service::Capability;
+use crate::protocol::Capability;
+use crate::protocol::{InputAnswer, RequestAnswered, RequestList};
 
 pub async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "requests": state.service.requests(&id)? })))
+) -> Result<Json<RequestList>, ApiError> {
+    Ok(Json(RequestList {
+        requests: state.service.requests(&id)?,
+    }))
 }
 
 pub async fn answer(
     State(state): State<AppState>,
     Path((id, request_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<InputAnswer>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RequestAnswered>, ApiError> {
     state.service.answer_request(&id, &request_id, body).await?;
-    Ok(Json(json!({ "ok": true, "requestId": request_id })))
+    Ok(Json(RequestAnswered {
+        ok: true,
+        request_id,
+    }))
 }
 
 #[derive(Deserialize)]

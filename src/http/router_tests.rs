@@ -44,17 +44,17 @@ fn fixture() -> Fixture {
     let hosts = Hosts::from_hosts(Vec::new());
     let cancel = CancellationToken::new();
     let handle = core.clone();
-    let service = Service {
+    let service = Service::new(crate::service::ServiceParts {
         core: core.clone(),
         tmux: Arc::new(SessionCache::new(Tmux::new(Some(
             home.path().join("no-tmux"),
         )))),
         hosts: hosts.clone(),
         tasks: TaskManager::new(core, hosts),
-        mcp_roots: Arc::new(Vec::new()),
+        mcp_roots: Vec::new(),
         shutdown: cancel.clone(),
         watch: crate::watch::WatchHandle::disabled(),
-    };
+    });
     let state = AppState {
         service,
         token: TOKEN.into(),

@@ -11,9 +11,12 @@ use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
+use crate::protocol::Capability;
 use crate::protocol::boundary::PermissionAsk;
-use crate::protocol::{Budget, HostedSessionView};
-use crate::service::Capability;
+use crate::protocol::{
+    ApprovalDecided, ApprovalList, Budget, DoctorReport, Done, HostedSessionView, Interrupted,
+    PromptSent, SessionList, SessionReply, TerminalSpec,
+};
 use crate::service::CreateRequest;
 
 #[derive(Deserialize)]
@@ -84,21 +87,13 @@ pub async fn create(
             prompt: body.prompt,
         })
         .await?;
-    let mut answer = json!({ "session": created.session });
-    if let Some(task) = created.task_id {
-        answer["taskId"] = json!(task);
-    }
-    if let Some(inject) = created.inject {
-        answer["inject"] = json!(inject);
-    }
-    if let Some(code) = created.inject_error {
-        answer["injectError"] = json!({ "code": code, "message": "the prompt was not sent" });
-    }
-    Ok((StatusCode::CREATED, Json(answer)).into_response())
+    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
-pub async fn list(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({ "sessions": state.service.sessions() }))
+pub async fn list(State(state): State<AppState>) -> Json<SessionList> {
+    Json(SessionList {
+        sessions: state.service.sessions(),
+    })
 }
 
 pub async fn get(
@@ -111,9 +106,9 @@ pub async fn get(
 pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Done>, ApiError> {
     state.service.close(&id).await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Done::OK))
 }
 
 #[derive(Deserialize)]
@@ -131,29 +126,29 @@ pub async fn message(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MessageBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PromptSent>, ApiError> {
     let sent = state
         .service
         .send_prompt(&id, &body.text, body.images, body.idempotency_key)
         .await?;
-    let mut answer = json!(sent.outcome);
-    answer["taskId"] = json!(sent.task_id);
-    Ok(Json(answer))
+    Ok(Json(sent))
 }
 
 pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Interrupted>, ApiError> {
     let interrupted = state.service.interrupt(&id).await?;
-    Ok(Json(json!({ "interrupted": interrupted })))
+    Ok(Json(Interrupted { interrupted }))
 }
 
 pub async fn approvals(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "approvals": state.service.approvals(&id)? })))
+) -> Result<Json<ApprovalList>, ApiError> {
+    Ok(Json(ApprovalList {
+        approvals: state.service.approvals(&id)?,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -169,14 +164,16 @@ pub async fn resolve_approval(
     State(state): State<AppState>,
     Path((id, approval_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApprovalDecided>, ApiError> {
     state
         .service
         .resolve_approval(&id, &approval_id, &body.decision, body.by.as_deref())
         .await?;
-    Ok(Json(
-        json!({ "ok": true, "approvalId": approval_id, "decision": body.decision }),
-    ))
+    Ok(Json(ApprovalDecided {
+        ok: true,
+        approval_id,
+        decision: body.decision,
+    }))
 }
 
 pub async fn goal_get(
@@ -235,10 +232,10 @@ pub async fn fork(
     Ok(match state.service.fork(&id, body.after_turn_id).await? {
         Ok(view) => (
             StatusCode::CREATED,
-            Json(json!(Capability::ok(json!({ "session": view })))),
+            Json(Capability::ok(json!(SessionReply { session: view }))),
         )
             .into_response(),
-        Err(capability) => Json(json!(capability)).into_response(),
+        Err(capability) => Json(capability).into_response(),
     })
 }
 
@@ -270,7 +267,7 @@ pub async fn command(
 }
 
 /// `GET /api/doctor`.
-pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
+pub async fn doctor(State(state): State<AppState>) -> Json<DoctorReport> {
     Json(state.service.doctor().await)
 }
 
@@ -278,9 +275,9 @@ pub async fn doctor(State(state): State<AppState>) -> Json<Value> {
 pub async fn relaunch(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Done>, ApiError> {
     state.service.relaunch(&id).await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Done::OK))
 }
 
 /// `POST /api/claude/permission`: the `cohost-hook` of a `PermissionRequest` asks for a decision
@@ -309,7 +306,7 @@ pub async fn terminal(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<TerminalQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TerminalSpec>, ApiError> {
     let include_token = match query.include_token.as_deref() {
         None | Some("false") | Some("0") => false,
         Some("true") | Some("1") => true,
@@ -340,5 +337,5 @@ pub async fn open_terminal(
 ) -> Result<Response, ApiError> {
     let body: OpenTerminalBody = optional_json(&headers, &body)?;
     let view = state.service.open_terminal(&id, body.tmux_session).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "session": view }))).into_response())
+    Ok((StatusCode::CREATED, Json(SessionReply { session: view })).into_response())
 }

@@ -5,18 +5,12 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::service::ServiceError;
-use crate::service::tasks::{MAX_RESULT_CHUNK, Source, TaskError};
-
-impl From<TaskError> for ApiError {
-    fn from(error: TaskError) -> Self {
-        ApiError::from(ServiceError::from(error))
-    }
-}
+use crate::protocol::TaskSource as Source;
+use crate::protocol::{CancelResult, EditResult, LeaseReply, QueueView, ResultChunk, TaskReply};
+use crate::service::MAX_RESULT_CHUNK;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -46,35 +40,37 @@ pub async fn send(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<SendBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<crate::protocol::SendResult>), ApiError> {
     let source = source_of(&body.source)?;
     let sent = state
         .service
-        .tasks
-        .send(&id, &body.text, body.idempotency_key, source)
+        .queue_task(&id, &body.text, body.idempotency_key, source)
         .await?;
     let status = if sent.replayed {
         StatusCode::OK
     } else {
         StatusCode::ACCEPTED
     };
-    Ok((status, Json(json!(sent))))
+    Ok((status, Json(sent)))
 }
 
 /// `GET /api/sessions/{id}/queue`.
 pub async fn queue(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.service.tasks.queue(&id)?)))
+) -> Result<Json<QueueView>, ApiError> {
+    Ok(Json(state.service.queue(&id)?))
 }
 
 /// `GET /api/sessions/{id}/lease`.
 pub async fn lease(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "lease": state.service.tasks.lease(&id)? })))
+) -> Result<Json<LeaseReply>, ApiError> {
+    Ok(Json(LeaseReply {
+        lease: state.service.lease(&id)?,
+        dropped: None,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,7 +89,7 @@ pub async fn set_lease(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<LeaseBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LeaseReply>, ApiError> {
     if let Some(by) = &body.by
         && by.len() > 256
     {
@@ -112,20 +108,21 @@ pub async fn set_lease(
                     "`dropQueued` goes with `release`",
                 ));
             }
-            let lease = state
-                .service
-                .tasks
-                .takeover(&id, body.by, "takeover")
-                .await?;
-            Ok(Json(json!({ "lease": lease })))
+            let lease = state.service.takeover(&id, body.by).await?;
+            Ok(Json(LeaseReply {
+                lease,
+                dropped: None,
+            }))
         }
         "release" => {
             let (lease, dropped) = state
                 .service
-                .tasks
                 .release(&id, body.by, body.drop_queued)
                 .await?;
-            Ok(Json(json!({ "lease": lease, "dropped": dropped })))
+            Ok(Json(LeaseReply {
+                lease,
+                dropped: Some(dropped),
+            }))
         }
         other => Err(ApiError::field(
             "invalid_field",
@@ -139,8 +136,10 @@ pub async fn set_lease(
 pub async fn status(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "task": state.service.tasks.status(&id)? })))
+) -> Result<Json<TaskReply>, ApiError> {
+    Ok(Json(TaskReply {
+        task: state.service.task(&id)?,
+    }))
 }
 
 /// Strings, parsed here so a bad number gets our JSON error naming the field.
@@ -171,11 +170,11 @@ pub async fn result(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<ResultQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ResultChunk>, ApiError> {
     let offset = parse_usize("offset", query.offset.as_deref(), 0)?;
     let max = parse_usize("maxBytes", query.max_bytes.as_deref(), MAX_RESULT_CHUNK)?;
-    let chunk = state.service.tasks.result(&id, offset, max)?;
-    Ok(Json(json!(chunk)))
+    let chunk = state.service.task_result(&id, offset, max)?;
+    Ok(Json(chunk))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -192,15 +191,14 @@ pub async fn cancel(
     Path(id): Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CancelResult>, ApiError> {
     let body: CancelBody = super::sessions::optional_json(&headers, &body)?;
-    Ok(Json(json!(
+    Ok(Json(
         state
             .service
-            .tasks
-            .cancel(&id, body.lease_generation)
-            .await?
-    )))
+            .cancel_task(&id, body.lease_generation)
+            .await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -218,14 +216,13 @@ pub async fn edit(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<EditBody>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(
+) -> Result<Json<EditResult>, ApiError> {
+    Ok(Json(
         state
             .service
-            .tasks
-            .edit(&id, body.revision, &body.text, body.idempotency_key)
-            .await?
-    )))
+            .edit_task(&id, body.revision, &body.text, body.idempotency_key)
+            .await?,
+    ))
 }
 
 /// `POST /api/tasks/{id}/supersede`: cancel a waiting task and queue a replacement in its place.
@@ -233,12 +230,11 @@ pub async fn supersede(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<EditBody>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(
+) -> Result<Json<EditResult>, ApiError> {
+    Ok(Json(
         state
             .service
-            .tasks
-            .supersede(&id, body.revision, &body.text, body.idempotency_key)
-            .await?
-    )))
+            .supersede_task(&id, body.revision, &body.text, body.idempotency_key)
+            .await?,
+    ))
 }

@@ -73,7 +73,7 @@ pub fn http_service(
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_cancellation_token(service.shutdown.child_token())
+        .with_cancellation_token(service.shutdown_token().child_token())
         .with_max_request_body_bytes(max_body_bytes)
         .disable_allowed_hosts();
     StreamableHttpService::new(

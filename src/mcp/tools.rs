@@ -8,8 +8,12 @@ use serde_json::{Value, json};
 
 use super::args::*;
 use super::{CohostMcp, answer, bound, failure};
-use crate::protocol::AgentEventParams;
-use crate::service::tasks::{MAX_RESULT_CHUNK, Source};
+use crate::protocol::TaskSource as Source;
+use crate::protocol::{
+    AgentEventParams, ApprovalDecided, ApprovalList, Interrupted, RequestAnswered, RequestList,
+    SessionPage, SessionReply, TaskReply, TaskWaited,
+};
+use crate::service::MAX_RESULT_CHUNK;
 use crate::service::{CreateRequest, ServiceError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
@@ -23,7 +27,7 @@ impl CohostMcp {
     /// The refusal when a human holds the session's control lease (MCP acts only while the
     /// lease is managed, like `interrupt`).
     fn human_holds(&self, id: &str, what: &str) -> Option<CallToolResult> {
-        let lease = self.service.tasks.lease(id).ok()?;
+        let lease = self.service.lease(id).ok()?;
         (lease.holder == crate::protocol::LeaseHolder::Human).then(|| {
             failure(
                 "human_control",
@@ -50,10 +54,7 @@ impl CohostMcp {
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         let sessions = self.service.sessions();
         let total = sessions.len();
-        let bounded = bound(
-            json!({ "sessions": sessions, "total": total }),
-            Some("sessions"),
-        );
+        let bounded = bound(to_value(SessionPage { sessions, total }), Some("sessions"));
         let mut value = bounded.value;
         if bounded.kept < total {
             value["note"] = json!(format!(
@@ -70,7 +71,7 @@ impl CohostMcp {
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.session(&args.session_id) {
-            Ok(view) => answer(json!({ "session": view })),
+            Ok(session) => answer(to_value(SessionReply { session })),
             Err(error) => failed(error),
         })
     }
@@ -141,14 +142,15 @@ impl CohostMcp {
             Err(error) => return Ok(failed(error)),
         };
         let view = created.session;
-        let mut result = json!({ "session": to_value(&view) });
+        let mut result = to_value(SessionReply {
+            session: view.clone(),
+        });
         if let Some(prompt) = args.prompt.filter(|p| !p.trim().is_empty()) {
             // Keyed on the start's key, so a retried start does not queue the prompt twice.
             let key = args.idempotency_key.map(|k| format!("start:{k}"));
             match self
                 .service
-                .tasks
-                .send(&view.id, &prompt, key, Source::Mcp)
+                .queue_task(&view.id, &prompt, key, Source::Mcp)
                 .await
             {
                 Ok(sent) => result["task"] = to_value(&sent.task),
@@ -165,8 +167,7 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .tasks
-                .send(
+                .queue_task(
                     &args.session_id,
                     &args.prompt,
                     args.idempotency_key,
@@ -196,7 +197,7 @@ impl CohostMcp {
         Ok(match self.service.wait_task(&args.task_id, wait).await {
             Ok(task) => {
                 let finished = task.phase == crate::protocol::TaskPhase::Finished;
-                answer(json!({ "task": task, "finished": finished }))
+                answer(to_value(TaskWaited { task, finished }))
             }
             Err(error) => failed(error),
         })
@@ -207,8 +208,8 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
-        Ok(match self.service.tasks.status(&args.task_id) {
-            Ok(task) => answer(json!({ "task": task })),
+        Ok(match self.service.task(&args.task_id) {
+            Ok(task) => answer(to_value(TaskReply { task })),
             Err(error) => failed(error),
         })
     }
@@ -218,7 +219,7 @@ impl CohostMcp {
         annotations(read_only_hint = true)
     )]
     async fn queue(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.tasks.queue(&args.session_id) {
+        Ok(match self.service.queue(&args.session_id) {
             Ok(queue) => {
                 let total = queue.pending.len();
                 let bounded = bound(to_value(queue), Some("pending"));
@@ -250,7 +251,7 @@ impl CohostMcp {
         }
         // A chunk that escapes to more than the answer's budget comes back smaller, never cut.
         loop {
-            let chunk = match self.service.tasks.result(&args.task_id, offset, max) {
+            let chunk = match self.service.task_result(&args.task_id, offset, max) {
                 Ok(chunk) => chunk,
                 Err(error) => return Ok(failed(error)),
             };
@@ -269,8 +270,7 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .tasks
-                .cancel(&args.task_id, args.lease_generation)
+                .cancel_task(&args.task_id, args.lease_generation)
                 .await
             {
                 Ok(cancelled) => answer(to_value(cancelled)),
@@ -286,8 +286,7 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .tasks
-                .edit(
+                .edit_task(
                     &args.task_id,
                     args.revision,
                     &args.prompt,
@@ -308,8 +307,7 @@ impl CohostMcp {
         Ok(
             match self
                 .service
-                .tasks
-                .supersede(
+                .supersede_task(
                     &args.task_id,
                     args.revision,
                     &args.prompt,
@@ -398,7 +396,7 @@ impl CohostMcp {
     )]
     async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
-        if let Ok(lease) = self.service.tasks.lease(id)
+        if let Ok(lease) = self.service.lease(id)
             && lease.holder == crate::protocol::LeaseHolder::Human
         {
             return Ok(failure(
@@ -407,7 +405,7 @@ impl CohostMcp {
             ));
         }
         Ok(match self.service.interrupt(id).await {
-            Ok(interrupted) => answer(json!({ "interrupted": interrupted })),
+            Ok(interrupted) => answer(to_value(Interrupted { interrupted })),
             Err(error) => failed(error),
         })
     }
@@ -423,7 +421,7 @@ impl CohostMcp {
             Err(error) => return Ok(failed(error)),
         };
         let total = approvals.len();
-        let bounded = bound(json!({ "approvals": approvals }), Some("approvals"));
+        let bounded = bound(to_value(ApprovalList { approvals }), Some("approvals"));
         let mut value = bounded.value;
         if bounded.kept < total {
             value["note"] = json!(format!(
@@ -443,10 +441,10 @@ impl CohostMcp {
                 .resolve_approval(id, &args.approval_id, args.decision.as_str(), None)
                 .await
             {
-                Ok(()) => answer(json!({
-                    "ok": true,
-                    "approvalId": args.approval_id,
-                    "decision": args.decision.as_str(),
+                Ok(()) => answer(to_value(ApprovalDecided {
+                    ok: true,
+                    approval_id: args.approval_id,
+                    decision: args.decision.as_str().to_string(),
                 })),
                 Err(error) => failed(error),
             },
@@ -523,7 +521,7 @@ impl CohostMcp {
             Err(error) => return Ok(failed(error)),
         };
         let total = requests.len();
-        let bounded = bound(json!({ "requests": requests }), Some("requests"));
+        let bounded = bound(to_value(RequestList { requests }), Some("requests"));
         let mut value = bounded.value;
         if bounded.kept < total {
             value["note"] = json!(format!(
@@ -565,7 +563,10 @@ impl CohostMcp {
                 .answer_request(id, &args.request_id, reply)
                 .await
             {
-                Ok(()) => answer(json!({ "ok": true, "requestId": args.request_id })),
+                Ok(()) => answer(to_value(RequestAnswered {
+                    ok: true,
+                    request_id: args.request_id,
+                })),
                 Err(error) => failed(error),
             },
         )

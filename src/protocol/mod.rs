@@ -9,6 +9,7 @@
 mod api;
 pub mod boundary;
 mod event;
+mod reply;
 mod request;
 #[cfg(test)]
 mod schema;
@@ -18,6 +19,7 @@ mod watch;
 
 pub use api::*;
 pub use event::*;
+pub use reply::*;
 pub use request::*;
 pub use session::*;
 pub use task::*;

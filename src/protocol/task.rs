@@ -305,3 +305,46 @@ pub struct SendResult {
     pub task: TaskView,
     pub replayed: bool,
 }
+
+/// A cancellation's answer: the task after it, and what was done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResult {
+    pub task: TaskView,
+    /// The outcome so far (`abort_sent` becomes `aborted` or `finished_before_abort` when the
+    /// turn ends; read the task again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CancelOutcome>,
+    /// True when the task was already cancelled or finished: nothing new was done.
+    pub replayed: bool,
+}
+
+/// An edit's or supersede's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditResult {
+    pub task: TaskView,
+    /// For a supersede: the task it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<TaskView>,
+    pub replayed: bool,
+}
+
+/// Who asks: the surface a prompt or a lease change came from (`task.queued`'s `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSource {
+    Api,
+    Mcp,
+    Cli,
+}
+
+impl TaskSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSource::Api => "api",
+            TaskSource::Mcp => "mcp",
+            TaskSource::Cli => "cli",
+        }
+    }
+}

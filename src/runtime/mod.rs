@@ -15,8 +15,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::core::CoreError;
 use crate::protocol::{
     Budget, HostedSessionView, InputAnswer, InputRequested, PromptImage, Runtime,
@@ -122,52 +120,7 @@ impl HostError {
     }
 }
 
-pub use crate::protocol::InjectState;
-
-/// What an inject did.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InjectOutcome {
-    pub outcome: InjectState,
-    /// The turn it started or joined (for `queued`: the turn it waits behind).
-    pub turn_id: String,
-    /// True when an idempotency key matched an earlier inject: nothing was sent again.
-    pub duplicate: bool,
-}
-
-/// A capability answer: `{ok:true,data}` or `{ok:false,reason,message}`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Capability {
-    pub ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-    /// `unsupported`, `no_active_thread` or `error`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl Capability {
-    pub fn ok(data: Value) -> Self {
-        Capability {
-            ok: true,
-            data: Some(data),
-            reason: None,
-            message: None,
-        }
-    }
-
-    pub fn fail(reason: &str, message: impl Into<String>) -> Self {
-        Capability {
-            ok: false,
-            data: None,
-            reason: Some(reason.to_string()),
-            message: Some(message.into()),
-        }
-    }
-}
+pub use crate::protocol::{Capability, InjectOutcome, InjectState, RuntimeDoctor, TerminalSpec};
 
 /// `POST /api/sessions` (or MCP `start_session`), validated for syntax by the service; each
 /// runtime checks the options that are its own (`SessionHost::check_create`) and refuses the
@@ -255,7 +208,7 @@ pub trait SessionHost: Send + Sync {
     fn after_restart(&self) -> AfterRestart;
 
     /// `cohost doctor`'s section for this runtime: `issues` and `warnings` arrays at least.
-    async fn doctor(&self) -> serde_json::Value;
+    async fn doctor(&self) -> RuntimeDoctor;
 
     /// Stops what the host runs for the daemon (backends), at shutdown.
     async fn shutdown(&self);
@@ -303,7 +256,7 @@ pub trait SessionHost: Send + Sync {
         &self,
         _session: &str,
         _include_token: bool,
-    ) -> Result<serde_json::Value, HostError> {
+    ) -> Result<TerminalSpec, HostError> {
         Err(HostError::Unsupported(format!(
             "{} sessions run their TUI in their own pane; see paneId",
             self.runtime().as_str()

@@ -7,6 +7,7 @@
 mod events;
 mod requests;
 mod sessions;
+mod tasks;
 mod tracker;
 mod watch;
 
@@ -17,16 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 /// What the surfaces see of an event: its routing fields and its exact line.
 pub use crate::core::StoredEvent;
-/// The answer of an optional capability, and what an inject did.
-pub use crate::runtime::{Capability, InjectOutcome, InjectState};
 pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
 
-/// The task queue's operations and types, for the surfaces (the queue itself sits below the
-/// service, beside the runtimes it delivers to).
-pub mod tasks {
-    pub use crate::tasks::*;
-}
-pub use sessions::{CreateRequest, Created, SendResult};
+pub use sessions::CreateRequest;
+pub use tasks::MAX_RESULT_CHUNK;
 pub use tracker::RefreshAnswer;
 
 use crate::core::CoreError;
@@ -40,16 +35,50 @@ use crate::tmux::SessionCache;
 /// Everything the surfaces share. Cheap to clone.
 #[derive(Clone)]
 pub struct Service {
+    core: CoreHandle,
+    tmux: Arc<SessionCache>,
+    hosts: Hosts,
+    tasks: TaskManager,
+    /// Project roots under which MCP clients may start sessions (none: they may not).
+    mcp_roots: Arc<Vec<PathBuf>>,
+    /// Cancelled on shutdown so that waits end.
+    shutdown: CancellationToken,
+    /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
+    watch: crate::watch::WatchHandle,
+}
+
+/// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
+/// beside the surfaces. The surfaces see none of them, only the service's methods.
+pub struct ServiceParts {
     pub core: CoreHandle,
     pub tmux: Arc<SessionCache>,
     pub hosts: Hosts,
     pub tasks: TaskManager,
     /// Project roots under which MCP clients may start sessions (none: they may not).
-    pub mcp_roots: Arc<Vec<PathBuf>>,
+    pub mcp_roots: Vec<PathBuf>,
     /// Cancelled on shutdown so that waits end.
     pub shutdown: CancellationToken,
     /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
     pub watch: crate::watch::WatchHandle,
+}
+
+impl Service {
+    pub fn new(parts: ServiceParts) -> Service {
+        Service {
+            core: parts.core,
+            tmux: parts.tmux,
+            hosts: parts.hosts,
+            tasks: parts.tasks,
+            mcp_roots: Arc::new(parts.mcp_roots),
+            shutdown: parts.shutdown,
+            watch: parts.watch,
+        }
+    }
+
+    /// Cancelled when the daemon shuts down (a surface ends its own waits with it).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
 }
 
 /// The class of a [`ServiceError`]: what kind of refusal it is, whatever the surface.

@@ -3,17 +3,17 @@
 //! the request as the log recorded it; the runtime sends it (through the `SessionHost` seam).
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Service, ServiceError};
 use crate::protocol::{
     AnswerValue, IMAGE_MEDIA_TYPES, InputAnswer, InputKind, InputRequested, PromptImage,
-    request_bounds,
+    RequestEntry, request_bounds,
 };
 
 impl Service {
     /// Every input request of the session, pending and resolved, oldest first.
-    pub fn requests(&self, id: &str) -> Result<Vec<Value>, ServiceError> {
+    pub fn requests(&self, id: &str) -> Result<Vec<RequestEntry>, ServiceError> {
         self.core
             .read(|s| {
                 s.sessions.get(id).map(|record| {
@@ -21,14 +21,12 @@ impl Service {
                     requests.sort_by_key(|r| r.requested_at);
                     requests
                         .into_iter()
-                        .map(|r| {
-                            json!({
-                                "request": r.request,
-                                "requestedAt": r.requested_at,
-                                "resolved": r.resolved,
-                                "resolvedAt": r.resolved_at,
-                                "pending": r.resolved.is_none(),
-                            })
+                        .map(|r| RequestEntry {
+                            request: r.request.clone(),
+                            requested_at: r.requested_at,
+                            resolved: r.resolved.clone(),
+                            resolved_at: r.resolved_at,
+                            pending: r.resolved.is_none(),
                         })
                         .collect()
                 })
@@ -78,7 +76,11 @@ impl Service {
     }
 
     /// Sets the collaboration mode of the session's next turns.
-    pub async fn set_mode(&self, id: &str, mode: &str) -> Result<super::Capability, ServiceError> {
+    pub async fn set_mode(
+        &self,
+        id: &str,
+        mode: &str,
+    ) -> Result<crate::protocol::Capability, ServiceError> {
         let host = self.host_of(id)?;
         let modes = host.modes();
         if modes.is_empty() {
@@ -104,7 +106,7 @@ impl Service {
         id: &str,
         name: &str,
         rest: &str,
-    ) -> Result<super::Capability, ServiceError> {
+    ) -> Result<crate::protocol::Capability, ServiceError> {
         if name == "/plan" {
             let mode = match rest {
                 "on" => "plan",
@@ -176,7 +178,7 @@ impl Service {
         }
         let request_id = request.request_id.clone();
         self.answer_request(id, &request_id, answer).await?;
-        Ok(super::Capability::ok(
+        Ok(crate::protocol::Capability::ok(
             json!({ "answered": true, "requestId": request_id }),
         ))
     }

@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{ErrorKind, Service, ServiceError};
-use crate::protocol::{Budget, HostedSessionView, Runtime};
-use crate::runtime::{Capability, CreateSession, Forked, HostError, InjectOutcome};
+use crate::protocol::{
+    ApprovalEntry, Budget, CreatedReply, DoctorReport, HostedSessionView, InjectError, PromptSent,
+    Runtime, TerminalSpec,
+};
+use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
 /// `POST /api/sessions` (and MCP `start_session`) before validation.
 #[derive(Debug, Clone, Default)]
@@ -25,24 +28,6 @@ pub struct CreateRequest {
     pub idempotency_key: Option<String>,
     /// Sent at once as the first message (a direct inject, tracked as a task).
     pub prompt: Option<String>,
-}
-
-/// What a create did: the session, and for a prompt, how it was sent or why not.
-#[derive(Debug, Clone)]
-pub struct Created {
-    pub session: HostedSessionView,
-    pub inject: Option<InjectOutcome>,
-    pub task_id: Option<String>,
-    /// The prompt was not sent: the code of the error (the session exists anyway).
-    pub inject_error: Option<&'static str>,
-}
-
-/// What a direct send did.
-#[derive(Debug, Clone)]
-pub struct SendResult {
-    pub outcome: InjectOutcome,
-    /// The task that tracks the prompt.
-    pub task_id: String,
 }
 
 /// The goal statuses codex takes.
@@ -92,7 +77,7 @@ fn inject_error(error: HostError) -> ServiceError {
 impl Service {
     /// Validates a create request and starts the session (with its terminal when asked). A
     /// `prompt` is sent at once and tracked as a task; its failure leaves the session standing.
-    pub async fn create(&self, request: CreateRequest) -> Result<Created, ServiceError> {
+    pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(
                 "runtime",
@@ -144,7 +129,7 @@ impl Service {
         }
         let key = create.idempotency_key.clone();
         let session = host.create(create).await?;
-        let mut created = Created {
+        let mut created = CreatedReply {
             session,
             inject: None,
             task_id: None,
@@ -164,7 +149,12 @@ impl Service {
                         .ok();
                     created.inject = Some(outcome);
                 }
-                Err(error) => created.inject_error = Some(inject_error(error).code),
+                Err(error) => {
+                    created.inject_error = Some(InjectError {
+                        code: inject_error(error).code.to_string(),
+                        message: "the prompt was not sent".into(),
+                    })
+                }
             }
         }
         Ok(created)
@@ -233,7 +223,7 @@ impl Service {
         id: &str,
         text: &str,
         key: Option<String>,
-    ) -> Result<SendResult, ServiceError> {
+    ) -> Result<PromptSent, ServiceError> {
         self.send_prompt(id, text, Vec::new(), key).await
     }
 
@@ -245,7 +235,7 @@ impl Service {
         text: &str,
         images: Vec<crate::protocol::PromptImage>,
         key: Option<String>,
-    ) -> Result<SendResult, ServiceError> {
+    ) -> Result<PromptSent, ServiceError> {
         check_key("idempotencyKey", &key)?;
         super::requests::check_images(&images)?;
         if text.trim().is_empty() {
@@ -278,7 +268,7 @@ impl Service {
         .map_err(inject_error)?;
         // The prompt was taken: track it as a task (a repeat with the key finds the first one).
         let task_id = self.tasks.record_direct(id, text, key, &outcome).await?;
-        Ok(SendResult { outcome, task_id })
+        Ok(PromptSent { outcome, task_id })
     }
 
     pub async fn interrupt(&self, id: &str) -> Result<bool, ServiceError> {
@@ -286,20 +276,18 @@ impl Service {
     }
 
     /// Every approval of the session, pending or resolved.
-    pub fn approvals(&self, id: &str) -> Result<Vec<Value>, ServiceError> {
+    pub fn approvals(&self, id: &str) -> Result<Vec<ApprovalEntry>, ServiceError> {
         self.core
             .read(|s| {
                 s.sessions.get(id).map(|record| {
                     record
                         .approvals
                         .values()
-                        .map(|a| {
-                            json!({
-                                "request": a.request,
-                                "requestedAt": a.requested_at,
-                                "resolved": a.resolved,
-                                "pending": a.resolved.is_none(),
-                            })
+                        .map(|a| ApprovalEntry {
+                            request: a.request.clone(),
+                            requested_at: a.requested_at,
+                            resolved: a.resolved.clone(),
+                            pending: a.resolved.is_none(),
                         })
                         .collect()
                 })
@@ -409,7 +397,7 @@ impl Service {
         &self,
         id: &str,
         include_token: bool,
-    ) -> Result<Value, ServiceError> {
+    ) -> Result<TerminalSpec, ServiceError> {
         Ok(self.host_of(id)?.terminal_spec(id, include_token).await?)
     }
 
@@ -442,10 +430,8 @@ impl Service {
 
     /// `cohost doctor`: codex's checks at the top level (as before claude was covered), every
     /// other runtime's under its name; `ok` when none found an issue, `warnings` from all.
-    pub async fn doctor(&self) -> Value {
-        let mut answer = json!({});
-        let mut issues: Vec<Value> = Vec::new();
-        let mut warnings: Vec<Value> = Vec::new();
+    pub async fn doctor(&self) -> DoctorReport {
+        let mut answer = DoctorReport::default();
         let flattened = self.hosts.flattened_doctor();
         for runtime in Runtime::ALL {
             let Some(host) = self.hosts.get(runtime) else {
@@ -458,22 +444,22 @@ impl Service {
             } else {
                 format!("{runtime}: ")
             };
-            for issue in report["issues"].as_array().into_iter().flatten() {
-                issues.push(json!(format!("{prefix}{}", issue.as_str().unwrap_or(""))));
-            }
-            warnings.extend(report["warnings"].as_array().cloned().unwrap_or_default());
-            match report {
-                Value::Object(fields) if top => {
-                    for (key, value) in fields {
-                        answer[key] = value;
-                    }
-                }
-                report => answer[runtime.as_str()] = report,
+            answer
+                .issues
+                .extend(report.issues.iter().map(|issue| format!("{prefix}{issue}")));
+            answer.warnings.extend(report.warnings.iter().cloned());
+            if top {
+                let mut details = report.details;
+                details.remove("ok");
+                answer.sections.extend(details);
+            } else {
+                answer.sections.insert(
+                    runtime.as_str().to_string(),
+                    serde_json::to_value(&report).unwrap_or_default(),
+                );
             }
         }
-        answer["ok"] = json!(issues.is_empty());
-        answer["issues"] = json!(issues);
-        answer["warnings"] = json!(warnings);
+        answer.ok = answer.issues.is_empty();
         answer
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -233,8 +233,10 @@ impl SessionHost for Fake {
         AfterRestart::Lost
     }
 
-    async fn doctor(&self) -> Value {
-        json!({ "fakeFound": true, "issues": [], "warnings": ["a fake"] })
+    async fn doctor(&self) -> crate::runtime::RuntimeDoctor {
+        crate::runtime::RuntimeDoctor::of(
+            &json!({ "fakeFound": true, "issues": [], "warnings": ["a fake"] }),
+        )
     }
 
     async fn shutdown(&self) {}
@@ -615,7 +617,7 @@ async fn reads_wait_for_the_next_event_and_refuse_bad_cursors() {
 #[tokio::test]
 async fn doctor_flattens_only_the_first_runtime_and_collects_warnings() {
     let fx = fixture();
-    let doctor = fx.service.doctor().await;
+    let doctor = json!(fx.service.doctor().await);
     assert_eq!(doctor["fakeFound"], true, "{doctor}");
     assert_eq!(doctor["ok"], true, "{doctor}");
     assert_eq!(doctor["warnings"], json!(["a fake"]));

@@ -24,10 +24,10 @@ use tokio_util::sync::CancellationToken;
 use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
 use crate::protocol::{
-    CancelOutcome, Event, EventKind, Lease, LeaseHolder, QueueView, ResultChunk, Runtime,
-    SendResult, SessionState, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered,
-    TaskEdited, TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState, TaskView, TurnSource,
-    WaitingReason,
+    CancelOutcome, CancelResult, EditResult, Event, EventKind, Lease, LeaseHolder, QueueView,
+    ResultChunk, Runtime, SendResult, SessionState, TaskAbort, TaskAccepted, TaskCancelRequested,
+    TaskDelivered, TaskEdited, TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState,
+    TaskView, TurnSource, WaitingReason,
 };
 use crate::runtime::{AfterRestart, HostError, Hosts, InjectOutcome, InjectState, SessionHost};
 
@@ -80,46 +80,7 @@ pub enum TaskError {
 }
 
 /// Who asks: the surfaces a prompt or a lease change can come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Api,
-    Mcp,
-    Cli,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Api => "api",
-            Source::Mcp => "mcp",
-            Source::Cli => "cli",
-        }
-    }
-}
-
-/// A cancellation's answer: the task after it, and what was done.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CancelResult {
-    pub task: TaskView,
-    /// The outcome so far (`abort_sent` becomes `aborted` or `finished_before_abort` when the
-    /// turn ends; read the task again).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<CancelOutcome>,
-    /// True when the task was already cancelled or finished: nothing new was done.
-    pub replayed: bool,
-}
-
-/// An edit's or supersede's answer.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EditResult {
-    pub task: TaskView,
-    /// For a supersede: the task it replaced.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub superseded: Option<TaskView>,
-    pub replayed: bool,
-}
+pub use crate::protocol::TaskSource as Source;
 
 #[derive(Clone)]
 pub struct TaskManager {

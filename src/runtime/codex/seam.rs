@@ -174,8 +174,8 @@ impl SessionHost for CodexHost {
         AfterRestart::Lost
     }
 
-    async fn doctor(&self) -> serde_json::Value {
-        serde_json::json!(CodexHost::doctor(self).await)
+    async fn doctor(&self) -> crate::runtime::RuntimeDoctor {
+        crate::runtime::RuntimeDoctor::of(&CodexHost::doctor(self).await)
     }
 
     async fn shutdown(&self) {
@@ -208,10 +208,8 @@ impl SessionHost for CodexHost {
         &self,
         session: &str,
         include_token: bool,
-    ) -> Result<serde_json::Value, HostError> {
-        Ok(serde_json::json!(
-            CodexHost::terminal_spec(self, session, include_token).await?
-        ))
+    ) -> Result<crate::runtime::TerminalSpec, HostError> {
+        CodexHost::terminal_spec(self, session, include_token).await
     }
 
     async fn open_terminal(

@@ -206,8 +206,8 @@ impl SessionHost for ClaudeHost {
         AfterRestart::Continues
     }
 
-    async fn doctor(&self) -> serde_json::Value {
-        serde_json::json!(ClaudeHost::doctor(self).await)
+    async fn doctor(&self) -> crate::runtime::RuntimeDoctor {
+        crate::runtime::RuntimeDoctor::of(&ClaudeHost::doctor(self).await)
     }
 
     async fn shutdown(&self) {

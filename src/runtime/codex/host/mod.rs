@@ -52,7 +52,7 @@ mod terminal;
 
 pub use asks::MODES;
 pub use doctor::Doctor;
-pub use terminal::{TerminalSpec, WS_TOKEN_ENV};
+pub use terminal::WS_TOKEN_ENV;
 
 /// How long an inject waits for a session's thread to be bound before answering `not_ready`.
 pub const PARK_TIMEOUT: Duration = Duration::from_secs(60);

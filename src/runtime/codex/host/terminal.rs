@@ -9,22 +9,12 @@ use std::path::PathBuf;
 
 use super::{CodexHost, wire};
 use crate::protocol::{HostedSessionView, Runtime};
-use crate::runtime::HostError;
 use crate::runtime::common::pane;
 use crate::runtime::common::{DEFAULT_TMUX_SESSION, private_dir, send_signal, sibling_binary};
+use crate::runtime::{HostError, TerminalSpec};
 
 /// The environment variable that carries the WebSocket token to the co-driving TUI.
 pub const WS_TOKEN_ENV: &str = "COHOST_CODEX_WS_TOKEN";
-
-/// How to start the codex TUI attached to a session's thread (`GET /api/sessions/{id}/terminal`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TerminalSpec {
-    pub command: String,
-    pub args: Vec<String>,
-    pub cwd: String,
-    pub env: std::collections::BTreeMap<String, String>,
-}
 
 impl CodexHost {
     /// The command that attaches the real codex TUI to the session's thread over the backend's
