@@ -2,7 +2,8 @@
 //! resumable event stream.
 //!
 //! Module map (see `docs/ARCHITECTURE.md`):
-//! - [`protocol`] — our wire contract: events, API bodies. Imports nothing else from the crate.
+//! - [`protocol`] — our wire contract: events, API bodies, the pane programs' files; the
+//!   `cohost-protocol` crate (`protocol/`), which depends on nothing of this one.
 //! - [`core`] — the single writer: seq assignment, the event log, the tracker, fan-out.
 //! - [`tmux`] — the only module that speaks tmux.
 //! - [`formats`] — the peers' own files and wire as pure serde types (below `runtime` and `watch`).
@@ -32,7 +33,7 @@ pub mod local_socket;
 pub mod mcp;
 pub mod notifier;
 pub mod peers;
-pub mod protocol;
+pub use cohost_protocol as protocol;
 pub mod redact;
 pub mod runtime;
 pub mod service;

@@ -8,8 +8,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "../../src/protocol/boundary.rs"]
-mod boundary;
+use cohost_protocol::boundary;
 // The hook uses the transport only (not the file name or the CLI's error mapping).
 #[allow(dead_code)]
 #[path = "../../src/local_socket.rs"]

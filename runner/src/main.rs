@@ -9,8 +9,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "../../src/protocol/boundary.rs"]
-mod boundary;
+use cohost_protocol::boundary;
 mod journal;
 mod launch;
 mod seed;

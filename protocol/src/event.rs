@@ -522,7 +522,7 @@ mod tests {
                 pid: 1,
                 version: "x".into(),
             }),
-            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen {
+            EventKind::PermissionModeSeen(crate::PermissionModeSeen {
                 mode: "auto".into(),
                 allowed: false,
             }),

@@ -3,7 +3,7 @@
 //! fails here until the file is regenerated on purpose (and `docs/api.md` follows):
 //!
 //! ```text
-//! COHOST_BLESS_SCHEMA=1 cargo test --lib protocol::schema
+//! COHOST_BLESS_SCHEMA=1 cargo test -p cohost-protocol schema
 //! ```
 
 use serde_json::{Map, Value};
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::boundary::{HookLine, Launch, PermissionAnswer, PermissionAsk, RunnerEvent};
 use super::*;
 
-const FIXTURE: &str = "docs/protocol.schema.json";
+const FIXTURE: &str = "../docs/protocol.schema.json";
 
 /// Each root of the contract: what clients send and get, the events, and the files and
 /// requests exchanged with the pane programs.
@@ -133,6 +133,6 @@ fn the_contract_matches_its_schema_file() {
     let added: Vec<_> = new.difference(&old).collect();
     panic!(
         "the protocol's types no longer match {FIXTURE}.\nfields gone: {gone:#?}\nfields new: {added:#?}\n\
-         If the change is meant, update docs/api.md and regenerate the file:\n  COHOST_BLESS_SCHEMA=1 cargo test --lib protocol::schema"
+         If the change is meant, update docs/api.md and regenerate the file:\n  COHOST_BLESS_SCHEMA=1 cargo test -p cohost-protocol schema"
     );
 }

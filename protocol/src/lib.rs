@@ -2,9 +2,10 @@
 //! MCP tools, and (in [`boundary`]) the files and requests exchanged with `cohost-runner` and
 //! `cohost-hook`.
 //!
-//! This module is an API boundary: everything here is serialized to clients and to the event log,
-//! so a change here is a change to `docs/api.md`.
-//! It imports nothing else from the crate and does no I/O.
+//! This crate is an API boundary: everything here is serialized to clients and to the event log,
+//! so a change here is a change to `docs/api.md`. It is its own crate so that the daemon, its
+//! pane programs and the tests share one definition and nothing here can reach into the daemon
+//! (the build enforces what a grep once did); it does no I/O.
 
 mod api;
 pub mod boundary;

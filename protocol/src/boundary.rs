@@ -3,13 +3,10 @@
 //! `hooks.jsonl` lines (`cohost-hook` → the daemon) and the permission relay's request and
 //! answer (`cohost-hook` ⇄ `POST /api/claude/permission`).
 //!
-//! One definition for all three programs: `cohost-runner` and `cohost-hook` include this file
-//! as a module of their own (`#[path = "../../src/protocol/boundary.rs"]`), so it depends on
-//! nothing but `serde` and `serde_json` and names nothing else of the crate. Readers are
-//! permissive (unknown fields ignored, optional fields defaulted); the documented field names
-//! are checked by a test against `runner/README.md` and `hooks/README.md`.
-
-#![allow(dead_code)]
+//! One definition for all three programs: the daemon, `cohost-runner` and `cohost-hook` use
+//! this module of the `cohost-protocol` crate, and it names nothing else of the crate. Readers
+//! are permissive (unknown fields ignored, optional fields defaulted); the documented field
+//! names are checked by a test against `runner/README.md` and `hooks/README.md`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -175,7 +172,7 @@ mod tests {
     /// read: renaming or dropping one breaks this test, not the programs at run time.
     #[test]
     fn the_documented_fields_are_in_the_types() {
-        // This file is compiled into three programs: find the repository root from any of them.
+        // The repository root, above this crate's folder.
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .ancestors()
             .find(|dir| dir.join("runner/README.md").is_file())
