@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 pub const LOG_FORMAT: u32 = 2;
 /// The snapshot's format: its `schema` field (`protocol::SCHEMA_VERSION`).
 pub const SNAPSHOT_FORMAT: u32 = crate::protocol::SCHEMA_VERSION;
-/// The tail checkpoints' format (`tail::save_checkpoint`; the claude runtime's and the
-/// watchers'). 1: `{path, inode, offset}`; a checkpoint without a `format` field is a 1.
+/// The one checkpoint format: the tail checkpoints' `format` field (`tail::save_checkpoint`, the
+/// claude runtime's) and the watchers' `checkpoint.json` `version`, whose file entries embed the
+/// same position. 1: `{path, inode, offset}`; a tail checkpoint without a `format` field is a 1.
 pub const CHECKPOINT_FORMAT: u32 = 1;
 
 /// The manifest's file name in `$COHOST_HOME`.

@@ -28,22 +28,24 @@ pub(super) struct Checkpoint {
     pub(super) threads: Vec<Thread>,
 }
 
+/// One file's entry: `{"path","inode","offset"}` (the tails' one position type, flattened, so
+/// the entry reads as it always did), its agent and its decoder's or follower's state.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct FileCheckpoint {
-    pub(super) path: PathBuf,
+    /// The file (by path and inode) and the offset after its last complete line.
+    #[serde(flatten)]
+    pub(super) position: crate::tail::Checkpoint,
     pub(super) agent: WatchedAgent,
-    pub(super) inode: u64,
-    /// After the last complete line.
-    pub(super) offset: u64,
     #[serde(default)]
     pub(super) decoder: serde_json::Value,
 }
 
 const CHECKPOINT_FILE: &str = "checkpoint.json";
-/// The checkpoint's format. A checkpoint of another version is set aside: the watchers start
-/// over (tails only), as on a first start.
-const CHECKPOINT_VERSION: u32 = 1;
+/// The checkpoint's format: the one checkpoint format counted in `format.json`, which the
+/// tails' own checkpoints carry too. A checkpoint of another version is set aside: the watchers
+/// start over (tails only), as on a first start.
+const CHECKPOINT_VERSION: u32 = crate::core::format::CHECKPOINT_FORMAT;
 /// The largest checkpoint read back (10,000 files and their threads fit in a few MB).
 const MAX_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -77,7 +79,7 @@ impl Checkpoint {
             .files
             .into_iter()
             .filter(|file| agents.contains(&file.agent))
-            .map(|file| (file.path.clone(), file))
+            .map(|file| (file.position.path.clone(), file))
             .collect();
         let threads = self
             .threads
@@ -102,10 +104,12 @@ impl FileCheckpoint {
             (None, None) => return None,
         };
         Some(FileCheckpoint {
-            path: path.to_path_buf(),
+            position: crate::tail::Checkpoint {
+                path: path.to_path_buf(),
+                inode: file.inode,
+                offset: file.reader.resume_offset(),
+            },
             agent,
-            inode: file.inode,
-            offset: file.reader.resume_offset(),
             decoder,
         })
     }
@@ -235,7 +239,7 @@ mod tests {
         };
         thread.files.insert(path.clone());
         let read = bytes.len() - 10;
-        file.reader.feed(&bytes[..read], |offset, line| {
+        file.reader.feed_lines(&bytes[..read], |offset, line| {
             let at = Locator::Offset { offset };
             let mut out = Vec::new();
             decoder.line(line, &at, &mut out);
@@ -271,8 +275,8 @@ mod tests {
             .rfind('\n')
             .unwrap() as u64
             + 1;
-        assert_eq!(saved.offset, last_newline);
-        assert_eq!(saved.inode, 4242);
+        assert_eq!(saved.position.offset, last_newline);
+        assert_eq!(saved.position.inode, 4242);
         let decoder_state = saved.decoder.clone();
         assert_ne!(decoder_state, serde_json::Value::Null);
 
@@ -283,7 +287,10 @@ mod tests {
             .expect("this release's version");
         let restored = loaded.restore(&HashSet::from([WatchedAgent::Codex]));
         let file = &restored.files[&path];
-        assert_eq!((file.offset, file.inode), (last_newline, 4242));
+        assert_eq!(
+            (file.position.offset, file.position.inode),
+            (last_newline, 4242)
+        );
         assert_eq!(file.decoder, decoder_state);
         assert_eq!(restored.threads.len(), 1);
         let (key, loaded_thread) = &restored.threads[0];
@@ -338,5 +345,36 @@ mod tests {
         check(r#"{"version":1,"files":[],"threads":[]"#, Err(()));
         check("", Err(()));
         check(r#"{"version":1}"#, Err(()));
+    }
+
+    /// A file's entry reads and writes as before the tails shared one position type: the same
+    /// keys, and an entry an earlier release wrote resumes at its inode and offset.
+    #[test]
+    fn a_file_entry_keeps_its_json() {
+        let check = |text: &str, expect_decoder: serde_json::Value| {
+            let entry: FileCheckpoint = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                entry.position,
+                crate::tail::Checkpoint {
+                    path: "/a.jsonl".into(),
+                    inode: 7,
+                    offset: 99,
+                },
+                "{text}"
+            );
+            assert_eq!(entry.agent, WatchedAgent::Codex);
+            assert_eq!(entry.decoder, expect_decoder);
+            let mut expect: serde_json::Value = serde_json::from_str(text).unwrap();
+            expect["decoder"] = expect_decoder;
+            assert_eq!(serde_json::to_value(&entry).unwrap(), expect, "{text}");
+        };
+        check(
+            r#"{"path":"/a.jsonl","agent":"codex","inode":7,"offset":99,"decoder":{"turn":"t1"}}"#,
+            serde_json::json!({"turn": "t1"}),
+        );
+        check(
+            r#"{"path":"/a.jsonl","agent":"codex","inode":7,"offset":99}"#,
+            serde_json::Value::Null,
+        );
     }
 }

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use notify::Watcher;
 
-use super::lines::LineReader;
 use super::liveness::Scope;
 use super::reading::FileChange;
 use super::thread::Thread;
 use super::{DB_SETTLE, Engine};
+use crate::tail::LineBuffer;
 use crate::watch::format::{FileKind, Locator};
 
 impl Engine {
@@ -318,7 +318,7 @@ impl Engine {
                 tracing::info!(path = %path.display(), "a followed file was truncated; reading it again");
                 let decoder = self.formats[format].decoder(&path, None);
                 if let Some(file) = self.files.get_mut(&path) {
-                    file.reader = LineReader::at(0);
+                    file.reader = LineBuffer::at(0);
                     file.decoder = Some(decoder);
                 }
                 self.read_lines(&path);

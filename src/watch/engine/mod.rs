@@ -46,10 +46,10 @@
 mod checkpoint;
 mod emit;
 mod files;
-mod lines;
 mod liveness;
 mod placement;
 mod processes;
+mod read_plan;
 mod reading;
 mod thread;
 

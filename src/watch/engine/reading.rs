@@ -1,6 +1,6 @@
 //! Reading the followed files: a new file registered (resumed from its checkpoint, read bounded,
 //! or, at start-up when it is old, kept at its size), a lines file read from its offset to its
-//! end through its [`LineReader`], snapshots read whole (an unchanged rewrite says nothing),
+//! end through its [`LineBuffer`] (`tail::lines`), snapshots read whole (an unchanged rewrite says nothing),
 //! databases polled through their format's follower, and the read of an agent's unread files
 //! before its exit is judged. What an event on a known file means is [`FileState::change`]
 //! (pure).
@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::Engine;
-use super::lines::{FirstRead, LineReader, MAX_LINE_BYTES, first_line};
+use super::read_plan::{self, FirstRead, first_line};
+use crate::tail::LineBuffer;
+use crate::tail::lines::MAX_LINE_BYTES;
 use crate::watch::format::{Decoder, FileKind, Locator, TableFollower};
 
 /// The largest snapshot file read (Claude's session files are < 1 KiB).
@@ -27,7 +29,7 @@ pub(super) struct FileState {
     pub(super) inode: u64,
     /// Where a lines file is read from, and its held-back partial line (a snapshot's offset
     /// is its size; a database's stays 0: its follower keeps its own cursor).
-    pub(super) reader: LineReader,
+    pub(super) reader: LineBuffer,
     /// `None` until the file is first read (files registered at their size at start-up).
     pub(super) decoder: Option<Box<dyn Decoder>>,
     pub(super) follower: Option<Box<dyn TableFollower>>,
@@ -62,7 +64,7 @@ impl FileState {
             format,
             kind,
             inode,
-            reader: LineReader::at(0),
+            reader: LineBuffer::at(0),
             decoder: None,
             follower: None,
             follower_error: None,
@@ -77,8 +79,8 @@ impl FileState {
         }
         match self.kind {
             FileKind::Lines if self.decoder.is_none() => FileChange::FirstRead,
-            FileKind::Lines if size < self.reader.offset => FileChange::Truncated,
-            FileKind::Lines if size > self.reader.offset => FileChange::Grew,
+            FileKind::Lines if size < self.reader.offset() => FileChange::Truncated,
+            FileKind::Lines if size > self.reader.offset() => FileChange::Grew,
             FileKind::Lines => FileChange::Unchanged,
             FileKind::Snapshot => FileChange::Snapshot,
             FileKind::Database => FileChange::Database,
@@ -99,12 +101,12 @@ impl Engine {
         let saved = self
             .saved_files
             .remove(path)
-            .filter(|cp| cp.inode == meta.ino());
+            .filter(|cp| cp.position.inode == meta.ino());
         let mut state = FileState::new(format, kind, meta.ino());
         // A file that grew a lot while the daemon was down: read only its tail.
         let resumed = match (kind, &saved) {
             (FileKind::Lines, Some(saved)) => {
-                LineReader::resume(saved.offset, meta.len(), self.limits.tail_bytes)
+                read_plan::resume(saved.position.offset, meta.len(), self.limits.tail_bytes)
             }
             _ => None,
         };
@@ -122,7 +124,7 @@ impl Engine {
                     .and_then(|m| m.elapsed().ok())
                     .is_none_or(|age| age <= self.limits.recent);
                 if self.catching_up && !recent {
-                    state.reader = LineReader::at(meta.len());
+                    state.reader = LineBuffer::at(meta.len());
                     self.files.insert(path.to_path_buf(), state);
                 } else {
                     self.files.insert(path.to_path_buf(), state);
@@ -160,7 +162,7 @@ impl Engine {
         let (head, tail_from) =
             match FirstRead::plan(size, self.limits.head_bytes, self.limits.tail_bytes) {
                 FirstRead::Whole => {
-                    file.reader = LineReader::at(0);
+                    file.reader = LineBuffer::at(0);
                     self.read_lines(path);
                     return;
                 }
@@ -183,7 +185,7 @@ impl Engine {
         }
         if let Some(file) = self.files.get_mut(path) {
             // The tail starts mid-line: skip to the first newline.
-            file.reader = LineReader::mid_line(tail_from);
+            file.reader = LineBuffer::mid_line(tail_from);
         }
         self.read_lines(path);
     }
@@ -204,7 +206,7 @@ impl Engine {
 
     /// Reads a lines file from its offset to its end and decodes every complete line.
     pub(super) fn read_lines(&mut self, path: &Path) {
-        let Some(offset) = self.files.get(path).map(|f| f.reader.offset) else {
+        let Some(offset) = self.files.get(path).map(|f| f.reader.offset()) else {
             return;
         };
         let Ok(mut handle) = File::open(path) else {
@@ -231,7 +233,7 @@ impl Engine {
                 let Some(decoder) = file.decoder.as_mut() else {
                     return;
                 };
-                let overlong = file.reader.feed(&chunk[..n], |line_start, line| {
+                let overlong = file.reader.feed_lines(&chunk[..n], |line_start, line| {
                     let at = Locator::Offset { offset: line_start };
                     let mut out = Vec::new();
                     decoder.line(line, &at, &mut out);
@@ -265,7 +267,7 @@ impl Engine {
                 return;
             }
             file.snapshot_hash = Some(hash);
-            file.reader = LineReader::at(bytes.len() as u64);
+            file.reader = LineBuffer::at(bytes.len() as u64);
             if let Some(decoder) = file.decoder.as_mut() {
                 decoder.snapshot(&bytes, &mut out);
             }
@@ -313,7 +315,7 @@ impl Engine {
             .iter()
             .filter(|(_, file)| file.format == format && file.kind == FileKind::Lines)
             .filter(|(path, file)| {
-                std::fs::metadata(path).is_ok_and(|meta| meta.len() > file.reader.offset)
+                std::fs::metadata(path).is_ok_and(|meta| meta.len() > file.reader.offset())
             })
             .map(|(path, _)| path.clone())
             .collect();

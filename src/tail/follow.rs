@@ -1,5 +1,6 @@
-//! A resumable tailer for one JSONL file that another process appends to (Claude's transcript,
-//! our `hooks.jsonl`).
+//! A resumable follower of one JSONL file that another process appends to (Claude's
+//! transcript, our `hooks.jsonl` and `runner.jsonl`): the per-file driver of the crate's one
+//! [`LineBuffer`].
 //!
 //! It owns the read offset: it waits for the file to exist, reads from a [`Checkpoint`], keeps a
 //! partial last line until its newline arrives, checks that every complete line is JSON, and
@@ -8,25 +9,28 @@
 //! no line is lost and none is delivered twice. It notices a replaced file (new inode →
 //! [`TailItem::Rotated`]) and a truncated one ([`TailItem::Truncated`]).
 //!
-//! Wake-ups come from an inotify watch (through `notify`) on the file's parent directory, so a
-//! file created, renamed or replaced later is seen; a slow poll is the safety net for missed
-//! events, for a directory that does not exist yet, and for systems where no watcher can be
-//! created. It never writes the file it tails and knows nothing about what the lines mean:
-//! callers (the Claude host) parse them.
+//! Wake-ups come from an inotify watch on the file's parent directory (`wake.rs`), so a file
+//! created, renamed or replaced later is seen; a slow poll is the safety net for missed events,
+//! for a directory that does not exist yet, and for systems where no watcher can be created. It
+//! never writes the file it tails and knows nothing about what the lines mean: callers (the
+//! Claude host) parse them. What a line or a resumption means ([`item_of`], [`start_of`]) is
+//! pure.
 
-use std::ffi::OsString;
 use std::io::SeekFrom;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::fs::File;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use super::checkpoint::Checkpoint;
+use super::lines::{LineBuffer, MAX_LINE_BYTES, Piece};
+use super::wake::{DirWatch, WatchMode};
 
 /// A good capacity for the channel handed to [`spawn_tail`]. The tailer waits when the channel
 /// is full (the data stays on disk, so backpressure loses nothing), so the number only decides
@@ -39,11 +43,11 @@ pub const TAIL_CHANNEL_CAPACITY: usize = 256;
 /// watcher could be set up, so half a second is a fair price for one `stat` per tick.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
-/// The longest line delivered. Claude's transcript lines carry whole tool results and can be
-/// large, but a line past 8 MiB is far beyond anything observed and is more likely garbage
-/// than data; it is skipped to its newline and reported as [`TailItem::Malformed`], so a
-/// runaway writer cannot make the daemon buffer without bound.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// The longest line delivered: the line buffer's [`MAX_LINE_BYTES`]. Claude's transcript lines
+/// carry whole tool results and can be large, but a line past 8 MiB is far beyond anything
+/// observed and is more likely garbage than data; it is skipped to its newline and reported as
+/// [`TailItem::Malformed`], so a runaway writer cannot make the daemon buffer without bound.
+pub const DEFAULT_MAX_LINE_BYTES: usize = MAX_LINE_BYTES;
 
 /// How many bytes one `read` asks for.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -51,15 +55,6 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// How many characters of a bad line [`TailItem::Malformed`] keeps, enough to recognise it in
 /// a log without copying megabytes.
 const EXCERPT_CHARS: usize = 200;
-
-/// Where to resume a tail: the file (by path and inode) and the byte offset right after the
-/// last line the consumer has handled. Persist it with [`save_checkpoint`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    pub path: PathBuf,
-    pub inode: u64,
-    pub offset: u64,
-}
 
 /// One thing the tailer observed, delivered in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,15 +77,6 @@ pub enum TailItem {
     /// The file shrank below the read position (or below the resume checkpoint). What follows
     /// is read from offset 0.
     Truncated,
-}
-
-/// How the tailer learns that the file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchMode {
-    /// An inotify watch on the parent directory, plus the poll as a safety net.
-    Notify,
-    /// The poll alone (what happens anyway when no watcher can be created).
-    PollOnly,
 }
 
 /// Tuning for [`spawn_tail_with`]; [`TailOptions::default`] is what [`spawn_tail`] uses.
@@ -144,135 +130,77 @@ pub fn spawn_tail_with(
     tokio::spawn(tailer.run())
 }
 
-/// Errors of [`save_checkpoint`] and [`load_checkpoint`]. Callers log them; a checkpoint that
-/// cannot be loaded means the tail starts over from the beginning of the file.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckpointError {
-    /// The checkpoint file exists but cannot be read.
-    #[error("cannot read checkpoint {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The checkpoint file holds no valid checkpoint (hand-edited, or from another version).
-    #[error("checkpoint {path} is not valid: {source}")]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The checkpoint was written by a newer cohost in a format this one cannot read (the home's
-    /// `format.json` normally refuses such a home first). The tail does not resume from it.
-    #[error("checkpoint {path} has format {found}; this cohost reads formats up to {supported}")]
-    Newer {
-        path: PathBuf,
-        found: u32,
-        supported: u32,
-    },
-    /// The checkpoint could not be encoded (its path is not UTF-8).
-    #[error("cannot encode checkpoint for {path}: {source}")]
-    Encode {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// Writing, syncing or renaming the checkpoint (or its temporary file) failed.
-    #[error("cannot write checkpoint {path}: {source}")]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// Writes `checkpoint` to `file` atomically: a temporary file beside it is written and synced,
-/// then renamed over `file`, and the directory is synced, so a crash leaves the old or the new
-/// checkpoint, never half of one. One writer per checkpoint file.
-pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-    let stored = StoredCheckpoint {
-        format: crate::core::format::CHECKPOINT_FORMAT,
-        checkpoint: checkpoint.clone(),
+/// What one complete line from the buffer becomes; `None` for a blank line (the next item's
+/// checkpoint covers it). A `\r` before the newline is dropped; a line must be UTF-8 and JSON.
+fn item_of(piece: Piece<'_>, max_line_bytes: usize) -> Option<TailItem> {
+    let (start, mut body) = match piece {
+        Piece::Overlong { start, end, head } => {
+            return Some(TailItem::Malformed {
+                offset: start,
+                error: format!(
+                    "line of {} bytes is longer than the limit of {max_line_bytes} bytes",
+                    end - start - 1
+                ),
+                excerpt: excerpt(&String::from_utf8_lossy(head)),
+            });
+        }
+        Piece::Line { start, bytes, .. } => (start, bytes),
     };
-    let bytes = serde_json::to_vec(&stored).map_err(|source| CheckpointError::Encode {
-        path: checkpoint.path.clone(),
-        source,
-    })?;
-    // Never through a link planted at the temporary path, and no temporary file left behind.
-    let target = file.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        crate::core::private_file::write_atomic(&target, &bytes, 0o600)
-    })
-    .await
-    .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
-    .map_err(|source| CheckpointError::Write {
-        path: file.to_path_buf(),
-        source,
-    })
-}
-
-/// A checkpoint as stored: `{"format":1,"path":…,"inode":…,"offset":…}`. Checkpoints written
-/// before formats were numbered have no `format`: they are format 1.
-#[derive(Serialize, Deserialize)]
-struct StoredCheckpoint {
-    #[serde(default = "first_format")]
-    format: u32,
-    #[serde(flatten)]
-    checkpoint: Checkpoint,
-}
-
-fn first_format() -> u32 {
-    1
-}
-
-/// The largest checkpoint file read (one holds a path and two numbers).
-const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024;
-
-/// Reads a checkpoint written by [`save_checkpoint`]; `Ok(None)` when `file` does not exist.
-/// A link, a FIFO or another user's file is refused (at once: a FIFO is not waited on).
-pub async fn load_checkpoint(file: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
-    let target = file.to_path_buf();
-    let read = tokio::task::spawn_blocking(move || {
-        crate::core::private_file::read(&target, MAX_CHECKPOINT_BYTES)
-    })
-    .await
-    .unwrap_or_else(|join| {
-        Err(crate::core::private_file::PrivateFileError::Io {
-            path: file.to_path_buf(),
-            source: std::io::Error::other(join.to_string()),
-        })
-    });
-    let bytes = match read {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return Ok(None),
-        Err(error) => {
-            tracing::warn!(%error, "ignoring a tail checkpoint");
-            return Err(CheckpointError::Read {
-                path: file.to_path_buf(),
-                source: error.into(),
+    if let Some(stripped) = body.strip_suffix(b"\r") {
+        body = stripped;
+    }
+    let line = match std::str::from_utf8(body) {
+        Ok(line) => line,
+        Err(err) => {
+            return Some(TailItem::Malformed {
+                offset: start,
+                error: format!("not UTF-8: {err}"),
+                excerpt: excerpt(&String::from_utf8_lossy(body)),
             });
         }
     };
-    let stored: StoredCheckpoint =
-        serde_json::from_slice(&bytes).map_err(|source| CheckpointError::Parse {
-            path: file.to_path_buf(),
-            source,
-        })?;
-    if stored.format > crate::core::format::CHECKPOINT_FORMAT {
-        return Err(CheckpointError::Newer {
-            path: file.to_path_buf(),
-            found: stored.format,
-            supported: crate::core::format::CHECKPOINT_FORMAT,
-        });
+    if line.trim().is_empty() {
+        return None;
     }
-    Ok(Some(stored.checkpoint))
+    match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+        Ok(_) => Some(TailItem::Line {
+            offset: start,
+            line: line.to_owned(),
+        }),
+        Err(err) => Some(TailItem::Malformed {
+            offset: start,
+            error: format!("not JSON: {err}"),
+            excerpt: excerpt(line),
+        }),
+    }
 }
 
-/// The directory holding `path` (`.` for a bare file name).
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Where reading a file found at the tailed path starts, against the checkpoint it resumes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// No file was seen before: offset 0, nothing to announce.
+    Fresh,
+    /// The checkpoint's file, at its offset.
+    At(u64),
+    /// Another file than the checkpoint's (inode or path): offset 0, announced as rotated.
+    Replaced { old_inode: u64 },
+    /// The checkpoint's file, shorter than its offset: offset 0, announced as truncated.
+    Shorter { offset: u64 },
+}
+
+/// Where to start reading `path`, now the file `inode` of `len` bytes, from `resume`.
+fn start_of(resume: Option<&Checkpoint>, path: &Path, inode: u64, len: u64) -> Start {
+    match resume {
+        None => Start::Fresh,
+        Some(checkpoint) if checkpoint.inode != inode || checkpoint.path != path => {
+            Start::Replaced {
+                old_inode: checkpoint.inode,
+            }
+        }
+        Some(checkpoint) if len < checkpoint.offset => Start::Shorter {
+            offset: checkpoint.offset,
+        },
+        Some(checkpoint) => Start::At(checkpoint.offset),
     }
 }
 
@@ -283,54 +211,12 @@ enum Stop {
     ConsumerGone,
 }
 
-/// The file currently being read and the line being assembled from it.
+/// The file currently being read and its line buffer.
 struct OpenFile {
     file: File,
     inode: u64,
-    /// Bytes read from `file` so far: the end of the current, unfinished line.
-    read_pos: u64,
-    /// Where the current, unfinished line starts (right after the last complete line).
-    line_start: u64,
-    /// The bytes of the unfinished line, unless it is being skipped for its length.
-    pending: Vec<u8>,
-    /// Set while skipping a line longer than the limit: its excerpt, kept for the report.
-    oversized: Option<String>,
-}
-
-impl OpenFile {
-    fn new(file: File, inode: u64, offset: u64) -> Self {
-        Self {
-            file,
-            inode,
-            read_pos: offset,
-            line_start: offset,
-            pending: Vec::new(),
-            oversized: None,
-        }
-    }
-
-    /// Forgets the unfinished line after the file was rewound to offset 0.
-    fn rewind(&mut self) {
-        self.read_pos = 0;
-        self.line_start = 0;
-        self.pending.clear();
-        self.oversized = None;
-    }
-
-    /// Appends bytes of the unfinished line, switching to skip mode past `max_line_bytes`.
-    fn push_partial(&mut self, bytes: &[u8], max_line_bytes: usize) {
-        if self.oversized.is_some() {
-            return;
-        }
-        if self.pending.len() + bytes.len() > max_line_bytes {
-            let mut head = std::mem::take(&mut self.pending);
-            let room = (EXCERPT_CHARS * 4).saturating_sub(head.len());
-            head.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            self.oversized = Some(excerpt(&String::from_utf8_lossy(&head)));
-        } else {
-            self.pending.extend_from_slice(bytes);
-        }
-    }
+    /// Its offset is the bytes read from `file` so far.
+    lines: LineBuffer,
 }
 
 struct Tailer {
@@ -363,8 +249,13 @@ impl Tailer {
                 _ = poll.tick() => watch.ensure().await,
             }
         };
-        let offset = self.open.as_ref().map(|open| open.line_start);
+        let offset = self.open.as_ref().map(|open| open.lines.line_start());
         tracing::debug!(path = %self.path.display(), ?offset, reason = ?stop, "tail stopped");
+    }
+
+    /// A line buffer at `offset` with this tail's line limit.
+    fn buffer_at(&self, offset: u64) -> LineBuffer {
+        LineBuffer::at(offset).with_max_line(self.options.max_line_bytes)
     }
 
     /// Reads everything the file has now, after handling a replaced, removed or truncated file.
@@ -382,11 +273,11 @@ impl Tailer {
         if let Some(open) = &mut self.open {
             match current_inode {
                 Some((inode, len)) if inode == open.inode => {
-                    if len < open.read_pos {
+                    if len < open.lines.offset() {
                         tracing::info!(
                             path = %self.path.display(),
                             size = len,
-                            offset = open.read_pos,
+                            offset = open.lines.offset(),
                             "tailed file was truncated; reading it again from the start"
                         );
                         let inode = open.inode;
@@ -431,27 +322,28 @@ impl Tailer {
             }
         };
         let (inode, len) = (meta.ino(), meta.len());
-        let (offset, announce) = match self.resume.take() {
-            None => (0, None),
-            Some(checkpoint) if checkpoint.inode != inode || checkpoint.path != self.path => {
+        let start = start_of(self.resume.take().as_ref(), &self.path, inode, len);
+        let (offset, announce) = match start {
+            Start::Fresh => (0, None),
+            Start::Replaced { old_inode } => {
                 tracing::info!(
                     path = %self.path.display(),
-                    old_inode = checkpoint.inode,
+                    old_inode,
                     new_inode = inode,
                     "tailed file was replaced; reading the new one from the start"
                 );
                 (0, Some(TailItem::Rotated { new_inode: inode }))
             }
-            Some(checkpoint) if len < checkpoint.offset => {
+            Start::Shorter { offset } => {
                 tracing::info!(
                     path = %self.path.display(),
                     size = len,
-                    offset = checkpoint.offset,
+                    offset,
                     "tailed file is shorter than its checkpoint; reading it again from the start"
                 );
                 (0, Some(TailItem::Truncated))
             }
-            Some(checkpoint) => (checkpoint.offset, None),
+            Start::At(offset) => (offset, None),
         };
         let mut file = file;
         if offset > 0
@@ -462,7 +354,11 @@ impl Tailer {
             return Ok(());
         }
         tracing::debug!(path = %self.path.display(), inode, offset, "tailing file");
-        self.open = Some(OpenFile::new(file, inode, offset));
+        self.open = Some(OpenFile {
+            file,
+            inode,
+            lines: self.buffer_at(offset),
+        });
         if let Some(item) = announce {
             self.deliver(item, inode, 0).await?;
         }
@@ -471,6 +367,7 @@ impl Tailer {
 
     /// Rewinds the open file to offset 0 after a truncation, dropping the unfinished line.
     async fn reopen_at_start(&mut self, inode: u64) {
+        let fresh = self.buffer_at(0);
         let Some(open) = &mut self.open else {
             return;
         };
@@ -481,7 +378,7 @@ impl Tailer {
             self.resume = Some(self.checkpoint(inode, 0));
             return;
         }
-        open.rewind();
+        open.lines = fresh;
     }
 
     /// Forgets the open file (replaced or removed). Its unterminated last line, if any, is
@@ -490,18 +387,14 @@ impl Tailer {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
-        let end = open.read_pos;
+        let end = open.lines.offset();
         self.resume = Some(self.checkpoint(open.inode, end));
-        if open.read_pos > open.line_start {
-            let shown = match &open.oversized {
-                Some(shown) => shown.clone(),
-                None => excerpt(&String::from_utf8_lossy(&open.pending)),
+        if let Some((start, shown)) = open.lines.unterminated() {
+            let item = TailItem::Malformed {
+                offset: start,
+                error: "unterminated last line of a file that was replaced or removed".to_owned(),
+                excerpt: excerpt(&String::from_utf8_lossy(shown)),
             };
-            let item = self.malformed(
-                open.line_start,
-                "unterminated last line of a file that was replaced or removed".to_owned(),
-                shown,
-            );
             self.deliver(item, open.inode, end).await?;
         }
         Ok(())
@@ -520,7 +413,7 @@ impl Tailer {
                 Err(err) => {
                     tracing::warn!(
                         path = %self.path.display(),
-                        offset = open.read_pos,
+                        offset = open.lines.offset(),
                         error = %err,
                         "cannot read tailed file"
                     );
@@ -528,75 +421,19 @@ impl Tailer {
                 }
             };
             let inode = open.inode;
+            let max_line_bytes = self.options.max_line_bytes;
             let mut complete = Vec::new();
-            let mut rest = &chunk[..n_read];
-            while let Some(newline) = rest.iter().position(|&byte| byte == b'\n') {
-                let (head, tail) = rest.split_at(newline);
-                rest = &tail[1..];
-                open.push_partial(head, self.options.max_line_bytes);
-                open.read_pos += head.len() as u64 + 1;
-                let start = open.line_start;
-                let body = std::mem::take(&mut open.pending);
-                let oversized = open.oversized.take();
-                open.line_start = open.read_pos;
-                complete.push((start, open.read_pos, body, oversized));
-            }
-            open.push_partial(rest, self.options.max_line_bytes);
-            open.read_pos += rest.len() as u64;
-            for (start, end, body, oversized) in complete {
-                if let Some(item) = self.classify(start, end, body, oversized) {
-                    self.deliver(item, inode, end).await?;
+            open.lines.feed(&chunk[..n_read], |piece| {
+                let end = match piece {
+                    Piece::Line { end, .. } | Piece::Overlong { end, .. } => end,
+                };
+                if let Some(item) = item_of(piece, max_line_bytes) {
+                    complete.push((item, end));
                 }
+            });
+            for (item, end) in complete {
+                self.deliver(item, inode, end).await?;
             }
-        }
-    }
-
-    /// Turns one complete line into the item to deliver; `None` for a blank line.
-    fn classify(
-        &self,
-        start: u64,
-        end: u64,
-        mut body: Vec<u8>,
-        oversized: Option<String>,
-    ) -> Option<TailItem> {
-        if let Some(shown) = oversized {
-            let error = format!(
-                "line of {} bytes is longer than the limit of {} bytes",
-                end - start - 1,
-                self.options.max_line_bytes
-            );
-            return Some(self.malformed(start, error, shown));
-        }
-        if body.last() == Some(&b'\r') {
-            body.pop();
-        }
-        let line = match String::from_utf8(body) {
-            Ok(line) => line,
-            Err(err) => {
-                let error = format!("not UTF-8: {}", err.utf8_error());
-                let shown = excerpt(&String::from_utf8_lossy(err.as_bytes()));
-                return Some(self.malformed(start, error, shown));
-            }
-        };
-        if line.trim().is_empty() {
-            return None;
-        }
-        match serde_json::from_str::<serde::de::IgnoredAny>(&line) {
-            Ok(_) => Some(TailItem::Line {
-                offset: start,
-                line,
-            }),
-            Err(err) => Some(self.malformed(start, format!("not JSON: {err}"), excerpt(&line))),
-        }
-    }
-
-    /// Logs a bad line with path and offset, and builds its item.
-    fn malformed(&self, offset: u64, error: String, excerpt: String) -> TailItem {
-        tracing::warn!(path = %self.path.display(), offset, %error, %excerpt, "malformed JSONL line");
-        TailItem::Malformed {
-            offset,
-            error,
-            excerpt,
         }
     }
 
@@ -608,108 +445,23 @@ impl Tailer {
         }
     }
 
-    /// Sends one item with its checkpoint, waiting while the channel is full.
+    /// Sends one item with its checkpoint, waiting while the channel is full. A bad line is
+    /// logged here first, with path and offset.
     async fn deliver(&self, item: TailItem, inode: u64, offset: u64) -> Result<(), Stop> {
+        if let TailItem::Malformed {
+            offset,
+            error,
+            excerpt,
+        } = &item
+        {
+            tracing::warn!(path = %self.path.display(), offset, %error, %excerpt, "malformed JSONL line");
+        }
         let checkpoint = self.checkpoint(inode, offset);
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => Err(Stop::Cancelled),
             sent = self.tx.send((item, checkpoint)) => sent.map_err(|_| Stop::ConsumerGone),
         }
-    }
-}
-
-/// The inotify watch on the tailed file's directory. It is (re)armed from the poll tick: the
-/// directory may not exist yet, or may be replaced, which silently ends an inotify watch.
-struct DirWatch {
-    mode: WatchMode,
-    dir: PathBuf,
-    file_name: Option<OsString>,
-    wake: Arc<tokio::sync::Notify>,
-    /// The live watcher and the inode of the directory it watches.
-    watcher: Option<(notify::RecommendedWatcher, u64)>,
-    /// Whether a failure to watch was already logged (the poll retries every tick).
-    warned: bool,
-}
-
-impl DirWatch {
-    fn new(path: &Path, mode: WatchMode, wake: Arc<tokio::sync::Notify>) -> Self {
-        Self {
-            mode,
-            dir: parent_dir(path),
-            file_name: path.file_name().map(|name| name.to_os_string()),
-            wake,
-            watcher: None,
-            warned: false,
-        }
-    }
-
-    /// Makes sure the directory as it is now is watched.
-    async fn ensure(&mut self) {
-        if self.mode == WatchMode::PollOnly {
-            return;
-        }
-        let dir_inode = match tokio::fs::metadata(&self.dir).await {
-            Ok(meta) => meta.ino(),
-            Err(_) => {
-                // Not there (yet): the poll covers it until it exists.
-                self.watcher = None;
-                return;
-            }
-        };
-        if self
-            .watcher
-            .as_ref()
-            .is_some_and(|(_, watched)| *watched == dir_inode)
-        {
-            return;
-        }
-        self.watcher = None;
-        match self.watch() {
-            Ok(watcher) => {
-                tracing::debug!(dir = %self.dir.display(), "watching directory of tailed file");
-                self.watcher = Some((watcher, dir_inode));
-                self.warned = false;
-                // Anything that happened before the watch was armed is caught by this read.
-                self.wake.notify_one();
-            }
-            Err(err) => {
-                if !self.warned {
-                    tracing::warn!(
-                        dir = %self.dir.display(),
-                        error = %err,
-                        "cannot watch directory; polling instead"
-                    );
-                    self.warned = true;
-                }
-            }
-        }
-    }
-
-    fn watch(&self) -> notify::Result<notify::RecommendedWatcher> {
-        use notify::Watcher as _;
-        let wake = self.wake.clone();
-        let file_name = self.file_name.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                let relevant = match &event {
-                    Ok(event) => {
-                        event.need_rescan()
-                            || event.paths.is_empty()
-                            || event
-                                .paths
-                                .iter()
-                                .any(|path| path.file_name() == file_name.as_deref())
-                    }
-                    Err(_) => true,
-                };
-                if relevant {
-                    // `Notify` keeps one permit, so a burst of events wakes the tailer once.
-                    wake.notify_one();
-                }
-            })?;
-        watcher.watch(&self.dir, notify::RecursiveMode::NonRecursive)?;
-        Ok(watcher)
     }
 }
 
@@ -721,8 +473,123 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tail::checkpoint::{load_checkpoint, save_checkpoint};
     use std::io::Write as _;
     use tokio::time::timeout;
+
+    /// Recorded Claude Code transcript lines (tests/fixtures/watchers/claude-code), fed to the
+    /// line buffer as the follower does, and what each complete line becomes.
+    #[test]
+    fn lines_become_items_as_the_follower_delivers_them() {
+        let check = |bytes: &[u8], max_line: usize, expect: &[TailItem]| {
+            let mut buffer = LineBuffer::at(0).with_max_line(max_line);
+            let mut got = Vec::new();
+            buffer.feed(bytes, |piece| got.extend(item_of(piece, max_line)));
+            assert_eq!(got, expect, "{}", String::from_utf8_lossy(bytes));
+        };
+        let transcript = include_str!("../../tests/fixtures/watchers/claude-code/api-error.jsonl");
+        let mut offset = 0;
+        let lines: Vec<TailItem> = transcript
+            .lines()
+            .map(|line| {
+                let item = TailItem::Line {
+                    offset,
+                    line: line.to_owned(),
+                };
+                offset += line.len() as u64 + 1;
+                item
+            })
+            .collect();
+        check(transcript.as_bytes(), MAX_LINE_BYTES, &lines);
+        // A `\r\n` ending loses its `\r`; a blank line is no item.
+        check(
+            b"{\"a\":1}\r\n \n\n[2]\n",
+            MAX_LINE_BYTES,
+            &[
+                TailItem::Line {
+                    offset: 0,
+                    line: "{\"a\":1}".into(),
+                },
+                TailItem::Line {
+                    offset: 12,
+                    line: "[2]".into(),
+                },
+            ],
+        );
+        let malformed = |offset, error: &str, excerpt: &str| TailItem::Malformed {
+            offset,
+            error: error.into(),
+            excerpt: excerpt.into(),
+        };
+        check(
+            b"not json\n",
+            MAX_LINE_BYTES,
+            &[malformed(
+                0,
+                "not JSON: expected ident at line 1 column 2",
+                "not json",
+            )],
+        );
+        check(
+            b"\xff\xfe\n",
+            MAX_LINE_BYTES,
+            &[malformed(
+                0,
+                "not UTF-8: invalid utf-8 sequence of 1 bytes from index 0",
+                "\u{fffd}\u{fffd}",
+            )],
+        );
+        let first = transcript.lines().next().unwrap();
+        check(
+            format!("{first}\n").as_bytes(),
+            64,
+            &[malformed(
+                0,
+                &format!(
+                    "line of {} bytes is longer than the limit of 64 bytes",
+                    first.len()
+                ),
+                &first[..200],
+            )],
+        );
+    }
+
+    /// Where a follower starts in the file it finds, against the checkpoint it resumes from.
+    #[test]
+    fn a_resumption_starts_at_the_checkpoint_or_over() {
+        let path = Path::new("/home/me/.claude/projects/-home-me-proj/s.jsonl");
+        let saved = Checkpoint {
+            path: path.to_path_buf(),
+            inode: 42,
+            offset: 100,
+        };
+        let check = |resume: Option<&Checkpoint>, found: &Path, inode, len, expect| {
+            assert_eq!(
+                start_of(resume, found, inode, len),
+                expect,
+                "{resume:?} {inode} {len}"
+            );
+        };
+        check(None, path, 42, 500, Start::Fresh);
+        check(Some(&saved), path, 42, 500, Start::At(100));
+        check(Some(&saved), path, 42, 100, Start::At(100));
+        check(Some(&saved), path, 42, 99, Start::Shorter { offset: 100 });
+        check(
+            Some(&saved),
+            path,
+            43,
+            500,
+            Start::Replaced { old_inode: 42 },
+        );
+        let elsewhere = Path::new("/home/me/.claude/projects/-home-me-proj/t.jsonl");
+        check(
+            Some(&saved),
+            elsewhere,
+            42,
+            500,
+            Start::Replaced { old_inode: 42 },
+        );
+    }
 
     /// How long any single expected item may take to arrive.
     const RECV_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1195,61 +1062,5 @@ mod tests {
         let handle = spawn_tail(path.clone(), None, tx, CancellationToken::new());
         drop(rx);
         timeout(RECV_TIMEOUT, handle).await.unwrap().unwrap();
-    }
-
-    #[tokio::test]
-    async fn checkpoint_round_trips_through_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("cp.json");
-        assert!(load_checkpoint(&file).await.unwrap().is_none());
-        let checkpoint = Checkpoint {
-            path: dir.path().join("t.jsonl"),
-            inode: 42,
-            offset: 1234,
-        };
-        save_checkpoint(&file, &checkpoint).await.unwrap();
-        assert_eq!(
-            load_checkpoint(&file).await.unwrap(),
-            Some(checkpoint.clone())
-        );
-        let moved = Checkpoint {
-            offset: 2000,
-            ..checkpoint
-        };
-        save_checkpoint(&file, &moved).await.unwrap();
-        assert_eq!(load_checkpoint(&file).await.unwrap(), Some(moved));
-        assert!(!dir.path().join("cp.json.tmp").exists());
-
-        std::fs::write(&file, b"{\"path\":").unwrap();
-        let err = load_checkpoint(&file).await.unwrap_err();
-        assert!(matches!(err, CheckpointError::Parse { .. }), "{err}");
-        assert!(err.to_string().contains("cp.json"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn checkpoints_carry_their_format_and_older_ones_still_load() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("cp.json");
-        let checkpoint = Checkpoint {
-            path: "/t.jsonl".into(),
-            inode: 7,
-            offset: 99,
-        };
-        save_checkpoint(&file, &checkpoint).await.unwrap();
-        let stored: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        assert_eq!(stored["format"], crate::core::format::CHECKPOINT_FORMAT);
-        // Written before formats were numbered: no `format`.
-        std::fs::write(&file, br#"{"path":"/t.jsonl","inode":7,"offset":99}"#).unwrap();
-        assert_eq!(load_checkpoint(&file).await.unwrap(), Some(checkpoint));
-        // From a newer cohost: refused, not misread.
-        let newer = crate::core::format::CHECKPOINT_FORMAT + 1;
-        std::fs::write(
-            &file,
-            format!(r#"{{"format":{newer},"path":"/t.jsonl","inode":7,"offset":99,"more":1}}"#),
-        )
-        .unwrap();
-        let err = load_checkpoint(&file).await.unwrap_err();
-        assert!(matches!(err, CheckpointError::Newer { .. }), "{err}");
     }
 }
