@@ -6,4 +6,5 @@
 //! does no I/O, reads no clock and imports nothing of the crate but `protocol`.
 
 pub mod claude;
+pub mod codex;
 pub mod lenient;
