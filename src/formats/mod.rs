@@ -8,3 +8,4 @@
 pub mod claude;
 pub mod codex;
 pub mod lenient;
+pub mod pi;
