@@ -7,5 +7,6 @@
 
 pub mod claude;
 pub mod codex;
+pub mod droid;
 pub mod lenient;
 pub mod pi;
