@@ -10,4 +10,5 @@ pub mod claude;
 pub mod codex;
 pub mod droid;
 pub mod lenient;
+pub mod opencode;
 pub mod pi;
