@@ -5,5 +5,10 @@
 //! read a peer's records through the one `formats/<peer>` module that knows their shapes. It
 //! does no I/O, reads no clock and imports nothing of the crate but `protocol`.
 
+pub mod amp;
 pub mod claude;
+pub mod codex;
+pub mod droid;
 pub mod lenient;
+pub mod opencode;
+pub mod pi;

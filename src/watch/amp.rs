@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use crate::formats::amp::{Message, MessageContent, ThreadFile, Tree};
 use crate::protocol::AgentStatus;
 
 /// Amp's (legacy) watcher format.
@@ -68,40 +69,32 @@ impl Decoder for AmpDecoder {
     fn line(&mut self, _line: &[u8], _at: &Locator, _out: &mut Vec<Observation>) {}
 
     fn snapshot(&mut self, bytes: &[u8], out: &mut Vec<Observation>) {
-        let Ok(thread) = serde_json::from_slice::<Value>(bytes) else {
+        let Some(thread) = ThreadFile::from_slice(bytes) else {
             return;
         };
-        let version = thread["v"].as_u64();
+        let version = thread.v;
         if version.is_some() && version == self.version {
             return;
         }
         self.version = version;
-        if let Some(id) = thread["id"].as_str().filter(|id| !id.is_empty()) {
+        if let Some(id) = thread.id.as_deref().filter(|id| !id.is_empty()) {
             self.thread_id = id.to_string();
         }
-        let messages = thread["messages"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let messages = &thread.messages;
         let (status, rule) = messages
             .last()
             .map_or((None, "no messages"), last_message_status);
         let prompt = messages
             .iter()
             .rev()
-            .filter(|m| m["role"] == "user")
-            .find_map(|m| first_text(&m["content"]));
-        let cwd = thread["env"]["initial"]["trees"][0]["uri"]
-            .as_str()
-            .and_then(file_uri_path);
+            .filter(|m| m.role.as_deref() == Some("user"))
+            .find_map(|m| first_text(m.content.as_ref()));
+        let cwd = thread.first_tree().and_then(Tree::path);
         out.push(Observation {
             thread_id: self.thread_id.clone(),
             status,
             cwd,
-            title: thread["title"]
-                .as_str()
-                .filter(|t| !t.trim().is_empty())
-                .map(str::to_string),
+            title: thread.title.filter(|t| !t.trim().is_empty()),
             last_user_prompt: prompt,
             rule: format!("amp: thread v{} {rule}", version.unwrap_or(0)),
             ..Observation::default()
@@ -122,15 +115,13 @@ impl Decoder for AmpDecoder {
     }
 }
 
-fn last_message_status(message: &Value) -> (Option<AgentStatus>, &'static str) {
-    let content = message["content"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    match message["role"].as_str() {
+fn last_message_status(message: &Message) -> (Option<AgentStatus>, &'static str) {
+    match message.role.as_deref() {
         Some("user") => {
-            let in_progress = content.iter().any(|item| {
-                item["type"] == "tool_result" && item["run"]["status"] == "in-progress"
+            let in_progress = message.items().iter().any(|item| {
+                item.kind.as_deref() == Some("tool_result")
+                    && item.run.as_ref().and_then(|run| run.status.as_deref())
+                        == Some("in-progress")
             });
             if in_progress {
                 (
@@ -141,72 +132,48 @@ fn last_message_status(message: &Value) -> (Option<AgentStatus>, &'static str) {
                 (Some(AgentStatus::Running), "last message user → running")
             }
         }
-        Some("assistant") => match message["state"]["type"].as_str() {
-            None | Some("streaming") => (
-                Some(AgentStatus::Running),
-                "last message assistant streaming → running",
-            ),
-            Some("cancelled") => (
-                Some(AgentStatus::Interrupted),
-                "last message assistant cancelled → interrupted",
-            ),
-            Some("complete") => match message["state"]["stopReason"].as_str() {
-                Some("end_turn") => (
-                    Some(AgentStatus::Done),
-                    "last message assistant complete end_turn → done",
-                ),
-                Some("tool_use") => (
+        Some("assistant") => {
+            let state = message.state.as_ref();
+            match state.and_then(|state| state.kind.as_deref()) {
+                None | Some("streaming") => (
                     Some(AgentStatus::Running),
-                    "last message assistant complete tool_use → running",
+                    "last message assistant streaming → running",
                 ),
-                _ => (
-                    Some(AgentStatus::Error),
-                    "last message assistant complete, other stopReason → error",
+                Some("cancelled") => (
+                    Some(AgentStatus::Interrupted),
+                    "last message assistant cancelled → interrupted",
                 ),
-            },
-            Some(_) => (None, "last message assistant, unknown state"),
-        },
+                Some("complete") => match state.and_then(|state| state.stop_reason.as_deref()) {
+                    Some("end_turn") => (
+                        Some(AgentStatus::Done),
+                        "last message assistant complete end_turn → done",
+                    ),
+                    Some("tool_use") => (
+                        Some(AgentStatus::Running),
+                        "last message assistant complete tool_use → running",
+                    ),
+                    _ => (
+                        Some(AgentStatus::Error),
+                        "last message assistant complete, other stopReason → error",
+                    ),
+                },
+                Some(_) => (None, "last message assistant, unknown state"),
+            }
+        }
         _ => (None, "last message of unknown role"),
     }
 }
 
-fn first_text(content: &Value) -> Option<String> {
-    match content {
-        Value::String(text) => Some(text.trim().to_string()),
-        Value::Array(items) => items
+fn first_text(content: Option<&MessageContent>) -> Option<String> {
+    match content? {
+        MessageContent::Text(text) => Some(text.trim().to_string()),
+        MessageContent::Items(items) => items
             .iter()
-            .filter(|item| item["type"] == "text")
-            .find_map(|item| item["text"].as_str())
+            .filter(|item| item.kind.as_deref() == Some("text"))
+            .find_map(|item| item.text.as_deref())
             .map(|text| text.trim().to_string()),
-        _ => None,
     }
     .filter(|text| !text.is_empty())
-}
-
-/// `file:///home/me/other%20proj` → `/home/me/other proj`.
-fn file_uri_path(uri: &str) -> Option<PathBuf> {
-    let path = uri.strip_prefix("file://")?;
-    let bytes = path.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                decoded.push(byte);
-                i += 3;
-            }
-            None => {
-                decoded.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(decoded).ok().map(PathBuf::from)
 }
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ use super::format::{
     Decoder, FileKind, Format, Locator, Observation, ProcessFacts, ThreadFacts, WatchEnv,
     WatchedAgent,
 };
+use crate::formats::codex::{
+    ContentItem, EventMsg, ResponseItem, RolloutItem, RolloutLine, SessionIndexEntry,
+};
 use crate::protocol::AgentStatus;
 
 /// The Codex watcher.
@@ -125,20 +128,20 @@ struct IndexDecoder;
 
 impl Decoder for IndexDecoder {
     fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        let Some(entry) = SessionIndexEntry::from_slice(line) else {
             return;
         };
-        let (Some(id), Some(name)) = (value["id"].as_str(), value["thread_name"].as_str()) else {
+        let (Some(id), Some(name)) = (entry.id, entry.thread_name) else {
             return;
         };
         if name.trim().is_empty() {
             return;
         }
         out.push(Observation {
-            thread_id: id.to_string(),
-            title: Some(name.to_string()),
+            thread_id: id,
+            title: Some(name),
             rule: "codex: session_index.jsonl thread_name → title (last wins)".into(),
-            record_ts: value["updated_at"].as_str().and_then(super::rfc3339_ms),
+            record_ts: entry.updated_at.as_deref().and_then(super::rfc3339_ms),
             ..Observation::default()
         });
     }
@@ -172,22 +175,21 @@ fn is_prompt_text(text: &str) -> bool {
 }
 
 /// The text of a `content` array (`[{type, text}]`).
-fn content_text(content: &Value) -> Option<String> {
+fn content_text(content: &[ContentItem]) -> Option<String> {
     let parts: Vec<&str> = content
-        .as_array()?
         .iter()
-        .filter_map(|part| part["text"].as_str())
+        .filter_map(|part| part.text.as_deref())
         .collect();
     (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 impl RolloutDecoder {
-    fn observe(&self, value: &Value, status: Option<AgentStatus>, rule: &str) -> Observation {
+    fn observe(&self, line: &RolloutLine, status: Option<AgentStatus>, rule: &str) -> Observation {
         Observation {
             thread_id: self.state.thread_id.clone(),
             status,
             rule: format!("codex: {rule}"),
-            record_ts: value["timestamp"].as_str().and_then(super::rfc3339_ms),
+            record_ts: line.timestamp.as_deref().and_then(super::rfc3339_ms),
             ..Observation::default()
         }
     }
@@ -199,130 +201,146 @@ impl RolloutDecoder {
             AgentStatus::ToolRunning
         }
     }
+
+    fn event(&mut self, line: &RolloutLine, event: &EventMsg, out: &mut Vec<Observation>) {
+        match event {
+            EventMsg::TaskStarted => {
+                self.state.open_calls.clear();
+                out.push(self.observe(
+                    line,
+                    Some(AgentStatus::Running),
+                    "event_msg/task_started → running",
+                ));
+            }
+            EventMsg::TaskComplete(complete) => {
+                self.state.open_calls.clear();
+                out.push(if complete.has_error() {
+                    self.observe(
+                        line,
+                        Some(AgentStatus::Error),
+                        "event_msg/task_complete with error → error",
+                    )
+                } else {
+                    self.observe(
+                        line,
+                        Some(AgentStatus::Done),
+                        "event_msg/task_complete → done",
+                    )
+                });
+            }
+            EventMsg::TurnAborted(aborted) => {
+                self.state.open_calls.clear();
+                let reason = aborted.reason.as_deref().unwrap_or("unknown");
+                out.push(self.observe(
+                    line,
+                    Some(AgentStatus::Interrupted),
+                    &format!("event_msg/turn_aborted ({reason}) → interrupted"),
+                ));
+            }
+            EventMsg::ItemCompleted(completed) => {
+                let Some(item) = completed
+                    .item
+                    .as_ref()
+                    .filter(|item| item.kind.as_deref() == Some("UserMessage"))
+                else {
+                    return;
+                };
+                if let Some(text) = content_text(&item.content)
+                    && is_prompt_text(&text)
+                {
+                    let mut obs =
+                        self.observe(line, None, "event_msg/item_completed UserMessage → prompt");
+                    obs.last_user_prompt = Some(text);
+                    out.push(obs);
+                }
+            }
+            EventMsg::UserMessage(message) => {
+                if let Some(text) = message.message.as_deref().filter(|t| is_prompt_text(t)) {
+                    let mut obs = self.observe(line, None, "event_msg/user_message → prompt");
+                    obs.last_user_prompt = Some(text.to_string());
+                    out.push(obs);
+                }
+            }
+            EventMsg::Other(_) => {}
+        }
+    }
+
+    fn response_item(
+        &mut self,
+        line: &RolloutLine,
+        item: &ResponseItem,
+        out: &mut Vec<Observation>,
+    ) {
+        let kind = item.kind();
+        match item {
+            ResponseItem::FunctionCall(call)
+            | ResponseItem::CustomToolCall(call)
+            | ResponseItem::LocalShellCall(call) => {
+                if let Some(id) = call.call_id.as_ref().or(call.id.as_ref()) {
+                    self.state.open_calls.insert(id.clone());
+                }
+                out.push(self.observe(
+                    line,
+                    Some(AgentStatus::ToolRunning),
+                    &format!("response_item/{kind} without output → tool-running"),
+                ));
+            }
+            ResponseItem::FunctionCallOutput(output)
+            | ResponseItem::CustomToolCallOutput(output)
+            | ResponseItem::LocalShellCallOutput(output) => {
+                if let Some(id) = &output.call_id {
+                    self.state.open_calls.remove(id);
+                }
+                let status = self.after_call();
+                out.push(self.observe(
+                    line,
+                    Some(status),
+                    &format!("response_item/{kind} → running"),
+                ));
+            }
+            ResponseItem::Message(message) if message.role.as_deref() == Some("user") => {
+                if let Some(text) = content_text(&message.content)
+                    && is_prompt_text(&text)
+                {
+                    let mut obs =
+                        self.observe(line, None, "response_item/message role=user → prompt");
+                    obs.last_user_prompt = Some(text);
+                    out.push(obs);
+                }
+            }
+            ResponseItem::Message(_) | ResponseItem::Other(_) => {}
+        }
+    }
 }
 
 impl Decoder for RolloutDecoder {
     fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        let Some(line) = RolloutLine::from_slice(line) else {
             return;
         };
-        let payload = &value["payload"];
-        let kind = payload["type"].as_str().unwrap_or_default();
-        match value["type"].as_str().unwrap_or_default() {
-            "session_meta" => {
-                if let Some(id) = payload["id"].as_str()
+        match &line.item {
+            RolloutItem::SessionMeta(meta) => {
+                if let Some(id) = meta.id.as_deref()
                     && id != self.state.thread_id
                     && !id.is_empty()
                     && self.state.thread_id.is_empty()
                 {
                     self.state.thread_id = id.to_string();
                 }
-                let mut obs = self.observe(&value, None, "session_meta → cwd");
-                obs.cwd = payload["cwd"].as_str().map(PathBuf::from);
+                let mut obs = self.observe(&line, None, "session_meta → cwd");
+                obs.cwd = meta.cwd.as_deref().map(PathBuf::from);
                 out.push(obs);
             }
-            "turn_context" => {
-                let mut obs = self.observe(&value, None, "turn_context → cwd");
-                obs.cwd = payload["cwd"].as_str().map(PathBuf::from);
+            RolloutItem::TurnContext(context) => {
+                let mut obs = self.observe(&line, None, "turn_context → cwd");
+                obs.cwd = context.cwd.as_deref().map(PathBuf::from);
                 if obs.cwd.is_some() {
                     out.push(obs);
                 }
             }
-            "event_msg" => match kind {
-                "task_started" => {
-                    self.state.open_calls.clear();
-                    out.push(self.observe(
-                        &value,
-                        Some(AgentStatus::Running),
-                        "event_msg/task_started → running",
-                    ));
-                }
-                "task_complete" => {
-                    self.state.open_calls.clear();
-                    let failed = !payload["error"].is_null();
-                    out.push(if failed {
-                        self.observe(
-                            &value,
-                            Some(AgentStatus::Error),
-                            "event_msg/task_complete with error → error",
-                        )
-                    } else {
-                        self.observe(
-                            &value,
-                            Some(AgentStatus::Done),
-                            "event_msg/task_complete → done",
-                        )
-                    });
-                }
-                "turn_aborted" => {
-                    self.state.open_calls.clear();
-                    let reason = payload["reason"].as_str().unwrap_or("unknown");
-                    out.push(self.observe(
-                        &value,
-                        Some(AgentStatus::Interrupted),
-                        &format!("event_msg/turn_aborted ({reason}) → interrupted"),
-                    ));
-                }
-                "item_completed" if payload["item"]["type"] == "UserMessage" => {
-                    if let Some(text) = content_text(&payload["item"]["content"])
-                        && is_prompt_text(&text)
-                    {
-                        let mut obs = self.observe(
-                            &value,
-                            None,
-                            "event_msg/item_completed UserMessage → prompt",
-                        );
-                        obs.last_user_prompt = Some(text);
-                        out.push(obs);
-                    }
-                }
-                "user_message" => {
-                    if let Some(text) = payload["message"].as_str().filter(|t| is_prompt_text(t)) {
-                        let mut obs = self.observe(&value, None, "event_msg/user_message → prompt");
-                        obs.last_user_prompt = Some(text.to_string());
-                        out.push(obs);
-                    }
-                }
-                _ => {}
-            },
-            "response_item" => match kind {
-                "function_call" | "custom_tool_call" | "local_shell_call" => {
-                    if let Some(id) = payload["call_id"]
-                        .as_str()
-                        .or_else(|| payload["id"].as_str())
-                    {
-                        self.state.open_calls.insert(id.to_string());
-                    }
-                    out.push(self.observe(
-                        &value,
-                        Some(AgentStatus::ToolRunning),
-                        &format!("response_item/{kind} without output → tool-running"),
-                    ));
-                }
-                "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
-                    if let Some(id) = payload["call_id"].as_str() {
-                        self.state.open_calls.remove(id);
-                    }
-                    let status = self.after_call();
-                    out.push(self.observe(
-                        &value,
-                        Some(status),
-                        &format!("response_item/{kind} → running"),
-                    ));
-                }
-                "message" if payload["role"] == "user" => {
-                    if let Some(text) = content_text(&payload["content"])
-                        && is_prompt_text(&text)
-                    {
-                        let mut obs =
-                            self.observe(&value, None, "response_item/message role=user → prompt");
-                        obs.last_user_prompt = Some(text);
-                        out.push(obs);
-                    }
-                }
-                _ => {}
-            },
-            _ => {}
+            RolloutItem::EventMsg(event) => self.event(&line, event, out),
+            RolloutItem::ResponseItem(item) => self.response_item(&line, item, out),
+            RolloutItem::Other(_) => {}
         }
     }
 

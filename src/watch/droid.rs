@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
+use crate::formats::droid::{
+    ContentBlock, LockOwner, MessageRecord, Role, SessionLine, SessionRecord,
+};
 use crate::protocol::AgentStatus;
 
 /// Droid's watcher format.
@@ -100,18 +103,19 @@ impl DroidDecoder {
         }
     }
 
-    fn message(&mut self, record: &Value) -> Option<Observation> {
-        let message = &record["message"];
-        let id = record["id"].as_str().unwrap_or_default();
-        let blocks = message["content"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let of_type = |kind: &'static str| blocks.iter().filter(move |b| b["type"] == kind);
-        let observation = match message["role"].as_str()? {
-            "user" => {
+    fn message(&mut self, record: &MessageRecord) -> Option<Observation> {
+        let message = record.message.as_ref()?;
+        let id = record.id.as_deref().unwrap_or_default();
+        let blocks: &[ContentBlock] = &message.content;
+        let of_type = |kind: &'static str| {
+            blocks
+                .iter()
+                .filter(move |b| b.kind.as_deref() == Some(kind))
+        };
+        let observation = match message.role.as_ref()? {
+            Role::User => {
                 let results: Vec<&str> = of_type("tool_result")
-                    .filter_map(|b| b["tool_use_id"].as_str())
+                    .filter_map(|b| b.tool_use_id.as_deref())
                     .collect();
                 if !results.is_empty() {
                     for id in results {
@@ -133,11 +137,11 @@ impl DroidDecoder {
                 }
                 // Injected context (`context-…`, `<system-reminder>`) and notices shown to the
                 // user only (`visibility`, e.g. `BYOK Error: …`) are not prompts.
-                if id.starts_with("context-") || !message["visibility"].is_null() {
+                if id.starts_with("context-") || message.has_visibility() {
                     return None;
                 }
                 let prompt = of_type("text")
-                    .filter_map(|b| b["text"].as_str())
+                    .filter_map(|b| b.text.as_deref())
                     .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
                     .collect::<Vec<_>>()
                     .join("\n")
@@ -153,10 +157,9 @@ impl DroidDecoder {
                     ..self.observation("message/user prompt → running")
                 }
             }
-            "assistant" => {
-                let uses: BTreeSet<String> = of_type("tool_use")
-                    .filter_map(|b| b["id"].as_str().map(str::to_string))
-                    .collect();
+            Role::Assistant => {
+                let uses: BTreeSet<String> =
+                    of_type("tool_use").filter_map(|b| b.id.clone()).collect();
                 if uses.is_empty() {
                     Observation {
                         status: Some(AgentStatus::Running),
@@ -172,7 +175,7 @@ impl DroidDecoder {
                     }
                 }
             }
-            _ => return None,
+            Role::Other(_) => return None,
         };
         Some(observation)
     }
@@ -180,32 +183,29 @@ impl DroidDecoder {
 
 impl Decoder for DroidDecoder {
     fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
-        let Ok(record) = serde_json::from_slice::<Value>(line) else {
+        let Some(line) = SessionLine::from_slice(line) else {
             return;
         };
-        let record_ts = record["timestamp"].as_str().and_then(iso_ms);
-        let observation = match record["type"].as_str() {
-            Some("session_start") => {
-                if let Some(id) = record["id"].as_str().filter(|id| !id.is_empty()) {
-                    self.thread_id = id.to_string();
+        let record_ts = line.timestamp.as_deref().and_then(iso_ms);
+        let observation = match line.record {
+            SessionRecord::SessionStart(start) => {
+                if let Some(id) = start.id.filter(|id| !id.is_empty()) {
+                    self.thread_id = id;
                 }
                 Observation {
                     status: Some(AgentStatus::Idle),
-                    cwd: record["cwd"].as_str().map(PathBuf::from),
-                    title: record["title"]
-                        .as_str()
-                        .filter(|t| !t.trim().is_empty())
-                        .map(str::to_string),
+                    cwd: start.cwd.map(PathBuf::from),
+                    title: start.title.filter(|t| !t.trim().is_empty()),
                     ..self.observation("session_start (thread id, title, cwd) → idle")
                 }
             }
-            Some("message") => match self.message(&record) {
+            SessionRecord::Message(record) => match self.message(&record) {
                 Some(observation) => observation,
                 None => return,
             },
-            Some("agent_turn_outcome") => {
+            SessionRecord::AgentTurnOutcome(outcome) => {
                 self.open_tool_uses.clear();
-                let reason = record["reason"].as_str().unwrap_or_default();
+                let reason = outcome.reason.as_deref().unwrap_or_default();
                 let lower = reason.to_ascii_lowercase();
                 let status = if reason == "completed" {
                     AgentStatus::Done
@@ -225,7 +225,7 @@ impl Decoder for DroidDecoder {
                     ))
                 }
             }
-            _ => return,
+            SessionRecord::Other(_) => return,
         };
         out.push(Observation {
             record_ts,
@@ -247,9 +247,8 @@ impl Decoder for LockDecoder {
     fn line(&mut self, _line: &[u8], _at: &Locator, _out: &mut Vec<Observation>) {}
 
     fn snapshot(&mut self, bytes: &[u8], out: &mut Vec<Observation>) {
-        let Some(pid) = serde_json::from_slice::<Value>(bytes)
-            .ok()
-            .and_then(|owner| owner["pid"].as_u64())
+        let Some(pid) = LockOwner::from_slice(bytes)
+            .and_then(|owner| owner.pid)
             .and_then(|pid| u32::try_from(pid).ok())
         else {
             return;

@@ -27,10 +27,11 @@ use serde_json::Value;
 use super::format::{
     Decoder, FileKind, Format, Locator, Observation, TableFollower, WatchEnv, WatchedAgent,
 };
+use crate::formats::opencode::{
+    EVENT_TABLE, Event, EventPayload, EventRow, MessageInfo, PartUpdate, Role, SessionInfo,
+};
 use crate::protocol::AgentStatus;
 
-/// The journal the follower reads.
-const EVENT_TABLE: &str = "event";
 /// Rows read per query: bounds the memory of one poll, not how many are read.
 const BATCH_ROWS: i64 = 500;
 /// On a first start (no checkpoint), how far back in the journal to begin: the tail of recent
@@ -269,21 +270,13 @@ impl Journal {
         data: &[u8],
         out: &mut Vec<Observation>,
     ) {
-        let Ok(data) = serde_json::from_slice::<Value>(data) else {
+        let Some(event) = Event::parse(kind, data) else {
             return;
         };
-        let session_id = data["sessionID"]
-            .as_str()
-            .unwrap_or(aggregate_id)
-            .to_string();
+        let session_id = event.session_id.unwrap_or_else(|| aggregate_id.to_string());
         if session_id.is_empty() {
             return;
         }
-        // `session.created.1` → `session.created`: the version suffix is not part of the name.
-        let name = kind
-            .rsplit_once('.')
-            .filter(|(_, v)| v.chars().all(|c| c.is_ascii_digit()))
-            .map_or(kind, |(name, _)| name);
         if !self.sessions.contains_key(&session_id) && self.sessions.len() >= MAX_SESSIONS {
             self.forget_oldest();
         }
@@ -293,17 +286,17 @@ impl Journal {
             thread_id: session_id,
             ..Observation::default()
         };
-        let observation = match name {
-            "session.created" | "session.updated" => session_row(state, &data["info"], base),
-            "session.deleted" => Some(Observation {
+        let observation = match &event.payload {
+            EventPayload::Session(info) => session_row(state, info, base),
+            EventPayload::SessionDeleted => Some(Observation {
                 ended: true,
                 rule: format!("opencode: {kind} → ended"),
                 ..base
             }),
             _ if state.child => None,
-            "message.updated" => message_row(state, &data["info"], kind, base),
-            "message.part.updated" => part_row(state, &data, kind, base),
-            _ => None,
+            EventPayload::Message(info) => message_row(state, info, kind, base),
+            EventPayload::Part(update) => part_row(state, update, kind, base),
+            EventPayload::Other(_) => None,
         };
         out.extend(observation);
     }
@@ -320,19 +313,23 @@ impl Journal {
     }
 }
 
-fn session_row(state: &mut SessionState, info: &Value, base: Observation) -> Option<Observation> {
-    if info["parentID"].as_str().is_some_and(|p| !p.is_empty()) {
+fn session_row(
+    state: &mut SessionState,
+    info: &SessionInfo,
+    base: Observation,
+) -> Option<Observation> {
+    if info.parent_id.as_deref().is_some_and(|p| !p.is_empty()) {
         state.child = true;
     }
     if state.child {
         return None;
     }
-    let title = info["title"]
-        .as_str()
-        .filter(|t| !t.trim().is_empty() && !t.starts_with("New session - "))
-        .map(str::to_string);
-    let cwd = info["directory"].as_str().map(str::to_string);
-    let archived = !info["time"]["archived"].is_null();
+    let title = info
+        .title
+        .clone()
+        .filter(|t| !t.trim().is_empty() && !t.starts_with("New session - "));
+    let cwd = info.directory.clone();
+    let archived = info.is_archived();
     let new_title = title.filter(|t| state.title.as_ref() != Some(t));
     let new_cwd = cwd.filter(|c| state.cwd.as_ref() != Some(c));
     if new_title.is_none() && new_cwd.is_none() && !archived {
@@ -344,7 +341,7 @@ fn session_row(state: &mut SessionState, info: &Value, base: Observation) -> Opt
         title: new_title,
         cwd: new_cwd.map(PathBuf::from),
         ended: archived,
-        record_ts: info["time"]["updated"].as_u64(),
+        record_ts: info.updated(),
         rule: if archived {
             "opencode: session time.archived → ended".to_string()
         } else {
@@ -356,14 +353,14 @@ fn session_row(state: &mut SessionState, info: &Value, base: Observation) -> Opt
 
 fn message_row(
     state: &mut SessionState,
-    info: &Value,
+    info: &MessageInfo,
     kind: &str,
     base: Observation,
 ) -> Option<Observation> {
-    let id = info["id"].as_str()?.to_string();
-    let created = info["time"]["created"].as_u64().unwrap_or(0);
-    let (status, rule) = match info["role"].as_str()? {
-        "user" => {
+    let id = info.id.clone()?;
+    let created = info.created().unwrap_or(0);
+    let (status, rule) = match info.role.as_ref()? {
+        Role::User => {
             // OpenCode re-writes a user message (its diff summary) after the turn: only a newer
             // one opens a turn.
             if created <= state.user_created {
@@ -377,7 +374,7 @@ fn message_row(
             state.open_tools.clear();
             (AgentStatus::Running, "user message → running".to_string())
         }
-        "assistant" => {
+        Role::Assistant => {
             if created < state.assistant_created {
                 return None;
             }
@@ -388,22 +385,20 @@ fn message_row(
             }
             assistant_status(state, info)
         }
-        _ => return None,
+        Role::Other(_) => return None,
     };
     report(
         state,
         status,
         format!("opencode: {kind} {rule}"),
-        info["time"]["completed"]
-            .as_u64()
-            .or(info["time"]["created"].as_u64()),
+        info.completed().or(info.created()),
         base,
     )
 }
 
-fn assistant_status(state: &SessionState, info: &Value) -> (AgentStatus, String) {
-    if let Some(error) = info["error"].as_object() {
-        let name = error.get("name").and_then(Value::as_str).unwrap_or("error");
+fn assistant_status(state: &SessionState, info: &MessageInfo) -> (AgentStatus, String) {
+    if let Some(error) = &info.error {
+        let name = error.name.as_deref().unwrap_or("error");
         return if name == "MessageAbortedError" {
             (
                 AgentStatus::Interrupted,
@@ -416,8 +411,8 @@ fn assistant_status(state: &SessionState, info: &Value) -> (AgentStatus, String)
             )
         };
     }
-    let completed = !info["time"]["completed"].is_null();
-    match info["finish"].as_str() {
+    let completed = info.is_completed();
+    match info.finish.as_deref() {
         Some(finish @ ("stop" | "unknown" | "length")) if completed => (
             AgentStatus::Done,
             format!("assistant finish {finish} + time.completed → done"),
@@ -437,19 +432,18 @@ fn assistant_status(state: &SessionState, info: &Value) -> (AgentStatus, String)
 
 fn part_row(
     state: &mut SessionState,
-    data: &Value,
+    update: &PartUpdate,
     kind: &str,
     base: Observation,
 ) -> Option<Observation> {
-    let part = &data["part"];
-    let part_id = part["id"].as_str()?.to_string();
-    let message_id = part["messageID"].as_str().unwrap_or_default();
-    let record_ts = data["time"].as_u64();
-    match part["type"].as_str()? {
+    let part = update.part.as_ref()?;
+    let part_id = part.id.clone()?;
+    let message_id = part.message_id.as_deref().unwrap_or_default();
+    let record_ts = update.time;
+    match part.kind.as_deref()? {
         "text" if state.user_messages.iter().any(|m| m == message_id) => {
-            let synthetic = part["synthetic"].as_bool().unwrap_or(false)
-                || part["ignored"].as_bool().unwrap_or(false);
-            let text = part["text"].as_str().unwrap_or_default().trim();
+            let synthetic = part.synthetic.unwrap_or(false) || part.ignored.unwrap_or(false);
+            let text = part.text.as_deref().unwrap_or_default().trim();
             if synthetic || text.is_empty() {
                 return None;
             }
@@ -461,7 +455,11 @@ fn part_row(
             })
         }
         "tool" if state.assistant_id.as_deref() == Some(message_id) => {
-            let tool_status = part["state"]["status"].as_str().unwrap_or_default();
+            let tool_status = part
+                .state
+                .as_ref()
+                .and_then(|state| state.status.as_deref())
+                .unwrap_or_default();
             let (status, rule) = if matches!(tool_status, "pending" | "running") {
                 state.open_tools.insert(part_id);
                 (
@@ -514,18 +512,14 @@ impl Decoder for Journal {
     /// One `event` row as a JSON line: `{"rowid","aggregate_id","type","data"}` (`data` the
     /// column's text).
     fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
-        let Ok(row) = serde_json::from_slice::<Value>(line) else {
+        let Some(row) = EventRow::from_slice(line) else {
             return;
         };
-        let (Some(rowid), Some(kind), Some(data)) = (
-            row["rowid"].as_i64(),
-            row["type"].as_str(),
-            row["data"].as_str(),
-        ) else {
+        let (Some(rowid), Some(kind), Some(data)) = (row.rowid, row.kind, row.data) else {
             return;
         };
-        let aggregate_id = row["aggregate_id"].as_str().unwrap_or_default();
-        self.row(rowid, aggregate_id, kind, data.as_bytes(), out);
+        let aggregate_id = row.aggregate_id.unwrap_or_default();
+        self.row(rowid, &aggregate_id, &kind, data.as_bytes(), out);
     }
 
     fn save(&self) -> Value {

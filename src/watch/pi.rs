@@ -19,6 +19,9 @@ use super::format::{
     Decoder, FileKind, Format, Locator, Observation, ProcessFacts, ThreadFacts, WatchEnv,
     WatchedAgent,
 };
+use crate::formats::pi::{
+    AgentMessage, MessageContent, MessageEntry, Role, SessionEntry, Settings, StopReason,
+};
 use crate::protocol::AgentStatus;
 
 /// Pi's watcher format.
@@ -43,8 +46,8 @@ impl Format for Pi {
             .unwrap_or_else(|| env.home.join(".pi/agent"));
         let configured = std::fs::read(agent_dir.join("settings.json"))
             .ok()
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-            .and_then(|settings| settings["sessionDir"].as_str().map(str::to_string))
+            .and_then(|bytes| Settings::from_slice(&bytes))
+            .and_then(|settings| settings.session_dir)
             .filter(|dir| !dir.is_empty());
         match configured {
             Some(dir) => vec![expand_home(&dir, env)],
@@ -126,15 +129,17 @@ impl PiDecoder {
         }
     }
 
-    fn message(&mut self, entry: &Value, out: &mut Vec<Observation>) {
-        let message = &entry["message"];
-        let record_ts = message["timestamp"]
-            .as_u64()
-            .or_else(|| entry["timestamp"].as_str().and_then(iso_ms));
-        let observation = match message["role"].as_str() {
-            Some("user") => {
+    fn message(&mut self, entry: &MessageEntry, out: &mut Vec<Observation>) {
+        let Some(message) = &entry.message else {
+            return;
+        };
+        let record_ts = message
+            .timestamp
+            .or_else(|| entry.timestamp.as_deref().and_then(iso_ms));
+        let observation = match &message.role {
+            Some(Role::User) => {
                 self.open_tool_calls.clear();
-                let prompt = text_of(&message["content"]);
+                let prompt = text_of(message.content.as_ref());
                 let title = (!self.titled && !prompt.is_empty()).then(|| prompt.clone());
                 self.titled |= title.is_some();
                 Observation {
@@ -144,8 +149,8 @@ impl PiDecoder {
                     ..self.observation("message/user → running")
                 }
             }
-            Some("toolResult") => {
-                if let Some(id) = message["toolCallId"].as_str() {
+            Some(Role::ToolResult) => {
+                if let Some(id) = &message.tool_call_id {
                     self.open_tool_calls.remove(id);
                 }
                 if self.open_tool_calls.is_empty() {
@@ -160,40 +165,33 @@ impl PiDecoder {
                     }
                 }
             }
-            Some("assistant") => {
-                let stop_reason = message["stopReason"].as_str().unwrap_or_default();
-                let (status, rule) = match stop_reason {
-                    "toolUse" => {
-                        self.open_tool_calls = message["content"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter(|block| block["type"] == "toolCall")
-                            .filter_map(|block| block["id"].as_str().map(str::to_string))
-                            .collect();
+            Some(Role::Assistant) => {
+                let (status, rule) = match &message.stop_reason {
+                    Some(StopReason::ToolUse) => {
+                        self.open_tool_calls = tool_call_ids(message);
                         (
                             AgentStatus::ToolRunning,
                             "message/assistant stopReason toolUse → tool-running",
                         )
                     }
-                    "stop" => (
+                    Some(StopReason::Stop) => (
                         AgentStatus::Done,
                         "message/assistant stopReason stop → done",
                     ),
-                    "length" => (
+                    Some(StopReason::Length) => (
                         AgentStatus::Done,
                         "message/assistant stopReason length (cut at the token limit) → done",
                     ),
-                    "aborted" => (
+                    Some(StopReason::Aborted) => (
                         AgentStatus::Interrupted,
                         "message/assistant stopReason aborted → interrupted",
                     ),
-                    "error" => (
+                    Some(StopReason::Error) => (
                         AgentStatus::Error,
                         "message/assistant stopReason error → error",
                     ),
                     // An assistant message without a known stop reason says nothing new.
-                    _ => return,
+                    Some(StopReason::Other(_)) | None => return,
                 };
                 if status != AgentStatus::ToolRunning {
                     self.open_tool_calls.clear();
@@ -215,33 +213,33 @@ impl PiDecoder {
 
 impl Decoder for PiDecoder {
     fn line(&mut self, line: &[u8], _at: &Locator, out: &mut Vec<Observation>) {
-        let Ok(entry) = serde_json::from_slice::<Value>(line) else {
+        let Some(entry) = SessionEntry::from_slice(line) else {
             return;
         };
-        match entry["type"].as_str() {
-            Some("session") => {
-                if let Some(id) = entry["id"].as_str().filter(|id| !id.is_empty()) {
-                    self.thread_id = id.to_string();
+        match entry {
+            SessionEntry::Session(header) => {
+                if let Some(id) = header.id.filter(|id| !id.is_empty()) {
+                    self.thread_id = id;
                 }
                 out.push(Observation {
-                    cwd: entry["cwd"].as_str().map(PathBuf::from),
-                    record_ts: entry["timestamp"].as_str().and_then(iso_ms),
+                    cwd: header.cwd.map(PathBuf::from),
+                    record_ts: header.timestamp.as_deref().and_then(iso_ms),
                     ..self.observation("session header (thread id, cwd)")
                 });
             }
-            Some("message") => self.message(&entry, out),
-            Some("session_info") => {
-                let Some(name) = entry["name"].as_str().filter(|n| !n.trim().is_empty()) else {
+            SessionEntry::Message(message) => self.message(&message, out),
+            SessionEntry::SessionInfo(info) => {
+                let Some(name) = info.name.filter(|n| !n.trim().is_empty()) else {
                     return;
                 };
                 self.titled = true;
                 out.push(Observation {
-                    title: Some(name.to_string()),
-                    record_ts: entry["timestamp"].as_str().and_then(iso_ms),
+                    title: Some(name),
+                    record_ts: info.timestamp.as_deref().and_then(iso_ms),
                     ..self.observation("session_info.name → title")
                 });
             }
-            _ => {}
+            SessionEntry::Other(_) => {}
         }
     }
 
@@ -250,19 +248,31 @@ impl Decoder for PiDecoder {
     }
 }
 
+/// The ids of an assistant message's `toolCall` blocks.
+fn tool_call_ids(message: &AgentMessage) -> BTreeSet<String> {
+    let Some(MessageContent::Blocks(blocks)) = &message.content else {
+        return BTreeSet::new();
+    };
+    blocks
+        .iter()
+        .filter(|block| block.kind.as_deref() == Some("toolCall"))
+        .filter_map(|block| block.id.clone())
+        .collect()
+}
+
 /// The text blocks of a message's content, joined (a plain string content is taken whole).
-fn text_of(content: &Value) -> String {
+fn text_of(content: Option<&MessageContent>) -> String {
     match content {
-        Value::String(text) => text.trim().to_string(),
-        Value::Array(blocks) => blocks
+        Some(MessageContent::Text(text)) => text.trim().to_string(),
+        Some(MessageContent::Blocks(blocks)) => blocks
             .iter()
-            .filter(|block| block["type"] == "text")
-            .filter_map(|block| block["text"].as_str())
+            .filter(|block| block.kind.as_deref() == Some("text"))
+            .filter_map(|block| block.text.as_deref())
             .collect::<Vec<_>>()
             .join("\n")
             .trim()
             .to_string(),
-        _ => String::new(),
+        None => String::new(),
     }
 }
 

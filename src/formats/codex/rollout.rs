@@ -1,0 +1,249 @@
+//! The rollout, `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<ts>-<thread id>.jsonl`: one line per
+//! item or event, `{"timestamp","ordinal","type","payload"}`, appended only when the item is
+//! whole. The line kinds cohost reads are typed by `type`, their payloads by `payload.type`;
+//! every other kind (`world_state`, `thread_settings_applied`, `token_usage_record`, `token_count`,
+//! …) is `Other` with its name.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::formats::lenient::{self, lenient_object};
+
+/// One rollout line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RolloutLine {
+    /// RFC 3339 with milliseconds (`2026-12-01T09:08:38.420Z`).
+    pub timestamp: Option<String>,
+    pub item: RolloutItem,
+}
+
+/// A rollout line's `type` with its `payload`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RolloutItem {
+    /// The first line: the thread's id and working directory.
+    SessionMeta(SessionMeta),
+    /// Each turn's settings, its working directory among them.
+    TurnContext(TurnContext),
+    EventMsg(EventMsg),
+    ResponseItem(ResponseItem),
+    /// Any other `type` (empty when the line has none), read no further.
+    Other(String),
+}
+
+/// What every line and payload has: its `type`.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Head {
+    #[serde(rename = "type", deserialize_with = "lenient::opt")]
+    kind: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    timestamp: Option<String>,
+}
+
+/// `value` read as a `T` when it is an object; a default `T` when it is anything else.
+fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
+    if value.is_object() {
+        T::deserialize(value).unwrap_or_default()
+    } else {
+        T::default()
+    }
+}
+
+impl RolloutLine {
+    /// Reads one line; `None` only when it is not JSON. Never fails on content: a line or
+    /// payload that is not an object reads with its fields absent (and as `Other("")` where its
+    /// `type` would tell what it is).
+    pub fn from_slice(line: &[u8]) -> Option<RolloutLine> {
+        let value = serde_json::from_slice::<Value>(line).ok()?;
+        Some(RolloutLine::from_value(&value))
+    }
+
+    pub fn from_value(line: &Value) -> RolloutLine {
+        let head: Head = object(line);
+        let payload = line.get("payload").unwrap_or(&Value::Null);
+        let payload_kind = || object::<Head>(payload).kind.unwrap_or_default();
+        let item = match head.kind.as_deref().unwrap_or_default() {
+            "session_meta" => RolloutItem::SessionMeta(object(payload)),
+            "turn_context" => RolloutItem::TurnContext(object(payload)),
+            "event_msg" => RolloutItem::EventMsg(match payload_kind().as_str() {
+                "task_started" => EventMsg::TaskStarted,
+                "task_complete" => EventMsg::TaskComplete(object(payload)),
+                "turn_aborted" => EventMsg::TurnAborted(object(payload)),
+                "item_completed" => EventMsg::ItemCompleted(object(payload)),
+                "user_message" => EventMsg::UserMessage(object(payload)),
+                other => EventMsg::Other(other.to_string()),
+            }),
+            "response_item" => RolloutItem::ResponseItem(match payload_kind().as_str() {
+                "message" => ResponseItem::Message(object(payload)),
+                "function_call" => ResponseItem::FunctionCall(object(payload)),
+                "custom_tool_call" => ResponseItem::CustomToolCall(object(payload)),
+                "local_shell_call" => ResponseItem::LocalShellCall(object(payload)),
+                "function_call_output" => ResponseItem::FunctionCallOutput(object(payload)),
+                "custom_tool_call_output" => ResponseItem::CustomToolCallOutput(object(payload)),
+                "local_shell_call_output" => ResponseItem::LocalShellCallOutput(object(payload)),
+                other => ResponseItem::Other(other.to_string()),
+            }),
+            other => RolloutItem::Other(other.to_string()),
+        };
+        RolloutLine {
+            timestamp: head.timestamp,
+            item,
+        }
+    }
+}
+
+/// `session_meta`'s payload.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SessionMeta {
+    /// The thread id.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub cwd: Option<String>,
+}
+
+/// `turn_context`'s payload.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TurnContext {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub cwd: Option<String>,
+}
+
+/// An `event_msg` line's payload, by its `type`. 0.169 writes no `user_message` (prompts are
+/// `item_completed` with a `UserMessage` item); older versions do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventMsg {
+    TaskStarted,
+    TaskComplete(TaskCompleteEvent),
+    TurnAborted(TurnAbortedEvent),
+    ItemCompleted(ItemCompletedEvent),
+    UserMessage(UserMessageEvent),
+    /// Any other payload `type` (`token_count`, `agent_message`, …), read no further.
+    Other(String),
+}
+
+/// `task_complete`: a failed turn carries `error` (`{"message","codex_error_info"}`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TaskCompleteEvent {
+    /// Kept as written: `Some(Value::Null)` is an `error` that is `null`.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub error: Option<Value>,
+}
+
+impl TaskCompleteEvent {
+    /// Whether the line carries an `error` that is not `null`.
+    pub fn has_error(&self) -> bool {
+        self.error.as_ref().is_some_and(|error| !error.is_null())
+    }
+}
+
+/// `turn_aborted`: `reason` is `interrupted`, …
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TurnAbortedEvent {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub reason: Option<String>,
+}
+
+/// `item_completed`: a turn item (`UserMessage`, `AgentMessage`, `CommandExecution`,
+/// `Reasoning`, …) as it completed.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ItemCompletedEvent {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub item: Option<TurnItem>,
+}
+
+/// A turn item: its `type` and, for a `UserMessage`, its `content` (`[{type:"text", text}]`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TurnItem {
+    #[serde(rename = "type", deserialize_with = "lenient::opt")]
+    pub kind: Option<String>,
+    #[serde(deserialize_with = "lenient::vec")]
+    pub content: Vec<ContentItem>,
+}
+
+/// `user_message` (before 0.169): the prompt as text.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct UserMessageEvent {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub message: Option<String>,
+}
+
+/// A `response_item` line's payload, by its `type`: what was sent to or came from the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseItem {
+    Message(MessageItem),
+    FunctionCall(ToolCallItem),
+    CustomToolCall(ToolCallItem),
+    LocalShellCall(ToolCallItem),
+    FunctionCallOutput(ToolCallOutputItem),
+    CustomToolCallOutput(ToolCallOutputItem),
+    LocalShellCallOutput(ToolCallOutputItem),
+    /// Any other payload `type` (`reasoning`, …), read no further.
+    Other(String),
+}
+
+impl ResponseItem {
+    /// The payload's `type` as written.
+    pub fn kind(&self) -> &str {
+        match self {
+            ResponseItem::Message(_) => "message",
+            ResponseItem::FunctionCall(_) => "function_call",
+            ResponseItem::CustomToolCall(_) => "custom_tool_call",
+            ResponseItem::LocalShellCall(_) => "local_shell_call",
+            ResponseItem::FunctionCallOutput(_) => "function_call_output",
+            ResponseItem::CustomToolCallOutput(_) => "custom_tool_call_output",
+            ResponseItem::LocalShellCallOutput(_) => "local_shell_call_output",
+            ResponseItem::Other(kind) => kind,
+        }
+    }
+}
+
+/// A `message`: `role` is `user`, `developer` or `assistant`; codex injects context (the
+/// environment, AGENTS.md, an abort notice) as `user` messages too.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct MessageItem {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub role: Option<String>,
+    #[serde(deserialize_with = "lenient::vec")]
+    pub content: Vec<ContentItem>,
+}
+
+/// One part of a message's or item's `content` (`input_text`, `output_text`, `text`, …); only
+/// its text is read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ContentItem {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub text: Option<String>,
+}
+
+/// A tool call (`function_call`, `custom_tool_call`, `local_shell_call`); its output carries
+/// the same `call_id`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ToolCallItem {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub call_id: Option<String>,
+    /// The item's own id (`fc_…`).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
+}
+
+/// A tool call's output (`*_output`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ToolCallOutputItem {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub call_id: Option<String>,
+}
+
+lenient_object!(TurnItem, ContentItem);
