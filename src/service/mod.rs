@@ -5,6 +5,7 @@
 //! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
 
 mod events;
+mod keys;
 mod requests;
 mod sessions;
 mod tasks;
@@ -45,6 +46,8 @@ pub struct Service {
     shutdown: CancellationToken,
     /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
     watch: crate::watch::WatchHandle,
+    /// The idempotency keys whose creates are in flight.
+    create_keys: Arc<keys::KeyLocks>,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -72,6 +75,7 @@ impl Service {
             mcp_roots: Arc::new(parts.mcp_roots),
             shutdown: parts.shutdown,
             watch: parts.watch,
+            create_keys: Arc::default(),
         }
     }
 

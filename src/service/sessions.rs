@@ -128,7 +128,30 @@ impl Service {
             ));
         }
         let key = create.idempotency_key.clone();
-        let session = host.create(create).await?;
+        // A retried create finds the session of its key, whatever the runtime, at once once it
+        // is logged (its backend or pane may still be starting); creates of one key run one at
+        // a time, so two retries cannot both start a session.
+        let existing = |service: &Service| {
+            key.as_ref().and_then(|key| {
+                service.core.read(|state| {
+                    state
+                        .sessions
+                        .by_creation_key(key)
+                        .and_then(|s| state.session_view(&s.id))
+                })
+            })
+        };
+        let mut held = None;
+        if let Some(k) = &key
+            && existing(self).is_none()
+        {
+            held = Some(self.create_keys.hold(k).await);
+        }
+        let session = match existing(self) {
+            Some(view) => view,
+            None => host.create(create).await?,
+        };
+        drop(held);
         let mut created = CreatedReply {
             session,
             inject: None,

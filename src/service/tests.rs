@@ -299,6 +299,7 @@ fn fixture() -> Fixture {
             mcp_roots: Arc::new(Vec::new()),
             shutdown: cancel.clone(),
             watch: crate::watch::WatchHandle::disabled(),
+            create_keys: Arc::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

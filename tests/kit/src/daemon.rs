@@ -18,7 +18,12 @@ use super::{Binaries, TmuxServer, run_with_timeout, strip_ansi, temp_dir};
 /// How long the daemon gets to print its address, or to exit after SIGTERM.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-const HTTP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one HTTP request may take: a hang guard, not a speed check, so no shorter than what
+/// the daemon may legitimately take to answer. A create that starts a codex backend waits up to
+/// 30 s for `codex --version` and up to 30 s more for the backend to be ready (the daemon's
+/// `VERSION_TIMEOUT` and `READY_TIMEOUT`); on the CI's 2 loaded cores a start has taken over
+/// 15 s (a `claude --version` 19 s).
+const HTTP_TIMEOUT: Duration = Duration::from_secs(65);
 /// How long one `cohost` CLI command may take in a test.
 pub const CLI_TIMEOUT: Duration = Duration::from_secs(15);
 

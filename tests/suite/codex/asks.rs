@@ -592,14 +592,21 @@ fn an_mcp_elicitation_is_declined_then_accepted_with_content() {
         .expect("COHOST_TEST_PYTHON (./scripts/test installs the Python MCP SDK and sets it)");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/mcp/elicit_server.py");
+    let marker = tempfile::tempdir().unwrap();
+    let ready = marker.path().join("listed");
     let extra = format!(
-        "[mcp_servers.asker]\ncommand = {python:?}\nargs = [{:?}]\nstartup_timeout_sec = 30\n",
-        script.to_str().unwrap()
+        "[mcp_servers.asker]\ncommand = {python:?}\nargs = [{:?}]\nstartup_timeout_sec = 30\nenv = {{ COHOST_TEST_MCP_READY = {:?} }}\n",
+        script.to_str().unwrap(),
+        ready.to_str().unwrap()
     );
     let fx = CodexFixture::start_with_config(&[], &extra);
     let id = fx.create(json!({}));
-    // codex offers an MCP server's tools once the server started: wait for it.
-    std::thread::sleep(Duration::from_secs(4));
+    // codex offers an MCP server's tools once it has listed them: wait for that.
+    crate::support::wait_until(
+        "codex to list the asker MCP server's tools",
+        Duration::from_secs(60),
+        || ready.exists().then_some(()),
+    );
 
     // codex asks whether the MCP tool may run as an elicitation of its own, from the server.
     let run_tool = |n: usize, body: Value| -> (Value, Value) {

@@ -108,17 +108,6 @@ impl ClaudeHost {
             .map_err(|e| HostError::unavailable(Runtime::Claude, e))?;
         let runner_bin = sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
             .map_err(|e| HostError::unavailable(Runtime::Claude, e))?;
-        let _guard = self.inner.create_lock.lock().await;
-        if let Some(key) = &params.idempotency_key
-            && let Some(view) = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .by_creation_key(key)
-                    .and_then(|s| state.session_view(&s.id))
-            })
-        {
-            return Ok(view);
-        }
         let session_id = new_session_id();
         let dir = self
             .inner
@@ -190,7 +179,6 @@ impl ClaudeHost {
             .core
             .append(Some(session_id.clone()), EventKind::SessionCreated(created))
             .await?;
-        drop(_guard);
         let tmux_session = params
             .tmux_session
             .clone()

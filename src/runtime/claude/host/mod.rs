@@ -89,7 +89,6 @@ struct Inner {
     permissions: Mutex<HashMap<String, (String, oneshot::Sender<String>)>>,
     /// `AskUserQuestion` / `ExitPlanMode` hooks waiting for a person's answer, by request id.
     inputs: Mutex<HashMap<String, asks::PendingInput>>,
-    create_lock: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
 }
 
@@ -138,7 +137,6 @@ impl ClaudeHost {
                 live: Mutex::new(HashMap::new()),
                 permissions: Mutex::new(HashMap::new()),
                 inputs: Mutex::new(HashMap::new()),
-                create_lock: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
             }),
         }

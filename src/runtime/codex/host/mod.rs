@@ -105,8 +105,6 @@ struct Inner {
     approvals: Mutex<HashMap<String, PendingRequest>>,
     /// Input requests codex waits on (questions, elicitations, permissions), by request id.
     inputs: Mutex<HashMap<String, asks::PendingInput>>,
-    /// Serializes session creation so two requests with one idempotency key create one session.
-    create_lock: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
 }
 
@@ -170,7 +168,6 @@ impl CodexHost {
                 live: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
                 inputs: Mutex::new(HashMap::new()),
-                create_lock: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
             }),
         }
@@ -230,17 +227,6 @@ impl CodexHost {
         if let Err(error) = &self.inner.codex {
             return Err(HostError::unavailable(Runtime::Codex, error.clone()));
         }
-        let _guard = self.inner.create_lock.lock().await;
-        if let Some(key) = &params.idempotency_key
-            && let Some(view) = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .by_creation_key(key)
-                    .and_then(|s| state.session_view(&s.id))
-            })
-        {
-            return Ok(view);
-        }
         let session_id = new_session_id();
         let created = SessionCreated {
             runtime: Runtime::Codex,
@@ -257,7 +243,6 @@ impl CodexHost {
             .core
             .append(Some(session_id.clone()), EventKind::SessionCreated(created))
             .await?;
-        drop(_guard);
         let live = self.inner.live_for(&session_id);
         if let Err(error) = self.inner.bind_new(&live).await {
             self.inner
