@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
@@ -33,18 +32,7 @@ const TMUX_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// How long open connections get to finish once shutdown starts.
 const HTTP_DRAIN: Duration = Duration::from_secs(5);
 
-/// Written to `$COHOST_HOME/daemon.json` while the daemon runs, so clients find it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DaemonFile {
-    pub pid: u32,
-    pub listen: String,
-    pub version: String,
-    /// The tmux socket the daemon uses (`None`: the user's default server).
-    #[serde(default)]
-    pub tmux_socket: Option<PathBuf>,
-}
-
-pub const DAEMON_FILE: &str = "daemon.json";
+pub use crate::protocol::{DAEMON_FILE, DaemonFile};
 pub const TOKEN_FILE: &str = "token";
 
 /// Runs the daemon until `shutdown` completes. `on_listening` gets the bound address.

@@ -10,6 +10,7 @@
 mod api;
 pub mod boundary;
 mod event;
+mod home;
 mod reply;
 mod request;
 #[cfg(test)]
@@ -20,6 +21,7 @@ mod watch;
 
 pub use api::*;
 pub use event::*;
+pub use home::*;
 pub use reply::*;
 pub use request::*;
 pub use session::*;

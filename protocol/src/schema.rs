@@ -70,6 +70,8 @@ fn contract() -> Value {
         EditResult,
         TerminalSpec,
         DoctorReport,
+        // What the daemon leaves in its home for clients.
+        DaemonFile,
         // The pane programs' files and requests.
         Launch,
         RunnerEvent,
