@@ -1,6 +1,6 @@
 //! The command line: clap structs only. Validation into a `Config` happens in `config.rs`.
 
-pub mod daily;
+pub mod integration;
 
 use std::path::PathBuf;
 
@@ -177,9 +177,9 @@ pub enum Command {
     /// Re-read tmux sessions (the daemon's tmux hooks call this).
     #[command(hide = true)]
     TmuxRefresh,
-    // -- Living with cohost every day: `cli/daily.rs`, run in `crate::commands`.
+    // -- Living with cohost every day: `cli/integration.rs`, run in `crate::commands`.
     #[command(flatten)]
-    Daily(daily::DailyCommand),
+    Integration(integration::IntegrationCommand),
 }
 
 #[derive(Debug, Subcommand)]

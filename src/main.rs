@@ -94,6 +94,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Task(command) => commands::tasks::run(&Client::new(cli.home)?, command),
         Command::Mcp => commands::mcp_bridge::run(cli.home),
         Command::Log(LogCommand::Verify { json }) => commands::log::verify(cli.home, json),
-        Command::Daily(command) => commands::run(cli.home, command),
+        Command::Integration(command) => commands::run(cli.home, command),
     }
 }

@@ -2,7 +2,7 @@
 //! ([`serve`]); the agents and the daemon ([`agents`]); hosted sessions ([`sessions`]); tasks
 //! ([`tasks`]); `log verify` ([`log`]); `cohost mcp`'s stdio bridge ([`mcp_bridge`]); and here,
 //! the everyday commands — `config show|path`, `completions`, `man`, `service`, `status`,
-//! `next` (clap structs in `cli/daily.rs`). Each runs once and prints to stdout; the clients
+//! `next` (clap structs in `cli/integration.rs`). Each runs once and prints to stdout; the clients
 //! reach the daemon through `client.rs`.
 
 pub mod agents;
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use clap::CommandFactory;
 
 use crate::cli::Cli;
-use crate::cli::daily::{ConfigCommand, DailyCommand, Shell};
+use crate::cli::integration::{ConfigCommand, IntegrationCommand, Shell};
 
 /// `cohost task status` without `--json`: one task view (`GET /api/tasks/{id}`'s `task`), a
 /// field a line.
@@ -59,16 +59,16 @@ pub fn print_task(task: &serde_json::Value, out: &mut impl Write) -> anyhow::Res
 }
 
 /// Runs one everyday command; `home` is the global option.
-pub fn run(home: Option<PathBuf>, command: DailyCommand) -> anyhow::Result<()> {
+pub fn run(home: Option<PathBuf>, command: IntegrationCommand) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
-        DailyCommand::Config(ConfigCommand::Show { json }) => config::show(json, &mut out),
-        DailyCommand::Config(ConfigCommand::Path) => {
+        IntegrationCommand::Config(ConfigCommand::Show { json }) => config::show(json, &mut out),
+        IntegrationCommand::Config(ConfigCommand::Path) => {
             let (path, _) = crate::config::file::locate()?;
             writeln!(out, "{}", path.display())?;
             Ok(())
         }
-        DailyCommand::Completions { shell } => {
+        IntegrationCommand::Completions { shell } => {
             let mut command = Cli::command();
             let shell = match shell {
                 Shell::Bash => clap_complete::Shell::Bash,
@@ -81,8 +81,8 @@ pub fn run(home: Option<PathBuf>, command: DailyCommand) -> anyhow::Result<()> {
             out.write_all(&script)?;
             Ok(())
         }
-        DailyCommand::Status { tmux, json } => tmux::status(home, tmux, json, &mut out),
-        DailyCommand::Next {
+        IntegrationCommand::Status { tmux, json } => tmux::status(home, tmux, json, &mut out),
+        IntegrationCommand::Next {
             waiting,
             unseen,
             client,
@@ -92,8 +92,8 @@ pub fn run(home: Option<PathBuf>, command: DailyCommand) -> anyhow::Result<()> {
             client,
             &mut out,
         ),
-        DailyCommand::Service(command) => service::run(home, command, &mut out),
-        DailyCommand::Man => {
+        IntegrationCommand::Service(command) => service::run(home, command, &mut out),
+        IntegrationCommand::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
             out.write_all(&page)?;

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, anyhow};
 use serde_json::json;
 
-use crate::cli::daily::ServiceCommand;
+use crate::cli::integration::ServiceCommand;
 use crate::client::Client;
 
 /// The unit's name.

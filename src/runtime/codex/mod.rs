@@ -12,5 +12,5 @@ pub mod host;
 pub mod normalize;
 pub mod process;
 pub mod rpc;
-mod seam;
+mod session_host;
 pub mod wire;

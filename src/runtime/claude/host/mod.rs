@@ -43,7 +43,7 @@ mod interrupt;
 mod launch;
 mod permissions;
 mod prompt;
-mod seam;
+mod session_host;
 mod typing;
 
 pub use asks::MODES;

@@ -1,4 +1,4 @@
-//! The commands for living with cohost every day: the config file, shell completions
+//! The commands that fit cohost into a person's setup, for living with it every day: the config file, shell completions
 //! and the man page, the systemd user service, and the tmux status segment and jump key. Clap
 //! structs only; each runs in `crate::commands`.
 
@@ -6,7 +6,7 @@ use clap::Subcommand;
 
 /// Flattened into `Command`: these are top-level subcommands.
 #[derive(Debug, Subcommand)]
-pub enum DailyCommand {
+pub enum IntegrationCommand {
     /// The config file ($XDG_CONFIG_HOME/cohost/config.toml): every `serve` setting.
     #[command(subcommand)]
     Config(ConfigCommand),
