@@ -9,6 +9,7 @@
 
 mod api;
 pub mod boundary;
+pub mod codes;
 mod event;
 mod home;
 mod reply;

@@ -25,16 +25,16 @@ impl Runtime {
     /// The error code of a runtime that is not installed or did not start.
     pub fn unavailable_code(self) -> &'static str {
         match self {
-            Runtime::Codex => "codex_unavailable",
-            Runtime::Claude => "claude_unavailable",
+            Runtime::Codex => crate::codes::CODEX_UNAVAILABLE,
+            Runtime::Claude => crate::codes::CLAUDE_UNAVAILABLE,
         }
     }
 
     /// The error code of a runtime that failed us.
     pub fn error_code(self) -> &'static str {
         match self {
-            Runtime::Codex => "codex_error",
-            Runtime::Claude => "claude_error",
+            Runtime::Codex => crate::codes::CODEX_ERROR,
+            Runtime::Claude => crate::codes::CLAUDE_ERROR,
         }
     }
 

@@ -141,12 +141,23 @@ pub enum CoreError {
         scope: String,
         max: usize,
     },
-    /// Writing the log failed; nothing of the batch was applied.
+    /// Writing the log failed; nothing of the batch was applied. Every caller of the batch gets
+    /// the same cause (hence the `Arc`); the service logs its chain and answers `storage_error`.
     #[error("the event log could not be written: {0}")]
-    Storage(String),
+    Storage(#[source] Arc<StorageError>),
     /// The event repeats a turn, item or approval already stored; it was not logged again.
     #[error("the event was already recorded")]
     Duplicate,
+}
+
+/// Why a batch could not be appended to the event log: where, and the I/O error.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", dir.display())]
+pub struct StorageError {
+    /// The log's directory (the active segment is its newest file).
+    pub dir: PathBuf,
+    #[source]
+    pub source: std::io::Error,
 }
 
 pub enum CoreInput {

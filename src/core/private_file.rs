@@ -38,7 +38,7 @@ impl From<PrivateFileError> for io::Error {
     fn from(error: PrivateFileError) -> Self {
         match error {
             PrivateFileError::Io { source, .. } => source,
-            other => io::Error::new(io::ErrorKind::InvalidData, other.to_string()),
+            other => io::Error::new(io::ErrorKind::InvalidData, other),
         }
     }
 }

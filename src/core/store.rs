@@ -205,7 +205,7 @@ impl Store {
             Ok(result) => result,
             Err(join) => Err(ReadError::Io {
                 path: PathBuf::from("<reader task>"),
-                source: std::io::Error::other(join.to_string()),
+                source: std::io::Error::other(join),
             }),
         }
     }
@@ -315,7 +315,7 @@ impl Store {
             Ok(result) => result,
             Err(join) => Err(ReadError::Io {
                 path: PathBuf::from("<reader task>"),
-                source: std::io::Error::other(join.to_string()),
+                source: std::io::Error::other(join),
             }),
         }
     }

@@ -13,7 +13,7 @@ use super::store::{SessionIndex, Store};
 use super::streaming::ephemeral_line;
 use super::{
     BROADCAST_CAPACITY, CoreConfig, CoreError, CoreHandle, CoreInput, INPUT_CAPACITY, State,
-    StoredEvent, format, log_line, notify, now_ms, ring, sessions, tracker,
+    StorageError, StoredEvent, format, log_line, notify, now_ms, ring, sessions, tracker,
 };
 use crate::protocol::{
     DaemonInfo, Event, EventKind, InstanceRef, LogDamage, SCHEMA_VERSION, SeqRange,
@@ -424,7 +424,7 @@ impl Core {
 
     /// Sequences, writes, applies, publishes and acknowledges a batch. On a write error every
     /// reply gets the error and the counters are rolled back, so seqs stay contiguous.
-    fn write_batch(&mut self, batch: Vec<Entry>) -> Result<(), String> {
+    fn write_batch(&mut self, batch: Vec<Entry>) -> Result<(), Arc<StorageError>> {
         let now = now_ms();
         let saved_seq = self.seq;
         let mut saved_session_seqs: Vec<(String, Option<u64>)> = Vec::new();
@@ -510,11 +510,14 @@ impl Core {
                     }
                 }
             }
-            let message = error.to_string();
+            let error = Arc::new(StorageError {
+                dir: self.config.log.dir.clone(),
+                source: error,
+            });
             for reply in replies.into_iter().flatten() {
-                let _ = reply.send(Err(CoreError::Storage(message.clone())));
+                let _ = reply.send(Err(CoreError::Storage(Arc::clone(&error))));
             }
-            return Err(message);
+            return Err(error);
         }
         let published: Vec<Arc<StoredEvent>> = {
             let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());

@@ -7,6 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::protocol::codes;
 use crate::protocol::{ErrorBody, ErrorDetail, FieldError};
 use crate::service::{ErrorKind, ServiceError};
 
@@ -113,20 +114,20 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
             .to_string();
     }
     let code = match status {
-        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => "invalid_request",
-        StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::FORBIDDEN => "forbidden",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_ACCEPTABLE => "not_acceptable",
-        StatusCode::REQUEST_TIMEOUT => "request_timeout",
-        StatusCode::CONFLICT => "conflict",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
-        StatusCode::TOO_MANY_REQUESTS => "too_many_requests",
-        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
-        status if status.is_server_error() => "internal_error",
-        _ => "request_failed",
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => codes::INVALID_REQUEST,
+        StatusCode::UNAUTHORIZED => codes::UNAUTHORIZED,
+        StatusCode::FORBIDDEN => codes::FORBIDDEN,
+        StatusCode::NOT_FOUND => codes::NOT_FOUND,
+        StatusCode::METHOD_NOT_ALLOWED => codes::METHOD_NOT_ALLOWED,
+        StatusCode::NOT_ACCEPTABLE => codes::NOT_ACCEPTABLE,
+        StatusCode::REQUEST_TIMEOUT => codes::REQUEST_TIMEOUT,
+        StatusCode::CONFLICT => codes::CONFLICT,
+        StatusCode::PAYLOAD_TOO_LARGE => codes::PAYLOAD_TOO_LARGE,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => codes::UNSUPPORTED_MEDIA_TYPE,
+        StatusCode::TOO_MANY_REQUESTS => codes::TOO_MANY_REQUESTS,
+        StatusCode::SERVICE_UNAVAILABLE => codes::UNAVAILABLE,
+        status if status.is_server_error() => codes::INTERNAL_ERROR,
+        _ => codes::REQUEST_FAILED,
     };
     let mut answer = ApiError::new(status, code, message).into_response();
     parts.headers.remove(header::CONTENT_LENGTH);

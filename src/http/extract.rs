@@ -8,6 +8,7 @@ use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::ApiError;
+use crate::protocol::codes;
 
 pub struct ApiJson<T>(pub T);
 
@@ -22,7 +23,7 @@ where
         if !is_json(req.headers()) {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported_media_type",
+                codes::UNSUPPORTED_MEDIA_TYPE,
                 "the body must be JSON with `Content-Type: application/json`",
             ));
         }
@@ -30,11 +31,11 @@ where
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
+                    codes::PAYLOAD_TOO_LARGE,
                     format!("the body is larger than {} bytes", super::MAX_BODY_BYTES),
                 )
             } else {
-                ApiError::bad_request("invalid_body", rejection.body_text())
+                ApiError::bad_request(codes::INVALID_BODY, rejection.body_text())
             }
         })?;
         parse(&bytes).map(ApiJson)
@@ -63,11 +64,11 @@ where
                     .map(|(name, _)| name.to_string());
                 Err(match duplicate {
                     Some(name) => ApiError::field(
-                        "invalid_field",
+                        codes::INVALID_FIELD,
                         name.clone(),
                         format!("`{name}` is given more than once"),
                     ),
-                    None => ApiError::bad_request("invalid_query", text),
+                    None => ApiError::bad_request(codes::INVALID_QUERY, text),
                 })
             }
         }
@@ -88,14 +89,14 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // wrong-typed enum field, `"status": 3`, as a syntax error otherwise).
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| {
         ApiError::bad_request(
-            "invalid_json",
+            codes::INVALID_JSON,
             format!("the body is not valid JSON: {error}"),
         )
     })?;
     // serde would accept a JSON array as a struct's fields by position; bodies are objects only.
     if !value.is_object() {
         return Err(ApiError::bad_request(
-            "invalid_body",
+            codes::INVALID_BODY,
             "the body must be a JSON object",
         ));
     }
@@ -116,7 +117,7 @@ fn field_error(path: &str, message: &str) -> ApiError {
             format!("{path}.{name}")
         };
         return ApiError::field(
-            "missing_field",
+            codes::MISSING_FIELD,
             field.clone(),
             format!("`{field}` is required"),
         );
@@ -128,11 +129,11 @@ fn field_error(path: &str, message: &str) -> ApiError {
         .unwrap_or(message);
     if path == "." {
         return ApiError::bad_request(
-            "invalid_body",
+            codes::INVALID_BODY,
             format!("the body must be a JSON object: {message}"),
         );
     }
-    ApiError::field("invalid_field", path, format!("`{path}`: {message}"))
+    ApiError::field(codes::INVALID_FIELD, path, format!("`{path}`: {message}"))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use std::time::Duration;
 
 use super::{ApiError, AppState};
+use crate::protocol::codes;
 
 /// Routes that opensessions' hook scripts call without a token.
 const COMPAT_POSTS: [&str; 6] = [
@@ -142,14 +143,14 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            codes::PAYLOAD_TOO_LARGE,
             format!("the body is larger than {limit} bytes"),
         )
     };
     let too_slow = || {
         ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
-            "request_timeout",
+            codes::REQUEST_TIMEOUT,
             format!(
                 "the request body did not arrive within {} s",
                 timeout.as_secs()
@@ -169,7 +170,7 @@ async fn read_body(request: Request, timeout: Duration) -> Result<Request, ApiEr
         Ok(Ok(bytes)) => Ok(Request::from_parts(parts, axum::body::Body::from(bytes))),
         Ok(Err(error)) if error.to_string().contains("length limit") => Err(too_large()),
         Ok(Err(error)) => Err(ApiError::bad_request(
-            "invalid_body",
+            codes::INVALID_BODY,
             format!("the body could not be read: {error}"),
         )),
     }
@@ -238,7 +239,7 @@ fn check(
     for name in [header::HOST, header::ORIGIN, header::AUTHORIZATION] {
         if headers.get_all(&name).iter().nth(1).is_some() {
             return Err(ApiError::bad_request(
-                "duplicate_header",
+                codes::DUPLICATE_HEADER,
                 format!("the `{name}` header is given more than once"),
             ));
         }
@@ -252,7 +253,7 @@ fn check(
         if !is_loopback_host(host) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "forbidden_host",
+                codes::FORBIDDEN_HOST,
                 format!("Host `{host}` is not a loopback name or address"),
             ));
         }
@@ -264,7 +265,7 @@ fn check(
         {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "forbidden_host",
+                codes::FORBIDDEN_HOST,
                 format!(
                     "the request line's authority `{authority}` is not a loopback name or address"
                 ),
@@ -277,7 +278,7 @@ fn check(
         if !is_own_origin(origin, state.local_addr.port()) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "forbidden_origin",
+                codes::FORBIDDEN_ORIGIN,
                 format!("Origin `{origin}` is not this server"),
             ));
         }
@@ -307,12 +308,12 @@ fn check(
         }
         Some(_) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            codes::UNAUTHORIZED,
             "the bearer token is wrong (see `cohost token`)",
         )),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            codes::UNAUTHORIZED,
             "this route needs `Authorization: Bearer <token>` (see `cohost token`)",
         )),
     }

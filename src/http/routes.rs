@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
+use crate::protocol::codes;
 use crate::protocol::{
     Accepted, AgentEventParams, Health, LogParams, SessionParams, SetProgressParams,
     SetStatusParams, StateView,
@@ -18,7 +19,7 @@ pub async fn health(State(state): State<AppState>) -> Json<Health> {
 }
 
 pub async fn not_found() -> ApiError {
-    ApiError::not_found("not_found", "no such route")
+    ApiError::not_found(codes::NOT_FOUND, "no such route")
 }
 
 /// `/.well-known/…` (OAuth discovery: protected-resource or authorization-server metadata):
@@ -26,7 +27,7 @@ pub async fn not_found() -> ApiError {
 /// 401 can show how to authenticate.
 pub async fn well_known() -> ApiError {
     ApiError::not_found(
-        "no_oauth",
+        codes::NO_OAUTH,
         "cohost does not use OAuth: send `Authorization: Bearer <token>`, the token `cohost token` prints",
     )
 }
@@ -34,7 +35,7 @@ pub async fn well_known() -> ApiError {
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        codes::METHOD_NOT_ALLOWED,
         "this route does not take that method",
     )
 }

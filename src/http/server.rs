@@ -339,8 +339,9 @@ fn is_connection_error(error: &std::io::Error) -> bool {
 /// Answers a connection past the cap with `503 too_many_connections` and closes it. What the
 /// client sends is read and dropped for a moment, so that closing does not reset the answer.
 async fn refuse(mut stream: impl AsyncRead + AsyncWrite + Unpin, max_connections: usize) {
+    let code = crate::protocol::codes::TOO_MANY_CONNECTIONS;
     let body = format!(
-        "{{\"error\":{{\"code\":\"too_many_connections\",\"message\":\"the daemon already serves {max_connections} connections (its limit); retry shortly\"}}}}"
+        "{{\"error\":{{\"code\":\"{code}\",\"message\":\"the daemon already serves {max_connections} connections (its limit); retry shortly\"}}}}"
     );
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",

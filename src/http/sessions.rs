@@ -13,6 +13,7 @@ use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
 use crate::protocol::boundary::PermissionAsk;
+use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, Budget, DoctorReport, Done, HostedSessionView, Interrupted,
     PromptSent, SessionList, SessionReply, TerminalSpec,
@@ -61,7 +62,7 @@ pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
     } else {
         Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
+            codes::UNSUPPORTED_MEDIA_TYPE,
             "the body must be JSON with `Content-Type: application/json`",
         ))
     }
@@ -312,7 +313,7 @@ pub async fn terminal(
         Some("true") | Some("1") => true,
         Some(other) => {
             return Err(ApiError::field(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 "includeToken",
                 format!("`includeToken` must be true or false, got `{other}`"),
             ));

@@ -20,6 +20,7 @@ use tokio::sync::broadcast;
 use super::extract::ApiQuery;
 use super::{ApiError, AppState};
 use crate::protocol::SeqRange;
+use crate::protocol::codes;
 use crate::service::StoredEvent;
 
 /// Events read from the store per catch-up step of a stream.
@@ -35,7 +36,7 @@ pub struct EventsQuery {
 fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
     value.parse().map_err(|_| {
         ApiError::field(
-            "invalid_field",
+            codes::INVALID_FIELD,
             name,
             format!("`{name}` must be a non-negative integer, got `{value}`"),
         )
@@ -78,7 +79,7 @@ async fn events_for(
     let wait = match query.wait.as_deref() {
         Some(value) => Some(value.parse::<f64>().map_err(|_| {
             ApiError::field(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 "wait",
                 format!("`wait` must be a number of seconds, got `{value}`"),
             )
@@ -336,7 +337,7 @@ fn event_stream(
                         // Retention overtook a slow reader: say so, then end the stream.
                         cursor.done = true;
                         let message = error.message;
-                        let body = serde_json::json!({"error": {"code": "cursor_expired", "message": message}});
+                        let body = serde_json::json!({"error": {"code": codes::CURSOR_EXPIRED, "message": message}});
                         return Some((
                             Ok(SseEvent::default().event("error").data(body.to_string())),
                             cursor,

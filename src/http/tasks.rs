@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::TaskSource as Source;
+use crate::protocol::codes;
 use crate::protocol::{CancelResult, EditResult, LeaseReply, QueueView, ResultChunk, TaskReply};
 use crate::service::MAX_RESULT_CHUNK;
 
@@ -28,7 +29,7 @@ fn source_of(source: &Option<String>) -> Result<Source, ApiError> {
         None | Some("api") => Ok(Source::Api),
         Some("cli") => Ok(Source::Cli),
         Some(other) => Err(ApiError::field(
-            "invalid_field",
+            codes::INVALID_FIELD,
             "source",
             format!("`source` must be api or cli, got `{other}`"),
         )),
@@ -94,7 +95,7 @@ pub async fn set_lease(
         && by.len() > 256
     {
         return Err(ApiError::field(
-            "invalid_field",
+            codes::INVALID_FIELD,
             "by",
             "`by` must be at most 256 bytes",
         ));
@@ -103,7 +104,7 @@ pub async fn set_lease(
         "takeover" => {
             if body.drop_queued {
                 return Err(ApiError::field(
-                    "invalid_field",
+                    codes::INVALID_FIELD,
                     "dropQueued",
                     "`dropQueued` goes with `release`",
                 ));
@@ -125,7 +126,7 @@ pub async fn set_lease(
             }))
         }
         other => Err(ApiError::field(
-            "invalid_field",
+            codes::INVALID_FIELD,
             "action",
             format!("`action` must be takeover or release, got `{other}`"),
         )),
@@ -157,7 +158,7 @@ fn parse_usize(name: &str, value: Option<&str>, default: usize) -> Result<usize,
         None => Ok(default),
         Some(value) => value.parse().map_err(|_| {
             ApiError::field(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 name,
                 format!("`{name}` must be a non-negative integer, got `{value}`"),
             )

@@ -28,6 +28,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, tool_handler};
 use serde_json::{Value, json};
 
+use crate::protocol::codes;
 use crate::service::{Service, ServiceError};
 
 /// The most bytes one tool answer may take encoded (the whole `CallToolResult`), leaving room
@@ -39,10 +40,10 @@ const STRING_CAPS: [usize; 4] = [16_384, 4_096, 1_024, 256];
 /// Error codes that mean "refused by policy" rather than "could not be done".
 /// Failures of these codes are `kind: "permission"`; the rest `operational`.
 const PERMISSION_CODES: [&str; 4] = [
-    "human_typing",
-    "human_control",
-    "forbidden",
-    "permission_denied",
+    codes::HUMAN_TYPING,
+    codes::HUMAN_CONTROL,
+    codes::FORBIDDEN,
+    codes::PERMISSION_DENIED,
 ];
 
 /// The MCP server: one per HTTP request (stateless) or per `/mcp` session; cheap to clone.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::args::*;
 use super::{CohostMcp, answer, bound, failure};
 use crate::protocol::TaskSource as Source;
+use crate::protocol::codes;
 use crate::protocol::{
     AgentEventParams, ApprovalDecided, ApprovalList, Interrupted, RequestAnswered, RequestList,
     SessionPage, SessionReply, TaskReply, TaskWaited,
@@ -30,7 +31,7 @@ impl CohostMcp {
         let lease = self.service.lease(id).ok()?;
         (lease.holder == crate::protocol::LeaseHolder::Human).then(|| {
             failure(
-                "human_control",
+                codes::HUMAN_CONTROL,
                 &format!("a human holds this session's control lease; only they {what}"),
             )
         })
@@ -189,7 +190,7 @@ impl CohostMcp {
         let wait = args.timeout_seconds.unwrap_or(MAX_WAIT_SECONDS);
         if !(0.0..=MAX_WAIT_SECONDS).contains(&wait) {
             return Ok(failure(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 &format!("`timeout_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
             ));
         }
@@ -245,7 +246,7 @@ impl CohostMcp {
         let mut max = args.max_bytes.unwrap_or(MAX_RESULT_CHUNK as u64) as usize;
         if max == 0 || max > MAX_RESULT_CHUNK {
             return Ok(failure(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 &format!("`max_bytes` must be between 1 and {MAX_RESULT_CHUNK}"),
             ));
         }
@@ -330,14 +331,14 @@ impl CohostMcp {
         let limit = args.limit.unwrap_or(DEFAULT_EVENTS as u64);
         if limit == 0 || limit > MAX_EVENTS as u64 {
             return Ok(failure(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 &format!("`limit` must be between 1 and {MAX_EVENTS}"),
             ));
         }
         let wait = args.wait_seconds.unwrap_or(0.0);
         if !(0.0..=MAX_WAIT_SECONDS).contains(&wait) {
             return Ok(failure(
-                "invalid_field",
+                codes::INVALID_FIELD,
                 &format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
             ));
         }
@@ -400,7 +401,7 @@ impl CohostMcp {
             && lease.holder == crate::protocol::LeaseHolder::Human
         {
             return Ok(failure(
-                "human_control",
+                codes::HUMAN_CONTROL,
                 "a human holds this session's control lease; only they interrupt its turns",
             ));
         }

@@ -57,9 +57,15 @@ pub enum HostError {
     /// A human has a half-typed draft in the session's input box; cohost does not type into it.
     #[error("someone is typing in session `{0}`'s input box; not typing over their draft")]
     HumanTyping(String),
-    /// The runtime's program is not installed or did not start.
+    /// The runtime's program is not installed or did not start; `source` keeps the cause when
+    /// there is one (an I/O error naming its path, a failed spawn, the handshake's error).
     #[error("{runtime} is not available: {message}")]
-    Unavailable { runtime: Runtime, message: String },
+    Unavailable {
+        runtime: Runtime,
+        message: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The runtime answered with an error, or its process failed us; `source` keeps the cause
     /// when there is one (an RPC error, an I/O error, a tmux failure).
     #[error("{runtime} failed: {message}")]
@@ -88,6 +94,20 @@ impl HostError {
         HostError::Unavailable {
             runtime,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Not available, with the cause kept as the error's source.
+    pub fn unavailable_by(
+        runtime: Runtime,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        HostError::Unavailable {
+            runtime,
+            message: message.into(),
+            source: Some(Box::new(source)),
         }
     }
 

@@ -28,6 +28,7 @@ pub use tracker::RefreshAnswer;
 use crate::core::CoreError;
 use crate::core::CoreHandle;
 use crate::core::event_log::ReadError;
+use crate::protocol::codes;
 use crate::protocol::{FieldError, Runtime};
 use crate::runtime::{HostError, Hosts, SessionHost};
 use crate::tasks::{TaskError, TaskManager};
@@ -140,12 +141,12 @@ impl ServiceError {
     pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
         ServiceError {
             field: Some(field.into()),
-            ..ServiceError::new(ErrorKind::Invalid, "invalid_field", message)
+            ..ServiceError::new(ErrorKind::Invalid, codes::INVALID_FIELD, message)
         }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {
-        ServiceError::new(ErrorKind::Invalid, "invalid_request", message)
+        ServiceError::new(ErrorKind::Invalid, codes::INVALID_REQUEST, message)
     }
 
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
@@ -164,7 +165,7 @@ impl ServiceError {
     }
 
     pub fn unknown_session(id: &str) -> Self {
-        ServiceError::not_found("session_not_found", format!("no session `{id}`"))
+        ServiceError::not_found(codes::SESSION_NOT_FOUND, format!("no session `{id}`"))
     }
 }
 
@@ -178,22 +179,29 @@ impl From<CoreError> for ServiceError {
     fn from(error: CoreError) -> Self {
         match &error {
             CoreError::Overloaded => {
-                ServiceError::new(ErrorKind::Unavailable, "overloaded", error.to_string())
+                ServiceError::new(ErrorKind::Unavailable, codes::OVERLOADED, error.to_string())
             }
-            CoreError::ShuttingDown => {
-                ServiceError::new(ErrorKind::Unavailable, "shutting_down", error.to_string())
-            }
+            CoreError::ShuttingDown => ServiceError::new(
+                ErrorKind::Unavailable,
+                codes::SHUTTING_DOWN,
+                error.to_string(),
+            ),
             CoreError::TooManyInstances { .. } | CoreError::TooManyTokenless { .. } => {
-                ServiceError::new(ErrorKind::TooMany, "too_many_instances", error.to_string())
+                ServiceError::new(
+                    ErrorKind::TooMany,
+                    codes::TOO_MANY_INSTANCES,
+                    error.to_string(),
+                )
             }
             CoreError::Duplicate => {
-                ServiceError::new(ErrorKind::Conflict, "duplicate", error.to_string())
+                ServiceError::new(ErrorKind::Conflict, codes::DUPLICATE, error.to_string())
             }
-            CoreError::Storage(detail) => {
-                tracing::error!(detail, "event log write failed");
+            CoreError::Storage(_) => {
+                // The answer stays short; the log keeps the directory and the I/O error.
+                tracing::error!(causes = %chain(&error), "event log write failed");
                 ServiceError::new(
                     ErrorKind::Internal,
-                    "storage_error",
+                    codes::STORAGE_ERROR,
                     "the event log could not be written; nothing was recorded",
                 )
             }
@@ -205,13 +213,13 @@ impl From<ReadError> for ServiceError {
     fn from(error: ReadError) -> Self {
         match error {
             ReadError::CursorExpired { .. } => {
-                ServiceError::new(ErrorKind::Gone, "cursor_expired", error.to_string())
+                ServiceError::new(ErrorKind::Gone, codes::CURSOR_EXPIRED, error.to_string())
             }
             ReadError::Io { .. } => {
                 tracing::error!(%error, "event log read failed");
                 ServiceError::new(
                     ErrorKind::Internal,
-                    "storage_error",
+                    codes::STORAGE_ERROR,
                     "the event log could not be read",
                 )
             }
@@ -226,44 +234,76 @@ impl From<HostError> for ServiceError {
             HostError::Invalid(_) => ServiceError::invalid(message),
             HostError::InvalidField { field, .. } => ServiceError::field(field, message),
             HostError::Unsupported(_) => {
-                ServiceError::new(ErrorKind::Invalid, "unsupported", message)
+                ServiceError::new(ErrorKind::Invalid, codes::UNSUPPORTED, message)
             }
-            HostError::UnknownSession(_) => ServiceError::not_found("session_not_found", message),
-            HostError::Closed(_) => ServiceError::conflict("session_closed", message),
+            HostError::UnknownSession(_) => {
+                ServiceError::not_found(codes::SESSION_NOT_FOUND, message)
+            }
+            HostError::Closed(_) => ServiceError::conflict(codes::SESSION_CLOSED, message),
             HostError::NotReady(_) => {
-                ServiceError::new(ErrorKind::Unavailable, "not_ready", message)
+                ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
             }
-            HostError::HumanTyping(_) => ServiceError::conflict("human_typing", message),
+            HostError::HumanTyping(_) => ServiceError::conflict(codes::HUMAN_TYPING, message),
             HostError::Unavailable { runtime, .. } => {
+                log_causes(&error);
                 ServiceError::new(ErrorKind::Unavailable, runtime.unavailable_code(), message)
             }
-            HostError::Failed {
-                runtime, source, ..
-            } => {
-                // The answer carries the message; the log keeps the whole chain of causes.
-                if let Some(source) = &source {
-                    tracing::warn!(%runtime, error = %message, causes = %chain(source.as_ref()), "a runtime failed");
-                }
+            HostError::Failed { runtime, .. } => {
+                log_causes(&error);
                 ServiceError::new(ErrorKind::Upstream, runtime.error_code(), message)
             }
-            HostError::UnknownApproval(_) => ServiceError::not_found("approval_not_found", message),
-            HostError::ApprovalResolved(_) => ServiceError::conflict("approval_resolved", message),
-            HostError::UnknownRequest(_) => ServiceError::not_found("request_not_found", message),
-            HostError::RequestResolved(_) => ServiceError::conflict("request_resolved", message),
+            HostError::UnknownApproval(_) => {
+                ServiceError::not_found(codes::APPROVAL_NOT_FOUND, message)
+            }
+            HostError::ApprovalResolved(_) => {
+                ServiceError::conflict(codes::APPROVAL_RESOLVED, message)
+            }
+            HostError::UnknownRequest(_) => {
+                ServiceError::not_found(codes::REQUEST_NOT_FOUND, message)
+            }
+            HostError::RequestResolved(_) => {
+                ServiceError::conflict(codes::REQUEST_RESOLVED, message)
+            }
             HostError::Core(core) => ServiceError::from(core),
         }
     }
 }
 
-/// An error's causes, innermost last, joined by ": ".
+/// Logs the causes of a runtime's failure (when it kept any) where it becomes a
+/// [`ServiceError`]: the answer carries the message, the log the whole chain, once.
+fn log_causes(error: &HostError) {
+    let (HostError::Failed {
+        runtime,
+        source: Some(_),
+        ..
+    }
+    | HostError::Unavailable {
+        runtime,
+        source: Some(_),
+        ..
+    }) = error
+    else {
+        return;
+    };
+    tracing::warn!(%runtime, causes = %chain(error), "a runtime failed");
+}
+
+/// An error's causes, innermost last, joined by ": ". A cause the error before it already
+/// ends with (a message that quotes its source) is not repeated.
 fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut causes = vec![error.to_string()];
+    let mut text = error.to_string();
+    let mut last = text.clone();
     let mut next = error.source();
     while let Some(cause) = next {
-        causes.push(cause.to_string());
+        let cause_text = cause.to_string();
+        if !last.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        last = cause_text;
         next = cause.source();
     }
-    causes.join(": ")
+    text
 }
 
 impl From<TaskError> for ServiceError {
@@ -271,13 +311,17 @@ impl From<TaskError> for ServiceError {
         let message = error.to_string();
         match error {
             TaskError::Invalid(_) => ServiceError::invalid(message),
-            TaskError::UnknownTask(_) => ServiceError::not_found("task_not_found", message),
-            TaskError::UnknownSession(_) => ServiceError::not_found("session_not_found", message),
-            TaskError::Closed(_) => ServiceError::conflict("session_closed", message),
-            TaskError::Conflict { .. } => ServiceError::conflict("revision_conflict", message),
-            TaskError::NotWaiting { .. } => ServiceError::conflict("not_waiting", message),
-            TaskError::QueueFull(_) => ServiceError::new(ErrorKind::TooMany, "queue_full", message),
-            TaskError::EditLimit(_) => ServiceError::conflict("edit_limit", message),
+            TaskError::UnknownTask(_) => ServiceError::not_found(codes::TASK_NOT_FOUND, message),
+            TaskError::UnknownSession(_) => {
+                ServiceError::not_found(codes::SESSION_NOT_FOUND, message)
+            }
+            TaskError::Closed(_) => ServiceError::conflict(codes::SESSION_CLOSED, message),
+            TaskError::Conflict { .. } => ServiceError::conflict(codes::REVISION_CONFLICT, message),
+            TaskError::NotWaiting { .. } => ServiceError::conflict(codes::NOT_WAITING, message),
+            TaskError::QueueFull(_) => {
+                ServiceError::new(ErrorKind::TooMany, codes::QUEUE_FULL, message)
+            }
+            TaskError::EditLimit(_) => ServiceError::conflict(codes::EDIT_LIMIT, message),
             TaskError::Core(core) => ServiceError::from(core),
         }
     }
@@ -302,7 +346,7 @@ impl Service {
         self.hosts.get(runtime).cloned().ok_or_else(|| {
             ServiceError::new(
                 ErrorKind::Unavailable,
-                "unsupported",
+                codes::UNSUPPORTED,
                 format!("this daemon hosts no {runtime} sessions"),
             )
         })

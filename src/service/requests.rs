@@ -6,6 +6,7 @@ use base64::Engine as _;
 use serde_json::json;
 
 use super::{Service, ServiceError};
+use crate::protocol::codes;
 use crate::protocol::{
     AnswerValue, IMAGE_MEDIA_TYPES, InputAnswer, InputKind, InputRequested, PromptImage,
     RequestEntry, request_bounds,
@@ -52,13 +53,13 @@ impl Service {
         };
         let Some(record) = record else {
             return Err(ServiceError::not_found(
-                "request_not_found",
+                codes::REQUEST_NOT_FOUND,
                 format!("no input request `{request_id}` in this session"),
             ));
         };
         if record.resolved.is_some() {
             return Err(ServiceError::conflict(
-                "request_resolved",
+                codes::REQUEST_RESOLVED,
                 format!("input request `{request_id}` was already resolved"),
             ));
         }
@@ -132,7 +133,7 @@ impl Service {
                 Some(request) => (request.clone(), rest),
                 None => {
                     return Err(ServiceError::conflict(
-                        "no_pending_request",
+                        codes::NO_PENDING_REQUEST,
                         "nothing is waiting for an answer in this session",
                     ));
                 }

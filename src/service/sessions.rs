@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::{ErrorKind, Service, ServiceError};
+use crate::protocol::codes;
 use crate::protocol::{
     ApprovalEntry, Budget, CreatedReply, DoctorReport, HostedSessionView, InjectError, PromptSent,
     Runtime, TerminalSpec,
@@ -64,11 +65,14 @@ fn check_choice(
 fn inject_error(error: HostError) -> ServiceError {
     let message = error.to_string();
     match error {
-        HostError::UnknownSession(_) => ServiceError::not_found("not_live", message),
-        HostError::Closed(_) => ServiceError::conflict("not_live", message),
-        HostError::NotReady(_) => ServiceError::new(ErrorKind::Unavailable, "not_ready", message),
+        HostError::UnknownSession(_) => ServiceError::not_found(codes::NOT_LIVE, message),
+        HostError::Closed(_) => ServiceError::conflict(codes::NOT_LIVE, message),
+        HostError::NotReady(_) => {
+            ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
+        }
         HostError::Failed { .. } | HostError::Unavailable { .. } => {
-            ServiceError::new(ErrorKind::Upstream, "failed", message)
+            super::log_causes(&error);
+            ServiceError::new(ErrorKind::Upstream, codes::FAILED, message)
         }
         other => ServiceError::from(other),
     }
@@ -186,8 +190,9 @@ impl Service {
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
     /// the project roots the owner allowed.
     pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
-        let forbidden =
-            |message: String| ServiceError::new(ErrorKind::Forbidden, "permission_denied", message);
+        let forbidden = |message: String| {
+            ServiceError::new(ErrorKind::Forbidden, codes::PERMISSION_DENIED, message)
+        };
         if self.mcp_roots.is_empty() {
             return Err(forbidden(
                 "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)".into(),
@@ -274,7 +279,7 @@ impl Service {
             });
             if let Some(task) = held {
                 return Err(ServiceError::conflict(
-                    "idempotency_key_in_use",
+                    codes::IDEMPOTENCY_KEY_IN_USE,
                     format!("`idempotencyKey` already names queued task `{task}`"),
                 )
                 .with_field("idempotencyKey"));
@@ -282,7 +287,7 @@ impl Service {
         }
         let host = self
             .host_of(id)
-            .map_err(|_| ServiceError::not_found("not_live", format!("no session `{id}`")))?;
+            .map_err(|_| ServiceError::not_found(codes::NOT_LIVE, format!("no session `{id}`")))?;
         let outcome = if images.is_empty() {
             host.inject(id, text, key.clone()).await
         } else {

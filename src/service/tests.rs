@@ -668,9 +668,24 @@ fn host_errors_map_to_one_class_each() {
             "claude_unavailable",
         ),
         (
+            HostError::unavailable_by(Runtime::Codex, "x", std::io::Error::other("y")),
+            ErrorKind::Unavailable,
+            "codex_unavailable",
+        ),
+        (
             HostError::failed(Runtime::Codex, "x"),
             ErrorKind::Upstream,
             "codex_error",
+        ),
+        (
+            HostError::Core(storage_error()),
+            ErrorKind::Internal,
+            "storage_error",
+        ),
+        (
+            HostError::Core(CoreError::Overloaded),
+            ErrorKind::Unavailable,
+            "overloaded",
         ),
         (
             HostError::UnknownApproval("a".into()),
@@ -754,4 +769,124 @@ fn a_runtime_failure_keeps_its_causes_for_the_log() {
         super::chain(&error),
         "claude failed: cannot write /h/settings.json: Permission denied"
     );
+}
+
+/// A failed append as the core reports it: the log's directory and the I/O error.
+fn storage_error() -> CoreError {
+    CoreError::Storage(Arc::new(crate::core::StorageError {
+        dir: "/srv/cohost/log".into(),
+        source: std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"),
+    }))
+}
+
+/// What `run` logs (every level, no colours, no time), beside what it returns.
+fn logged<T>(run: impl FnOnce() -> T) -> (T, String) {
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .with_max_level(tracing::Level::TRACE)
+        .finish();
+    let value = tracing::subscriber::with_default(subscriber, run);
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    (value, text)
+}
+
+#[test]
+fn a_storage_failure_logs_its_path_and_cause_once_and_answers_without_them() {
+    let (mapped, log) = logged(|| ServiceError::from(storage_error()));
+    assert_eq!(
+        (mapped.kind, mapped.code),
+        (ErrorKind::Internal, "storage_error")
+    );
+    assert_eq!(
+        mapped.message,
+        "the event log could not be written; nothing was recorded"
+    );
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("event log write failed"), "{log}");
+    assert_eq!(
+        log.matches("/srv/cohost/log: No space left on device")
+            .count(),
+        1,
+        "{log}"
+    );
+    // Through a runtime or the task queue, the same mapping, the same single line.
+    let (mapped, log) = logged(|| ServiceError::from(HostError::Core(storage_error())));
+    assert_eq!(mapped.code, "storage_error");
+    assert_eq!(log.lines().count(), 1, "{log}");
+}
+
+#[test]
+fn a_runtime_failure_with_a_cause_is_logged_once_and_one_without_is_not() {
+    let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "Permission denied");
+    let (mapped, log) = logged(|| {
+        ServiceError::from(HostError::unavailable_by(
+            Runtime::Codex,
+            "cannot write the websocket token /h/codex/codex/ws-token: Permission denied",
+            io,
+        ))
+    });
+    assert_eq!(mapped.code, "codex_unavailable");
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("/h/codex/codex/ws-token"), "{log}");
+    // The cause the message already quotes is not repeated.
+    assert_eq!(log.matches("Permission denied").count(), 1, "{log}");
+    let (_, log) = logged(|| ServiceError::from(HostError::failed(Runtime::Codex, "refused")));
+    assert_eq!(log, "");
+}
+
+#[test]
+fn causes_are_joined_innermost_last_without_repeating_a_quoted_one() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("{text}")]
+    struct Link {
+        text: &'static str,
+        #[source]
+        source: Option<Box<Link>>,
+    }
+    fn check(links: &[&'static str], expect: &str) {
+        let error = links
+            .iter()
+            .rev()
+            .fold(None, |source, text| Some(Box::new(Link { text, source })));
+        let error = error.unwrap();
+        assert_eq!(super::chain(error.as_ref()), expect, "{links:?}");
+    }
+    check(&["alone"], "alone");
+    check(
+        &["claude failed: x", "Permission denied"],
+        "claude failed: x: Permission denied",
+    );
+    // Observed shapes: a message that quotes its source (`HomeError::Create`, `SpawnError::Spawn`).
+    check(
+        &[
+            "codex is not available: cannot create codex home /h: Permission denied",
+            "cannot create codex home /h: Permission denied",
+            "Permission denied",
+        ],
+        "codex is not available: cannot create codex home /h: Permission denied",
+    );
+    check(
+        &[
+            "the event log could not be written: /l: No space left on device",
+            "/l: No space left on device",
+            "No space left on device",
+        ],
+        "the event log could not be written: /l: No space left on device",
+    );
+    check(&["a: b", "b", "c"], "a: b: c");
 }

@@ -3,6 +3,7 @@
 
 use super::{Service, ServiceError};
 use crate::core::now_ms;
+use crate::protocol::codes;
 use crate::protocol::{
     Accepted, AgentEventParams, AgentUpdate, EventKind, Focus, Health, LogParams, MetaLog,
     MetaProgress, MetaStatus, SessionParams, SessionView, SetProgressParams, SetStatusParams,
@@ -45,7 +46,7 @@ impl Service {
                 params.project_dir.as_deref(),
             )
             .await
-            .map_err(|error| ServiceError::not_found("session_not_found", error.message))?;
+            .map_err(|error| ServiceError::not_found(codes::SESSION_NOT_FOUND, error.message))?;
         let update = AgentUpdate {
             agent: params.agent,
             status: params.status,
@@ -66,7 +67,7 @@ impl Service {
             Ok(())
         } else {
             Err(ServiceError::not_found(
-                "session_not_found",
+                codes::SESSION_NOT_FOUND,
                 format!("no live tmux session is named `{session}`"),
             ))
         }

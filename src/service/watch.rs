@@ -2,6 +2,7 @@
 //! and the watchers' counters. The watchers themselves run beside the core (`crate::watch`).
 
 use super::{Service, ServiceError};
+use crate::protocol::codes;
 use crate::protocol::{ExplainView, WatchStats};
 
 impl Service {
@@ -17,7 +18,7 @@ impl Service {
         match found {
             Some((update, updated_at)) => Ok(self.watch.explain(session, key, &update, updated_at)),
             None => Err(ServiceError::not_found(
-                "instance_not_found",
+                codes::INSTANCE_NOT_FOUND,
                 format!("session `{session}` has no agent instance `{key}`"),
             )),
         }

@@ -76,7 +76,7 @@ pub async fn save_checkpoint(file: &Path, checkpoint: &Checkpoint) -> Result<(),
         crate::core::private_file::write_atomic(&target, &bytes, 0o600)
     })
     .await
-    .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
+    .unwrap_or_else(|join| Err(std::io::Error::other(join)))
     .map_err(|source| CheckpointError::Write {
         path: file.to_path_buf(),
         source,
@@ -111,7 +111,7 @@ pub async fn load_checkpoint(file: &Path) -> Result<Option<Checkpoint>, Checkpoi
     .unwrap_or_else(|join| {
         Err(crate::core::private_file::PrivateFileError::Io {
             path: file.to_path_buf(),
-            source: std::io::Error::other(join.to_string()),
+            source: std::io::Error::other(join),
         })
     });
     let bytes = match read {

@@ -341,6 +341,9 @@ impl TaskManager {
         let sent: Result<InjectOutcome, HostError> = match self.host(session) {
             Ok(host) => host.inject(session, &task.prompt, key).await,
             Err(TaskError::Closed(id)) => Err(HostError::Closed(id)),
+            Err(TaskError::UnknownSession(id)) => Err(HostError::UnknownSession(id)),
+            Err(TaskError::Core(error)) => Err(HostError::Core(error)),
+            // No host for the session's runtime: a refusal with no cause behind it.
             Err(error) => Err(HostError::Invalid(error.to_string())),
         };
         let result = match sent {

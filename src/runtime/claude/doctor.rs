@@ -111,7 +111,7 @@ async fn version_of(claude: &Path, scratch: &Path) -> Result<String, String> {
     let output = tokio::time::timeout(VERSION_TIMEOUT, command.output())
         .await
         .map_err(|_| format!("no answer within {VERSION_TIMEOUT:?}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{}: {e}", claude.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         return Err(format!(

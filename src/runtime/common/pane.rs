@@ -5,10 +5,21 @@
 
 use std::path::Path;
 
-use crate::core::CoreHandle;
+use crate::core::{CoreError, CoreHandle};
 use crate::protocol::boundary::{self, Launch};
 use crate::protocol::{EventKind, SessionPane};
-use crate::tmux::SessionCache;
+use crate::tmux::{SessionCache, TmuxError};
+
+/// Why [`open`] opened no pane, or could not record the one it opened.
+#[derive(Debug, thiserror::Error)]
+pub enum PaneError {
+    /// tmux could not open the pane.
+    #[error("could not open a tmux pane: {0}")]
+    Open(#[source] TmuxError),
+    /// The pane opened, but `session.pane` could not be logged.
+    #[error(transparent)]
+    Record(#[from] CoreError),
+}
 
 /// Writes `dir/launch.json` for the runner (0600: it may hold a token).
 pub fn write_launch(dir: &Path, launch: &Launch) -> std::io::Result<()> {
@@ -38,7 +49,7 @@ pub async fn open(
     cwd: &Path,
     runner: &Path,
     dir: &Path,
-) -> Result<SessionPane, String> {
+) -> Result<SessionPane, PaneError> {
     let pane = tmux
         .tmux()
         .open_pane(
@@ -52,7 +63,7 @@ pub async fn open(
             ],
         )
         .await
-        .map_err(|e| format!("could not open a tmux pane: {e}"))?;
+        .map_err(PaneError::Open)?;
     tmux.refresh().await;
     let record = SessionPane {
         pane_id: pane.pane_id,
@@ -63,8 +74,7 @@ pub async fn open(
         Some(session_id.to_string()),
         EventKind::SessionPane(record.clone()),
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     Ok(record)
 }
 

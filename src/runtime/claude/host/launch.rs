@@ -193,7 +193,7 @@ impl ClaudeHost {
             &dir,
         )
         .await
-        .map_err(|e| HostError::failed(Runtime::Claude, e))?;
+        .map_err(|e| HostError::failed_by(Runtime::Claude, e.to_string(), e))?;
         let live = self.inner.start_following(&session_id, dir, false);
         // Ready once Claude's SessionStart hook has run.
         let mut started = live.started.subscribe();
@@ -249,7 +249,11 @@ impl ClaudeHost {
             session_id: None,
         };
         pane::write_launch(dir, &launch).map_err(|e| {
-            HostError::failed(Runtime::Claude, format!("could not write launch.json: {e}"))
+            HostError::failed_by(
+                Runtime::Claude,
+                format!("could not write {}: {e}", dir.join("launch.json").display()),
+                e,
+            )
         })
     }
 

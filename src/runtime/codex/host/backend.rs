@@ -101,7 +101,7 @@ impl Inner {
             .join(&key)
             .join("home");
         super::super::home::prepare_home(&home, self.config.user_codex_home.as_deref())
-            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
+            .map_err(|e| HostError::unavailable_by(Runtime::Codex, e.to_string(), e))?;
         let mut env = Vec::new();
         if let Some(budget) = budget {
             env.push((
@@ -122,9 +122,13 @@ impl Inner {
             } else {
                 let token_file = home.parent().unwrap_or(&home).join("ws-token");
                 super::super::process::write_ws_token(&token_file).map_err(|e| {
-                    HostError::unavailable(
+                    HostError::unavailable_by(
                         Runtime::Codex,
-                        format!("cannot write the websocket token: {e}"),
+                        format!(
+                            "cannot write the websocket token {}: {e}",
+                            token_file.display()
+                        ),
+                        e,
                     )
                 })?;
                 (
@@ -137,11 +141,11 @@ impl Inner {
             };
         let (process, rpc, incoming) = AppServerProcess::spawn(bin, &home, listen, &[], &env)
             .await
-            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
+            .map_err(|e| HostError::unavailable_by(Runtime::Codex, e.to_string(), e))?;
         let ws_url = process.ws_url().map(str::to_string);
         rpc.initialize("cohost", env!("CARGO_PKG_VERSION"))
             .await
-            .map_err(|e| HostError::unavailable(Runtime::Codex, e.to_string()))?;
+            .map_err(|e| HostError::unavailable_by(Runtime::Codex, e.to_string(), e))?;
         tracing::info!(key, pid = ?process.pid(), "started a codex app-server backend");
         let backend = Arc::new(Backend {
             key: key.clone(),

@@ -43,9 +43,13 @@ impl CodexHost {
         let token = if include_token {
             std::fs::read_to_string(token_file)
                 .map_err(|e| {
-                    HostError::failed(
+                    HostError::failed_by(
                         Runtime::Codex,
-                        format!("cannot read the websocket token: {e}"),
+                        format!(
+                            "cannot read the websocket token {}: {e}",
+                            token_file.display()
+                        ),
+                        e,
                     )
                 })?
                 .trim()
@@ -148,7 +152,7 @@ impl CodexHost {
             &dir,
         )
         .await
-        .map_err(|e| HostError::failed(Runtime::Codex, e))?;
+        .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
         self.view(session_id)
     }
 
@@ -167,7 +171,11 @@ impl CodexHost {
             session_id: Some(session_id.to_string()),
         };
         pane::write_launch(&dir, &launch).map_err(|e| {
-            HostError::failed(Runtime::Codex, format!("could not write launch.json: {e}"))
+            HostError::failed_by(
+                Runtime::Codex,
+                format!("could not write {}: {e}", dir.join("launch.json").display()),
+                e,
+            )
         })?;
         Ok(dir)
     }

@@ -55,6 +55,13 @@ pub enum FindError {
     /// `codex --version` failed or printed no version.
     #[error("`{path} --version` failed: {message}")]
     Version { path: PathBuf, message: String },
+    /// `<bin> --version` could not be run at all.
+    #[error("`{path} --version` failed: {source}")]
+    VersionRun {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl CodexBin {
@@ -80,7 +87,10 @@ impl CodexBin {
         let output = tokio::time::timeout(VERSION_TIMEOUT, command.output())
             .await
             .map_err(|_| version_error(format!("no answer within {VERSION_TIMEOUT:?}")))?
-            .map_err(|err| version_error(err.to_string()))?;
+            .map_err(|source| FindError::VersionRun {
+                path: self.path.clone(),
+                source,
+            })?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);

@@ -100,9 +100,14 @@ pub enum SpawnError {
         #[source]
         source: std::io::Error,
     },
-    /// The WebSocket token file could not be read, or is empty.
+    /// The WebSocket token file could not be read, or is empty (`source` is `None`).
     #[error("cannot read websocket token file {path}: {message}")]
-    TokenFile { path: PathBuf, message: String },
+    TokenFile {
+        path: PathBuf,
+        message: String,
+        #[source]
+        source: Option<std::io::Error>,
+    },
     /// The WebSocket child did not announce its port or answer `/readyz` within
     /// [`READY_TIMEOUT`]; it has been killed.
     #[error(
@@ -475,14 +480,18 @@ fn set_parent_death_signal(command: &mut Command) {
 fn set_parent_death_signal(_command: &mut Command) {}
 
 fn read_token(path: &Path) -> Result<String, SpawnError> {
-    let token_error = |message: String| SpawnError::TokenFile {
+    let token = std::fs::read_to_string(path).map_err(|source| SpawnError::TokenFile {
         path: path.to_owned(),
-        message,
-    };
-    let token = std::fs::read_to_string(path).map_err(|err| token_error(err.to_string()))?;
+        message: source.to_string(),
+        source: Some(source),
+    })?;
     let token = token.trim();
     if token.is_empty() {
-        return Err(token_error("the file is empty".to_owned()));
+        return Err(SpawnError::TokenFile {
+            path: path.to_owned(),
+            message: "the file is empty".to_owned(),
+            source: None,
+        });
     }
     Ok(token.to_owned())
 }

@@ -460,6 +460,26 @@ async fn websocket_spawn_needs_a_token_file() {
     assert!(matches!(err, SpawnError::TokenFile { .. }), "{err:?}");
 }
 
+#[test]
+fn a_token_file_error_names_its_path_and_keeps_the_io_error() {
+    use std::error::Error as _;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("ws-token");
+    let err = read_token(&missing).unwrap_err();
+    assert!(
+        err.to_string().contains(&missing.display().to_string()),
+        "{err}"
+    );
+    let source = err.source().expect("the io error is kept");
+    let io = source.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    // An empty file has no cause beyond itself.
+    std::fs::write(&missing, "  \n").unwrap();
+    let err = read_token(&missing).unwrap_err();
+    assert!(err.to_string().ends_with("the file is empty"), "{err}");
+    assert!(err.source().is_none());
+}
+
 // ------------------------------------------------------------------ real codex
 
 /// The real codex (`scripts/test` installs the pinned npm package and exports this).
