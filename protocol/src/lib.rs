@@ -10,12 +10,14 @@
 mod api;
 pub mod boundary;
 mod event;
+mod open_enum;
 mod reply;
 mod request;
 #[cfg(test)]
 mod schema;
 mod session;
 mod task;
+mod vocabulary;
 mod watch;
 
 pub use api::*;
@@ -24,6 +26,7 @@ pub use reply::*;
 pub use request::*;
 pub use session::*;
 pub use task::*;
+pub use vocabulary::*;
 pub use watch::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.

@@ -145,7 +145,7 @@ pub struct ApprovalList {
 pub struct ApprovalDecided {
     pub ok: bool,
     pub approval_id: String,
-    pub decision: String,
+    pub decision: super::ApprovalDecision,
 }
 
 /// One input request of a session, pending or resolved.

@@ -172,7 +172,7 @@ pub async fn resolve_approval(
     Ok(Json(ApprovalDecided {
         ok: true,
         approval_id,
-        decision: body.decision,
+        decision: body.decision.into(),
     }))
 }
 

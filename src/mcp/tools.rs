@@ -444,7 +444,7 @@ impl CohostMcp {
                 Ok(()) => answer(to_value(ApprovalDecided {
                     ok: true,
                     approval_id: args.approval_id,
-                    decision: args.decision.as_str().to_string(),
+                    decision: args.decision.into(),
                 })),
                 Err(error) => failed(error),
             },

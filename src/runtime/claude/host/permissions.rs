@@ -134,8 +134,8 @@ impl ClaudeHost {
                 session_id,
                 EventKind::ApprovalResolved(ApprovalResolved {
                     approval_id: approval_id.to_string(),
-                    decision: Some(decision.to_string()),
-                    by: by.to_string(),
+                    decision: Some(decision.into()),
+                    by: by.into(),
                 }),
             )
             .await;

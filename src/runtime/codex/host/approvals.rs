@@ -61,8 +61,8 @@ impl CodexHost {
             .await?;
         let resolved = ApprovalResolved {
             approval_id: approval_id.to_string(),
-            decision: Some(decision.to_string()),
-            by: by.to_string(),
+            decision: Some(decision.into()),
+            by: by.into(),
         };
         match self
             .inner
