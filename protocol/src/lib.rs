@@ -10,6 +10,7 @@
 mod api;
 pub mod boundary;
 mod event;
+mod ids;
 mod open_enum;
 mod reply;
 mod request;
@@ -22,6 +23,7 @@ mod watch;
 
 pub use api::*;
 pub use event::*;
+pub use ids::*;
 pub use reply::*;
 pub use request::*;
 pub use session::*;

@@ -144,7 +144,7 @@ pub struct ApprovalList {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalDecided {
     pub ok: bool,
-    pub approval_id: String,
+    pub approval_id: super::ApprovalId,
     pub decision: super::ApprovalDecision,
 }
 

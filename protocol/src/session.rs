@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::ApprovalId;
 use super::vocabulary::{
     ApprovalDecision, ApprovalKind, ApprovalPolicy, DeltaKind, FileChangeKind, PermissionMode,
     ResolvedBy, Sandbox,
@@ -389,7 +390,7 @@ pub struct ItemDelta {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequested {
     /// Unique within the daemon and deterministic (derived from the turn and item).
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// `command`, `fileChange` or `tool` (older logs may hold other values: they read as
     /// written).
     pub kind: ApprovalKind,
@@ -410,7 +411,7 @@ pub struct ApprovalRequested {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResolved {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// The decision cohost sent, when it was cohost that answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalDecision>,

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, InputKind,
-    InputRequested, InputResolved, MessageSent, ResolvedBy, SessionCreated, SessionState,
-    TurnCompleted,
+    ApprovalId, ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView,
+    InputKind, InputRequested, InputResolved, MessageSent, ResolvedBy, SessionCreated,
+    SessionState, TurnCompleted,
 };
 
 /// One input request (a question, a plan, an elicitation, a permissions grant) and its
@@ -53,7 +53,7 @@ pub struct SessionRecord {
     pub last_turn: Option<TurnCompleted>,
     pub last_agent_message: Option<String>,
     pub goal: Option<serde_json::Value>,
-    pub approvals: BTreeMap<String, ApprovalRecord>,
+    pub approvals: BTreeMap<ApprovalId, ApprovalRecord>,
     /// Input requests by request id, pending and resolved.
     #[serde(default)]
     pub requests: BTreeMap<String, InputRecord>,
@@ -314,7 +314,7 @@ impl Sessions {
                 );
             }
             EventKind::ApprovalResolved(resolved) => {
-                if let Some(approval) = record.approvals.get_mut(&resolved.approval_id)
+                if let Some(approval) = record.approvals.get_mut(resolved.approval_id.as_str())
                     && approval.resolved.is_none()
                 {
                     approval.resolved = Some(resolved.clone());

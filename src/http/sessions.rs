@@ -171,7 +171,7 @@ pub async fn resolve_approval(
         .await?;
     Ok(Json(ApprovalDecided {
         ok: true,
-        approval_id,
+        approval_id: approval_id.into(),
         decision: body.decision.into(),
     }))
 }

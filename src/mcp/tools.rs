@@ -443,7 +443,7 @@ impl CohostMcp {
             {
                 Ok(()) => answer(to_value(ApprovalDecided {
                     ok: true,
-                    approval_id: args.approval_id,
+                    approval_id: args.approval_id.into(),
                     decision: args.decision.into(),
                 })),
                 Err(error) => failed(error),

@@ -410,7 +410,7 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
     let turn_id = turn_id.unwrap_or_default();
     let codex_item = codex_item.unwrap_or_default();
     Some(ApprovalRequested {
-        approval_id: approval_id(&turn_id, &codex_item, kind),
+        approval_id: approval_id(&turn_id, &codex_item, kind).into(),
         kind: kind.into(),
         item_id: (!codex_item.is_empty()).then(|| item_id(&turn_id, &codex_item)),
         turn_id,

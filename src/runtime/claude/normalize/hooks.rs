@@ -182,7 +182,7 @@ impl Normalizer {
                     } = BashToolInput::of(input);
                     out.push(Output::Store(EventKind::ApprovalRequested(
                         ApprovalRequested {
-                            approval_id: approval_id(&session, &request_id),
+                            approval_id: approval_id(&session, &request_id).into(),
                             kind: if tool == "Bash" {
                                 "command".into()
                             } else {
