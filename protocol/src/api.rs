@@ -366,17 +366,17 @@ pub struct HostedSessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval_policy: Option<String>,
+    pub approval_policy: Option<super::ApprovalPolicy>,
     /// claude: the permission mode in force — what Claude's own records last reported, else the
     /// mode it was launched in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<String>,
+    pub permission_mode: Option<super::PermissionMode>,
     /// claude: whether the daemon allows that mode (`false`: cohost asks before every tool call);
     /// absent until Claude reported a mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode_allowed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<super::Sandbox>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// `starting`, `live`, `restarting`, `lost` or `closed`.

@@ -25,6 +25,13 @@ pub struct Event {
     pub seq: u64,
     /// Milliseconds since the Unix epoch, taken by the daemon when the event was sequenced.
     pub ts: u64,
+    /// Whose event it is; one field, two kinds of name: for the tracker's events
+    /// (`agent.*`, `session.focused`, `meta.*`) a tmux session's name (`TmuxSessionName`),
+    /// for a hosted session's events (`session.*` but `session.focused`, `turn.*`, `item.*`,
+    /// `approval.*`, `input.*`, `task.*`, `lease.changed`, …) cohost's session id
+    /// (`SessionId`); a `notification` has the session of the event it was derived from;
+    /// absent for daemon-wide events. Kept a plain string so the log and the wire stay as they
+    /// are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,21 +12,26 @@ pub mod boundary;
 pub mod codes;
 mod event;
 mod home;
+mod ids;
+mod open_enum;
 mod reply;
 mod request;
 #[cfg(test)]
 mod schema;
 mod session;
 mod task;
+mod vocabulary;
 mod watch;
 
 pub use api::*;
 pub use event::*;
 pub use home::*;
+pub use ids::*;
 pub use reply::*;
 pub use request::*;
 pub use session::*;
 pub use task::*;
+pub use vocabulary::*;
 pub use watch::*;
 
 /// Bumped whenever a stored or streamed shape changes incompatibly.

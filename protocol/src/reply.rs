@@ -144,8 +144,8 @@ pub struct ApprovalList {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalDecided {
     pub ok: bool,
-    pub approval_id: String,
-    pub decision: String,
+    pub approval_id: super::ApprovalId,
+    pub decision: super::ApprovalDecision,
 }
 
 /// One input request of a session, pending or resolved.

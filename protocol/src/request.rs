@@ -134,23 +134,13 @@ impl InputRequested {
     }
 }
 
-/// Who resolved a request.
-pub mod resolved_by {
-    /// A surface (HTTP, MCP, CLI, web page) through cohost.
-    pub const API: &str = "api";
-    /// The runtime: another client answered, or it withdrew the request (an interrupt).
-    pub const RUNTIME: &str = "runtime";
-    /// The turn that asked ended (or, for a plan, the next turn started) without an answer.
-    pub const TURN: &str = "turn";
-}
-
 /// `input.resolved`: answered through cohost, or made moot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InputResolved {
     pub request_id: String,
-    /// `api`, `runtime` or `turn` (see [`resolved_by`]).
-    pub by: String,
+    /// `api` (or the name the answering surface gave), `runtime` or `turn`.
+    pub by: super::ResolvedBy,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
     /// `question`: the answers by question id; a secret question's answer is left out.
@@ -171,10 +161,10 @@ pub struct InputResolved {
 }
 
 impl InputResolved {
-    pub fn moot(request_id: &str, by: &str) -> Self {
+    pub fn moot(request_id: &str, by: super::ResolvedBy) -> Self {
         InputResolved {
             request_id: request_id.to_string(),
-            by: by.to_string(),
+            by,
             decision: None,
             answers: None,
             withheld: Vec::new(),
@@ -483,7 +473,7 @@ impl InputAnswer {
     }
 
     /// What is recorded of this answer to `request`: secret answers are left out.
-    pub fn record(&self, request: &InputRequested, by: &str) -> InputResolved {
+    pub fn record(&self, request: &InputRequested, by: super::ResolvedBy) -> InputResolved {
         let secret: Vec<&str> = request.secret_questions().collect();
         let mut withheld = Vec::new();
         let answers = self.answers.as_ref().map(|_| {
@@ -500,7 +490,7 @@ impl InputAnswer {
         });
         InputResolved {
             request_id: request.request_id.clone(),
-            by: by.to_string(),
+            by,
             decision: self.decision.clone(),
             answers,
             withheld,
@@ -629,7 +619,7 @@ mod tests {
         let q = question(true);
         let given = answer(json!({"answers": {"color": "Blue"}}));
         assert_eq!(given.answer_lists()["color"], vec!["Blue".to_string()]);
-        let recorded = given.record(&q, resolved_by::API);
+        let recorded = given.record(&q, crate::ResolvedBy::Api);
         assert_eq!(recorded.answers, Some(BTreeMap::new()));
         assert_eq!(recorded.withheld, vec!["color".to_string()]);
         assert!(!serde_json::to_string(&recorded).unwrap().contains("Blue"));

@@ -3,6 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::ApprovalId;
+use super::vocabulary::{
+    ApprovalDecision, ApprovalKind, ApprovalPolicy, DeltaKind, FileChangeKind, PermissionMode,
+    ResolvedBy, Sandbox,
+};
+
 /// Which agent runtime a hosted session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -66,12 +72,12 @@ pub struct SessionCreated {
     pub model: Option<String>,
     /// codex: the thread's approval policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval_policy: Option<String>,
+    pub approval_policy: Option<ApprovalPolicy>,
     /// claude: the permission mode the TUI was launched in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<String>,
+    pub sandbox: Option<Sandbox>,
     /// Retry budget of the backend that serves it; `None` = the base backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
@@ -86,13 +92,15 @@ pub struct SessionCreated {
 impl SessionCreated {
     /// The permission mode a claude session was launched in. Sessions created before the field
     /// existed kept it in `approvalPolicy` (and were launched without one when it was unset).
-    pub fn claude_permission_mode(&self) -> Option<&str> {
+    pub fn claude_permission_mode(&self) -> Option<PermissionMode> {
         if self.runtime != Runtime::Claude {
             return None;
         }
-        self.permission_mode
-            .as_deref()
-            .or(self.approval_policy.as_deref())
+        self.permission_mode.clone().or_else(|| {
+            self.approval_policy
+                .as_ref()
+                .map(|policy| PermissionMode::from(policy.as_str()))
+        })
     }
 }
 
@@ -138,7 +146,7 @@ pub struct SessionPane {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionModeSeen {
-    pub mode: String,
+    pub mode: PermissionMode,
     pub allowed: bool,
 }
 
@@ -352,7 +360,7 @@ impl Item {
 pub struct FileChange {
     pub path: String,
     /// `add`, `delete`, `update`.
-    pub kind: String,
+    pub kind: FileChangeKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
 }
@@ -363,8 +371,8 @@ pub struct FileChange {
 pub struct ItemDelta {
     pub turn_id: String,
     pub item_id: String,
-    /// `agentMessage`, `reasoning` or `commandOutput`.
-    pub kind: String,
+    /// `agentMessage`, `reasoning`, `commandOutput` or `plan`.
+    pub kind: DeltaKind,
     pub delta: String,
     /// Of an `agentMessage` delta: where it starts in the message's text, in UTF-8 bytes
     /// (set by the core). A reader that already has that many bytes or more skips what it has,
@@ -382,9 +390,10 @@ pub struct ItemDelta {
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequested {
     /// Unique within the daemon and deterministic (derived from the turn and item).
-    pub approval_id: String,
-    /// `command`, `fileChange`, `userInput`, `permissions` or `other`.
-    pub kind: String,
+    pub approval_id: ApprovalId,
+    /// `command`, `fileChange` or `tool` (older logs may hold other values: they read as
+    /// written).
+    pub kind: ApprovalKind,
     pub turn_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_id: Option<String>,
@@ -395,20 +404,20 @@ pub struct ApprovalRequested {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The decisions cohost relays: `accept`, `acceptForSession`, `decline`, `cancel`.
-    pub decisions: Vec<String>,
+    pub decisions: Vec<ApprovalDecision>,
 }
 
 /// `approval.resolved`: answered, by cohost or by another client (a TUI), or made moot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResolved {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// The decision cohost sent, when it was cohost that answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
-    /// `api` when answered through cohost, `runtime` when the runtime reported it resolved
-    /// (another client answered, or the turn ended).
-    pub by: String,
+    pub decision: Option<ApprovalDecision>,
+    /// `api` when answered through cohost (or the name the answering surface gave), `runtime`
+    /// when the runtime reported it resolved (another client answered, or the turn ended).
+    pub by: ResolvedBy,
 }
 
 /// `usage`: token usage after a model response.

@@ -129,7 +129,7 @@ pub struct TaskQueued {
     pub task_id: String,
     pub prompt: String,
     /// `api`, `mcp` or `cli`.
-    pub source: String,
+    pub source: TaskSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// The queue position to take (a replacement keeps the one of the task it supersedes).
@@ -228,7 +228,7 @@ pub struct TaskView {
     pub position: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_reason: Option<WaitingReason>,
-    pub source: String,
+    pub source: TaskSource,
     /// The prompt, redacted and cut to 512 bytes.
     pub prompt_preview: String,
     pub prompt_bytes: usize,

@@ -82,7 +82,7 @@ pub fn derive(
                 .or(approval.reason.as_deref())
                 .map(excerpt);
             n.turn_id = Some(approval.turn_id.clone()).filter(|t| !t.is_empty());
-            n.request_id = Some(approval.approval_id.clone());
+            n.request_id = Some(approval.approval_id.to_string());
             Some(n)
         }
         EventKind::InputRequested(request) if hosted.is_some() => {

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView, InputKind,
-    InputRequested, InputResolved, MessageSent, SessionCreated, SessionState, TurnCompleted,
-    resolved_by,
+    ApprovalId, ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView,
+    InputKind, InputRequested, InputResolved, MessageSent, ResolvedBy, SessionCreated,
+    SessionState, TurnCompleted,
 };
 
 /// One input request (a question, a plan, an elicitation, a permissions grant) and its
@@ -53,7 +53,7 @@ pub struct SessionRecord {
     pub last_turn: Option<TurnCompleted>,
     pub last_agent_message: Option<String>,
     pub goal: Option<serde_json::Value>,
-    pub approvals: BTreeMap<String, ApprovalRecord>,
+    pub approvals: BTreeMap<ApprovalId, ApprovalRecord>,
     /// Input requests by request id, pending and resolved.
     #[serde(default)]
     pub requests: BTreeMap<String, InputRecord>,
@@ -94,10 +94,10 @@ impl SessionRecord {
     }
 
     /// Resolves every pending request `moot` selects, by `by` (a turn that ended, the next turn).
-    fn resolve_moot(&mut self, by: &str, at: u64, moot: impl Fn(&InputRequested) -> bool) {
+    fn resolve_moot(&mut self, by: ResolvedBy, at: u64, moot: impl Fn(&InputRequested) -> bool) {
         for record in self.requests.values_mut() {
             if record.resolved.is_none() && moot(&record.request) {
-                record.resolved = Some(InputResolved::moot(&record.request.request_id, by));
+                record.resolved = Some(InputResolved::moot(&record.request.request_id, by.clone()));
                 record.resolved_at = Some(at);
             }
         }
@@ -119,7 +119,7 @@ impl SessionRecord {
                 .permission_mode_seen
                 .as_ref()
                 .map(|seen| seen.mode.clone())
-                .or_else(|| self.created.claude_permission_mode().map(str::to_string)),
+                .or_else(|| self.created.claude_permission_mode()),
             permission_mode_allowed: self.permission_mode_seen.as_ref().map(|seen| seen.allowed),
             sandbox: self.created.sandbox.clone(),
             thread_id: self.thread_id.clone(),
@@ -266,7 +266,7 @@ impl Sessions {
                 record.active_turn = Some(turn.turn_id.clone());
                 record.turns += 1;
                 // A plan offered after its turn (codex) is moot once the next turn starts.
-                record.resolve_moot(resolved_by::TURN, event.ts, |request| {
+                record.resolve_moot(ResolvedBy::Turn, event.ts, |request| {
                     request.kind == InputKind::Plan && request.turn_id.is_none()
                 });
             }
@@ -279,7 +279,7 @@ impl Sessions {
                     .open_items
                     .retain(|_, item| item.turn_id != turn.turn_id);
                 // A turn that ended leaves nothing to answer.
-                record.resolve_moot(resolved_by::TURN, event.ts, |request| {
+                record.resolve_moot(ResolvedBy::Turn, event.ts, |request| {
                     request.turn_id.as_deref() == Some(turn.turn_id.as_str())
                 });
                 for approval in record.approvals.values_mut() {
@@ -314,7 +314,7 @@ impl Sessions {
                 );
             }
             EventKind::ApprovalResolved(resolved) => {
-                if let Some(approval) = record.approvals.get_mut(&resolved.approval_id)
+                if let Some(approval) = record.approvals.get_mut(resolved.approval_id.as_str())
                     && approval.resolved.is_none()
                 {
                     approval.resolved = Some(resolved.clone());
@@ -499,12 +499,12 @@ mod tests {
         assert_eq!(record.view().pending_requests, 3);
         sessions.apply(&event(
             5,
-            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::API)),
+            EventKind::InputResolved(InputResolved::moot("q1", ResolvedBy::Api)),
         ));
         // A second resolution changes nothing.
         sessions.apply(&event(
             6,
-            EventKind::InputResolved(InputResolved::moot("q1", resolved_by::RUNTIME)),
+            EventKind::InputResolved(InputResolved::moot("q1", ResolvedBy::Runtime)),
         ));
         let record = sessions.get("s1").unwrap();
         assert_eq!(record.requests["q1"].resolved.as_ref().unwrap().by, "api");

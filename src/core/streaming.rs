@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{StoredEvent, now_ms};
-use crate::protocol::{EventKind, ItemDelta};
+use crate::protocol::{DeltaKind, EventKind, ItemDelta};
 
 /// Agent messages streaming now (deltas published, the item not yet stored), by item id: what
 /// a stream that (re)connects mid-message sends first, so it does not start mid-word. Memory
@@ -93,7 +93,7 @@ impl Streaming {
                 let kind = EventKind::ItemDelta(ItemDelta {
                     turn_id: p.turn_id.clone(),
                     item_id: item_id.clone(),
-                    kind: "agentMessage".to_string(),
+                    kind: DeltaKind::AgentMessage,
                     delta: p.text.clone(),
                     offset: Some(0),
                     snapshot: true,

@@ -17,8 +17,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    CancelOutcome, Event, EventKind, Item, Lease, SessionState, TaskPhase, TaskQueued, TaskState,
-    TurnStatus, WaitingReason,
+    CancelOutcome, Event, EventKind, Item, Lease, SessionState, TaskPhase, TaskQueued, TaskSource,
+    TaskState, TurnStatus, WaitingReason,
 };
 
 /// Finished tasks kept (results included) in all sessions together.
@@ -38,7 +38,7 @@ pub struct TaskRecord {
     pub session: String,
     pub order: u64,
     pub prompt: String,
-    pub source: String,
+    pub source: TaskSource,
     pub idempotency_key: Option<String>,
     pub revision: u64,
     pub state: TaskState,
@@ -554,7 +554,7 @@ impl Tasks {
             session: session.to_string(),
             order,
             prompt: queued.prompt.clone(),
-            source: queued.source.clone(),
+            source: queued.source,
             idempotency_key: queued.idempotency_key.clone(),
             revision: 1,
             state: TaskState::Waiting,
@@ -637,7 +637,7 @@ mod tests {
         EventKind::TaskQueued(TaskQueued {
             task_id: id.into(),
             prompt: format!("prompt {id}"),
-            source: "api".into(),
+            source: TaskSource::Api,
             idempotency_key: key.map(Into::into),
             order,
             supersedes: None,

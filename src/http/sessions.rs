@@ -172,8 +172,8 @@ pub async fn resolve_approval(
         .await?;
     Ok(Json(ApprovalDecided {
         ok: true,
-        approval_id,
-        decision: body.decision,
+        approval_id: approval_id.into(),
+        decision: body.decision.into(),
     }))
 }
 

@@ -5,7 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::protocol::{AgentStatus, Liveness};
+use crate::protocol::{
+    AgentStatus, ApprovalDecision, ApprovalPolicy, Liveness, PermissionMode, Sandbox,
+};
 
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -85,6 +87,27 @@ arg_enum!(
         Decline = "decline",
         Cancel = "cancel",
     }
+);
+
+/// Each argument enum as the protocol value of the same string (the protocol's enums are open,
+/// so every argument value is one of theirs).
+macro_rules! into_protocol {
+    ($($arg:ident => $protocol:ident),* $(,)?) => {
+        $(
+            impl From<$arg> for $protocol {
+                fn from(arg: $arg) -> Self {
+                    $protocol::from(arg.as_str())
+                }
+            }
+        )*
+    };
+}
+
+into_protocol!(
+    ApprovalPolicyArg => ApprovalPolicy,
+    SandboxArg => Sandbox,
+    ModeArg => PermissionMode,
+    DecisionArg => ApprovalDecision,
 );
 
 #[derive(Debug, Deserialize, JsonSchema)]

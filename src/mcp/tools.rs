@@ -444,8 +444,8 @@ impl CohostMcp {
             {
                 Ok(()) => answer(to_value(ApprovalDecided {
                     ok: true,
-                    approval_id: args.approval_id,
-                    decision: args.decision.as_str().to_string(),
+                    approval_id: args.approval_id.into(),
+                    decision: args.decision.into(),
                 })),
                 Err(error) => failed(error),
             },

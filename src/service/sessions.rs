@@ -496,7 +496,8 @@ impl Service {
 /// bytes of printable text, so an event never carries a log-breaking or huge name.
 pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
     match by {
-        None => Ok(crate::protocol::resolved_by::API),
+        // `ResolvedBy::Api`.
+        None => Ok("api"),
         Some(by)
             if !by.trim().is_empty() && by.len() <= 64 && !by.chars().any(char::is_control) =>
         {

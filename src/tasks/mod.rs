@@ -238,7 +238,7 @@ impl TaskManager {
             EventKind::TaskQueued(TaskQueued {
                 task_id: task_id.clone(),
                 prompt: text.to_string(),
-                source: source.as_str().to_string(),
+                source,
                 idempotency_key: key,
                 order: None,
                 supersedes: None,
@@ -284,7 +284,7 @@ impl TaskManager {
             EventKind::TaskQueued(TaskQueued {
                 task_id: task_id.clone(),
                 prompt: text.to_string(),
-                source: "api".into(),
+                source: Source::Api,
                 idempotency_key: key,
                 order: None,
                 supersedes: None,
@@ -504,7 +504,7 @@ impl TaskManager {
             EventKind::TaskQueued(TaskQueued {
                 task_id: replacement.clone(),
                 prompt: text.to_string(),
-                source: record.source.clone(),
+                source: record.source,
                 idempotency_key: key,
                 order: Some(record.order),
                 supersedes: Some(task.to_string()),

@@ -62,7 +62,7 @@ pub fn view(state: &State, task: &TaskRecord) -> TaskView {
         revision: task.revision,
         position,
         waiting_reason: position.map(|p| waiting_reason(state, task, p)),
-        source: task.source.clone(),
+        source: task.source,
         prompt_preview: redacted(cut(&task.prompt, MAX_PROMPT_PREVIEW)),
         prompt_bytes: task.prompt.len(),
         turn_id: task.turn_id.clone(),

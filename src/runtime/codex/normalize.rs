@@ -16,9 +16,9 @@ use super::wire::{
     ThreadTokenUsageUpdatedNotification, TokenUsageBreakdown, UserInput,
 };
 use crate::protocol::{
-    ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, InputKind, InputRequested,
-    Item, ItemDelta, ItemEvent, PlanStep, Question, QuestionOption, TokenCounts, TurnCompleted,
-    TurnPlan, TurnStatus, Usage,
+    ApprovalDecision, ApprovalRequested, ErrorEvent, EventKind, FileChange, GoalUpdated, InputKind,
+    InputRequested, Item, ItemDelta, ItemEvent, PlanStep, Question, QuestionOption, TokenCounts,
+    TurnCompleted, TurnPlan, TurnStatus, Usage,
 };
 
 /// The cohost item id of codex item `item_id` in turn `turn_id`.
@@ -207,7 +207,7 @@ fn delta(
     vec![Normalized::Live(EventKind::ItemDelta(ItemDelta {
         item_id: item_id(&turn_id, &codex_item),
         turn_id,
-        kind: kind.to_string(),
+        kind: kind.into(),
         delta,
         offset: None,
         snapshot: false,
@@ -301,7 +301,7 @@ pub fn thread_item(turn_id: &str, item: &ThreadItem) -> Option<Item> {
                         .as_ref()
                         .and_then(|kind| kind.kind.as_ref())
                         .map_or("update", |kind| kind.as_str())
-                        .to_string(),
+                        .into(),
                     diff: change.diff.clone(),
                 })
                 .collect(),
@@ -410,14 +410,14 @@ pub fn approval_request(method: &str, params: &Value) -> Option<ApprovalRequeste
     let turn_id = turn_id.unwrap_or_default();
     let codex_item = codex_item.unwrap_or_default();
     Some(ApprovalRequested {
-        approval_id: approval_id(&turn_id, &codex_item, kind),
-        kind: kind.to_string(),
+        approval_id: approval_id(&turn_id, &codex_item, kind).into(),
+        kind: kind.into(),
         item_id: (!codex_item.is_empty()).then(|| item_id(&turn_id, &codex_item)),
         turn_id,
         command,
         cwd,
         reason,
-        decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
+        decisions: DECISIONS.map(ApprovalDecision::from).to_vec(),
     })
 }
 

@@ -19,8 +19,8 @@ use super::{
     screen,
 };
 use crate::protocol::{
-    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, Runtime, SessionMode,
-    resolved_by,
+    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy, Runtime,
+    SessionMode,
 };
 use crate::runtime::{Capability, HostError};
 
@@ -113,7 +113,7 @@ impl ClaudeHost {
                 self.inner
                     .store(
                         session_id,
-                        EventKind::InputResolved(InputResolved::moot(&id, resolved_by::RUNTIME)),
+                        EventKind::InputResolved(InputResolved::moot(&id, ResolvedBy::Runtime)),
                     )
                     .await;
                 json!({ "behavior": "ask" })
@@ -200,7 +200,13 @@ impl ClaudeHost {
         if pending.reply.send(decision).is_err() {
             return Err(HostError::RequestResolved(request.request_id.clone()));
         }
-        let mut resolved = answer.record(request, answer.by.as_deref().unwrap_or(resolved_by::API));
+        let mut resolved = answer.record(
+            request,
+            answer
+                .by
+                .as_deref()
+                .map_or(ResolvedBy::Api, ResolvedBy::from),
+        );
         resolved.mode = mode.clone();
         match self
             .inner

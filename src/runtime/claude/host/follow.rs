@@ -316,7 +316,10 @@ impl Inner {
         }
         self.store(
             &live.session_id,
-            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen { mode, allowed }),
+            EventKind::PermissionModeSeen(crate::protocol::PermissionModeSeen {
+                mode: mode.into(),
+                allowed,
+            }),
         )
         .await;
     }

@@ -163,7 +163,7 @@ impl ClaudeHost {
             cwd: cwd.to_string_lossy().into_owned(),
             model: params.model.clone(),
             approval_policy: None,
-            permission_mode: Some(permission_mode.clone()),
+            permission_mode: Some(permission_mode.as_str().into()),
             sandbox: None,
             budget: None,
             forked_from: params

@@ -69,7 +69,7 @@ impl ClaudeHost {
                     .store(
                         session_id,
                         EventKind::ApprovalResolved(ApprovalResolved {
-                            approval_id,
+                            approval_id: approval_id.into(),
                             decision: None,
                             by: "runtime".into(),
                         }),
@@ -133,9 +133,9 @@ impl ClaudeHost {
             .store(
                 session_id,
                 EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval_id.to_string(),
-                    decision: Some(decision.to_string()),
-                    by: by.to_string(),
+                    approval_id: approval_id.into(),
+                    decision: Some(decision.into()),
+                    by: by.into(),
                 }),
             )
             .await;

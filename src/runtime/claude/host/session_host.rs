@@ -187,7 +187,10 @@ impl SessionHost for ClaudeHost {
             CreateClaude {
                 cwd: PathBuf::from(&record.created.cwd),
                 model: record.created.model.clone(),
-                permission_mode: record.created.claude_permission_mode().map(str::to_string),
+                permission_mode: record
+                    .created
+                    .claude_permission_mode()
+                    .map(|mode| mode.to_string()),
                 tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
                 idempotency_key: None,
                 fork_of: Some((claude_session, session_id.to_string())),

@@ -12,8 +12,8 @@ use crate::formats::claude::{
     PostToolUseHookInput, ToolResponse,
 };
 use crate::protocol::{
-    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent, SessionAttention,
-    TurnCompleted, TurnStatus,
+    AgentStatus, ApprovalDecision, ApprovalRequested, ErrorEvent, EventKind, Item, ItemEvent,
+    SessionAttention, TurnCompleted, TurnStatus,
 };
 
 impl Normalizer {
@@ -182,7 +182,7 @@ impl Normalizer {
                     } = BashToolInput::of(input);
                     out.push(Output::Store(EventKind::ApprovalRequested(
                         ApprovalRequested {
-                            approval_id: approval_id(&session, &request_id),
+                            approval_id: approval_id(&session, &request_id).into(),
                             kind: if tool == "Bash" {
                                 "command".into()
                             } else {
@@ -200,7 +200,7 @@ impl Normalizer {
                             }),
                             cwd: common.cwd.clone(),
                             reason: description,
-                            decisions: DECISIONS.iter().map(|d| d.to_string()).collect(),
+                            decisions: DECISIONS.map(ApprovalDecision::from).to_vec(),
                         },
                     )));
                     out.push(Output::Status(AgentStatus::Waiting));

@@ -60,9 +60,9 @@ impl CodexHost {
             )
             .await?;
         let resolved = ApprovalResolved {
-            approval_id: approval_id.to_string(),
-            decision: Some(decision.to_string()),
-            by: by.to_string(),
+            approval_id: approval_id.into(),
+            decision: Some(decision.into()),
+            by: by.into(),
         };
         match self
             .inner
@@ -105,7 +105,7 @@ impl Inner {
             self.store(
                 session_id,
                 EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id,
+                    approval_id: approval_id.into(),
                     decision: None,
                     by: "runtime".into(),
                 }),

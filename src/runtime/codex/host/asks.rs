@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{Backend, CodexHost, Inner, Live, RequestId, lock, wire};
 use crate::core::CoreError;
 use crate::protocol::{
-    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, SessionMode, resolved_by,
+    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy, SessionMode,
 };
 use crate::runtime::{Capability, HostError};
 
@@ -91,7 +91,7 @@ impl Inner {
         if let Some(request_id) = found {
             self.store(
                 session_id,
-                EventKind::InputResolved(InputResolved::moot(&request_id, resolved_by::RUNTIME)),
+                EventKind::InputResolved(InputResolved::moot(&request_id, ResolvedBy::Runtime)),
             )
             .await;
         }
@@ -114,7 +114,13 @@ impl CodexHost {
         answer: InputAnswer,
     ) -> Result<Option<String>, HostError> {
         self.inner.live_session(session_id)?;
-        let resolved = answer.record(request, answer.by.as_deref().unwrap_or(resolved_by::API));
+        let resolved = answer.record(
+            request,
+            answer
+                .by
+                .as_deref()
+                .map_or(ResolvedBy::Api, ResolvedBy::from),
+        );
         if request.kind == InputKind::Plan {
             // cohost's own request: nothing waits in codex; the answer continues as a prompt.
             let approve = answer.decision.as_deref() == Some("approve");

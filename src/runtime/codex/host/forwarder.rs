@@ -262,7 +262,7 @@ impl Forwarder {
         match normalize::approval_request(method, params) {
             Some(approval) => vec![
                 Effect::HoldApproval {
-                    approval_id: approval.approval_id.clone(),
+                    approval_id: approval.approval_id.to_string(),
                     rpc_id,
                 },
                 Effect::Store(EventKind::ApprovalRequested(approval)),
