@@ -107,6 +107,11 @@ async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
     })
 }
 
+/// How many threads the token-less workers report, at most: the daemon keeps 16 instances per
+/// agent reported without the token and refuses a 17th while all 16 were reported just now
+/// (`too_many_instances`), so workers beyond 16 share the threads of the first ones.
+const TOKENLESS_THREADS: usize = 16;
+
 fn event_body(thread: &str) -> Bytes {
     Bytes::from(format!(
         r#"{{"agent":"bench","status":"running","tmuxSession":"{SESSION}","threadId":"{thread}"}}"#
@@ -169,7 +174,7 @@ async fn throughput(
         let posted = Arc::clone(posted);
         let failures = Arc::clone(failures);
         workers.push(tokio::spawn(async move {
-            let body = event_body(&format!("c{concurrency}-w{worker}"));
+            let body = event_body(&format!("c{concurrency}-w{}", worker % TOKENLESS_THREADS));
             let mut latencies = Vec::new();
             tokio::time::sleep_until(start.into()).await;
             loop {
@@ -398,7 +403,7 @@ async fn fill_to(
         let posted = Arc::clone(posted);
         let failures = Arc::clone(failures);
         workers.push(tokio::spawn(async move {
-            let body = event_body(&format!("fill-w{worker}"));
+            let body = event_body(&format!("fill-w{}", worker % TOKENLESS_THREADS));
             // Claim a slot before posting so that exactly `total` are posted; give it back
             // when the post is not made or fails. A failure fails the run: stop, don't retry.
             loop {
