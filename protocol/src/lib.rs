@@ -8,6 +8,7 @@
 //! (the build enforces what a grep once did); it does no I/O.
 
 mod api;
+mod body;
 pub mod boundary;
 pub mod codes;
 mod event;
@@ -24,6 +25,7 @@ mod vocabulary;
 mod watch;
 
 pub use api::*;
+pub use body::*;
 pub use event::*;
 pub use home::*;
 pub use ids::*;

@@ -1,9 +1,9 @@
 //! Input-request routes: list a session's requests, answer one (first answer wins), set the
 //! session's collaboration mode — each a thin call into the service.
 
+use crate::protocol::ModeBody;
 use axum::Json;
 use axum::extract::{Path, State};
-use serde::Deserialize;
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
@@ -29,12 +29,6 @@ pub async fn answer(
         ok: true,
         request_id,
     }))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModeBody {
-    mode: String,
 }
 
 pub async fn set_mode(

@@ -1,9 +1,9 @@
 //! REST handlers for the tracker, the metadata routes and health.
 
+use crate::protocol::FocusParams;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
@@ -82,14 +82,6 @@ pub async fn clear_log(
     ApiJson(params): ApiJson<SessionParams>,
 ) -> Result<Json<Accepted>, ApiError> {
     Ok(Json(state.service.clear_log(params).await?))
-}
-
-#[derive(Deserialize)]
-pub struct FocusParams {
-    session: String,
-    /// `api` (default) or `tmux` (the client-session-changed hook).
-    #[serde(default)]
-    source: Option<String>,
 }
 
 pub async fn focus(

@@ -2,6 +2,9 @@
 //! slash commands, terminals, relaunch, the permission hook's long-poll, and doctor — each a
 //! thin call into the service.
 
+use crate::protocol::{
+    CommandBody, CreateBody, DecisionBody, ForkBody, GoalBody, MessageBody, OpenTerminalBody,
+};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -15,40 +18,10 @@ use crate::protocol::Capability;
 use crate::protocol::boundary::PermissionAsk;
 use crate::protocol::codes;
 use crate::protocol::{
-    ApprovalDecided, ApprovalList, Budget, DoctorReport, Done, HostedSessionView, Interrupted,
-    PromptSent, SessionList, SessionReply, TerminalSpec,
+    ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
+    SessionList, SessionReply, TerminalSpec,
 };
 use crate::service::CreateRequest;
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateBody {
-    runtime: String,
-    cwd: String,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    approval_policy: Option<String>,
-    #[serde(default)]
-    sandbox: Option<String>,
-    #[serde(default)]
-    prompt: Option<String>,
-    #[serde(default)]
-    idempotency_key: Option<String>,
-    #[serde(default)]
-    budget: Option<Budget>,
-    /// claude only: `default` (the default), `acceptEdits`, `plan`; `auto` and
-    /// `bypassPermissions` only where the daemon's owner allows them.
-    #[serde(default)]
-    permission_mode: Option<String>,
-    /// The tmux session to open the pane in (default `cohost`): claude always, codex with
-    /// `terminal: true`.
-    #[serde(default)]
-    tmux_session: Option<String>,
-    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
-    #[serde(default)]
-    terminal: bool,
-}
 
 /// An optional JSON body: none (empty) is the default, anything else must be JSON.
 pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
@@ -112,17 +85,6 @@ pub async fn delete(
     Ok(Json(Done::OK))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MessageBody {
-    text: String,
-    #[serde(default)]
-    idempotency_key: Option<String>,
-    /// Images attached to the prompt (base64, bounded; see docs/api.md).
-    #[serde(default)]
-    images: Vec<crate::protocol::PromptImage>,
-}
-
 pub async fn message(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -152,15 +114,6 @@ pub async fn approvals(
     }))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionBody {
-    decision: String,
-    /// Who answers, as `approval.resolved` will say (default `api`).
-    #[serde(default)]
-    by: Option<String>,
-}
-
 pub async fn resolve_approval(
     State(state): State<AppState>,
     Path((id, approval_id)): Path<(String, String)>,
@@ -184,17 +137,6 @@ pub async fn goal_get(
     Ok(Json(state.service.goal_get(&id).await?))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GoalBody {
-    #[serde(default)]
-    objective: Option<String>,
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    token_budget: Option<u64>,
-}
-
 pub async fn goal_put(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -213,13 +155,6 @@ pub async fn goal_delete(
     Path(id): Path<String>,
 ) -> Result<Json<Capability>, ApiError> {
     Ok(Json(state.service.goal_clear(&id).await?))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ForkBody {
-    #[serde(default)]
-    after_turn_id: Option<String>,
 }
 
 pub async fn fork(
@@ -250,12 +185,6 @@ pub async fn models(
     Query(query): Query<ModelsQuery>,
 ) -> Result<Json<Capability>, ApiError> {
     Ok(Json(state.service.models(query.runtime.as_deref()).await?))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandBody {
-    text: String,
 }
 
 /// Chat-bot slash commands: `/goal [text|clear]`, `/fork`, `/models`, `/interrupt`.
@@ -320,13 +249,6 @@ pub async fn terminal(
         }
     };
     Ok(Json(state.service.terminal_spec(&id, include_token).await?))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct OpenTerminalBody {
-    #[serde(default)]
-    tmux_session: Option<String>,
 }
 
 /// `POST /api/sessions/{id}/terminal`: open the codex TUI on an existing session's thread.

@@ -1,6 +1,7 @@
 //! Task and lease routes: queue a prompt, read a task, its result and a session's queue, edit,
 //! supersede and cancel tasks, and take over or release a session's control lease.
 
+use crate::protocol::{CancelBody, EditBody, LeaseBody, SendBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -12,17 +13,6 @@ use crate::protocol::TaskSource as Source;
 use crate::protocol::codes;
 use crate::protocol::{CancelResult, EditResult, LeaseReply, QueueView, ResultChunk, TaskReply};
 use crate::service::MAX_RESULT_CHUNK;
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendBody {
-    text: String,
-    #[serde(default)]
-    idempotency_key: Option<String>,
-    /// `api` (default) or `cli`.
-    #[serde(default)]
-    source: Option<String>,
-}
 
 fn source_of(source: &Option<String>) -> Result<Source, ApiError> {
     match source.as_deref() {
@@ -72,17 +62,6 @@ pub async fn lease(
         lease: state.service.lease(&id)?,
         dropped: None,
     }))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LeaseBody {
-    /// `takeover` or `release`.
-    action: String,
-    #[serde(default)]
-    drop_queued: bool,
-    #[serde(default)]
-    by: Option<String>,
 }
 
 /// `POST /api/sessions/{id}/lease`: a human takes over or releases the session.
@@ -178,14 +157,6 @@ pub async fn result(
     Ok(Json(chunk))
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelBody {
-    /// Interrupt a running task only while the lease is managed at this generation.
-    #[serde(default)]
-    lease_generation: Option<u64>,
-}
-
 /// `POST /api/tasks/{id}/cancel`.
 pub async fn cancel(
     State(state): State<AppState>,
@@ -200,16 +171,6 @@ pub async fn cancel(
             .cancel_task(&id, body.lease_generation)
             .await?,
     ))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EditBody {
-    /// The revision the caller last saw: the edit applies only if it is still current.
-    revision: u64,
-    text: String,
-    #[serde(default)]
-    idempotency_key: Option<String>,
 }
 
 /// `POST /api/tasks/{id}/edit`: replace a waiting task's prompt in place.
