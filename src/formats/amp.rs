@@ -16,16 +16,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
-use crate::formats::lenient::{self, lenient_object, lenient_via_value};
-
-/// `value` read as a `T` when it is an object; a default `T` when it is anything else.
-fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
-    if value.is_object() {
-        T::deserialize(value).unwrap_or_default()
-    } else {
-        T::default()
-    }
-}
+use crate::formats::lenient::{self, lenient_object, lenient_via_value, object};
 
 /// An array's elements, each read as a `T` in its place (one that is not an object reads as a
 /// default `T`); anything but an array reads as empty.

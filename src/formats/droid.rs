@@ -9,10 +9,9 @@
 //! reads as absent). Only a line that is not JSON fails to read.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::formats::lenient::{self, lenient_object, open_enum};
+use crate::formats::lenient::{self, lenient_object, object, open_enum};
 
 /// One session-file line: when it was written (message lines only) and what it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,14 +40,6 @@ struct Head {
     kind: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
     timestamp: Option<String>,
-}
-
-fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
-    if value.is_object() {
-        T::deserialize(value).unwrap_or_default()
-    } else {
-        T::default()
-    }
 }
 
 impl SessionLine {

@@ -83,6 +83,17 @@ where
     T::read(deserializer)
 }
 
+/// A whole record (a parsed line, or its payload) read as a `T` when it is a JSON object, a
+/// default `T` when it is anything else: with `T`'s fields lenient, a record never fails to read.
+/// What every `formats/<peer>` decoder does with a line after telling its kind.
+pub fn object<T: serde::de::DeserializeOwned + Default>(value: &Value) -> T {
+    if value.is_object() {
+        T::deserialize(value).unwrap_or_default()
+    } else {
+        T::default()
+    }
+}
+
 /// `#[serde(default, deserialize_with = "lenient::vec")]`: the elements of an array that are
 /// `T`s, in order; the others are skipped. Anything but an array reads as empty.
 pub fn vec<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>

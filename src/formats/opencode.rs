@@ -11,21 +11,12 @@
 //! reads as absent). Only a `data` that is not JSON fails to read.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::formats::lenient::{self, lenient_object, open_enum};
+use crate::formats::lenient::{self, lenient_object, object, open_enum};
 
 /// The journal table: `event(id, aggregate_id, seq, type, data)`, read by `rowid`.
 pub const EVENT_TABLE: &str = "event";
-
-fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
-    if value.is_object() {
-        T::deserialize(value).unwrap_or_default()
-    } else {
-        T::default()
-    }
-}
 
 /// An `event` row as a JSON line (`{"rowid","aggregate_id","type","data"}`, `data` the column's
 /// text): the shape of the recorded fixtures.

@@ -11,10 +11,9 @@
 //! JSON fails to read.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::formats::lenient::{self, lenient_object, lenient_via_value, open_enum};
+use crate::formats::lenient::{self, lenient_object, lenient_via_value, object, open_enum};
 
 /// One session-file line, by its `type`.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,14 +33,6 @@ pub enum SessionEntry {
 struct EntryType {
     #[serde(rename = "type", deserialize_with = "lenient::opt")]
     kind: Option<String>,
-}
-
-fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
-    if value.is_object() {
-        T::deserialize(value).unwrap_or_default()
-    } else {
-        T::default()
-    }
 }
 
 impl SessionEntry {

@@ -40,6 +40,11 @@ impl KeyLocks {
     fn len(&self) -> usize {
         self.held.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Drop for KeyGuard<'_> {

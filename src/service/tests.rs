@@ -340,6 +340,35 @@ impl Fixture {
 }
 
 #[tokio::test]
+async fn two_creates_with_one_idempotency_key_start_one_session_and_a_retry_finds_it() {
+    let fx = fixture();
+    let keyed = || CreateRequest {
+        idempotency_key: Some("k-1".into()),
+        ..fx.request()
+    };
+    // Both start before either has logged its session: only the key's lock keeps them apart.
+    let (first, second) = tokio::join!(fx.service.create(keyed()), fx.service.create(keyed()));
+    let (first, second) = (first.unwrap().session.id, second.unwrap().session.id);
+    assert_eq!(first, second);
+    let retried = fx.service.create(keyed()).await.unwrap().session.id;
+    assert_eq!(retried, first);
+    assert_eq!(fx.service.sessions().len(), 1, "one session for one key");
+    let other = fx
+        .service
+        .create(CreateRequest {
+            idempotency_key: Some("k-2".into()),
+            ..fx.request()
+        })
+        .await
+        .unwrap();
+    assert_ne!(other.session.id, first);
+    assert!(
+        fx.service.create_keys.is_empty(),
+        "a key no create holds stays held"
+    );
+}
+
+#[tokio::test]
 async fn create_is_validated_once_and_routed_through_the_seam() {
     let fx = fixture();
     let refused = |request: CreateRequest| {

@@ -5,10 +5,9 @@
 //! …) is `Other` with its name.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::formats::lenient::{self, lenient_object};
+use crate::formats::lenient::{self, lenient_object, object};
 
 /// One rollout line.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,15 +38,6 @@ struct Head {
     kind: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
     timestamp: Option<String>,
-}
-
-/// `value` read as a `T` when it is an object; a default `T` when it is anything else.
-fn object<T: DeserializeOwned + Default>(value: &Value) -> T {
-    if value.is_object() {
-        T::deserialize(value).unwrap_or_default()
-    } else {
-        T::default()
-    }
 }
 
 impl RolloutLine {
