@@ -338,6 +338,24 @@ fn queue_cancel_interrupt_take_over_and_release_from_the_page() {
         dump(&fx.events(&id))
     );
 
+    // A task queued onto an idle session runs at once: the status line follows it to its end
+    // instead of keeping the POST's answer ("waiting: the agent is busy").
+    fx.mock.push(Step::text("Queued and done."));
+    b.type_into("#prompt", "A queued one");
+    b.click("#queueTask");
+    b.wait_text("#entries", "Queued and done.", TURN);
+    b.wait_for("the status line to say the task is done", TURN, || {
+        (b.text("#composeStatus") == "Task done").then_some(())
+    });
+    // A send's line goes with the turn it started.
+    fx.mock.push(Step::text("Sent and done."));
+    b.type_into("#prompt", "A sent one");
+    b.click("#sendNow");
+    b.wait_text("#entries", "Sent and done.", TURN);
+    b.wait_for("the status line to drop the send's answer", TURN, || {
+        b.text("#composeStatus").is_empty().then_some(())
+    });
+
     // Send now starts a turn; focus stays on the button while it is busy; Interrupt stops it.
     fx.mock.push(
         Step::text("a partial answer that the interrupt cuts short")
@@ -356,8 +374,37 @@ fn queue_cancel_interrupt_take_over_and_release_from_the_page() {
     wait_exists(&b, "#entries .msg.agent.typing", TURN);
     wait_enabled(&b, "#interrupt", true);
     assert_eq!(focused(&b), "prompt");
+    // The interrupt's answer is held until the page has shown the turn's end: the order
+    // that, under load, left "Interrupt sent" standing after the turn it stopped.
+    b.exec(
+        "const real = window.fetch;
+         window.fetch = (url, init) => {
+           const answer = real(url, init);
+           if (!String(url).endsWith('/interrupt')) return answer;
+           return answer.then((r) => new Promise((resolve) => {
+             const poll = setInterval(() => {
+               if (!document.getElementById('entries').textContent.includes('Turn interrupted')) return;
+               clearInterval(poll);
+               window.__interruptAnswered = true;
+               resolve(r);
+             }, 20);
+           }));
+         };",
+        vec![],
+    );
     b.click("#interrupt");
     b.wait_text("#entries", "Turn interrupted", TURN);
+    b.wait_for("the page to take the interrupt's answer", TURN, || {
+        b.exec(
+            "return window.__interruptAnswered === true && !document.getElementById('interrupt').hasAttribute('aria-busy');",
+            vec![],
+        )
+        .as_bool()
+        .unwrap()
+        .then_some(())
+    });
+    // "Interrupt sent" went with the turn it stopped, though its answer came after the end.
+    assert_eq!(b.text("#composeStatus"), "", "the status line outlived its turn");
     wait_gone(&b, "#entries .msg.typing", UI_TIMEOUT);
     wait_exists(&b, "#entries .msg.agent.cut", UI_TIMEOUT);
     wait_enabled(&b, "#interrupt", false);
