@@ -18,9 +18,9 @@ use crate::support::mock_responses::Step;
 use crate::support::{TestDaemon, TmuxServer};
 
 /// Long enough for a codex turn on a loaded machine.
-const TURN: Duration = Duration::from_secs(90);
+pub(super) const TURN: Duration = Duration::from_secs(90);
 
-fn page_url(daemon: &TestDaemon, session: Option<&str>) -> String {
+pub(super) fn page_url(daemon: &TestDaemon, session: Option<&str>) -> String {
     let mut url = format!(
         "http://127.0.0.1:{}/#token={}",
         daemon.port(),
@@ -34,7 +34,11 @@ fn page_url(daemon: &TestDaemon, session: Option<&str>) -> String {
 }
 
 /// A browser at `width`×`height` showing the page, connected, with `session` open.
-fn open(daemon: &TestDaemon, session: Option<&str>, (width, height): (u32, u32)) -> Browser {
+pub(super) fn open(
+    daemon: &TestDaemon,
+    session: Option<&str>,
+    (width, height): (u32, u32),
+) -> Browser {
     let b = Browser::start();
     b.set_viewport(width, height);
     b.goto(&page_url(daemon, session));
@@ -46,10 +50,10 @@ fn open(daemon: &TestDaemon, session: Option<&str>, (width, height): (u32, u32))
     b
 }
 
-const DESKTOP: (u32, u32) = (1440, 900);
-const PHONE: (u32, u32) = (400, 860);
+pub(super) const DESKTOP: (u32, u32) = (1440, 900);
+pub(super) const PHONE: (u32, u32) = (400, 860);
 
-fn wait_enabled(b: &Browser, css: &str, enabled: bool) {
+pub(super) fn wait_enabled(b: &Browser, css: &str, enabled: bool) {
     b.wait_for(
         &format!(
             "`{css}` to be {}",
@@ -60,20 +64,20 @@ fn wait_enabled(b: &Browser, css: &str, enabled: bool) {
     );
 }
 
-fn wait_exists(b: &Browser, css: &str, timeout: Duration) {
+pub(super) fn wait_exists(b: &Browser, css: &str, timeout: Duration) {
     b.wait_for(&format!("`{css}` to exist"), timeout, || {
         b.exists(css).then_some(())
     });
 }
 
-fn wait_gone(b: &Browser, css: &str, timeout: Duration) {
+pub(super) fn wait_gone(b: &Browser, css: &str, timeout: Duration) {
     b.wait_for(&format!("`{css}` to go"), timeout, || {
         (!b.exists(css)).then_some(())
     });
 }
 
 /// The focused element's data-key or id (what the page restores focus by).
-fn focused(b: &Browser) -> String {
+pub(super) fn focused(b: &Browser) -> String {
     b.exec(
         "const e = document.activeElement; \
          return !e || e === document.body ? 'body' : (e.dataset && e.dataset.key) || e.id || e.tagName;",
@@ -99,7 +103,7 @@ fn agent_texts(b: &Browser) -> Vec<String> {
 }
 
 /// Agent output with everything a hostile model could plant, and Markdown to render.
-const PLANTED: &str = "## Findings\n\nThe **build** is *green* and `cargo test` passes:\n\n\
+pub(super) const PLANTED: &str = "## Findings\n\nThe **build** is *green* and `cargo test` passes:\n\n\
 - first point\n- second point\n\n1. step one\n2. step two\n\n\
 ```rust\nfn main() { println!(\"<b>not bold</b>\"); }\n```\n\n\
 Planted: <script>window.__pwned = 1</script> <img src=x onerror=\"window.__pwned = 2\"> \
@@ -404,7 +408,11 @@ fn queue_cancel_interrupt_take_over_and_release_from_the_page() {
         .then_some(())
     });
     // "Interrupt sent" went with the turn it stopped, though its answer came after the end.
-    assert_eq!(b.text("#composeStatus"), "", "the status line outlived its turn");
+    assert_eq!(
+        b.text("#composeStatus"),
+        "",
+        "the status line outlived its turn"
+    );
     wait_gone(&b, "#entries .msg.typing", UI_TIMEOUT);
     wait_exists(&b, "#entries .msg.agent.cut", UI_TIMEOUT);
     wait_enabled(&b, "#interrupt", false);

@@ -2,4 +2,5 @@
 
 pub(crate) mod browser;
 pub(crate) mod cockpit;
+pub(crate) mod layout;
 pub(crate) mod page;

@@ -1,0 +1,155 @@
+//! The cockpit's layout and keyboard as people meet them: what asks them stays in view, Escape
+//! closes what it opened, a skip link reaches the prompt, and text is readable in both colour
+//! schemes (contrast measured in the page).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::cockpit::{DESKTOP, PHONE, PLANTED, TURN, open};
+use crate::support::browser::{Browser, UI_TIMEOUT};
+use crate::support::codex_host::CodexFixture;
+use crate::support::mock_responses::Step;
+
+/// Where `el` is not wholly visible as the page stands (nothing scrolled for the test): outside
+/// the viewport, cut by a scrolling ancestor, or covered at a corner. `null` when it is whole.
+const CUT_JS: &str = "
+  const el = arguments[0];
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) return 'it has no box';
+  if (r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth)
+    return 'outside the ' + innerWidth + 'x' + innerHeight + ' viewport: ' + JSON.stringify(r);
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    const style = getComputedStyle(p);
+    if (!/(auto|scroll|hidden)/.test(style.overflowY + style.overflowX)) continue;
+    const box = p.getBoundingClientRect();
+    const top = box.top + p.clientTop, bottom = top + p.clientHeight;
+    if (r.top < top - 0.5 || r.bottom > bottom + 0.5)
+      return 'cut by #' + (p.id || p.className) + ' (' + Math.round(top) + '..' + Math.round(bottom) +
+        ') at ' + Math.round(r.top) + '..' + Math.round(r.bottom);
+  }
+  for (const [x, y] of [[r.left + 2, r.top + 2], [r.right - 2, r.top + 2], [r.left + 2, r.bottom - 2], [r.right - 2, r.bottom - 2]]) {
+    const hit = document.elementFromPoint(x, y);
+    if (!hit || !(hit === el || el.contains(hit)))
+      return 'covered at (' + Math.round(x) + ', ' + Math.round(y) + ') by ' + (hit ? hit.tagName + '#' + hit.id + '.' + hit.className : 'nothing');
+  }
+  return null;";
+
+/// The element `css` whose text contains `needle` (the last one), as a WebDriver element
+/// reference for scripts.
+fn element(b: &Browser, css: &str, needle: &str) -> Value {
+    let found = b.exec(
+        "const all = Array.from(document.querySelectorAll(arguments[0])).filter(e => e.textContent.includes(arguments[1]));
+         return all.length ? all[all.length - 1] : null;",
+        vec![json!(css), json!(needle)],
+    );
+    if found.is_null() {
+        b.fail(&format!("no `{css}` with {needle:?}"));
+    }
+    found
+}
+
+/// Waits until the element `css` with `needle` is wholly in view as the page leaves it (the
+/// test scrolls nothing); fails with where it was cut.
+#[track_caller]
+fn wait_in_view(b: &Browser, what: &str, css: &str, needle: &str) {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    loop {
+        let cut = b.exec(CUT_JS, vec![element(b, css, needle)]);
+        if cut.is_null() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            b.fail(&format!(
+                "{what} is not in view: {}",
+                cut.as_str().unwrap_or("?")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn what_asks_stays_in_view_and_the_answer_button_is_whole_on_a_phone_and_a_desktop() {
+    let fx = CodexFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    // A transcript longer than the screen.
+    for n in 1..=3 {
+        fx.mock.push(Step::text(PLANTED));
+        fx.send(&id, &format!("Turn {n}"));
+        fx.wait_turns_completed(&id, n);
+    }
+    fx.daemon
+        .put(
+            &format!("/api/sessions/{id}/mode"),
+            &json!({ "mode": "plan" }),
+        )
+        .assert_ok();
+
+    // On the phone: two questions with options (taller than the panel) arrive while the transcript is at its end.
+    let b = open(&fx.daemon, Some(&id), PHONE);
+    b.wait_text("#entries", "Turn done", UI_TIMEOUT);
+    fx.mock.push(Step::function_call(
+        "request_user_input",
+        json!({ "questions": [{
+            "id": "color", "header": "Color", "question": "Which color should the new theme use?",
+            "options": [
+                { "label": "Red", "description": "warm, for a page that wants attention" },
+                { "label": "Blue", "description": "cold, calm, the usual choice" },
+                { "label": "Green", "description": "neither, and easy on the eyes" }
+            ]
+        }, {
+            "id": "font", "header": "Font", "question": "Which font should the headings use?",
+            "options": [
+                { "label": "Serif", "description": "classic, for long reading" },
+                { "label": "Sans", "description": "plain, the usual choice" },
+                { "label": "Mono", "description": "technical, fixed width" }
+            ]
+        }]}),
+    ));
+    fx.mock.push(Step::text("Blue it is."));
+    fx.send(&id, "Pick a color with me");
+    b.wait_text("#requests", "Which color", TURN);
+    b.wait_text("#entries", "Waiting for you: Question", UI_TIMEOUT);
+    wait_in_view(&b, "the answer button", "#requests button", "Send answer");
+    wait_in_view(
+        &b,
+        "the row that asks",
+        "#entries .row",
+        "Waiting for you: Question",
+    );
+    // The panel scrolls (a person's swipe), and its button stays whole at its foot.
+    b.click_text("#requests label", "Blue");
+    b.exec(
+        "document.getElementById('requests').scrollTop = 1e6;",
+        vec![],
+    );
+    b.click_text("#requests label", "Sans");
+    wait_in_view(&b, "the answer button", "#requests button", "Send answer");
+    b.click_text("#requests button", "Send answer");
+    b.wait_text("#entries", "Blue it is.", TURN);
+
+    // On the desktop: an approval.
+    fx.daemon
+        .put(
+            &format!("/api/sessions/{id}/mode"),
+            &json!({ "mode": "default" }),
+        )
+        .assert_ok();
+    b.set_viewport(DESKTOP.0, DESKTOP.1);
+    fx.mock.push(Step::exec("touch approved.txt"));
+    fx.mock.push(Step::text("Made it."));
+    fx.send(&id, "Make a file");
+    b.wait_text("#requests", "Run a command", TURN);
+    b.wait_text("#entries", "Waiting for you: Run a command", UI_TIMEOUT);
+    wait_in_view(&b, "the approve button", "#requests button", "Allow once");
+    wait_in_view(
+        &b,
+        "the row that asks",
+        "#entries .row",
+        "Waiting for you: Run a command",
+    );
+    b.click_text("#requests button", "Allow once");
+    b.wait_text("#entries", "Made it.", TURN);
+    b.assert_no_problems();
+}
