@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::cockpit::{DESKTOP, PHONE, PLANTED, TURN, open};
-use crate::support::browser::{Browser, UI_TIMEOUT};
+use super::cockpit::{DESKTOP, PHONE, PLANTED, TURN, focused, open};
+use crate::support::browser::{Browser, Key, UI_TIMEOUT};
 use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
 
@@ -152,4 +152,100 @@ fn what_asks_stays_in_view_and_the_answer_button_is_whole_on_a_phone_and_a_deskt
     b.click_text("#requests button", "Allow once");
     b.wait_text("#entries", "Made it.", TURN);
     b.assert_no_problems();
+}
+
+#[test]
+fn escape_closes_what_is_open_and_the_first_tab_stop_leads_to_the_prompt() {
+    let fx = CodexFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    fx.mock.push(Step::exec("echo from-a-card"));
+    fx.mock.push(Step::text("Ran it."));
+    fx.send(&id, "Run something");
+    fx.wait_turns_completed(&id, 1);
+    let b = open(&fx.daemon, Some(&id), DESKTOP);
+    b.wait_text("#entries", "Ran it.", UI_TIMEOUT);
+
+    // From the top of the page, the first Tab stop is a visible skip link; Enter on it puts
+    // the focus in the prompt.
+    b.exec("document.activeElement.blur();", vec![]);
+    b.press(&[Key::Tab]);
+    assert_eq!(focused(&b), "skipToPrompt");
+    wait_in_view(&b, "the skip link", "#skipToPrompt", "Skip to the prompt");
+    b.press(&[Key::Enter]);
+    assert_eq!(focused(&b), "prompt");
+    b.type_active("typed after two keys");
+    assert_eq!(
+        b.exec("return document.getElementById('prompt').value;", vec![]),
+        json!("typed after two keys")
+    );
+
+    // An open command card closes, the focus on its summary.
+    b.click("#entries details.card summary");
+    b.wait_for("the card to open", UI_TIMEOUT, || {
+        b.exists("#entries details.card[open]").then_some(())
+    });
+    b.press(&[Key::Escape]);
+    b.wait_for("the card to close", UI_TIMEOUT, || {
+        (!b.exists("#entries details.card[open]")).then_some(())
+    });
+    assert_eq!(
+        b.exec("return document.activeElement.tagName;", vec![]),
+        json!("SUMMARY")
+    );
+
+    // The New session form closes, the focus back on its toggle.
+    b.click("#newToggle");
+    b.wait_visible("#newSession", UI_TIMEOUT);
+    assert_eq!(focused(&b), "newCwd");
+    b.press(&[Key::Escape]);
+    b.wait_for("the form to close", UI_TIMEOUT, || {
+        b.exec(
+            "return document.getElementById('newSession').hidden;",
+            vec![],
+        )
+        .as_bool()
+        .unwrap()
+        .then_some(())
+    });
+    assert_eq!(focused(&b), "newToggle");
+
+    // A refused start leaves an error banner: the first Escape closes the form the focus is
+    // in, the second the banner.
+    b.click("#newToggle");
+    b.wait_visible("#newSession", UI_TIMEOUT);
+    b.type_into("#newCwd", "not/absolute");
+    b.click("#newStart");
+    b.wait_visible("#errors .error", UI_TIMEOUT);
+    b.press(&[Key::Escape]);
+    b.wait_for("the form to close", UI_TIMEOUT, || {
+        b.exec(
+            "return document.getElementById('newSession').hidden;",
+            vec![],
+        )
+        .as_bool()
+        .unwrap()
+        .then_some(())
+    });
+    assert!(b.exists("#errors .error"), "one Escape closed two things");
+    b.press(&[Key::Escape]);
+    b.wait_for("the banner to go", UI_TIMEOUT, || {
+        (!b.exists("#errors .error")).then_some(())
+    });
+
+    // On a phone, the Queue tab closes back to the transcript.
+    b.set_viewport(PHONE.0, PHONE.1);
+    b.click("#tabQueue");
+    b.wait_visible("#queuePane", UI_TIMEOUT);
+    b.press(&[Key::Escape]);
+    b.wait_visible("#sessionPane", UI_TIMEOUT);
+    assert_eq!(focused(&b), "tabSession");
+    // The one refused start is the page's only problem.
+    let problems = b.problems();
+    assert!(
+        problems.len() == 1
+            && problems[0].contains(
+                "/api/sessions - Failed to load resource: the server responded with a status of 400"
+            ),
+        "{problems:#?}"
+    );
 }
