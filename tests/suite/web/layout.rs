@@ -249,3 +249,106 @@ fn escape_closes_what_is_open_and_the_first_tab_stop_leads_to_the_prompt() {
         "{problems:#?}"
     );
 }
+
+/// Every piece of text the page shows, with a contrast under WCAG's AA (4.5:1, or 3:1 for large
+/// text) against what is behind it: `[text, ratio, colour, background]`. Disabled controls are
+/// exempt (as in WCAG). Colours are the computed ones, backgrounds the nearest painted ancestor's.
+const LOW_CONTRAST_JS: &str = "
+  const rgba = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const over = (top, under) => { const a = top[3]; return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat([1]); };
+  function background(el) {
+    const layers = [];
+    for (let p = el; p; p = p.parentElement) {
+      const c = rgba(getComputedStyle(p).backgroundColor);
+      if (c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    let color = rgba(getComputedStyle(document.documentElement).backgroundColor);
+    if (color[3] < 1) color = matchMedia('(prefers-color-scheme: dark)').matches ? [0, 0, 0, 1] : [255, 255, 255, 1];
+    for (const layer of layers.reverse()) color = over(layer, color);
+    return color;
+  }
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const seen = new Set();
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.textContent.trim()) continue;
+    const el = n.parentElement;
+    if (seen.has(el)) continue;
+    seen.add(el);
+    if (!el.checkVisibility({ opacityProperty: true, visibilityProperty: true })) continue;
+    if (el.closest('.sr, option, datalist, script, style')) continue;
+    if (el.closest('button:disabled, input:disabled, select:disabled, [aria-busy=true]')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const style = getComputedStyle(el);
+    const bg = background(el);
+    const fg = over(rgba(style.color), bg);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(style.fontSize), bold = Number(style.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) out.push([n.textContent.trim().slice(0, 40), Math.round(ratio * 100) / 100, style.color, 'rgb(' + bg.slice(0, 3).map(Math.round).join(', ') + ')']);
+  }
+  return out;";
+
+/// The texts under AA contrast in the page as it is now, in the `scheme` colour scheme.
+fn low_contrast(b: &Browser, scheme: &str) -> Value {
+    b.cdp(
+        "Emulation.setEmulatedMedia",
+        json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+    );
+    b.wait_for(&format!("the {scheme} scheme"), UI_TIMEOUT, || {
+        b.exec(
+            "return matchMedia('(prefers-color-scheme: ' + arguments[0] + ')').matches;",
+            vec![json!(scheme)],
+        )
+        .as_bool()
+        .unwrap()
+        .then_some(())
+    });
+    b.exec(LOW_CONTRAST_JS, vec![])
+}
+
+#[test]
+fn every_text_and_the_primary_buttons_meet_aa_contrast_in_light_and_dark() {
+    let fx = CodexFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    fx.mock.push(Step::text(PLANTED));
+    fx.send(&id, "A first answer");
+    fx.wait_turns_completed(&id, 1);
+    // An approval waits, a task waits behind it: badges, pills, panels and buttons of each kind.
+    fx.mock.push(Step::exec("touch waiting.txt"));
+    fx.send(&id, "Make a file");
+    fx.wait_event(&id, "approval.requested", |e| {
+        e["type"] == "approval.requested"
+    });
+    let queued = fx.daemon.post(
+        &format!("/api/sessions/{id}/tasks"),
+        &json!({ "text": "Later" }),
+    );
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let b = open(&fx.daemon, Some(&id), DESKTOP);
+    b.wait_text("#requests", "Run a command", UI_TIMEOUT);
+    b.wait_text("#pending", "Later", UI_TIMEOUT);
+    b.click("#newToggle");
+    b.wait_visible("#newSession", UI_TIMEOUT);
+    b.type_into("#prompt", "typed");
+
+    // The primary buttons (the issue found them at 3.1:1 in dark) are among what is measured.
+    let primary = b.exec(
+        "return Array.from(document.querySelectorAll('button.primary')).filter((e) => !e.disabled && e.checkVisibility()).map((e) => e.textContent);",
+        vec![],
+    );
+    assert_eq!(
+        primary,
+        json!(["Start session", "Allow once", "Queue task"]),
+        "{primary}"
+    );
+    let low = json!({ "light": low_contrast(&b, "light"), "dark": low_contrast(&b, "dark") });
+    assert_eq!(
+        low,
+        json!({ "light": [], "dark": [] }),
+        "text under AA contrast: [text, ratio, colour, background]"
+    );
+}
