@@ -919,3 +919,68 @@ fn causes_are_joined_innermost_last_without_repeating_a_quoted_one() {
     );
     check(&["a: b", "b", "c"], "a: b: c");
 }
+
+/// Issue 23 item 4, through the service and the dispatcher: a session that finishes 2,001 tasks
+/// (more than the whole daemon once kept) leaves another session's recent tasks, their results
+/// and their idempotency keys as they were.
+#[tokio::test]
+async fn two_thousand_and_one_tasks_of_one_session_leave_another_sessions_tasks_and_results() {
+    let fx = fixture();
+    let quiet = fx.session().await;
+    let busy = fx.session().await;
+    const REPLIES: [&str; 3] = ["First quiet answer.", "Second quiet answer.", "Third."];
+    let mut kept = Vec::new();
+    for (n, reply) in REPLIES.iter().enumerate() {
+        fx.fake.then(Next::Reply(reply));
+        let sent = fx
+            .service
+            .tasks
+            .send(&quiet, "quiet", Some(format!("quiet-{n}")), Source::Api)
+            .await
+            .unwrap();
+        fx.wait_task(&sent.task.task_id, |t| t.state == TaskState::Completed)
+            .await;
+        kept.push(sent.task.task_id);
+    }
+    let mut left = 2001;
+    while left > 0 {
+        let batch = left.min(crate::tasks::MAX_WAITING);
+        let mut last = String::new();
+        for _ in 0..batch {
+            last = fx
+                .service
+                .tasks
+                .send(&busy, "busy", None, Source::Api)
+                .await
+                .unwrap()
+                .task
+                .task_id;
+        }
+        fx.wait_task(&last, |t| t.state == TaskState::Completed)
+            .await;
+        left -= batch;
+    }
+
+    let queue = fx.service.queue(&quiet).unwrap();
+    let recent: Vec<&str> = queue.recent.iter().map(|t| t.task_id.as_str()).collect();
+    let newest_first: Vec<&str> = kept.iter().rev().map(String::as_str).collect();
+    assert_eq!(recent, newest_first);
+    for (id, reply) in kept.iter().zip(REPLIES) {
+        let result = fx.service.task_result(id, 0, 1000).unwrap();
+        assert_eq!((result.available, result.text.as_str()), (true, reply));
+    }
+    // A retried send with a kept key finds its task, and sends nothing.
+    let injects = fx.fake.injects.lock().unwrap().len();
+    let again = fx
+        .service
+        .tasks
+        .send(&quiet, "quiet", Some("quiet-0".into()), Source::Api)
+        .await
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.task.task_id, kept[0]);
+    assert_eq!(fx.fake.injects.lock().unwrap().len(), injects);
+    // The busy session keeps its own newest, bounded.
+    let busy_recent = fx.service.queue(&busy).unwrap().recent;
+    assert!(!busy_recent.is_empty());
+}
