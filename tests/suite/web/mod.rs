@@ -2,4 +2,5 @@
 
 pub(crate) mod browser;
 pub(crate) mod cockpit;
+pub(crate) mod cockpit_lists;
 pub(crate) mod page;
