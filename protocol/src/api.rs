@@ -361,6 +361,10 @@ pub struct Health {
 #[serde(rename_all = "camelCase")]
 pub struct HostedSessionView {
     pub id: String,
+    /// The session's name in every list: the last component of `cwd`; a session whose
+    /// directory ends like an earlier one's gets ` (2)`, ` (3)`… in creation order.
+    #[serde(default)]
+    pub name: String,
     pub runtime: Runtime,
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

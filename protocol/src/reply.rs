@@ -123,6 +123,13 @@ pub struct Interrupted {
     pub interrupted: bool,
 }
 
+/// `POST /api/sessions/{id}/seen`: how many of the session's tracker instances a person had
+/// not seen yet (each now `idle`, seen); `0` when there was nothing new.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Seen {
+    pub seen: usize,
+}
+
 /// One approval of a session, pending or resolved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -71,6 +71,7 @@ fn contract() -> Value {
         SessionReply,
         PromptSent,
         Interrupted,
+        Seen,
         Capability,
         ApprovalList,
         ApprovalDecided,

@@ -61,6 +61,60 @@ fn check_choice(
     }
 }
 
+const RELATIVE_CWD: &str = "`cwd` must be an absolute path (or start with `~`, your home)";
+
+/// `cwd` as a shell expands a word: `~` and `~/…` are the daemon's `$HOME`, `~user` and
+/// `~user/…` that user's home (`/etc/passwd`); anything else is taken as given. The daemon
+/// does it, so HTTP, MCP and the CLI (which sends such a path untouched) agree.
+pub fn expand_home(cwd: &str) -> Result<PathBuf, ServiceError> {
+    let home = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    expand_tilde(cwd, home.as_deref(), |user| {
+        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+        home_in_passwd(&passwd, user)
+    })
+    .map_err(|message| ServiceError::field("cwd", message))
+}
+
+/// [`expand_home`] without the environment: `home` is `$HOME`, `user_home` looks a user up.
+fn expand_tilde(
+    cwd: &str,
+    home: Option<&std::path::Path>,
+    user_home: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<PathBuf, String> {
+    let Some(word) = cwd.strip_prefix('~') else {
+        return Ok(PathBuf::from(cwd));
+    };
+    let (user, rest) = match word.split_once('/') {
+        Some((user, rest)) => (user, rest),
+        None => (word, ""),
+    };
+    let base = if user.is_empty() {
+        home.map(std::path::Path::to_path_buf).ok_or_else(|| {
+            format!("`cwd` {cwd} starts with `~`, but the daemon has no $HOME to expand it to")
+        })?
+    } else {
+        user_home(user).ok_or_else(|| {
+            format!("`cwd` {cwd}: there is no user `{user}` whose home `~{user}` could name")
+        })?
+    };
+    Ok(if rest.is_empty() {
+        base
+    } else {
+        base.join(rest)
+    })
+}
+
+/// The home directory of `user` in an `/etc/passwd` text (`name:x:uid:gid:gecos:home:shell`).
+fn home_in_passwd(passwd: &str, user: &str) -> Option<PathBuf> {
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[0] == user && !fields[5].is_empty())
+            .then(|| PathBuf::from(fields[5]))
+    })
+}
+
 /// Inject errors use the outcome names: `not_live`, `not_ready`, `failed`.
 fn inject_error(error: HostError) -> ServiceError {
     let message = error.to_string();
@@ -94,7 +148,7 @@ impl Service {
         })?;
         let host = self.host(runtime)?;
         let create = CreateSession {
-            cwd: PathBuf::from(&request.cwd),
+            cwd: expand_home(&request.cwd)?,
             model: request.model,
             idempotency_key: request.idempotency_key,
             tmux_session: request.tmux_session,
@@ -114,12 +168,12 @@ impl Service {
             ));
         }
         if !create.cwd.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(ServiceError::field("cwd", RELATIVE_CWD));
         }
         if !create.cwd.is_dir() {
             return Err(ServiceError::field(
                 "cwd",
-                format!("`cwd` {} is not a directory", request.cwd),
+                format!("`cwd` {} is not a directory", create.cwd.display()),
             ));
         }
         check_key("idempotencyKey", &create.idempotency_key)?;
@@ -198,9 +252,9 @@ impl Service {
                 "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)".into(),
             ));
         }
-        let path = PathBuf::from(cwd);
+        let path = expand_home(cwd)?;
         if !path.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(ServiceError::field("cwd", RELATIVE_CWD));
         }
         let Ok(path) = path.canonicalize() else {
             return Err(ServiceError::field(
@@ -222,6 +276,37 @@ impl Service {
             )));
         }
         Ok(path)
+    }
+
+    /// A person saw the session (the web page opened it): its tracker instance, if it had
+    /// news (a turn's end not seen yet), is reported again as `idle` — a report that is not
+    /// terminal marks it seen, the opensessions rule — so every list agrees it waits for a
+    /// prompt. Unlike `POST /api/focus` it touches no other instance of the tmux session.
+    pub async fn seen(&self, id: &str) -> Result<usize, ServiceError> {
+        let instances = self.core.read(|state| {
+            let record = state.sessions.get(id)?;
+            let thread = record.thread_id.clone().unwrap_or_else(|| id.to_string());
+            Some(state.tracker.hosted_instances(&thread))
+        });
+        let Some(instances) = instances else {
+            return Err(ServiceError::unknown_session(id));
+        };
+        let mut seen = 0;
+        for (tmux_session, mut update, unseen) in instances {
+            if !unseen {
+                continue;
+            }
+            update.status = crate::protocol::AgentStatus::Idle;
+            update.ts = crate::core::now_ms();
+            self.core
+                .append(
+                    Some(tmux_session),
+                    crate::protocol::EventKind::AgentUpdated(update),
+                )
+                .await?;
+            seen += 1;
+        }
+        Ok(seen)
     }
 
     pub fn sessions(&self) -> Vec<HostedSessionView> {
@@ -520,5 +605,48 @@ mod by_tests {
             let error = super::check_by(Some(bad)).unwrap_err();
             assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod home_tests {
+    use std::path::{Path, PathBuf};
+
+    use super::{expand_tilde, home_in_passwd};
+
+    const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\n\
+                          ana:x:1000:1000:Ana,,,:/home/ana:/bin/zsh\n\
+                          nohome:x:1001:1001::\n";
+
+    fn expand(cwd: &str, home: Option<&str>) -> Result<PathBuf, String> {
+        expand_tilde(cwd, home.map(Path::new), |user| {
+            home_in_passwd(PASSWD, user)
+        })
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_as_a_shell_expands_it() {
+        let home = Some("/home/me");
+        assert_eq!(expand("~", home).unwrap(), Path::new("/home/me"));
+        assert_eq!(expand("~/", home).unwrap(), Path::new("/home/me"));
+        assert_eq!(
+            expand("~/src/proj", home).unwrap(),
+            Path::new("/home/me/src/proj")
+        );
+        assert_eq!(expand("~ana", home).unwrap(), Path::new("/home/ana"));
+        assert_eq!(expand("~ana/x", home).unwrap(), Path::new("/home/ana/x"));
+        // Only a leading `~` is special, as in a shell; other paths are taken as given.
+        assert_eq!(expand("/srv/~/x", home).unwrap(), Path::new("/srv/~/x"));
+        assert_eq!(expand("proj", home).unwrap(), Path::new("proj"));
+    }
+
+    #[test]
+    fn an_unknown_user_or_a_missing_home_is_a_clear_error() {
+        let error = expand("~nobody/x", Some("/home/me")).unwrap_err();
+        assert!(error.contains("no user `nobody`"), "{error}");
+        let error = expand("~nohome", Some("/home/me")).unwrap_err();
+        assert!(error.contains("no user `nohome`"), "{error}");
+        let error = expand("~/x", None).unwrap_err();
+        assert!(error.contains("no $HOME"), "{error}");
     }
 }
