@@ -98,36 +98,14 @@ pub fn failure(code: &str, message: &str) -> CallToolResult {
     CallToolResult::structured_error(error)
 }
 
-/// `idempotencyKey` → `idempotency_key`: MCP arguments are snake_case.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 impl From<ServiceError> for CallToolResult {
-    /// The one mapping of a service error to a tool failure; a field is named as the MCP
-    /// argument is (snake_case).
+    /// The one mapping of a service error to a tool failure: every field, in the message and
+    /// after it, is named as the tool's argument ([`args::arg_name`]), never as HTTP names it.
     fn from(error: ServiceError) -> Self {
-        let message = match &error.field {
-            Some(field) => {
-                let arg = snake_case(field);
-                format!(
-                    "{} (field `{arg}`)",
-                    error
-                        .message
-                        .replace(&format!("`{field}`"), &format!("`{arg}`"))
-                )
-            }
-            None => error.message.clone(),
-        };
+        let mut message = error.message.render(args::arg_name);
+        if let Some(field) = error.field {
+            message.push_str(&format!(" (field `{}`)", args::arg_name(field)));
+        }
         failure(error.code, &message)
     }
 }
@@ -376,6 +354,57 @@ mod tests {
         assert_eq!(
             failed.structured_content.unwrap()["error"]["code"],
             "answer_too_large"
+        );
+    }
+
+    /// Each field a tool takes is named in errors as that tool's argument: every name
+    /// [`args::arg_name`] gives is an argument of some tool, but for the fields only HTTP takes.
+    #[test]
+    fn errors_name_fields_as_tool_arguments() {
+        use crate::protocol::Field;
+        let arguments: std::collections::BTreeSet<String> = CohostMcp::tool_router()
+            .list_all()
+            .iter()
+            .filter_map(|tool| tool.input_schema.get("properties")?.as_object().cloned())
+            .flat_map(|properties| properties.keys().cloned().collect::<Vec<_>>())
+            .collect();
+        let http_only = [
+            Field::Budget,
+            Field::Terminal,
+            Field::Images,
+            Field::By,
+            Field::AfterTurnId,
+            Field::Session,
+            Field::Source,
+            Field::Label,
+            Field::Percent,
+            Field::LogMessage,
+        ];
+        for field in Field::ALL {
+            let name = args::arg_name(field);
+            assert_eq!(
+                arguments.contains(name),
+                !http_only.contains(&field),
+                "{field:?} as `{name}`; arguments: {arguments:?}"
+            );
+        }
+        let error = ServiceError::field(
+            Field::IdempotencyKey,
+            crate::protocol::message![
+                Field::IdempotencyKey,
+                " already names a task; ",
+                Field::Text,
+                " was not sent"
+            ],
+        );
+        let failed = CallToolResult::from(error.clone());
+        assert_eq!(
+            failed.structured_content.unwrap()["error"]["message"],
+            "`idempotency_key` already names a task; `prompt` was not sent (field `idempotency_key`)"
+        );
+        assert_eq!(
+            error.to_string(),
+            "`idempotencyKey` already names a task; `text` was not sent"
         );
     }
 

@@ -9,13 +9,13 @@ use serde_json::{Value, json};
 use super::args::*;
 use super::{CohostMcp, answer, answer_list, bound, failure, logged_output, output};
 use crate::protocol::TaskSource as Source;
-use crate::protocol::codes;
 use crate::protocol::{
     Accepted, AgentEventParams, ApprovalDecided, ApprovalList, CancelResult, Capability,
     EditResult, EventsPage, ForkReply, Interrupted, QueueView, RequestAnswered, RequestList,
     ResultChunk, SendResult, SessionPage, SessionReply, SessionStarted, StateView, TaskReply,
     TaskWaited,
 };
+use crate::protocol::{Field, codes};
 use crate::service::MAX_RESULT_CHUNK;
 use crate::service::{CreateRequest, ServiceError};
 
@@ -584,7 +584,7 @@ impl CohostMcp {
             Ok(reply) => reply,
             Err(error) => {
                 return Ok(failed(ServiceError::field(
-                    "answers",
+                    Field::Answers,
                     format!(
                         "answers must map question ids to a string or a list of strings: {error}"
                     ),

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::{ErrorKind, Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
-    ApprovalEntry, Budget, CreatedReply, DoctorReport, HostedSessionView, InjectError, PromptSent,
-    Runtime, TerminalSpec,
+    ApprovalEntry, Bare, Budget, CreatedReply, DoctorReport, Field, HostedSessionView, InjectError,
+    PromptSent, Runtime, TerminalSpec, message,
 };
 use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
@@ -34,28 +34,28 @@ pub struct CreateRequest {
 /// The goal statuses codex takes.
 pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
 
-pub fn check_key(field: &'static str, key: &Option<String>) -> Result<(), ServiceError> {
+pub fn check_key(field: Field, key: &Option<String>) -> Result<(), ServiceError> {
     match key {
         Some(key) if key.is_empty() || key.len() > 256 => Err(ServiceError::field(
             field,
-            format!("`{field}` must be 1 to 256 bytes"),
+            message![field, " must be 1 to 256 bytes"],
         )),
         _ => Ok(()),
     }
 }
 
 fn check_choice(
-    field: &'static str,
+    field: Field,
     value: &Option<String>,
     allowed: &[&str],
 ) -> Result<(), ServiceError> {
     match value {
         Some(value) if !allowed.contains(&value.as_str()) => Err(ServiceError::field(
             field,
-            format!(
-                "`{field}` must be one of {}, got `{value}`",
-                allowed.join(", ")
-            ),
+            message![
+                field,
+                format!(" must be one of {}, got `{value}`", allowed.join(", "))
+            ],
         )),
         _ => Ok(()),
     }
@@ -84,7 +84,7 @@ impl Service {
     pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(
-                "runtime",
+                Field::Runtime,
                 format!(
                     "runtime `{}` is not supported (supported: {})",
                     request.runtime,
@@ -109,25 +109,31 @@ impl Service {
             && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
         {
             return Err(ServiceError::field(
-                "tmuxSession",
-                "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
+                Field::TmuxSession,
+                message![
+                    Field::TmuxSession,
+                    " must be 1 to 128 bytes without `:` or `.`"
+                ],
             ));
         }
         if !create.cwd.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(ServiceError::field(
+                Field::Cwd,
+                "`cwd` must be an absolute path",
+            ));
         }
         if !create.cwd.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
+                Field::Cwd,
                 format!("`cwd` {} is not a directory", request.cwd),
             ));
         }
-        check_key("idempotencyKey", &create.idempotency_key)?;
+        check_key(Field::IdempotencyKey, &create.idempotency_key)?;
         if let Some(model) = &create.model
             && (model.is_empty() || model.len() > 256)
         {
             return Err(ServiceError::field(
-                "model",
+                Field::Model,
                 "`model` must be 1 to 256 bytes",
             ));
         }
@@ -200,17 +206,20 @@ impl Service {
         }
         let path = PathBuf::from(cwd);
         if !path.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(ServiceError::field(
+                Field::Cwd,
+                "`cwd` must be an absolute path",
+            ));
         }
         let Ok(path) = path.canonicalize() else {
             return Err(ServiceError::field(
-                "cwd",
+                Field::Cwd,
                 format!("`cwd` {cwd} does not exist"),
             ));
         };
         if !path.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
+                Field::Cwd,
                 format!("`cwd` {cwd} is not a directory"),
             ));
         }
@@ -264,10 +273,13 @@ impl Service {
         images: Vec<crate::protocol::PromptImage>,
         key: Option<String>,
     ) -> Result<PromptSent, ServiceError> {
-        check_key("idempotencyKey", &key)?;
+        check_key(Field::IdempotencyKey, &key)?;
         super::requests::check_images(&images)?;
         if text.trim().is_empty() {
-            return Err(ServiceError::field("text", "`text` must not be empty"));
+            return Err(ServiceError::field(
+                Field::Text,
+                message![Field::Text, " must not be empty"],
+            ));
         }
         if let Some(key) = &key {
             let held = self.core.read(|s| {
@@ -280,9 +292,12 @@ impl Service {
             if let Some(task) = held {
                 return Err(ServiceError::conflict(
                     codes::IDEMPOTENCY_KEY_IN_USE,
-                    format!("`idempotencyKey` already names queued task `{task}`"),
+                    message![
+                        Field::IdempotencyKey,
+                        format!(" already names queued task `{task}`")
+                    ],
                 )
-                .with_field("idempotencyKey"));
+                .with_field(Field::IdempotencyKey));
             }
         }
         let host = self
@@ -335,7 +350,7 @@ impl Service {
             .resolve_approval(id, approval, decision, by)
             .await
             .map_err(|error| match error {
-                HostError::Invalid(message) => ServiceError::field("decision", message),
+                HostError::Invalid(message) => ServiceError::field(Field::Decision, message),
                 other => ServiceError::from(other),
             })
     }
@@ -351,11 +366,16 @@ impl Service {
         status: Option<String>,
         token_budget: Option<u64>,
     ) -> Result<Capability, ServiceError> {
-        check_choice("status", &status, &GOAL_STATUSES)?;
+        check_choice(Field::Status, &status, &GOAL_STATUSES)?;
         if objective.is_none() && status.is_none() && token_budget.is_none() {
-            return Err(ServiceError::invalid(
-                "give at least one of objective, status, tokenBudget",
-            ));
+            return Err(ServiceError::invalid(message![
+                "give at least one of ",
+                Bare(Field::Objective),
+                ", ",
+                Bare(Field::Status),
+                ", ",
+                Bare(Field::TokenBudget)
+            ]));
         }
         Ok(self
             .host_of(id)?
@@ -408,7 +428,7 @@ impl Service {
             "/plan" | "/answer" => return self.ask_command(id, name, rest).await,
             _ => {
                 return Err(ServiceError::field(
-                    "text",
+                    Field::Text,
                     format!(
                         "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt, /plan on|off, /answer [requestId] text"
                     ),
@@ -446,8 +466,8 @@ impl Service {
     ) -> Result<Value, ServiceError> {
         if request_id.is_empty() || request_id.len() > 128 {
             return Err(ServiceError::field(
-                "requestId",
-                "`requestId` must be 1 to 128 bytes",
+                Field::RequestId,
+                message![Field::RequestId, " must be 1 to 128 bytes"],
             ));
         }
         Ok(self
@@ -504,7 +524,7 @@ pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
             Ok(by)
         }
         Some(_) => Err(ServiceError::field(
-            "by",
+            Field::By,
             "`by` must be 1 to 64 bytes of printable text",
         )),
     }
@@ -518,7 +538,11 @@ mod by_tests {
         assert_eq!(super::check_by(Some("web")).unwrap(), "web");
         for bad in ["", "  ", "a\nb", &"x".repeat(65)] {
             let error = super::check_by(Some(bad)).unwrap_err();
-            assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
+            assert_eq!(
+                error.field.map(crate::protocol::Field::http_name),
+                Some("by"),
+                "{bad:?}"
+            );
         }
     }
 }

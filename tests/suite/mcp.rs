@@ -1447,3 +1447,105 @@ fn mcp_http_answers_conform_to_each_tools_output_schema() {
     assert_eq!(again["session"]["id"], ok(run.one(0))["session"]["id"]);
     assert!(again.get("task").is_none(), "{again:#}");
 }
+
+/// Errors raised below the surfaces name fields as MCP callers send them: the tool's
+/// `snake_case` argument (and `prompt`, not HTTP's `text`), never HTTP's `camelCase` name —
+/// which HTTP keeps for the same refusal.
+#[test]
+fn mcp_errors_name_the_callers_arguments_not_the_http_fields() {
+    let (tmux, dirs) = tmux_with_sessions(&["work"]);
+    let root = std::path::Path::new(&dirs[0]).canonicalize().unwrap();
+    let daemon = TestDaemon::start(&tmux, &["--mcp-allowed-root", root.to_str().unwrap()]);
+    let cwd = root.to_str().unwrap();
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "claude", "cwd": cwd,
+          "approval_policy": "never" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": cwd,
+          "permission_mode": "plan" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": cwd,
+          "idempotency_key": "" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle",
+          "project_dir": "relative/dir" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle",
+          "tmux_session": "nope" } },
+        { "tool": "goal_set", "arguments": { "session_id": "cs_nope" } },
+        { "tool": "send", "arguments": { "session_id": "cs_nope", "prompt": "  " } },
+        { "tool": "send", "arguments": { "session_id": "cs_nope", "prompt": "hi",
+          "idempotency_key": "" } },
+        { "tool": "events", "arguments": { "after": 1_000_000_000u64 } },
+    ]);
+    let expected = [
+        (
+            "invalid_field",
+            "`approval_policy` applies to codex sessions only",
+        ),
+        (
+            "invalid_field",
+            "`permission_mode` applies to claude sessions only",
+        ),
+        ("invalid_field", "`idempotency_key` must be 1 to 256 bytes"),
+        (
+            "invalid_field",
+            "one of tmux_session or project_dir is required",
+        ),
+        ("invalid_field", "project_dir must be an absolute path"),
+        (
+            "session_not_found",
+            "no tmux session matches tmux_session `nope`",
+        ),
+        (
+            "invalid_request",
+            "give at least one of objective, status, token_budget",
+        ),
+        ("invalid_request", "`prompt` must not be empty"),
+        ("invalid_request", "`idempotency_key` must be 1 to 256 bytes"),
+        ("invalid_field", "is ahead of the newest event"),
+    ];
+    let http_names = [
+        "approvalPolicy",
+        "permissionMode",
+        "idempotencyKey",
+        "tmuxSession",
+        "projectDir",
+        "tokenBudget",
+        "`text`",
+        "`wait`",
+    ];
+    let run = run_client(&daemon, Transport::Http, &plan, |_| {});
+    for (index, (code, text)) in expected.iter().enumerate() {
+        let error = refused(run.one(index));
+        let message = error["message"].as_str().unwrap();
+        assert_eq!(error["code"], *code, "step {index}: {error:#}");
+        assert!(message.contains(text), "step {index}: {message}");
+        assert!(
+            !http_names.iter().any(|name| message.contains(name)),
+            "step {index} names an HTTP field: {message}"
+        );
+    }
+    // A refusal of one field names it after the message, as the argument.
+    let first = refused(run.one(0))["message"].as_str().unwrap().to_string();
+    assert!(first.ends_with("(field `approval_policy`)"), "{first}");
+
+    // HTTP keeps its own names for the same refusals.
+    let resp = daemon.post(
+        "/api/sessions",
+        &json!({ "runtime": "claude", "cwd": cwd, "approvalPolicy": "never" }),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    let error = &resp.json()["error"];
+    assert_eq!(error["field"], "approvalPolicy", "{error:#}");
+    assert_eq!(
+        error["message"], "`approvalPolicy` applies to codex sessions only",
+        "{error:#}"
+    );
+    let resp = daemon.post(
+        "/api/agent-event",
+        &json!({ "agent": "codex", "status": "idle" }),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    assert_eq!(
+        resp.json()["error"]["message"],
+        "one of tmuxSession or projectDir is required"
+    );
+}
