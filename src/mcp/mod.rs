@@ -9,13 +9,17 @@
 //! **Answers.** Every tool answers with both `structuredContent` (a JSON object) and a text
 //! block carrying the same JSON. Every answer is redacted ([`redact`]) and bounded to
 //! [`MAX_ANSWER_BYTES`] encoded; a cut answer says `truncated: true` and how to read the rest.
+//! Every tool declares an `outputSchema`, generated ([`output`]) from the protocol type it
+//! answers with, and every successful answer conforms to it (MCP's rule): redaction and
+//! bounding only change strings and drop list items.
 //!
 //! **Errors.** Arguments that do not match a tool's (closed) schema are refused by rmcp before
 //! the tool runs (rmcp 3.11 reports them as an error result with a text message). Every other
 //! failure is a tool result with `isError: true` and
 //! `structuredContent.error = {kind, code, message}`, where `kind` is `permission` for an
 //! action refused by policy (e.g. `human_typing`) and `operational` for everything else (an
-//! unknown session, a session not ready, a backend failure, an invalid value).
+//! unknown session, a session not ready, a backend failure, an invalid value). A field a
+//! failure names is named as the tool's argument ([`args::arg_name`]), never as HTTP names it.
 
 mod args;
 mod tools;

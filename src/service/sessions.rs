@@ -10,7 +10,7 @@ use super::{ErrorKind, Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalEntry, Bare, Budget, CreatedReply, DoctorReport, Field, HostedSessionView, InjectError,
-    PromptSent, Runtime, TerminalSpec, message,
+    Message, PromptSent, Runtime, TerminalSpec, message,
 };
 use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
@@ -119,13 +119,13 @@ impl Service {
         if !create.cwd.is_absolute() {
             return Err(ServiceError::field(
                 Field::Cwd,
-                "`cwd` must be an absolute path",
+                message![Field::Cwd, " must be an absolute path"],
             ));
         }
         if !create.cwd.is_dir() {
             return Err(ServiceError::field(
                 Field::Cwd,
-                format!("`cwd` {} is not a directory", request.cwd),
+                message![Field::Cwd, format!(" {} is not a directory", request.cwd)],
             ));
         }
         check_key(Field::IdempotencyKey, &create.idempotency_key)?;
@@ -134,7 +134,7 @@ impl Service {
         {
             return Err(ServiceError::field(
                 Field::Model,
-                "`model` must be 1 to 256 bytes",
+                message![Field::Model, " must be 1 to 256 bytes"],
             ));
         }
         let key = create.idempotency_key.clone();
@@ -196,7 +196,7 @@ impl Service {
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
     /// the project roots the owner allowed.
     pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
-        let forbidden = |message: String| {
+        let forbidden = |message: Message| {
             ServiceError::new(ErrorKind::Forbidden, codes::PERMISSION_DENIED, message)
         };
         if self.mcp_roots.is_empty() {
@@ -208,27 +208,30 @@ impl Service {
         if !path.is_absolute() {
             return Err(ServiceError::field(
                 Field::Cwd,
-                "`cwd` must be an absolute path",
+                message![Field::Cwd, " must be an absolute path"],
             ));
         }
         let Ok(path) = path.canonicalize() else {
             return Err(ServiceError::field(
                 Field::Cwd,
-                format!("`cwd` {cwd} does not exist"),
+                message![Field::Cwd, format!(" {cwd} does not exist")],
             ));
         };
         if !path.is_dir() {
             return Err(ServiceError::field(
                 Field::Cwd,
-                format!("`cwd` {cwd} is not a directory"),
+                message![Field::Cwd, format!(" {cwd} is not a directory")],
             ));
         }
         // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
         if !self.mcp_roots.iter().any(|root| path.starts_with(root)) {
-            return Err(forbidden(format!(
-                "`cwd` {} is outside the project roots the owner allowed",
-                path.display()
-            )));
+            return Err(forbidden(message![
+                Field::Cwd,
+                format!(
+                    " {} is outside the project roots the owner allowed",
+                    path.display()
+                )
+            ]));
         }
         Ok(path)
     }

@@ -1499,7 +1499,10 @@ fn mcp_errors_name_the_callers_arguments_not_the_http_fields() {
             "give at least one of objective, status, token_budget",
         ),
         ("invalid_request", "`prompt` must not be empty"),
-        ("invalid_request", "`idempotency_key` must be 1 to 256 bytes"),
+        (
+            "invalid_request",
+            "`idempotency_key` must be 1 to 256 bytes",
+        ),
         ("invalid_field", "is ahead of the newest event"),
     ];
     let http_names = [
