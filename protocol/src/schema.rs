@@ -69,6 +69,8 @@ fn contract() -> Value {
         SessionList,
         SessionPage,
         SessionReply,
+        SessionStarted,
+        ForkReply,
         PromptSent,
         Interrupted,
         Seen,

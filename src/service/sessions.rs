@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::{ErrorKind, Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
-    ApprovalEntry, Budget, CreatedReply, DoctorReport, HostedSessionView, InjectError, PromptSent,
-    Runtime, TerminalSpec,
+    ApprovalEntry, Bare, Budget, CreatedReply, DoctorReport, Field, HostedSessionView, InjectError,
+    Message, PromptSent, Runtime, TerminalSpec, message,
 };
 use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
@@ -34,34 +34,43 @@ pub struct CreateRequest {
 /// The goal statuses codex takes.
 pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
 
-pub fn check_key(field: &'static str, key: &Option<String>) -> Result<(), ServiceError> {
+pub fn check_key(field: Field, key: &Option<String>) -> Result<(), ServiceError> {
     match key {
         Some(key) if key.is_empty() || key.len() > 256 => Err(ServiceError::field(
             field,
-            format!("`{field}` must be 1 to 256 bytes"),
+            message![field, " must be 1 to 256 bytes"],
         )),
         _ => Ok(()),
     }
 }
 
 fn check_choice(
-    field: &'static str,
+    field: Field,
     value: &Option<String>,
     allowed: &[&str],
 ) -> Result<(), ServiceError> {
     match value {
         Some(value) if !allowed.contains(&value.as_str()) => Err(ServiceError::field(
             field,
-            format!(
-                "`{field}` must be one of {}, got `{value}`",
-                allowed.join(", ")
-            ),
+            message![
+                field,
+                format!(" must be one of {}, got `{value}`", allowed.join(", "))
+            ],
         )),
         _ => Ok(()),
     }
 }
 
-const RELATIVE_CWD: &str = "`cwd` must be an absolute path (or start with `~`, your home)";
+/// A `cwd` that is neither absolute nor starts with `~`.
+fn relative_cwd() -> ServiceError {
+    ServiceError::field(
+        Field::Cwd,
+        message![
+            Field::Cwd,
+            " must be an absolute path (or start with `~`, your home)"
+        ],
+    )
+}
 
 /// `cwd` as a shell expands a word: `~` and `~/…` are the daemon's `$HOME`, `~user` and
 /// `~user/…` that user's home (`/etc/passwd`); anything else is taken as given. The daemon
@@ -74,7 +83,7 @@ pub fn expand_home(cwd: &str) -> Result<PathBuf, ServiceError> {
         let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
         home_in_passwd(&passwd, user)
     })
-    .map_err(|message| ServiceError::field("cwd", message))
+    .map_err(|rest| ServiceError::field(Field::Cwd, message![Field::Cwd, rest]))
 }
 
 /// [`expand_home`] without the environment: `home` is `$HOME`, `user_home` looks a user up.
@@ -92,11 +101,11 @@ fn expand_tilde(
     };
     let base = if user.is_empty() {
         home.map(std::path::Path::to_path_buf).ok_or_else(|| {
-            format!("`cwd` {cwd} starts with `~`, but the daemon has no $HOME to expand it to")
+            format!(" {cwd} starts with `~`, but the daemon has no $HOME to expand it to")
         })?
     } else {
         user_home(user).ok_or_else(|| {
-            format!("`cwd` {cwd}: there is no user `{user}` whose home `~{user}` could name")
+            format!(" {cwd}: there is no user `{user}` whose home `~{user}` could name")
         })?
     };
     Ok(if rest.is_empty() {
@@ -138,7 +147,7 @@ impl Service {
     pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(
-                "runtime",
+                Field::Runtime,
                 format!(
                     "runtime `{}` is not supported (supported: {})",
                     request.runtime,
@@ -163,26 +172,32 @@ impl Service {
             && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
         {
             return Err(ServiceError::field(
-                "tmuxSession",
-                "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
+                Field::TmuxSession,
+                message![
+                    Field::TmuxSession,
+                    " must be 1 to 128 bytes without `:` or `.`"
+                ],
             ));
         }
         if !create.cwd.is_absolute() {
-            return Err(ServiceError::field("cwd", RELATIVE_CWD));
+            return Err(relative_cwd());
         }
         if !create.cwd.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {} is not a directory", create.cwd.display()),
+                Field::Cwd,
+                message![
+                    Field::Cwd,
+                    format!(" {} is not a directory", create.cwd.display())
+                ],
             ));
         }
-        check_key("idempotencyKey", &create.idempotency_key)?;
+        check_key(Field::IdempotencyKey, &create.idempotency_key)?;
         if let Some(model) = &create.model
             && (model.is_empty() || model.len() > 256)
         {
             return Err(ServiceError::field(
-                "model",
-                "`model` must be 1 to 256 bytes",
+                Field::Model,
+                message![Field::Model, " must be 1 to 256 bytes"],
             ));
         }
         let key = create.idempotency_key.clone();
@@ -244,7 +259,7 @@ impl Service {
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
     /// the project roots the owner allowed.
     pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
-        let forbidden = |message: String| {
+        let forbidden = |message: Message| {
             ServiceError::new(ErrorKind::Forbidden, codes::PERMISSION_DENIED, message)
         };
         if self.mcp_roots.is_empty() {
@@ -254,26 +269,29 @@ impl Service {
         }
         let path = expand_home(cwd)?;
         if !path.is_absolute() {
-            return Err(ServiceError::field("cwd", RELATIVE_CWD));
+            return Err(relative_cwd());
         }
         let Ok(path) = path.canonicalize() else {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {cwd} does not exist"),
+                Field::Cwd,
+                message![Field::Cwd, format!(" {cwd} does not exist")],
             ));
         };
         if !path.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {cwd} is not a directory"),
+                Field::Cwd,
+                message![Field::Cwd, format!(" {cwd} is not a directory")],
             ));
         }
         // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
         if !self.mcp_roots.iter().any(|root| path.starts_with(root)) {
-            return Err(forbidden(format!(
-                "`cwd` {} is outside the project roots the owner allowed",
-                path.display()
-            )));
+            return Err(forbidden(message![
+                Field::Cwd,
+                format!(
+                    " {} is outside the project roots the owner allowed",
+                    path.display()
+                )
+            ]));
         }
         Ok(path)
     }
@@ -349,10 +367,13 @@ impl Service {
         images: Vec<crate::protocol::PromptImage>,
         key: Option<String>,
     ) -> Result<PromptSent, ServiceError> {
-        check_key("idempotencyKey", &key)?;
+        check_key(Field::IdempotencyKey, &key)?;
         super::requests::check_images(&images)?;
         if text.trim().is_empty() {
-            return Err(ServiceError::field("text", "`text` must not be empty"));
+            return Err(ServiceError::field(
+                Field::Text,
+                message![Field::Text, " must not be empty"],
+            ));
         }
         if let Some(key) = &key {
             let held = self.core.read(|s| {
@@ -365,9 +386,12 @@ impl Service {
             if let Some(task) = held {
                 return Err(ServiceError::conflict(
                     codes::IDEMPOTENCY_KEY_IN_USE,
-                    format!("`idempotencyKey` already names queued task `{task}`"),
+                    message![
+                        Field::IdempotencyKey,
+                        format!(" already names queued task `{task}`")
+                    ],
                 )
-                .with_field("idempotencyKey"));
+                .with_field(Field::IdempotencyKey));
             }
         }
         let host = self
@@ -420,7 +444,7 @@ impl Service {
             .resolve_approval(id, approval, decision, by)
             .await
             .map_err(|error| match error {
-                HostError::Invalid(message) => ServiceError::field("decision", message),
+                HostError::Invalid(message) => ServiceError::field(Field::Decision, message),
                 other => ServiceError::from(other),
             })
     }
@@ -436,11 +460,16 @@ impl Service {
         status: Option<String>,
         token_budget: Option<u64>,
     ) -> Result<Capability, ServiceError> {
-        check_choice("status", &status, &GOAL_STATUSES)?;
+        check_choice(Field::Status, &status, &GOAL_STATUSES)?;
         if objective.is_none() && status.is_none() && token_budget.is_none() {
-            return Err(ServiceError::invalid(
-                "give at least one of objective, status, tokenBudget",
-            ));
+            return Err(ServiceError::invalid(message![
+                "give at least one of ",
+                Bare(Field::Objective),
+                ", ",
+                Bare(Field::Status),
+                ", ",
+                Bare(Field::TokenBudget)
+            ]));
         }
         Ok(self
             .host_of(id)?
@@ -493,7 +522,7 @@ impl Service {
             "/plan" | "/answer" => return self.ask_command(id, name, rest).await,
             _ => {
                 return Err(ServiceError::field(
-                    "text",
+                    Field::Text,
                     format!(
                         "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt, /plan on|off, /answer [requestId] text"
                     ),
@@ -531,8 +560,8 @@ impl Service {
     ) -> Result<Value, ServiceError> {
         if request_id.is_empty() || request_id.len() > 128 {
             return Err(ServiceError::field(
-                "requestId",
-                "`requestId` must be 1 to 128 bytes",
+                Field::RequestId,
+                message![Field::RequestId, " must be 1 to 128 bytes"],
             ));
         }
         Ok(self
@@ -589,7 +618,7 @@ pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
             Ok(by)
         }
         Some(_) => Err(ServiceError::field(
-            "by",
+            Field::By,
             "`by` must be 1 to 64 bytes of printable text",
         )),
     }
@@ -603,7 +632,11 @@ mod by_tests {
         assert_eq!(super::check_by(Some("web")).unwrap(), "web");
         for bad in ["", "  ", "a\nb", &"x".repeat(65)] {
             let error = super::check_by(Some(bad)).unwrap_err();
-            assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
+            assert_eq!(
+                error.field.map(crate::protocol::Field::http_name),
+                Some("by"),
+                "{bad:?}"
+            );
         }
     }
 }
