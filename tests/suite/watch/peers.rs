@@ -1,5 +1,6 @@
 //! The passive watchers for OpenCode, Pi and Droid against the real CLIs (the releases
-//! `./scripts/test` pins, `COHOST_TEST_{OPENCODE,PI,DROID}_BIN`), each in a private HOME, run in
+//! `./scripts/test` pins, `COHOST_TEST_{OPENCODE,PI,DROID}_BIN`; Pi at both ends of its range,
+//! one per run of the version matrix, with `COHOST_TEST_PI_NODE`), each in a private HOME, run in
 //! a pane of a private tmux server against the kit's Messages mock, with a daemon watching that
 //! HOME (`COHOST_WATCHERS=<agent>`, `HOME=<private home>`). Each checks what the tracker shows:
 //! statuses in order, title, prompt, source, and that a restart repeats nothing.
@@ -23,8 +24,11 @@ fn peer_bin(peer: &Supported) -> PathBuf {
     let var = format!("COHOST_TEST_{}_BIN", peer.name.to_uppercase());
     let bin = std::env::var(&var).unwrap_or_else(|_| {
         panic!(
-            "{var} is not set: run the tests through ./scripts/test, which installs {} {}",
-            peer.package, peer.oldest
+            "{var} is not set: run the tests through ./scripts/test, which installs {} {} and {} {}",
+            peer.package,
+            peer.oldest,
+            peer.newest_package(),
+            peer.newest
         )
     });
     assert!(Path::new(&bin).is_file(), "{var}={bin} does not exist");
@@ -273,6 +277,32 @@ impl Watched {
     }
 }
 
+/// The node `./scripts/test` runs this run's Pi with (`COHOST_TEST_PI_NODE`: Pi 1.6.0 needs
+/// Node ≥ 22.19, which the scripts install for it); panics (never skips) when unset.
+fn pi_node() -> PathBuf {
+    let node = std::env::var("COHOST_TEST_PI_NODE").unwrap_or_else(|_| {
+        panic!(
+            "COHOST_TEST_PI_NODE is not set: run the tests through ./scripts/test, which names \
+             the node each Pi runs with"
+        )
+    });
+    assert!(
+        Path::new(&node).is_file(),
+        "COHOST_TEST_PI_NODE={node} does not exist"
+    );
+    PathBuf::from(node)
+}
+
+/// `PATH` with the directory of this run's node first (Pi's launcher runs `env node`).
+fn path_with_pi_node() -> String {
+    let node = pi_node();
+    format!(
+        "{}:{}",
+        node.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 fn pi_env(w: &Watched) -> Vec<(&'static str, String)> {
     let agent_dir = w.home.join(".pi/agent");
     std::fs::create_dir_all(&agent_dir).unwrap();
@@ -290,6 +320,7 @@ fn pi_env(w: &Watched) -> Vec<(&'static str, String)> {
     )
     .unwrap();
     vec![
+        ("PATH", path_with_pi_node()),
         ("PI_OFFLINE", "1".into()),
         ("PI_SKIP_VERSION_CHECK", "1".into()),
         ("PI_TELEMETRY", "0".into()),
