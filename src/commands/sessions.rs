@@ -472,6 +472,28 @@ fn print_doctor(answer: &serde_json::Value) {
         text(&claude["permissionMode"]),
         modes.join(", ")
     );
+    let pi = &answer["pi"];
+    println!(
+        "pi found:       {} {}",
+        yes(&pi["found"]),
+        text(&pi["path"])
+    );
+    if pi["found"].as_bool() == Some(true) {
+        println!(
+            "pi version:     {} {} ({})",
+            text(&pi["version"]),
+            text(&pi["package"]),
+            range(&pi["supported"])
+        );
+        println!(
+            "pi node:        {} {} (needs {})",
+            text(&pi["nodeVersion"]),
+            text(&pi["nodePath"]),
+            pi["nodeNeeded"]
+                .as_str()
+                .map_or("nothing known".to_string(), |v| format!("{v} or later"))
+        );
+    }
     for warning in answer["warnings"].as_array().cloned().unwrap_or_default() {
         println!("warning: {}", text(&warning));
     }

@@ -571,7 +571,8 @@ impl Service {
     }
 
     /// `cohost doctor`: codex's checks at the top level (as before claude was covered), every
-    /// other runtime's under its name; `ok` when none found an issue, `warnings` from all.
+    /// other runtime's under its name, the watched Pi's under `pi`; `ok` when none found an
+    /// issue, `warnings` from all.
     pub async fn doctor(&self) -> DoctorReport {
         let mut answer = DoctorReport::default();
         let flattened = self.hosts.flattened_doctor();
@@ -601,6 +602,15 @@ impl Service {
                 );
             }
         }
+        // Pi is only watched: its release and the Node it needs are warnings, never issues.
+        let pi = crate::watch::doctor::pi().await;
+        answer
+            .issues
+            .extend(pi.issues.iter().map(|i| format!("pi: {i}")));
+        answer.warnings.extend(pi.warnings.iter().cloned());
+        answer
+            .sections
+            .insert("pi".into(), serde_json::to_value(&pi).unwrap_or_default());
         answer.ok = answer.issues.is_empty();
         answer
     }
