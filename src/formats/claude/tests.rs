@@ -549,3 +549,30 @@ fn what_the_watcher_reads_besides() {
     );
     assert_eq!(title("[1]"), TitleRecord::default());
 }
+
+#[test]
+fn a_queued_command_attachment_names_the_prompt_it_delivered() {
+    let prompt = |line: &str| QueuedCommandRecord::prompt_of(&serde_json::from_str(line).unwrap());
+    // Literal, claude-code-observed.md (`attachment/queued_command`, 2.1.197).
+    assert_eq!(
+        prompt(
+            r#"{"parentUuid": "7e9dd641-ea8b-4f3c-a0d7-734c474c5483", "isSidechain": false, "attachment": {"type": "queued_command", "prompt": "Injected during tool", "commandMode": "prompt", "origin": {"kind": "human"}, "timestamp": "2026-11-29T13:06:20.875Z"}, "type": "attachment", "uuid": "8645b7a7-d606-4890-abb7-2261e9fee55e", "timestamp": "2026-11-29T13:06:20.875Z", "userType": "external", "entrypoint": "cli", "cwd": "$PROBE/ws_s03_injection", "sessionId": "95e1d598-2527-4ab5-a6dc-71e482c0617c", "version": "2.1.197", "gitBranch": "HEAD"}"#
+        )
+        .as_deref(),
+        Some("Injected during tool")
+    );
+    // Other attachments, other lines, and a prompt of the wrong type: none.
+    assert_eq!(
+        prompt(r#"{"attachment":{"type":"auto_mode","bypass":false},"type":"attachment"}"#),
+        None
+    );
+    assert_eq!(
+        prompt(r#"{"type":"queue-operation","operation":"enqueue","content":"And then this"}"#),
+        None
+    );
+    assert_eq!(
+        prompt(r#"{"type":"attachment","attachment":{"type":"queued_command","prompt":7}}"#),
+        None
+    );
+    assert_eq!(prompt("[1]"), None);
+}

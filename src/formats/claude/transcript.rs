@@ -115,6 +115,40 @@ impl TitleRecord {
     }
 }
 
+/// An `attachment` line of type `queued_command`: a prompt queued while a tool ran, which Claude
+/// delivered into the running turn (as a system message after the tool's result; no
+/// `UserPromptSubmit` fires for it). [`TranscriptRecord`] reads it as `Other`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct QueuedCommandRecord {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub attachment: Option<QueuedCommand>,
+}
+
+/// The `attachment` of a [`QueuedCommandRecord`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct QueuedCommand {
+    #[serde(rename = "type", deserialize_with = "lenient::opt")]
+    pub kind: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub prompt: Option<String>,
+}
+
+impl QueuedCommandRecord {
+    /// The prompt a `queued_command` attachment line delivered; `None` for every other line.
+    pub fn prompt_of(line: &Value) -> Option<String> {
+        if line.get("type").and_then(Value::as_str) != Some("attachment") {
+            return None;
+        }
+        let record = QueuedCommandRecord::deserialize(line).ok()?;
+        let attachment = record.attachment?;
+        (attachment.kind.as_deref() == Some("queued_command"))
+            .then_some(attachment.prompt)
+            .flatten()
+    }
+}
+
 open_enum! {
     /// A user line's `promptSource`.
     pub enum PromptSource {
@@ -450,4 +484,4 @@ pub struct SystemRecord {
     pub duration_ms: Option<u64>,
 }
 
-lenient_object!(UserMessage, Origin, AssistantMessage, Usage);
+lenient_object!(UserMessage, Origin, AssistantMessage, Usage, QueuedCommand);

@@ -484,12 +484,21 @@ impl Browser {
     /// Waits until the visible text of `css` contains `needle`; returns the text.
     #[track_caller]
     pub fn wait_text(&self, css: &str, needle: &str, timeout: Duration) -> String {
-        let mut last = String::new();
-        let what = format!("the text of `{css}` to contain {needle:?}");
-        self.wait_for(&what, timeout, || {
-            last = self.text_or_empty(css);
-            last.contains(needle).then(|| last.clone())
-        })
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = self.text_or_empty(css);
+            if last.contains(needle) {
+                return last;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "timed out after {timeout:?} waiting for the text of `{css}` to contain \
+                     {needle:?}; it was (its end):\n{}",
+                    tail(&last, 1500)
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until the elements matching `css`, in document order, hold `needles` in that order:
@@ -835,6 +844,24 @@ impl Browser {
     /// the browser log's problems.
     #[track_caller]
     pub fn fail(&self, message: &str) -> ! {
+        // The page as a person reads it (CI keeps the log, not the saved files).
+        let page = self
+            .runtime
+            .block_on(async {
+                tokio::time::timeout(
+                    Duration::from_secs(5),
+                    self.client().execute(
+                        "return document.body ? document.body.innerText : '';",
+                        vec![],
+                    ),
+                )
+                .await
+            })
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "(the page's text could not be read)".into());
+        eprintln!("browser: the page's text (its end):\n{}", tail(&page, 3000));
         let saved = self.save_evidence();
         eprintln!("browser: saved {saved}");
         let problems: Vec<String> = self
@@ -897,4 +924,14 @@ fn short_js(js: &str) -> String {
     } else {
         line.to_string()
     }
+}
+
+/// The last `max` characters of `text` (whole characters), marked when cut.
+fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().skip(count - max).collect();
+    format!("…{cut}")
 }

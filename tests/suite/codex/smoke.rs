@@ -569,8 +569,12 @@ fn codex_smoke_interrupt_cuts_a_hanging_stream() {
 fn codex_smoke_steer_restarts_the_model_request() {
     let mut f = fixture();
     let long = "This is a long answer that streams slowly, word by word, so that a steer can land mid-stream.";
-    f.mock
-        .push(Step::text(long).delay(Duration::from_millis(150)));
+    // Never ends by itself: the steer lands mid-stream however slow the machine.
+    f.mock.push(
+        Step::text(long)
+            .delay(Duration::from_millis(150))
+            .then_hang(),
+    );
     f.mock
         .push(Step::text("Short now.").when_user_contains("keep it short"));
 

@@ -1027,6 +1027,8 @@ fn a_message_that_steers_a_turn_finishes_with_it_and_the_queue_moves_on() {
     fx.mock.push(
         Step::text(crate::suite::codex::host::words(30))
             .delay(Duration::from_millis(100))
+            // Never ends by itself: the steer finds it running however slow the machine.
+            .then_hang()
             .when_user_contains("Write a long answer"),
     );
     fx.mock

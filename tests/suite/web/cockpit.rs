@@ -662,9 +662,12 @@ fn a_reload_mid_stream_shows_the_text_so_far_once_and_a_cut_message_survives_a_r
     assert!(!b.exists("#entries .msg.typing"));
 
     // A steer restarts the answer: the stream it abandoned leaves no bubble, live or reloaded.
+    // It never ends by itself (the steer must find it running, however slow the machine):
+    // codex drops the in-flight stream when a steer comes.
     fx.mock.push(
         Step::text("a long answer that the steer abandons halfway through")
-            .delay(Duration::from_millis(150)),
+            .delay(Duration::from_millis(150))
+            .then_hang(),
     );
     fx.mock
         .push(Step::text("Short answer.").when_user_contains("keep it short"));

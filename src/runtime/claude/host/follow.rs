@@ -11,11 +11,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Command, Inner, Live, lock};
+use super::{ClaudeHost, Command, Inner, Live, lock};
 use crate::core::now_ms;
 use crate::formats::claude::{HookLine, RecordHead, SessionFile};
 use crate::protocol::{
-    AgentStatus, ErrorEvent, EventKind, Liveness, SessionBound, SessionState, SessionStatus,
+    AgentStatus, ErrorEvent, EventKind, Item, ItemEvent, Liveness, SessionBound, SessionState,
+    SessionStatus,
 };
 use crate::runtime::claude::fence::HookFence;
 use crate::runtime::claude::normalize::{Normalizer, Output};
@@ -223,7 +224,12 @@ impl Inner {
         tracing::debug!(session = %session_id, "claude session task exited");
     }
 
-    async fn apply(&self, live: &Arc<Live>, outputs: Vec<Output>, normalizer: &mut Normalizer) {
+    async fn apply(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        outputs: Vec<Output>,
+        normalizer: &mut Normalizer,
+    ) {
         let _ = normalizer;
         for output in outputs {
             match output {
@@ -233,8 +239,23 @@ impl Inner {
                     {
                         *lock(&live.interrupted_at) = Some(tokio::time::Instant::now());
                     }
-                    self.store(&live.session_id, kind).await
+                    if let EventKind::ItemCompleted(ItemEvent {
+                        item: Item::UserMessage { text, .. },
+                        ..
+                    }) = &kind
+                    {
+                        forget_queued(live, text);
+                    }
+                    let ended = matches!(kind, EventKind::TurnCompleted(_));
+                    self.store(&live.session_id, kind).await;
+                    if ended {
+                        ClaudeHost {
+                            inner: Arc::clone(self),
+                        }
+                        .watch_queued(live);
+                    }
                 }
+                Output::PromptDelivered { text } => forget_queued(live, &text),
                 Output::Bound {
                     claude_session_id, ..
                 } if live.fork_of.as_deref() == Some(claude_session_id.as_str()) => {
@@ -324,7 +345,12 @@ impl Inner {
         .await;
     }
 
-    async fn runner_event(&self, live: &Arc<Live>, line: &Value, normalizer: &mut Normalizer) {
+    async fn runner_event(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        line: &Value,
+        normalizer: &mut Normalizer,
+    ) {
         match line.get("event").and_then(Value::as_str) {
             Some("started") => {
                 *lock(&live.claude_pid) = line.get("pid").and_then(Value::as_u64).map(|p| p as u32);
@@ -475,5 +501,13 @@ fn apply_command(
         Command::Interrupted(turn) => {
             fence.interrupted(turn, written, tokio::time::Instant::now());
         }
+    }
+}
+
+/// A prompt of ours Claude had queued ran (or was delivered into the running turn).
+fn forget_queued(live: &Live, text: &str) {
+    let mut queued = lock(&live.queued);
+    if let Some(at) = queued.iter().position(|q| q.trim() == text.trim()) {
+        queued.remove(at);
     }
 }

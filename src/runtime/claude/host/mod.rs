@@ -15,7 +15,8 @@
 //! its own file: `launch.rs` (create, relaunch), `prompt.rs` (typing a prompt, driven by the pure
 //! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it with the pure
 //! `clearing.rs` machine), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay),
-//! `asks.rs` (questions, plans, modes) and `follow.rs` (the session task).
+//! `asks.rs` (questions, plans, modes), `queued.rs` (prompts Claude queued, followed until they
+//! run) and `follow.rs` (the session task).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,6 +44,7 @@ mod interrupt;
 mod launch;
 mod permissions;
 mod prompt;
+mod queued;
 mod session_host;
 mod typing;
 
@@ -117,6 +119,10 @@ struct Live {
     /// For a fork: the parent's claude session id, which Claude reports until the fork's first
     /// prompt (`--fork-session`); it is not this session's identity.
     fork_of: Option<String>,
+    /// Prompts of ours Claude queued behind a running turn that have not run yet (`queued.rs`).
+    queued: Mutex<Vec<String>>,
+    /// A `queued.rs` watch runs for this session.
+    queue_watch: std::sync::atomic::AtomicBool,
     commands: mpsc::Sender<Command>,
     cancel: CancellationToken,
 }
@@ -245,6 +251,8 @@ impl Inner {
             reported: Mutex::new(None),
             exited: std::sync::atomic::AtomicBool::new(restored && running.is_none()),
             fork_of,
+            queued: Mutex::new(Vec::new()),
+            queue_watch: std::sync::atomic::AtomicBool::new(false),
             commands,
             cancel: self.cancel.child_token(),
         });

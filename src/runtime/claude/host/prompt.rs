@@ -3,6 +3,7 @@
 //! machine driven on the pane — bracketed paste, Enter, and Claude's confirmation
 //! (`UserPromptSubmit`, or the prompt queued behind a running turn) — and the outcome recorded.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{MutexGuard, broadcast};
@@ -30,21 +31,7 @@ impl ClaudeHost {
         if let Some(earlier) = inject::previous(&self.inner.core, session_id, key.as_deref()) {
             return Ok(earlier);
         }
-        let pane = self.verified_pane(session_id).await?;
-        // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
-        if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(HostError::NotReady(session_id.to_string()));
-        }
-        let since_interrupt = lock(&live.interrupted_at).map(|at| at.elapsed());
-        let mut tui = PaneTui {
-            host: self,
-            live: &live,
-            pane: &pane,
-            text,
-            keys: None,
-            submitted: None,
-        };
-        let outcome = match typing::drive(Typing::new(since_interrupt), &mut tui).await? {
+        let outcome = match self.type_locked(&live, text).await? {
             Ok(Confirmed::Started(turn)) => (InjectState::Started, turn),
             Ok(Confirmed::Queued) => (
                 InjectState::Queued,
@@ -76,6 +63,46 @@ impl ClaudeHost {
             }
         };
         Ok(inject::record(&self.inner.core, session_id, outcome.0, &outcome.1, key).await?)
+    }
+
+    /// Types a prompt outside any caller's request (one Claude dropped from its queue, see
+    /// `queued.rs`), serialized with the injects.
+    pub(super) async fn type_prompt(
+        &self,
+        live: &Arc<Live>,
+        text: &str,
+    ) -> Result<Result<Confirmed, Refusal>, HostError> {
+        let _serialized = live.inject.lock().await;
+        self.type_locked(live, text).await
+    }
+
+    /// Types `text` into the session's verified pane (the caller holds the inject lock). A
+    /// prompt Claude queued behind the running turn is remembered until it runs.
+    async fn type_locked(
+        &self,
+        live: &Arc<Live>,
+        text: &str,
+    ) -> Result<Result<Confirmed, Refusal>, HostError> {
+        let session_id = live.session_id.as_str();
+        let pane = self.verified_pane(session_id).await?;
+        // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
+        if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(HostError::NotReady(session_id.to_string()));
+        }
+        let since_interrupt = lock(&live.interrupted_at).map(|at| at.elapsed());
+        let mut tui = PaneTui {
+            host: self,
+            live,
+            pane: &pane,
+            text,
+            keys: None,
+            submitted: None,
+        };
+        let typed = typing::drive(Typing::new(since_interrupt), &mut tui).await?;
+        if typed == Ok(Confirmed::Queued) {
+            lock(&live.queued).push(text.to_string());
+        }
+        Ok(typed)
     }
 }
 

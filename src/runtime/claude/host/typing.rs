@@ -318,7 +318,9 @@ pub(super) async fn drive(
 ) -> Result<Result<Confirmed, Refusal>, HostError> {
     let mut seen = Seen::Nothing;
     loop {
-        seen = match typing.next(seen, Instant::now()) {
+        let step = typing.next(seen, Instant::now());
+        tracing::debug!(?step, "claude typing");
+        seen = match step {
             Step::Sleep(delay) => {
                 tokio::time::sleep(delay).await;
                 Seen::Nothing
@@ -334,7 +336,11 @@ pub(super) async fn drive(
                 tui.take_keys().await;
                 Seen::Nothing
             }
-            Step::Capture => Seen::Screen(tui.capture().await?),
+            Step::Capture => {
+                let screen = tui.capture().await?;
+                tracing::debug!(?screen, "claude typing: the box");
+                Seen::Screen(screen)
+            }
             Step::Paste => {
                 tui.paste().await?;
                 Seen::Nothing

@@ -48,6 +48,9 @@ pub enum Output {
     /// A prompt reached Claude while a turn ran, and Claude queued it to run as a turn of its own
     /// later (2.1.332 fires `UserPromptSubmit` at once, naming the running turn).
     PromptQueued { text: String },
+    /// A prompt queued while a tool ran was delivered into the running turn (the transcript's
+    /// `queued_command` attachment; no `UserPromptSubmit` fires for it).
+    PromptDelivered { text: String },
 }
 
 #[derive(Debug, Default)]

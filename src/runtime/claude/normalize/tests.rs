@@ -828,3 +828,17 @@ fn a_new_session_id_rebinds() {
     }));
     assert!(out.contains(&Output::Transcript("/t/new.jsonl".into())));
 }
+
+#[test]
+fn a_prompt_delivered_into_a_running_turn_is_reported_by_its_text() {
+    let mut normalizer = Normalizer::default();
+    // Literal, claude-code-observed.md (`attachment/queued_command`, 2.1.197): a prompt typed
+    // while a tool ran, delivered into the running turn.
+    let line: Value = serde_json::from_str(r#"{"parentUuid": "7e9dd641-ea8b-4f3c-a0d7-734c474c5483", "isSidechain": false, "attachment": {"type": "queued_command", "prompt": "Injected during tool", "commandMode": "prompt", "origin": {"kind": "human"}, "timestamp": "2026-11-29T13:06:20.875Z"}, "type": "attachment", "uuid": "8645b7a7-d606-4890-abb7-2261e9fee55e", "timestamp": "2026-11-29T13:06:20.875Z", "userType": "external", "entrypoint": "cli", "cwd": "$PROBE/ws_s03_injection", "sessionId": "95e1d598-2527-4ab5-a6dc-71e482c0617c", "version": "2.1.197", "gitBranch": "HEAD"}"#).unwrap();
+    assert_eq!(
+        normalizer.transcript_line(&line),
+        vec![Output::PromptDelivered {
+            text: "Injected during tool".into()
+        }]
+    );
+}

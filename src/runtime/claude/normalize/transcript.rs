@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::items::{prompt_item_id, tool_item, tool_item_id, unwrap_pasted};
 use super::{Normalizer, Output};
 use crate::formats::claude::{
-    AssistantContentBlock, AssistantRecord, PromptSource, RecordHead, TextBlock, ToolUseBlock,
-    TranscriptRecord, UserContent, UserContentBlock, UserRecord,
+    AssistantContentBlock, AssistantRecord, PromptSource, QueuedCommandRecord, RecordHead,
+    TextBlock, ToolUseBlock, TranscriptRecord, UserContent, UserContentBlock, UserRecord,
 };
 use crate::protocol::{
     ErrorEvent, EventKind, Item, ItemEvent, TokenCounts, TurnCompleted, TurnStatus, Usage,
@@ -39,6 +39,11 @@ impl Normalizer {
             current = ?self.turn,
             "claude: transcript line"
         );
+        if let Some(prompt) = QueuedCommandRecord::prompt_of(line) {
+            return vec![Output::PromptDelivered {
+                text: unwrap_pasted(&prompt).into_owned(),
+            }];
+        }
         self.record(&TranscriptRecord::from_value(line))
     }
 
