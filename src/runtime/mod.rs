@@ -419,7 +419,8 @@ impl Hosts {
                 park_timeout: codex::host::PARK_TIMEOUT,
             },
         );
-        let opencode = opencode::host::OpencodeHost::new(core.clone());
+        let opencode =
+            opencode::host::OpencodeHost::new(core.clone(), config.home.join("opencode"));
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,

@@ -120,6 +120,36 @@ pub struct ForkBody {
     pub message_id: Option<String>,
 }
 
+/// `GET /config/providers`: the configured providers and their models (each provider's
+/// `options`, which hold its API key in clear, are not read).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ConfigProviders {
+    pub providers: Vec<Provider>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Provider {
+    pub id: String,
+    pub name: Option<String>,
+    pub models: std::collections::BTreeMap<String, ProviderModel>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ProviderModel {
+    pub id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// `GET /config`: only the configured default model (`provider/model`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub model: Option<String>,
+}
+
 /// A message's `info`: a user prompt, or one step of an assistant reply.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]

@@ -122,6 +122,8 @@ pub struct OpencodeHost {
 
 struct Inner {
     core: CoreHandle,
+    /// `$COHOST_HOME/opencode`: where a server started only to list models runs.
+    scratch: PathBuf,
     bin: Result<PathBuf, String>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// Permission requests waiting for an answer, by request id (`per_…`) → cohost session.
@@ -174,7 +176,7 @@ pub struct OpencodeDoctor {
 }
 
 impl OpencodeHost {
-    pub fn new(core: CoreHandle) -> Self {
+    pub fn new(core: CoreHandle, scratch: PathBuf) -> Self {
         let bin = find_opencode();
         if let Err(error) = &bin {
             tracing::info!(%error, "opencode not found; opencode sessions are unavailable");
@@ -182,6 +184,7 @@ impl OpencodeHost {
         OpencodeHost {
             inner: Arc::new(Inner {
                 core,
+                scratch,
                 bin,
                 live: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
@@ -442,6 +445,50 @@ impl OpencodeHost {
         // A permission asked in the instant before the abort landed: reject it too.
         self.inner.sweep_permissions(&live, &binding).await;
         Ok(true)
+    }
+}
+
+impl OpencodeHost {
+    /// The models of OpenCode's configured providers, as `provider/model` ids, asked of a live
+    /// session's server (or of one started for the purpose in the scratch directory).
+    pub(super) async fn list_models(&self) -> Result<serde_json::Value, HostError> {
+        let running = lock(&self.inner.live)
+            .values()
+            .find_map(|live| live.binding.borrow().clone());
+        let transient;
+        let client = match &running {
+            Some(binding) => binding.client().clone(),
+            None => {
+                let bin = self.bin()?.clone();
+                crate::runtime::common::private_dir(&self.inner.scratch).map_err(|error| {
+                    HostError::failed_by(
+                        Runtime::Opencode,
+                        format!("cannot create {}", self.inner.scratch.display()),
+                        error,
+                    )
+                })?;
+                transient = ServerProcess::spawn(&bin, &self.inner.scratch).await?;
+                transient.client.clone()
+            }
+        };
+        let providers: wire::ConfigProviders = client.get("/config/providers").await?;
+        let config: wire::Config = client.get("/config").await.unwrap_or_default();
+        let mut models = Vec::new();
+        for provider in &providers.providers {
+            for (key, model) in &provider.models {
+                let model_id = model.id.clone().unwrap_or_else(|| key.clone());
+                let id = format!("{}/{model_id}", provider.id);
+                models.push(serde_json::json!({
+                    "id": id,
+                    "providerId": provider.id,
+                    "modelId": model_id,
+                    "displayName": model.name.clone().unwrap_or_else(|| model_id.clone()),
+                    "provider": provider.name.clone().unwrap_or_else(|| provider.id.clone()),
+                    "isDefault": config.model.as_deref() == Some(id.as_str()),
+                }));
+            }
+        }
+        Ok(serde_json::Value::Array(models))
     }
 }
 

@@ -436,6 +436,12 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn models(&self) -> Result<Capability, HostError> {
-        Ok(self.unsupported("listing models"))
+        if let Err(error) = &self.inner.bin {
+            return Ok(Capability::fail("unsupported", error.clone()));
+        }
+        match self.list_models().await {
+            Ok(models) => Ok(Capability::ok(models)),
+            Err(error) => Ok(Capability::fail("error", error.to_string())),
+        }
     }
 }
