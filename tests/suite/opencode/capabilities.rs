@@ -207,3 +207,135 @@ fn a_daemon_killed_mid_turn_restores_the_session_without_repeating_an_event() {
         "Third done."
     );
 }
+
+/// A prompt sent while a turn runs joins it (OpenCode folds it into the running loop's next
+/// model call: `steered`, one turn, one request carrying it); a task queued through cohost
+/// while the turn runs waits for its end and runs as a turn of its own.
+#[test]
+fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    fx.mock
+        .push(
+            Step::text("First part of a slow answer, then the rest.")
+                .delay(std::time::Duration::from_millis(400)),
+        )
+        .push(Step::text("Saw the steer.").when_user_contains("steer prompt"))
+        .push(Step::text("Queued task done.").when_user_contains("queued task"));
+    let turn = fx.send(&id, "first prompt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.mock.wait_for_requests(1, super::TURN_TIMEOUT);
+    let steered = fx.send(&id, "steer prompt");
+    assert_eq!(steered["outcome"], "steered", "{steered}");
+    assert_eq!(steered["turnId"], turn.as_str(), "{steered}");
+    let queued = fx.daemon.post(
+        &format!("/api/sessions/{id}/tasks"),
+        &json!({ "text": "queued task" }),
+    );
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let task = queued.json();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["first prompt", "steer prompt"],
+        "{}",
+        fx.dump(&id)
+    );
+    let replies: Vec<&str> = items(&events, &turn, "agentMessage")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(replies.last(), Some(&"Saw the steer."), "{}", fx.dump(&id));
+
+    // The queued task: delivered after the turn, as a turn of its own.
+    let task_id = task["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task id in {task}"))
+        .to_string();
+    let accepted = fx.wait_event(&id, "the task accepted", |e| {
+        e["type"] == "task.accepted" && e["data"]["taskId"] == task_id.as_str()
+    });
+    let task_turn = accepted["data"]["turnId"].as_str().unwrap().to_string();
+    assert_ne!(task_turn, turn);
+    assert_eq!(accepted["data"]["acceptedAs"], "turn", "{accepted}");
+    let done = fx.wait_turn(&id, &task_turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    // The registry finishes the task from its turn's end (no event of its own).
+    let finished = fx
+        .daemon
+        .wait_for("the task finished", super::TURN_TIMEOUT, |d| {
+            let view = d.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
+            (view["phase"] == "finished").then_some(view)
+        });
+    assert_eq!(finished["state"], "completed", "{finished}");
+    assert!(
+        finished.to_string().contains("Queued task done."),
+        "the task's result is its turn's reply: {finished}"
+    );
+    assert_eq!(of_type(&fx.events(&id), "turn.started").len(), 2);
+}
+
+/// `opencode attach` on the session's own server: the spec names the server and the
+/// session, keeps the password out of argv, redacts it unless asked, and the password it
+/// gives opens the server (which refuses anyone without it).
+#[test]
+fn the_terminal_spec_attaches_opencodes_tui_to_the_sessions_server() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({}));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    let spec = fx
+        .daemon
+        .get(&format!("/api/sessions/{id}/terminal"))
+        .assert_ok();
+    let args: Vec<&str> = spec["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(args[0], "attach", "{spec}");
+    assert!(args[1].starts_with("http://127.0.0.1:"), "{spec}");
+    assert_eq!(
+        args[2..4],
+        ["--session", view["threadId"].as_str().unwrap()]
+    );
+    assert_eq!(
+        spec["env"]["OPENCODE_SERVER_PASSWORD"], "<redacted>",
+        "{spec}"
+    );
+    let full = fx
+        .daemon
+        .get(&format!("/api/sessions/{id}/terminal?includeToken=true"))
+        .assert_ok();
+    let password = full["env"]["OPENCODE_SERVER_PASSWORD"].as_str().unwrap();
+    assert_eq!(password.len(), 32, "{full}");
+    assert!(
+        !full["args"].to_string().contains(password),
+        "the password stays out of argv"
+    );
+    let health = format!("{}/global/health", args[1]);
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let refused = agent.get(&health).call().unwrap();
+    assert_eq!(refused.status(), 401);
+    use base64::Engine;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("opencode:{password}"));
+    let mut answer = agent
+        .get(&health)
+        .header("Authorization", &format!("Basic {basic}"))
+        .call()
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let body = answer.body_mut().read_to_string().unwrap();
+    assert!(body.contains(cohost::peers::OPENCODE.newest), "{body}");
+}

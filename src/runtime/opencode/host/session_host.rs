@@ -372,6 +372,46 @@ impl SessionHost for OpencodeHost {
         Ok(Ok(view))
     }
 
+    /// `opencode attach` on the session's server: the TUI shows its history, its prompts run
+    /// on the server (stored with `source: "other"`), and its permission answers settle
+    /// cohost's approvals. The password is in the environment, never in argv.
+    async fn terminal_spec(
+        &self,
+        session: &str,
+        include_token: bool,
+    ) -> Result<crate::runtime::TerminalSpec, HostError> {
+        let live = self.inner.live_session(session)?;
+        let binding = self.inner.wait_bound(&live).await?;
+        let bin = self.bin()?.clone();
+        let cwd = self.view(session)?.cwd;
+        let mut env = std::collections::BTreeMap::new();
+        env.insert(
+            "OPENCODE_SERVER_USERNAME".to_string(),
+            super::super::process::USERNAME.to_string(),
+        );
+        env.insert(
+            "OPENCODE_SERVER_PASSWORD".to_string(),
+            if include_token {
+                binding.server.password.clone()
+            } else {
+                "<redacted>".to_string()
+            },
+        );
+        Ok(crate::runtime::TerminalSpec {
+            command: bin.to_string_lossy().into_owned(),
+            args: vec![
+                "attach".to_string(),
+                format!("http://127.0.0.1:{}", binding.client().port()),
+                "--session".to_string(),
+                binding.opencode_session.clone(),
+                "--dir".to_string(),
+                cwd.clone(),
+            ],
+            cwd,
+            env,
+        })
+    }
+
     async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
         Err(HostError::Unsupported(
             "opencode sessions have no TUI of their own to relaunch".into(),
