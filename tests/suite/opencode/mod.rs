@@ -4,6 +4,8 @@
 
 mod capabilities;
 mod host;
+mod mcp;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,6 +43,11 @@ fn opencode_bin() -> PathBuf {
 
 impl OpencodeFixture {
     pub fn start() -> OpencodeFixture {
+        OpencodeFixture::start_with_args(&[])
+    }
+
+    /// [`OpencodeFixture::start`] with more `cohost serve` arguments.
+    pub fn start_with_args(args: &[&str]) -> OpencodeFixture {
         let bin = opencode_bin();
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -60,7 +67,7 @@ impl OpencodeFixture {
         std::fs::write(config_dir.join("opencode.json"), config.to_string()).unwrap();
         let daemon = TestDaemon::start_with_env(
             None,
-            &[],
+            args,
             &[
                 ("HOME", home.to_str().unwrap()),
                 // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode
