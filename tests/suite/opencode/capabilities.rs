@@ -339,3 +339,38 @@ fn the_terminal_spec_attaches_opencodes_tui_to_the_sessions_server() {
     let body = answer.body_mut().read_to_string().unwrap();
     assert!(body.contains(cohost::peers::OPENCODE.newest), "{body}");
 }
+
+/// `cohost start opencode` starts a session from the command line, with its first prompt,
+/// and `cohost sessions` lists it.
+#[test]
+fn the_cli_starts_an_opencode_session() {
+    let fx = OpencodeFixture::start();
+    fx.mock
+        .push(Step::text("Hello from the CLI.").when_user_contains("Say hi"));
+    let out = fx.daemon.cli_ok(&[
+        "start",
+        "opencode",
+        "--cwd",
+        fx.work.to_str().unwrap(),
+        "--approval-policy",
+        "never",
+        "Say hi",
+    ]);
+    let id = out.trim().to_string();
+    assert!(id.starts_with("cs_"), "{out:?}");
+    fx.wait_event(&id, "the first turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["status"] == "completed"
+    });
+    let events = fx.events(&id);
+    let reply = of_type(&events, "item.completed")
+        .into_iter()
+        .find(|e| e["data"]["item"]["type"] == "agentMessage")
+        .unwrap_or_else(|| panic!("no reply:\n{}", fx.dump(&id)));
+    assert_eq!(reply["data"]["item"]["text"], "Hello from the CLI.");
+    let sessions = fx.daemon.cli_ok(&["sessions"]);
+    let line = sessions
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{id} not in `cohost sessions`: {sessions}"));
+    assert!(line.contains("opencode") && line.contains("live"), "{line}");
+}
