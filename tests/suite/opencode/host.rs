@@ -261,3 +261,55 @@ fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool
     let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["pendingApprovals"], 0, "{view}");
 }
+
+/// The session's server dies while an approval waits: the turn ends `interrupted` (`lost`),
+/// the session is `lost` with the reason, and the approval is settled (an answer is 409).
+#[test]
+fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({}));
+    fx.mock.push(Step::tool_use(
+        "bash",
+        json!({"command": "touch never.txt", "description": "Create never.txt"}),
+    ));
+    let turn = fx.send(&id, "Create never.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bound = fx.wait_event(&id, "the binding", |e| e["type"] == "session.bound");
+    let pid = bound["data"]["backend"]
+        .as_str()
+        .and_then(|b| b.strip_prefix("opencode:"))
+        .unwrap()
+        .to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    assert_eq!(done["data"]["lost"], true, "{}", fx.dump(&id));
+    let lost = fx.wait_event(&id, "the session lost", |e| {
+        e["type"] == "session.status" && e["data"]["state"] == "lost"
+    });
+    assert!(
+        lost["data"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("went away"),
+        "{lost}"
+    );
+    let resolved = fx.wait_event(&id, "the approval settled", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
+    });
+    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    assert!(!fx.work.join("never.txt").exists());
+}

@@ -70,6 +70,31 @@ pub(super) async fn dispatch(
         }
     }
     live.binding.send_replace(None);
+    // Its pending permissions went with it: no answer can reach them any more.
+    let orphaned: Vec<String> = {
+        let mut approvals = lock(&inner.approvals);
+        let ids: Vec<String> = approvals
+            .iter()
+            .filter(|(_, owner)| **owner == live.session_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            approvals.remove(id);
+        }
+        ids
+    };
+    for approval_id in orphaned {
+        inner
+            .store(
+                &live.session_id,
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval_id.into(),
+                    decision: None,
+                    by: "runtime".into(),
+                }),
+            )
+            .await;
+    }
     let tail = binding.server.tail.render();
     tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
