@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::{AgentStatus, Liveness, Tone};
 use super::session::{ForkOrigin, Runtime, TurnStatus};
+use super::{Bare, Field, Message};
 
 /// Upper bounds on string fields, in bytes. Documented in `docs/api.md`.
 pub mod bounds {
@@ -20,29 +21,42 @@ pub mod bounds {
     pub const LOG_SOURCE: usize = 128;
 }
 
-/// A field that failed validation after it parsed.
+/// A field that failed validation after it parsed; the message names fields as values (see
+/// [`Message`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
-    pub field: &'static str,
-    pub message: String,
+    pub field: Field,
+    pub message: Message,
 }
 
-fn check_len(field: &'static str, value: Option<&str>, max: usize) -> Result<(), FieldError> {
-    match value {
-        Some(value) if value.len() > max => Err(FieldError {
+impl FieldError {
+    pub fn new(field: Field, message: impl Into<Message>) -> FieldError {
+        FieldError {
             field,
-            message: format!("{field} is {} bytes, at most {max} allowed", value.len()),
-        }),
+            message: message.into(),
+        }
+    }
+}
+
+fn check_len(field: Field, value: Option<&str>, max: usize) -> Result<(), FieldError> {
+    match value {
+        Some(value) if value.len() > max => Err(FieldError::new(
+            field,
+            crate::message![
+                Bare(field),
+                format!(" is {} bytes, at most {max} allowed", value.len())
+            ],
+        )),
         _ => Ok(()),
     }
 }
 
-fn check_non_empty(field: &'static str, value: Option<&str>) -> Result<(), FieldError> {
+fn check_non_empty(field: Field, value: Option<&str>) -> Result<(), FieldError> {
     match value {
-        Some(value) if value.trim().is_empty() => Err(FieldError {
+        Some(value) if value.trim().is_empty() => Err(FieldError::new(
             field,
-            message: format!("{field} must not be empty"),
-        }),
+            crate::message![Bare(field), " must not be empty"],
+        )),
         _ => Ok(()),
     }
 }
@@ -73,39 +87,56 @@ pub struct AgentEventParams {
 
 impl AgentEventParams {
     pub fn validate(&self) -> Result<(), FieldError> {
-        check_non_empty("agent", Some(&self.agent))?;
-        check_len("agent", Some(&self.agent), bounds::AGENT)?;
-        check_len("tmuxSession", self.tmux_session.as_deref(), bounds::SESSION)?;
+        check_non_empty(Field::Agent, Some(&self.agent))?;
+        check_len(Field::Agent, Some(&self.agent), bounds::AGENT)?;
         check_len(
-            "projectDir",
+            Field::TmuxSession,
+            self.tmux_session.as_deref(),
+            bounds::SESSION,
+        )?;
+        check_len(
+            Field::ProjectDir,
             self.project_dir.as_deref(),
             bounds::PROJECT_DIR,
         )?;
-        check_len("threadId", self.thread_id.as_deref(), bounds::THREAD_ID)?;
         check_len(
-            "threadName",
+            Field::ThreadId,
+            self.thread_id.as_deref(),
+            bounds::THREAD_ID,
+        )?;
+        check_len(
+            Field::ThreadName,
             self.thread_name.as_deref(),
             bounds::THREAD_NAME,
         )?;
         check_len(
-            "lastUserPrompt",
+            Field::LastUserPrompt,
             self.last_user_prompt.as_deref(),
             bounds::LAST_USER_PROMPT,
         )?;
-        check_len("paneId", self.pane_id.as_deref(), bounds::PANE_ID)?;
+        check_len(Field::PaneId, self.pane_id.as_deref(), bounds::PANE_ID)?;
         if self.tmux_session.is_none() && self.project_dir.is_none() {
-            return Err(FieldError {
-                field: "tmuxSession",
-                message: "one of tmuxSession or projectDir is required".into(),
-            });
+            return Err(FieldError::new(
+                Field::TmuxSession,
+                crate::message![
+                    "one of ",
+                    Bare(Field::TmuxSession),
+                    " or ",
+                    Bare(Field::ProjectDir),
+                    " is required"
+                ],
+            ));
         }
         if let Some(dir) = &self.project_dir
             && !dir.starts_with('/')
         {
-            return Err(FieldError {
-                field: "projectDir",
-                message: format!("projectDir must be an absolute path, got `{dir}`"),
-            });
+            return Err(FieldError::new(
+                Field::ProjectDir,
+                crate::message![
+                    Bare(Field::ProjectDir),
+                    format!(" must be an absolute path, got `{dir}`")
+                ],
+            ));
         }
         Ok(())
     }
@@ -125,7 +156,7 @@ pub struct SetStatusParams {
 impl SetStatusParams {
     pub fn validate(&self) -> Result<(), FieldError> {
         check_session(&self.session)?;
-        check_len("text", self.text.as_deref(), bounds::STATUS_TEXT)
+        check_len(Field::Text, self.text.as_deref(), bounds::STATUS_TEXT)
     }
 }
 
@@ -149,14 +180,14 @@ pub struct SetProgressParams {
 impl SetProgressParams {
     pub fn validate(&self) -> Result<(), FieldError> {
         check_session(&self.session)?;
-        check_len("label", self.label.as_deref(), bounds::LABEL)?;
+        check_len(Field::Label, self.label.as_deref(), bounds::LABEL)?;
         if let Some(percent) = self.percent
             && !(0.0..=100.0).contains(&percent)
         {
-            return Err(FieldError {
-                field: "percent",
-                message: format!("percent must be between 0 and 100, got {percent}"),
-            });
+            return Err(FieldError::new(
+                Field::Percent,
+                format!("percent must be between 0 and 100, got {percent}"),
+            ));
         }
         Ok(())
     }
@@ -177,8 +208,8 @@ pub struct LogParams {
 impl LogParams {
     pub fn validate(&self) -> Result<(), FieldError> {
         check_session(&self.session)?;
-        check_len("message", Some(&self.message), bounds::LOG_MESSAGE)?;
-        check_len("source", self.source.as_deref(), bounds::LOG_SOURCE)
+        check_len(Field::LogMessage, Some(&self.message), bounds::LOG_MESSAGE)?;
+        check_len(Field::Source, self.source.as_deref(), bounds::LOG_SOURCE)
     }
 }
 
@@ -196,8 +227,8 @@ impl SessionParams {
 }
 
 fn check_session(session: &str) -> Result<(), FieldError> {
-    check_non_empty("session", Some(session))?;
-    check_len("session", Some(session), bounds::SESSION)
+    check_non_empty(Field::Session, Some(session))?;
+    check_len(Field::Session, Some(session), bounds::SESSION)
 }
 
 /// The answer to every accepted POST that records an event.
@@ -361,6 +392,10 @@ pub struct Health {
 #[serde(rename_all = "camelCase")]
 pub struct HostedSessionView {
     pub id: String,
+    /// The session's name in every list: the last component of `cwd`; a session whose
+    /// directory ends like an earlier one's gets ` (2)`, ` (3)`… in creation order.
+    #[serde(default)]
+    pub name: String,
     pub runtime: Runtime,
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -61,6 +61,9 @@ pub const DUPLICATE: &str = "duplicate";
 pub const STORAGE_ERROR: &str = "storage_error";
 /// The cursor is older than the oldest retained event.
 pub const CURSOR_EXPIRED: &str = "cursor_expired";
+/// MCP: an answer that does not fit the answer bound even with its strings cut and its list
+/// emptied (a cut answer must still have its declared shape, so none is sent).
+pub const ANSWER_TOO_LARGE: &str = "answer_too_large";
 
 // The tracker.
 
@@ -139,6 +142,7 @@ pub const ALL: &[&str] = &[
     DUPLICATE,
     STORAGE_ERROR,
     CURSOR_EXPIRED,
+    ANSWER_TOO_LARGE,
     SESSION_NOT_FOUND,
     INSTANCE_NOT_FOUND,
     SESSION_CLOSED,

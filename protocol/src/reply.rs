@@ -108,6 +108,29 @@ pub struct SessionReply {
     pub session: HostedSessionView,
 }
 
+/// MCP `start_session`: the session, and the task that tracks its first prompt (absent when
+/// none was given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionStarted {
+    pub session: HostedSessionView,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskView>,
+}
+
+/// MCP `fork`: `{ok: true, session}` (the new session), or `{ok: false, reason, message}` as a
+/// [`Capability`] says it when the runtime cannot fork.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ForkReply {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<HostedSessionView>,
+    /// `unsupported`, `no_active_thread` or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// `POST /api/sessions/{id}/messages`: what the inject did, and the task that records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +144,13 @@ pub struct PromptSent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interrupted {
     pub interrupted: bool,
+}
+
+/// `POST /api/sessions/{id}/seen`: how many of the session's tracker instances a person had
+/// not seen yet (each now `idle`, seen); `0` when there was nothing new.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Seen {
+    pub seen: usize,
 }
 
 /// One approval of a session, pending or resolved.

@@ -312,11 +312,8 @@ impl PromptImage {
     }
 }
 
-fn invalid(field: &'static str, message: impl Into<String>) -> super::FieldError {
-    super::FieldError {
-        field,
-        message: message.into(),
-    }
+fn invalid(field: super::Field, message: impl Into<String>) -> super::FieldError {
+    super::FieldError::new(field, message.into())
 }
 
 impl InputKind {
@@ -338,19 +335,19 @@ impl InputAnswer {
         if kind == InputKind::Question {
             if self.decision.is_some() {
                 return Err(invalid(
-                    "decision",
+                    super::Field::Decision,
                     "a question is answered with `answers`, not a decision",
                 ));
             }
             let Some(answers) = &self.answers else {
                 return Err(invalid(
-                    "answers",
+                    super::Field::Answers,
                     "give `answers`: an answer per question id",
                 ));
             };
             if answers.is_empty() || answers.len() > request_bounds::ANSWERS {
                 return Err(invalid(
-                    "answers",
+                    super::Field::Answers,
                     format!(
                         "give between 1 and {} answers, one per question id",
                         request_bounds::ANSWERS
@@ -362,27 +359,27 @@ impl InputAnswer {
                     let known: Vec<&str> =
                         request.questions.iter().map(|q| q.id.as_str()).collect();
                     return Err(invalid(
-                        "answers",
+                        super::Field::Answers,
                         format!("no question `{id}` in this request (it asks {known:?})"),
                     ));
                 };
                 let values = value.clone().into_vec();
                 if values.is_empty() || values.len() > request_bounds::ANSWERS {
                     return Err(invalid(
-                        "answers",
+                        super::Field::Answers,
                         format!("question `{id}` needs at least one answer"),
                     ));
                 }
                 if values.len() > 1 && !question.multi_select {
                     return Err(invalid(
-                        "answers",
+                        super::Field::Answers,
                         format!("question `{id}` takes one answer"),
                     ));
                 }
                 for text in &values {
                     if text.len() > request_bounds::ANSWER {
                         return Err(invalid(
-                            "answers",
+                            super::Field::Answers,
                             format!(
                                 "an answer to `{id}` is {} bytes, at most {} allowed",
                                 text.len(),
@@ -395,20 +392,23 @@ impl InputAnswer {
                         let labels: Vec<&str> =
                             question.options.iter().map(|o| o.label.as_str()).collect();
                         return Err(invalid(
-                            "answers",
+                            super::Field::Answers,
                             format!("question `{id}` takes one of {labels:?}, not {text:?}"),
                         ));
                     }
                 }
             }
             if self.feedback.is_some() || self.mode.is_some() || self.content.is_some() {
-                return Err(invalid("answers", "a question takes only `answers`"));
+                return Err(invalid(
+                    super::Field::Answers,
+                    "a question takes only `answers`",
+                ));
             }
             return Ok(());
         }
         if self.answers.is_some() {
             return Err(invalid(
-                "answers",
+                super::Field::Answers,
                 format!(
                     "a {} request takes a `decision`, not answers",
                     kind.as_str()
@@ -417,13 +417,13 @@ impl InputAnswer {
         }
         let Some(decision) = self.decision.as_deref() else {
             return Err(invalid(
-                "decision",
+                super::Field::Decision,
                 format!("give a `decision`: one of {:?}", kind.decisions()),
             ));
         };
         if !kind.decisions().contains(&decision) {
             return Err(invalid(
-                "decision",
+                super::Field::Decision,
                 format!(
                     "`{decision}` is not a decision for a {} request: one of {:?}",
                     kind.as_str(),
@@ -433,28 +433,34 @@ impl InputAnswer {
         }
         if let Some(feedback) = &self.feedback {
             if kind != InputKind::Plan || decision != "reject" {
-                return Err(invalid("feedback", "only a rejected plan takes `feedback`"));
+                return Err(invalid(
+                    super::Field::Feedback,
+                    "only a rejected plan takes `feedback`",
+                ));
             }
             if feedback.len() > request_bounds::FEEDBACK {
                 return Err(invalid(
-                    "feedback",
+                    super::Field::Feedback,
                     format!("feedback is at most {} bytes", request_bounds::FEEDBACK),
                 ));
             }
         }
         if self.mode.is_some() && (kind != InputKind::Plan || decision != "approve") {
-            return Err(invalid("mode", "only an approved plan takes `mode`"));
+            return Err(invalid(
+                super::Field::Mode,
+                "only an approved plan takes `mode`",
+            ));
         }
         if let Some(content) = &self.content {
             if kind != InputKind::Elicitation || decision != "accept" {
                 return Err(invalid(
-                    "content",
+                    super::Field::Content,
                     "only an accepted elicitation takes `content`",
                 ));
             }
             if content.to_string().len() > request_bounds::CONTENT {
                 return Err(invalid(
-                    "content",
+                    super::Field::Content,
                     format!("content is at most {} bytes", request_bounds::CONTENT),
                 ));
             }
@@ -568,7 +574,11 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                answer(body.clone()).check(&q).unwrap_err().field,
+                answer(body.clone())
+                    .check(&q)
+                    .unwrap_err()
+                    .field
+                    .http_name(),
                 field,
                 "{body}"
             );
@@ -592,7 +602,11 @@ mod tests {
             (json!({"answers": {"color": "Blue"}}), "answers"),
         ] {
             assert_eq!(
-                answer(body.clone()).check(&plan).unwrap_err().field,
+                answer(body.clone())
+                    .check(&plan)
+                    .unwrap_err()
+                    .field
+                    .http_name(),
                 field,
                 "{body}"
             );
@@ -609,7 +623,7 @@ mod tests {
                 .check(&elicitation)
                 .unwrap_err()
                 .field,
-            "content"
+            crate::Field::Content
         );
         assert!(serde_json::from_value::<InputAnswer>(json!({"answer": "x"})).is_err());
     }

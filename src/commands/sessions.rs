@@ -11,6 +11,8 @@ use crate::client::Client;
 
 pub fn start(client: &Client, args: StartArgs) -> anyhow::Result<()> {
     let cwd = match args.cwd {
+        // `~` and `~/…` (quoted past the shell) are expanded by the daemon, as for HTTP and MCP.
+        Some(cwd) if cwd.to_str().is_some_and(|c| c.starts_with('~')) => cwd,
         Some(cwd) => std::path::absolute(&cwd).unwrap_or(cwd),
         None => std::env::current_dir()?,
     };
@@ -59,8 +61,9 @@ pub fn list(client: &Client, json: bool) -> anyhow::Result<()> {
             "idle"
         };
         println!(
-            "{:<20} {:<7} {:<10} {:<8} {:>3} turns  {:<7} {:>3} waiting  {}",
+            "{:<20} {:<20} {:<7} {:<10} {:<8} {:>3} turns  {:<7} {:>3} waiting  {}",
             s["id"].as_str().unwrap_or(""),
+            s["name"].as_str().unwrap_or(""),
             s["runtime"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
             turn,
@@ -469,6 +472,28 @@ fn print_doctor(answer: &serde_json::Value) {
         text(&claude["permissionMode"]),
         modes.join(", ")
     );
+    let pi = &answer["pi"];
+    println!(
+        "pi found:       {} {}",
+        yes(&pi["found"]),
+        text(&pi["path"])
+    );
+    if pi["found"].as_bool() == Some(true) {
+        println!(
+            "pi version:     {} {} ({})",
+            text(&pi["version"]),
+            text(&pi["package"]),
+            range(&pi["supported"])
+        );
+        println!(
+            "pi node:        {} {} (needs {})",
+            text(&pi["nodeVersion"]),
+            text(&pi["nodePath"]),
+            pi["nodeNeeded"]
+                .as_str()
+                .map_or("nothing known".to_string(), |v| format!("{v} or later"))
+        );
+    }
     for warning in answer["warnings"].as_array().cloned().unwrap_or_default() {
         println!("warning: {}", text(&warning));
     }

@@ -245,8 +245,11 @@ impl Verification {
     }
 }
 
-/// Logs a damage report: one error line with the totals, one warning per missing range.
+/// Logs a damage report: one error line with the totals and one warning naming the missing
+/// ranges (the first few; every range is in the `log.damaged` event). One warning per range
+/// buried the output when thousands of scattered lines were damaged.
 pub(super) fn log_damage(damage: &LogDamage) {
+    const LISTED: usize = 5;
     tracing::error!(
         missing = damage.missing_count,
         quarantined = damage.quarantined_count,
@@ -258,19 +261,25 @@ pub(super) fn log_damage(damage: &LogDamage) {
         damage.missing_count,
         damage.quarantined_count,
     );
-    for range in &damage.missing {
+    if !damage.missing.is_empty() {
+        let in_snapshot = damage.missing.iter().filter(|r| r.in_snapshot).count();
+        let mut listed: Vec<String> = damage
+            .missing
+            .iter()
+            .take(LISTED)
+            .map(|r| format!("{}..={}", r.from, r.to))
+            .collect();
+        if damage.missing.len() > LISTED {
+            listed.push(format!("and {} more", damage.missing.len() - LISTED));
+        }
         tracing::warn!(
-            from = range.from,
-            to = range.to,
-            in_snapshot = range.in_snapshot,
-            "events {}..={} are missing from the event log{}",
-            range.from,
-            range.to,
-            if range.in_snapshot {
-                " (the snapshot still reflects them)"
-            } else {
-                " and from the state"
-            }
+            ranges = damage.missing.len(),
+            events = damage.missing_count,
+            ranges_in_snapshot = in_snapshot,
+            "events missing from the event log: {} ({} of {} range(s) still reflected by the snapshot, the others missing from the state too)",
+            listed.join(", "),
+            in_snapshot,
+            damage.missing.len(),
         );
     }
     for note in &damage.notes {

@@ -78,6 +78,7 @@ impl State {
     /// A hosted session as clients see it, with its control lease and waiting tasks.
     pub fn session_view(&self, id: &str) -> Option<crate::protocol::HostedSessionView> {
         let mut view = self.sessions.get(id)?.view();
+        view.name = self.sessions.name_of(id).unwrap_or_default();
         view.lease = self.tasks.lease(id);
         view.waiting_tasks = self
             .tasks

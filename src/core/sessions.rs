@@ -106,6 +106,7 @@ impl SessionRecord {
     pub fn view(&self) -> HostedSessionView {
         HostedSessionView {
             id: self.id.clone(),
+            name: String::new(),
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
             model: self.created.model.clone(),
@@ -152,6 +153,17 @@ pub struct Sessions {
     created_keys: HashMap<String, String>,
 }
 
+/// The last component of a session's directory (the directory itself when it has none, the
+/// id when it is empty).
+fn base_name(record: &SessionRecord) -> &str {
+    let cwd = record.created.cwd.as_str();
+    match cwd.rsplit('/').find(|part| !part.is_empty()) {
+        Some(last) => last,
+        None if cwd.is_empty() => &record.id,
+        None => cwd,
+    }
+}
+
 /// The key under which an event is deduplicated, if it is one that must appear once.
 pub(crate) fn dedupe_key(kind: &EventKind) -> Option<String> {
     match kind {
@@ -178,6 +190,27 @@ impl Sessions {
 
     pub fn iter(&self) -> impl Iterator<Item = &SessionRecord> {
         self.map.values()
+    }
+
+    /// The session's name as every list shows it: the last component of its directory, with
+    /// ` (2)`, ` (3)`… after it when earlier sessions (in creation order, any state) have a
+    /// directory ending the same way. A session's name never changes: only later sessions
+    /// take a number.
+    pub fn name_of(&self, id: &str) -> Option<String> {
+        let record = self.map.get(id)?;
+        let base = base_name(record);
+        let rank = self
+            .map
+            .values()
+            .filter(|other| {
+                (other.created_at, other.id.as_str()) < (record.created_at, record.id.as_str())
+                    && base_name(other) == base
+            })
+            .count();
+        Some(match rank {
+            0 => base.to_string(),
+            n => format!("{base} ({})", n + 1),
+        })
     }
 
     pub fn by_creation_key(&self, key: &str) -> Option<&SessionRecord> {
@@ -367,6 +400,37 @@ mod tests {
             session_seq: Some(seq),
             kind,
         }
+    }
+
+    #[test]
+    fn sessions_in_one_directory_get_distinct_names_in_creation_order() {
+        let mut sessions = Sessions::default();
+        let create = |sessions: &mut Sessions, id: &str, ts: u64, cwd: &str| {
+            let EventKind::SessionCreated(mut created) = created(None) else {
+                unreachable!()
+            };
+            created.cwd = cwd.into();
+            sessions.apply(&Event {
+                seq: ts,
+                ts,
+                session: Some(id.into()),
+                session_seq: Some(1),
+                kind: EventKind::SessionCreated(created),
+            });
+        };
+        // Ids sort against creation order: the order is the creation time's.
+        create(&mut sessions, "cs_c", 1, "/home/me/proj");
+        create(&mut sessions, "cs_b", 2, "/home/me/proj/");
+        create(&mut sessions, "cs_a", 3, "/srv/other/proj");
+        create(&mut sessions, "cs_d", 4, "/home/me/site");
+        create(&mut sessions, "cs_e", 5, "/");
+        let name = |id: &str| sessions.name_of(id).unwrap();
+        assert_eq!(name("cs_c"), "proj");
+        assert_eq!(name("cs_b"), "proj (2)");
+        assert_eq!(name("cs_a"), "proj (3)");
+        assert_eq!(name("cs_d"), "site");
+        assert_eq!(name("cs_e"), "/");
+        assert_eq!(sessions.name_of("cs_zz"), None);
     }
 
     fn created(key: Option<&str>) -> EventKind {

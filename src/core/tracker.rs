@@ -232,6 +232,14 @@ impl Tracker {
                     for instance in entry.instances.values_mut() {
                         if instance.update.status.is_terminal() {
                             instance.unseen = false;
+                            // A hosted session outlives its turns: once its end is seen, the
+                            // agent waits for the next prompt (its lists say `idle`), and is
+                            // not pruned as a finished agent would be.
+                            if instance.update.source.as_deref()
+                                == Some(crate::protocol::SOURCE_HOSTED)
+                            {
+                                instance.update.status = AgentStatus::Idle;
+                            }
                         }
                     }
                 }
@@ -383,6 +391,22 @@ impl Tracker {
         })
     }
 
+    /// The instances a hosted session reports (`source: hosted`) under its thread id, in
+    /// whatever tmux session they are: `(tmux session, what it reported, unseen)`.
+    pub fn hosted_instances(&self, thread_id: &str) -> Vec<(String, AgentUpdate, bool)> {
+        self.sessions
+            .iter()
+            .flat_map(|(session, entry)| {
+                entry.instances.values().filter_map(move |instance| {
+                    let update = &instance.update;
+                    (update.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED)
+                        && update.thread_id.as_deref() == Some(thread_id))
+                    .then(|| (session.clone(), update.clone(), instance.unseen))
+                })
+            })
+            .collect()
+    }
+
     /// The instance `key` of `session`: what it last reported and when the tracker took it.
     pub fn instance(&self, session: &str, key: &str) -> Option<(&AgentUpdate, u64)> {
         let instance = self.sessions.get(session)?.instances.get(key)?;
@@ -532,6 +556,35 @@ mod tests {
         assert!(!fx.view("s").unseen);
         assert!(fx.view("other").unseen);
         assert_eq!(fx.tracker.focused(), Some("s"));
+    }
+
+    #[test]
+    fn a_seen_hosted_instance_is_idle_and_kept_while_others_stay_finished() {
+        let mut fx = Fixture::new();
+        let mut hosted = update("codex", Some("t1"), AgentStatus::Done);
+        hosted.source = Some(crate::protocol::SOURCE_HOSTED.into());
+        fx.apply("s", 0, EventKind::AgentUpdated(hosted));
+        fx.report("s", 0, "amp", None, AgentStatus::Done);
+        assert_eq!(fx.tracker.hosted_instances("t1").len(), 1);
+        assert!(fx.tracker.hosted_instances("t1")[0].2, "unseen");
+        assert!(fx.tracker.hosted_instances("t2").is_empty());
+        fx.apply("s", 1, focus());
+        let view = fx.view("s");
+        let status = |key: &str| view.agents.iter().find(|a| a.key == key).unwrap().status;
+        // The hosted session waits for its next prompt; the other agent finished and was seen.
+        assert_eq!(status("codex:t1"), AgentStatus::Idle);
+        assert_eq!(status("amp"), AgentStatus::Done);
+        assert!(!view.unseen);
+        // So only the other is pruned once it is old.
+        let pruned: Vec<_> = fx
+            .tick(40 * MIN)
+            .into_iter()
+            .map(|(_, kind)| kind)
+            .collect();
+        assert_eq!(
+            pruned,
+            [EventKind::AgentPruned(InstanceRef { key: "amp".into() })]
+        );
     }
 
     #[test]

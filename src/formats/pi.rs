@@ -1,9 +1,11 @@
-//! What Pi (`@mariozechner/pi-coding-agent`) writes that cohost reads, as serde types: the
+//! What Pi (`@mariozechner/pi-coding-agent`, since 1.0 `@earendil-works/pi-coding-agent`)
+//! writes that cohost reads, as serde types: the
 //! entries of a session file (`~/.pi/agent/sessions/--<cwd>--/<ISO-ts>_<sessionId>.jsonl`,
 //! Pi's `docs/session-format.md` version 3: a `session` header, then `message`, `model_change`,
 //! `session_info`, … entries, each appended whole) and the `sessionDir` of its
 //! `settings.json`. Field names are Pi's (`stopReason`, `toolCallId`). Shapes are those of
-//! Pi 0.73.1.
+//! Pi 0.73.1 and 1.6.0, which writes the same entries plus a `system` message before the first
+//! prompt (and more fields on assistant and tool-result messages, which cohost does not read).
 //!
 //! Permissive as `formats::claude`: unknown entry types, roles and fields are ignored, every
 //! field cohost reads is optional and read through [`crate::formats::lenient`] (a field of
@@ -90,6 +92,9 @@ open_enum! {
         Custom = "custom",
         BranchSummary = "branchSummary",
         CompactionSummary = "compactionSummary",
+        /// Pi 1.x: the system prompt, once, before a session's first user message (`content`
+        /// empty, the prompt in `sections`, the tools in `toolsAdded`).
+        System = "system",
     }
 }
 
@@ -251,6 +256,85 @@ mod tests {
             ),
             SessionEntry::SessionInfo(SessionInfoEntry {
                 timestamp: Some("2026-12-01T09:04:48.971Z".into()),
+                name: Some("My watcher test".into()),
+            })
+        );
+    }
+
+    /// Lines of a session recorded with Pi 1.6.0 (`tests/fixtures/watchers/pi/session-1.6.0.jsonl`,
+    /// the watcher test's turns); the long strings of the `system` line are cut with `…`.
+    #[test]
+    fn recorded_lines_of_1_6_0() {
+        let entry = |line: &str| SessionEntry::from_slice(line.as_bytes()).unwrap();
+        assert_eq!(
+            entry(
+                r#"{"type":"session","version":3,"id":"01a238dc-b1e7-7333-bc85-630a481bd88e","timestamp":"2026-12-02T22:25:17.287Z","cwd":"/home/me/proj"}"#
+            ),
+            SessionEntry::Session(SessionHeader {
+                id: Some("01a238dc-b1e7-7333-bc85-630a481bd88e".into()),
+                timestamp: Some("2026-12-02T22:25:17.287Z".into()),
+                cwd: Some("/home/me/proj".into()),
+            })
+        );
+        let SessionEntry::Message(system) = entry(
+            r#"{"type":"message","id":"603fa4a5","parentId":"9687f923","timestamp":"2026-12-02T22:25:18.172Z","message":{"role":"system","content":"","sections":{"preamble":"You are a coding assistant running inside pi, a coding agent harness. …","tools":"<tools>\n- read: Read file contents\n…</tools>","rules":"<rules>\n…</rules>","docs":"<docs>\n…</docs>","cwd":"<cwd>\n/home/me/proj\n</cwd>"},"timestamp":1796250318169,"toolsAdded":[{"name":"read","description":"Read the contents of a file. …","parameters":{"type":"object","required":["path"]}}]}}"#,
+        ) else {
+            panic!()
+        };
+        let system = system.message.unwrap();
+        assert_eq!(system.role, Some(Role::System));
+        assert_eq!(system.content, Some(MessageContent::Text(String::new())));
+        let SessionEntry::Message(user) = entry(
+            r#"{"type":"message","id":"6a69bf46","parentId":"603fa4a5","timestamp":"2026-12-02T22:25:18.174Z","message":{"role":"user","content":[{"type":"text","text":"Run echo hi please"}],"timestamp":1796250318168}}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(user.message.unwrap().role, Some(Role::User));
+        let SessionEntry::Message(call) = entry(
+            r#"{"type":"message","id":"7c77cd7a","parentId":"6a69bf46","timestamp":"2026-12-02T22:25:18.302Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"toolu_mock_0003","name":"bash","arguments":{"command":"echo hi"}}],"api":"anthropic-messages","provider":"mock","model":"mock-model","usage":{"input":100,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":110,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false},"cacheWrite1h":0},"stopReason":"toolUse","timestamp":1796250318200,"responseId":"msg_mock_0002","rawStopReason":"tool_use","durationMs":97,"thinkingLevel":"off"}}"#,
+        ) else {
+            panic!()
+        };
+        let call = call.message.unwrap();
+        assert_eq!(call.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!(call.timestamp, Some(1796250318200));
+        let Some(MessageContent::Blocks(blocks)) = &call.content else {
+            panic!("{call:?}")
+        };
+        assert_eq!(blocks[0].id.as_deref(), Some("toolu_mock_0003"));
+        let SessionEntry::Message(result) = entry(
+            r#"{"type":"message","id":"ddbb57ac","parentId":"7c77cd7a","timestamp":"2026-12-02T22:25:18.354Z","message":{"role":"toolResult","toolCallId":"toolu_mock_0003","toolName":"bash","content":[{"type":"text","text":"hi\n"}],"isError":false,"durationMs":37,"timestamp":1796250318354}}"#,
+        ) else {
+            panic!()
+        };
+        let result = result.message.unwrap();
+        assert_eq!(result.role, Some(Role::ToolResult));
+        assert_eq!(result.tool_call_id.as_deref(), Some("toolu_mock_0003"));
+        for (line, reason) in [
+            (
+                r#"{"type":"message","id":"6a113fc6","parentId":"ddbb57ac","timestamp":"2026-12-02T22:25:18.394Z","message":{"role":"assistant","content":[{"type":"text","text":"Done."}],"api":"anthropic-messages","provider":"mock","model":"mock-model","usage":{"input":100,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":110,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false},"cacheWrite1h":0},"stopReason":"stop","timestamp":1796250318363,"responseId":"msg_mock_0005","rawStopReason":"end_turn","durationMs":31,"thinkingLevel":"off"}}"#,
+                StopReason::Stop,
+            ),
+            (
+                r#"{"type":"message","id":"8c666d19","parentId":"a951ecd0","timestamp":"2026-12-02T22:25:20.938Z","message":{"role":"assistant","content":[{"type":"text","text":"Once upon a time\n"}],"api":"anthropic-messages","provider":"mock","model":"mock-model","usage":{"input":100,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":101,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false},"cacheWrite1h":0},"stopReason":"aborted","timestamp":1796250320888,"responseId":"msg_mock_0007","errorMessage":"Operation aborted","durationMs":50,"thinkingLevel":"off"}}"#,
+                StopReason::Aborted,
+            ),
+            (
+                r#"{"type":"message","id":"2ae5c95f","parentId":"7326e2ca","timestamp":"2026-12-02T22:25:21.328Z","message":{"role":"assistant","content":[],"api":"anthropic-messages","provider":"mock","model":"mock-model","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"error","timestamp":1796250321316,"errorMessage":"400 {\"error\":{\"message\":\"mock failure\",\"type\":\"invalid_request_error\"},\"type\":\"error\"}","durationMs":11,"thinkingLevel":"off"}}"#,
+                StopReason::Error,
+            ),
+        ] {
+            let SessionEntry::Message(reply) = entry(line) else {
+                panic!("{line}")
+            };
+            assert_eq!(reply.message.unwrap().stop_reason, Some(reason), "{line}");
+        }
+        assert_eq!(
+            entry(
+                r#"{"type":"session_info","id":"0a3fb60d","parentId":"2ae5c95f","timestamp":"2026-12-02T22:25:21.730Z","name":"My watcher test"}"#
+            ),
+            SessionEntry::SessionInfo(SessionInfoEntry {
+                timestamp: Some("2026-12-02T22:25:21.730Z".into()),
                 name: Some("My watcher test".into()),
             })
         );

@@ -62,8 +62,8 @@ impl From<ServiceError> for ApiError {
         ApiError {
             status,
             code: error.code,
-            message: error.message,
-            field: error.field,
+            message: error.message.to_string(),
+            field: error.field.map(|field| field.http_name().to_string()),
         }
     }
 }

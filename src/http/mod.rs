@@ -110,6 +110,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             post(sessions::message).layer(DefaultBodyLimit::max(MAX_PROMPT_BODY_BYTES)),
         )
         .route("/api/sessions/{id}/interrupt", post(sessions::interrupt))
+        .route("/api/sessions/{id}/seen", post(sessions::seen))
         .route("/api/sessions/{id}/tasks", post(tasks::send))
         .route("/api/sessions/{id}/queue", get(tasks::queue))
         .route(

@@ -19,7 +19,7 @@ use crate::protocol::boundary::PermissionAsk;
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
-    SessionList, SessionReply, TerminalSpec,
+    Seen, SessionList, SessionReply, TerminalSpec,
 };
 use crate::service::CreateRequest;
 
@@ -103,6 +103,14 @@ pub async fn interrupt(
 ) -> Result<Json<Interrupted>, ApiError> {
     let interrupted = state.service.interrupt(&id).await?;
     Ok(Json(Interrupted { interrupted }))
+}
+
+pub async fn seen(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Seen>, ApiError> {
+    let seen = state.service.seen(&id).await?;
+    Ok(Json(Seen { seen }))
 }
 
 pub async fn approvals(

@@ -336,7 +336,7 @@ fn event_stream(
                     Err(error) => {
                         // Retention overtook a slow reader: say so, then end the stream.
                         cursor.done = true;
-                        let message = error.message;
+                        let message = error.message.to_string();
                         let body = serde_json::json!({"error": {"code": codes::CURSOR_EXPIRED, "message": message}});
                         return Some((
                             Ok(SseEvent::default().event("error").data(body.to_string())),

@@ -6,8 +6,57 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::protocol::{
-    AgentStatus, ApprovalDecision, ApprovalPolicy, Liveness, PermissionMode, Sandbox,
+    AgentStatus, ApprovalDecision, ApprovalPolicy, Field, Liveness, PermissionMode, Sandbox,
 };
+
+/// A request field as MCP names it: the tool argument that carries it (`snake_case`; `prompt`
+/// for HTTP's `text`, `wait_seconds` for its `wait`). Errors from the service name fields
+/// through this, so an MCP caller never reads HTTP's `camelCase` names. Fields no tool takes
+/// (they reach the service over HTTP only) get their `snake_case` name.
+pub fn arg_name(field: Field) -> &'static str {
+    match field {
+        Field::Runtime => "runtime",
+        Field::Cwd => "cwd",
+        Field::Model => "model",
+        Field::ApprovalPolicy => "approval_policy",
+        Field::Sandbox => "sandbox",
+        Field::PermissionMode => "permission_mode",
+        Field::TmuxSession => "tmux_session",
+        Field::IdempotencyKey => "idempotency_key",
+        Field::Text => "prompt",
+        Field::Offset => "offset",
+        Field::MaxBytes => "max_bytes",
+        Field::Decision => "decision",
+        Field::Mode => "mode",
+        Field::Answers => "answers",
+        Field::Feedback => "feedback",
+        Field::Content => "content",
+        Field::RequestId => "request_id",
+        Field::Objective => "objective",
+        Field::Status => "status",
+        Field::TokenBudget => "token_budget",
+        Field::After => "after",
+        Field::Limit => "limit",
+        Field::Wait => "wait_seconds",
+        Field::Agent => "agent",
+        Field::ProjectDir => "project_dir",
+        Field::ThreadId => "thread_id",
+        Field::ThreadName => "thread_name",
+        Field::LastUserPrompt => "last_user_prompt",
+        Field::PaneId => "pane_id",
+        // No tool takes these.
+        Field::Budget => "budget",
+        Field::Terminal => "terminal",
+        Field::Images => "images",
+        Field::By => "by",
+        Field::AfterTurnId => "after_turn_id",
+        Field::Session => "session",
+        Field::Source => "source",
+        Field::Label => "label",
+        Field::Percent => "percent",
+        Field::LogMessage => "message",
+    }
+}
 
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]

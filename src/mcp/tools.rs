@@ -7,17 +7,30 @@ use rmcp::{ErrorData, tool, tool_router};
 use serde_json::{Value, json};
 
 use super::args::*;
-use super::{CohostMcp, answer, bound, failure};
+use super::{CohostMcp, answer, answer_list, bound, failure, logged_output, output};
 use crate::protocol::TaskSource as Source;
-use crate::protocol::codes;
 use crate::protocol::{
-    AgentEventParams, ApprovalDecided, ApprovalList, Interrupted, RequestAnswered, RequestList,
-    SessionPage, SessionReply, TaskReply, TaskWaited,
+    Accepted, AgentEventParams, ApprovalDecided, ApprovalList, CancelResult, Capability,
+    EditResult, EventsPage, ForkReply, Interrupted, QueueView, RequestAnswered, RequestList,
+    ResultChunk, SendResult, SessionPage, SessionReply, SessionStarted, StateView, TaskReply,
+    TaskWaited,
 };
+use crate::protocol::{Field, codes};
 use crate::service::MAX_RESULT_CHUNK;
 use crate::service::{CreateRequest, ServiceError};
 
 type ToolResult = Result<CallToolResult, ErrorData>;
+
+/// The `events` answer: an [`EventsPage`] whose events are the log's lines as stored (its
+/// `outputSchema` is the page's read form, see [`logged_output`]).
+#[derive(serde::Serialize)]
+struct LoggedEvents {
+    events: Vec<Value>,
+    next: u64,
+    head: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    gaps: Vec<crate::protocol::SeqRange>,
+}
 
 const DEFAULT_EVENTS: usize = 100;
 const MAX_EVENTS: usize = 1000;
@@ -50,53 +63,51 @@ fn to_value(value: impl serde::Serialize) -> Value {
 impl CohostMcp {
     #[tool(
         description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<SessionPage>()
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         let sessions = self.service.sessions();
         let total = sessions.len();
-        let bounded = bound(to_value(SessionPage { sessions, total }), Some("sessions"));
-        let mut value = bounded.value;
-        if bounded.kept < total {
-            value["note"] = json!(format!(
-                "only the first {} of {total} sessions fit; read the others with get_session",
-                bounded.kept
-            ));
-        }
-        Ok(CallToolResult::structured(value))
+        Ok(answer_list(
+            SessionPage { sessions, total },
+            "sessions",
+            |kept, total| {
+                format!(
+                    "only the first {kept} of {total} sessions fit; read the others with get_session"
+                )
+            },
+        ))
     }
 
     #[tool(
         description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<SessionReply>()
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.session(&args.session_id) {
-            Ok(session) => answer(to_value(SessionReply { session })),
+            Ok(session) => answer(SessionReply { session }),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
         description = "The tracker: tmux sessions, their agent instances and metadata.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<StateView>()
     )]
     async fn tracker_state(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let view = self.service.state_view();
-        let total = view.sessions.len();
-        let bounded = bound(to_value(view), Some("sessions"));
-        let mut value = bounded.value;
-        if bounded.kept < total {
-            value["note"] = json!(format!(
-                "only the first {} of {total} tmux sessions fit",
-                bounded.kept
-            ));
-        }
-        Ok(CallToolResult::structured(value))
+        Ok(answer_list(
+            self.service.state_view(),
+            "sessions",
+            |kept, total| format!("only the first {kept} of {total} tmux sessions fit"),
+        ))
     }
 
     #[tool(
-        description = "Report an agent's status in a tmux session (like POST /api/agent-event)."
+        description = "Report an agent's status in a tmux session (like POST /api/agent-event).",
+        output_schema = output::<Accepted>()
     )]
     async fn post_agent_event(&self, Parameters(args): Parameters<AgentEventArgs>) -> ToolResult {
         let params = AgentEventParams {
@@ -112,13 +123,14 @@ impl CohostMcp {
             liveness: args.liveness.map(LivenessArg::into_liveness),
         };
         Ok(match self.service.agent_event(params, false).await {
-            Ok(accepted) => answer(to_value(accepted)),
+            Ok(accepted) => answer(accepted),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
-        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt. A retry with the same idempotency_key returns the first session."
+        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt. A retry with the same idempotency_key returns the first session.",
+        output_schema = output::<SessionStarted>()
     )]
     async fn start_session(&self, Parameters(args): Parameters<StartArgs>) -> ToolResult {
         let cwd = match self.service.check_root(&args.cwd) {
@@ -142,27 +154,28 @@ impl CohostMcp {
             Ok(created) => created,
             Err(error) => return Ok(failed(error)),
         };
-        let view = created.session;
-        let mut result = to_value(SessionReply {
-            session: view.clone(),
-        });
+        let mut started = SessionStarted {
+            session: created.session,
+            task: None,
+        };
         if let Some(prompt) = args.prompt.filter(|p| !p.trim().is_empty()) {
             // Keyed on the start's key, so a retried start does not queue the prompt twice.
             let key = args.idempotency_key.map(|k| format!("start:{k}"));
             match self
                 .service
-                .queue_task(&view.id, &prompt, key, Source::Mcp)
+                .queue_task(&started.session.id, &prompt, key, Source::Mcp)
                 .await
             {
-                Ok(sent) => result["task"] = to_value(&sent.task),
+                Ok(sent) => started.task = Some(sent.task),
                 Err(error) => return Ok(failed(error)),
             }
         }
-        Ok(answer(result))
+        Ok(answer(started))
     }
 
     #[tool(
-        description = "Queue a prompt for a hosted session as a task. It is delivered when the session is idle and under managed control; while a human holds control it waits (waitingReason human_control). Follow it with `events` (wait) and read the answer with `task_result`. A retry with the same idempotency_key returns the same task."
+        description = "Queue a prompt for a hosted session as a task. It is delivered when the session is idle and under managed control; while a human holds control it waits (waitingReason human_control). Follow it with `events` (wait) and read the answer with `task_result`. A retry with the same idempotency_key returns the same task.",
+        output_schema = output::<SendResult>()
     )]
     async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
         Ok(
@@ -176,7 +189,7 @@ impl CohostMcp {
                 )
                 .await
             {
-                Ok(sent) => answer(to_value(sent)),
+                Ok(sent) => answer(sent),
                 Err(error) => failed(error),
             },
         )
@@ -184,7 +197,8 @@ impl CohostMcp {
 
     #[tool(
         description = "Wait until a task finishes (or `timeout_seconds` pass) and answer its status, as task_status does, with `finished`: true once it has. Read the answer with task_result.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<TaskWaited>()
     )]
     async fn wait_task(&self, Parameters(args): Parameters<WaitTaskArgs>) -> ToolResult {
         let wait = args.timeout_seconds.unwrap_or(MAX_WAIT_SECONDS);
@@ -198,7 +212,7 @@ impl CohostMcp {
         Ok(match self.service.wait_task(&args.task_id, wait).await {
             Ok(task) => {
                 let finished = task.phase == crate::protocol::TaskPhase::Finished;
-                answer(to_value(TaskWaited { task, finished }))
+                answer(TaskWaited { task, finished })
             }
             Err(error) => failed(error),
         })
@@ -206,40 +220,34 @@ impl CohostMcp {
 
     #[tool(
         description = "A task's state (waiting, running, completed, failed, cancelled, unknown), delivery phase, waiting reason, revision, cancel outcome and a result excerpt.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<TaskReply>()
     )]
     async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
         Ok(match self.service.task(&args.task_id) {
-            Ok(task) => answer(to_value(TaskReply { task })),
+            Ok(task) => answer(TaskReply { task }),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
         description = "A session's queue: its control lease (holder, generation), the task in flight, waiting tasks in delivery order, and recent outcomes.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<QueueView>()
     )]
     async fn queue(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.queue(&args.session_id) {
-            Ok(queue) => {
-                let total = queue.pending.len();
-                let bounded = bound(to_value(queue), Some("pending"));
-                let mut value = bounded.value;
-                if bounded.kept < total {
-                    value["note"] = json!(format!(
-                        "only the first {} pending tasks fit; read one with task_status",
-                        bounded.kept
-                    ));
-                }
-                CallToolResult::structured(value)
-            }
+            Ok(queue) => answer_list(queue, "pending", |kept, _| {
+                format!("only the first {kept} pending tasks fit; read one with task_status")
+            }),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
         description = "Read a finished task's final assistant text (redacted) by byte offset, in chunks of at most 16 KiB. Continue with offset = nextOffset until eof.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<ResultChunk>()
     )]
     async fn task_result(&self, Parameters(args): Parameters<ResultArgs>) -> ToolResult {
         let offset = args.offset.unwrap_or(0) as usize;
@@ -256,7 +264,10 @@ impl CohostMcp {
                 Ok(chunk) => chunk,
                 Err(error) => return Ok(failed(error)),
             };
-            let bounded = bound(to_value(&chunk), None);
+            let bounded = match bound(to_value(&chunk), None) {
+                Ok(bounded) => bounded,
+                Err(failure) => return Ok(failure),
+            };
             if !bounded.truncated || max <= 256 {
                 return Ok(CallToolResult::structured(bounded.value));
             }
@@ -265,7 +276,8 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Cancel a task. A waiting task is cancelled at once (cancelled_before_delivery). A running task's turn is interrupted only while the session is still under managed control at the lease generation of the request (abort_sent, then aborted or finished_before_abort); otherwise the abort is withheld (abort_withheld, with the reason)."
+        description = "Cancel a task. A waiting task is cancelled at once (cancelled_before_delivery). A running task's turn is interrupted only while the session is still under managed control at the lease generation of the request (abort_sent, then aborted or finished_before_abort); otherwise the abort is withheld (abort_withheld, with the reason).",
+        output_schema = output::<CancelResult>()
     )]
     async fn cancel_task(&self, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
         Ok(
@@ -274,14 +286,15 @@ impl CohostMcp {
                 .cancel_task(&args.task_id, args.lease_generation)
                 .await
             {
-                Ok(cancelled) => answer(to_value(cancelled)),
+                Ok(cancelled) => answer(cancelled),
                 Err(error) => failed(error),
             },
         )
     }
 
     #[tool(
-        description = "Replace a waiting task's prompt in place (same id and queue position), if its revision is still `revision`."
+        description = "Replace a waiting task's prompt in place (same id and queue position), if its revision is still `revision`.",
+        output_schema = output::<EditResult>()
     )]
     async fn edit_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
         Ok(
@@ -295,14 +308,15 @@ impl CohostMcp {
                 )
                 .await
             {
-                Ok(edited) => answer(to_value(edited)),
+                Ok(edited) => answer(edited),
                 Err(error) => failed(error),
             },
         )
     }
 
     #[tool(
-        description = "Cancel a waiting task and queue a replacement prompt in its queue position, if its revision is still `revision`."
+        description = "Cancel a waiting task and queue a replacement prompt in its queue position, if its revision is still `revision`.",
+        output_schema = output::<EditResult>()
     )]
     async fn supersede_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
         Ok(
@@ -316,7 +330,7 @@ impl CohostMcp {
                 )
                 .await
             {
-                Ok(replaced) => answer(to_value(replaced)),
+                Ok(replaced) => answer(replaced),
                 Err(error) => failed(error),
             },
         )
@@ -324,7 +338,8 @@ impl CohostMcp {
 
     #[tool(
         description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = logged_output::<EventsPage>()
     )]
     async fn events(&self, Parameters(args): Parameters<EventsArgs>) -> ToolResult {
         let after = args.after.unwrap_or(0);
@@ -354,18 +369,24 @@ impl CohostMcp {
             Ok(page) => page,
             Err(error) => return Ok(failed(error)),
         };
+        // Each stored line is an event the daemon wrote, so it parses (and fits the schema).
         let events: Vec<Value> = page
             .events
             .iter()
-            .map(|e| serde_json::from_str(&e.json).unwrap_or(Value::Null))
+            .filter_map(|e| serde_json::from_str(&e.json).ok())
             .collect();
         let (next, head, mut gaps) = (page.next, page.head, page.gaps);
         let total = events.len();
-        let mut answer = json!({ "events": events, "next": next, "head": head });
-        if !gaps.is_empty() {
-            answer["gaps"] = json!(gaps);
-        }
-        let bounded = bound(answer, Some("events"));
+        let answer = LoggedEvents {
+            events,
+            next,
+            head,
+            gaps: gaps.clone(),
+        };
+        let bounded = match bound(to_value(answer), Some("events")) {
+            Ok(bounded) => bounded,
+            Err(failure) => return Ok(failure),
+        };
         let mut value = bounded.value;
         if bounded.kept < total {
             // The cursor moves only past what was returned, and so do the reported gaps.
@@ -393,7 +414,8 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Interrupt a hosted session's running turn. Refused while a human holds the session's control lease."
+        description = "Interrupt a hosted session's running turn. Refused while a human holds the session's control lease.",
+        output_schema = output::<Interrupted>()
     )]
     async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
@@ -406,34 +428,30 @@ impl CohostMcp {
             ));
         }
         Ok(match self.service.interrupt(id).await {
-            Ok(interrupted) => answer(to_value(Interrupted { interrupted })),
+            Ok(interrupted) => answer(Interrupted { interrupted }),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
         description = "A hosted session's approval requests, pending and resolved.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<ApprovalList>()
     )]
     async fn list_approvals(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
-        let approvals = match self.service.approvals(id) {
-            Ok(approvals) => approvals,
-            Err(error) => return Ok(failed(error)),
-        };
-        let total = approvals.len();
-        let bounded = bound(to_value(ApprovalList { approvals }), Some("approvals"));
-        let mut value = bounded.value;
-        if bounded.kept < total {
-            value["note"] = json!(format!(
-                "only the first {} of {total} approvals fit",
-                bounded.kept
-            ));
-        }
-        Ok(CallToolResult::structured(value))
+        Ok(match self.service.approvals(id) {
+            Ok(approvals) => answer_list(ApprovalList { approvals }, "approvals", |kept, total| {
+                format!("only the first {kept} of {total} approvals fit")
+            }),
+            Err(error) => failed(error),
+        })
     }
 
-    #[tool(description = "Answer a pending approval: accept, acceptForSession, decline or cancel.")]
+    #[tool(
+        description = "Answer a pending approval: accept, acceptForSession, decline or cancel.",
+        output_schema = output::<ApprovalDecided>()
+    )]
     async fn resolve_approval(&self, Parameters(args): Parameters<ResolveArgs>) -> ToolResult {
         let id = &args.session_id;
         Ok(
@@ -442,11 +460,11 @@ impl CohostMcp {
                 .resolve_approval(id, &args.approval_id, args.decision.as_str(), None)
                 .await
             {
-                Ok(()) => answer(to_value(ApprovalDecided {
+                Ok(()) => answer(ApprovalDecided {
                     ok: true,
                     approval_id: args.approval_id.into(),
                     decision: args.decision.into(),
-                })),
+                }),
                 Err(error) => failed(error),
             },
         )
@@ -454,16 +472,20 @@ impl CohostMcp {
 
     #[tool(
         description = "A codex session's goal (objective, status, budget).",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<Capability>()
     )]
     async fn goal_get(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.goal_get(&args.session_id).await {
-            Ok(capability) => answer(to_value(capability)),
+            Ok(capability) => answer(capability),
             Err(error) => failed(error),
         })
     }
 
-    #[tool(description = "Set a codex session's goal: any of objective, status, token_budget.")]
+    #[tool(
+        description = "Set a codex session's goal: any of objective, status, token_budget.",
+        output_schema = output::<Capability>()
+    )]
     async fn goal_set(&self, Parameters(args): Parameters<GoalSetArgs>) -> ToolResult {
         Ok(
             match self
@@ -476,36 +498,53 @@ impl CohostMcp {
                 )
                 .await
             {
-                Ok(capability) => answer(to_value(capability)),
+                Ok(capability) => answer(capability),
                 Err(error) => failed(error),
             },
         )
     }
 
-    #[tool(description = "Clear a codex session's goal.")]
+    #[tool(
+        description = "Clear a codex session's goal.",
+        output_schema = output::<Capability>()
+    )]
     async fn goal_clear(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.goal_clear(&args.session_id).await {
-            Ok(capability) => answer(to_value(capability)),
+            Ok(capability) => answer(capability),
             Err(error) => failed(error),
         })
     }
 
-    #[tool(description = "Fork a hosted session's whole conversation into a new session.")]
+    #[tool(
+        description = "Fork a hosted session's whole conversation into a new session.",
+        output_schema = output::<ForkReply>()
+    )]
     async fn fork(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         Ok(match self.service.fork(&args.session_id, None).await {
-            Ok(Ok(view)) => answer(json!({ "ok": true, "session": view })),
-            Ok(Err(capability)) => answer(to_value(capability)),
+            Ok(Ok(view)) => answer(ForkReply {
+                ok: true,
+                session: Some(view),
+                reason: None,
+                message: None,
+            }),
+            Ok(Err(capability)) => answer(ForkReply {
+                ok: capability.ok,
+                session: None,
+                reason: capability.reason,
+                message: capability.message,
+            }),
             Err(error) => failed(error),
         })
     }
 
     #[tool(
         description = "The models codex offers.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<Capability>()
     )]
     async fn list_models(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         Ok(match self.service.models(None).await {
-            Ok(capability) => answer(to_value(capability)),
+            Ok(capability) => answer(capability),
             Err(error) => failed(error),
         })
     }
@@ -514,27 +553,21 @@ impl CohostMcp {
 
     #[tool(
         description = "A hosted session's input requests (questions, plans, MCP elicitations, permissions), pending and resolved.",
-        annotations(read_only_hint = true)
+        annotations(read_only_hint = true),
+        output_schema = output::<RequestList>()
     )]
     async fn list_requests(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        let requests = match self.service.requests(&args.session_id) {
-            Ok(requests) => requests,
-            Err(error) => return Ok(failed(error)),
-        };
-        let total = requests.len();
-        let bounded = bound(to_value(RequestList { requests }), Some("requests"));
-        let mut value = bounded.value;
-        if bounded.kept < total {
-            value["note"] = json!(format!(
-                "only the first {} of {total} requests fit",
-                bounded.kept
-            ));
-        }
-        Ok(CallToolResult::structured(value))
+        Ok(match self.service.requests(&args.session_id) {
+            Ok(requests) => answer_list(RequestList { requests }, "requests", |kept, total| {
+                format!("only the first {kept} of {total} requests fit")
+            }),
+            Err(error) => failed(error),
+        })
     }
 
     #[tool(
-        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]}; a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease."
+        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]}; a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease.",
+        output_schema = output::<RequestAnswered>()
     )]
     async fn answer_request(&self, Parameters(args): Parameters<AnswerArgs>) -> ToolResult {
         let id = &args.session_id;
@@ -551,7 +584,7 @@ impl CohostMcp {
             Ok(reply) => reply,
             Err(error) => {
                 return Ok(failed(ServiceError::field(
-                    "answers",
+                    Field::Answers,
                     format!(
                         "answers must map question ids to a string or a list of strings: {error}"
                     ),
@@ -564,17 +597,18 @@ impl CohostMcp {
                 .answer_request(id, &args.request_id, reply)
                 .await
             {
-                Ok(()) => answer(to_value(RequestAnswered {
+                Ok(()) => answer(RequestAnswered {
                     ok: true,
                     request_id: args.request_id,
-                })),
+                }),
                 Err(error) => failed(error),
             },
         )
     }
 
     #[tool(
-        description = "Set the collaboration mode of a session's next turns: codex `plan` or `default`; claude `plan`, `default`, `acceptEdits` (as its policy allows). Refused while a human holds the session's control lease."
+        description = "Set the collaboration mode of a session's next turns: codex `plan` or `default`; claude `plan`, `default`, `acceptEdits` (as its policy allows). Refused while a human holds the session's control lease.",
+        output_schema = output::<Capability>()
     )]
     async fn set_mode(&self, Parameters(args): Parameters<ModeArgs>) -> ToolResult {
         let id = &args.session_id;
@@ -582,7 +616,7 @@ impl CohostMcp {
             return Ok(refused);
         }
         Ok(match self.service.set_mode(id, args.mode.as_str()).await {
-            Ok(capability) => answer(to_value(capability)),
+            Ok(capability) => answer(capability),
             Err(error) => failed(error),
         })
     }

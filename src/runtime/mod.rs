@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::core::CoreError;
 use crate::protocol::{
-    Budget, HostedSessionView, InputAnswer, InputRequested, PromptImage, Runtime,
+    Budget, Field, HostedSessionView, InputAnswer, InputRequested, Message, PromptImage, Runtime,
 };
 
 /// What the daemon tells [`Hosts::start`]: its home and the settings the runtimes read.
@@ -39,12 +39,10 @@ pub enum HostError {
     /// The request is wrong in a way no field names (a bad decision for this approval, …).
     #[error("{0}")]
     Invalid(String),
-    /// One field of the request is wrong; `field` is its name in the HTTP API.
+    /// One field of the request is wrong; the message names fields as values (each surface
+    /// names them its own way).
     #[error("{message}")]
-    InvalidField {
-        field: &'static str,
-        message: String,
-    },
+    InvalidField { field: Field, message: Message },
     /// The runtime cannot do this at all (a claude session has no separate terminal, …).
     #[error("{0}")]
     Unsupported(String),
@@ -133,7 +131,7 @@ impl HostError {
         }
     }
 
-    pub fn field(field: &'static str, message: impl Into<String>) -> Self {
+    pub fn field(field: Field, message: impl Into<Message>) -> Self {
         HostError::InvalidField {
             field,
             message: message.into(),

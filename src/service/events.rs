@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 
 use super::{Service, ServiceError};
 use crate::core::{CoreError, StoredEvent};
-use crate::protocol::SeqRange;
+use crate::protocol::{Field, SeqRange, message};
 
 /// The default and largest page.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -60,7 +60,7 @@ impl Service {
         let head = self.core.store.head();
         if after > head {
             return Err(ServiceError::field(
-                "after",
+                Field::After,
                 format!("cursor {after} is ahead of the newest event {head}"),
             ));
         }
@@ -90,8 +90,8 @@ impl Service {
         let limit = match limit {
             Some(limit) if limit == 0 || limit > MAX_LIMIT as u64 => {
                 return Err(ServiceError::field(
-                    "limit",
-                    format!("`limit` must be between 1 and {MAX_LIMIT}"),
+                    Field::Limit,
+                    message![Field::Limit, format!(" must be between 1 and {MAX_LIMIT}")],
                 ));
             }
             Some(limit) => limit as usize,
@@ -100,8 +100,11 @@ impl Service {
         let wait = match wait_secs {
             Some(wait) if !(0.0..=MAX_WAIT_SECS).contains(&wait) => {
                 return Err(ServiceError::field(
-                    "wait",
-                    format!("`wait` must be between 0 and {MAX_WAIT_SECS} seconds"),
+                    Field::Wait,
+                    message![
+                        Field::Wait,
+                        format!(" must be between 0 and {MAX_WAIT_SECS} seconds")
+                    ],
                 ));
             }
             Some(wait) => Duration::from_secs_f64(wait),

@@ -29,7 +29,7 @@ use crate::core::CoreError;
 use crate::core::CoreHandle;
 use crate::core::event_log::ReadError;
 use crate::protocol::codes;
-use crate::protocol::{FieldError, Runtime};
+use crate::protocol::{Field, FieldError, Message, Runtime};
 use crate::runtime::{HostError, Hosts, SessionHost};
 use crate::tasks::{TaskError, TaskManager};
 use crate::tmux::SessionCache;
@@ -110,25 +110,27 @@ pub enum ErrorKind {
 }
 
 /// Why a service operation failed: its class, a stable code, a message for people, and the
-/// request field it concerns (its HTTP API name) when one does.
+/// request field it concerns when one does. The field, and every field the message names, is a
+/// [`Field`] value, so each surface names them its own way (HTTP `idempotencyKey`, MCP
+/// `idempotency_key`); `Display` uses the HTTP API's names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceError {
     pub kind: ErrorKind,
     pub code: &'static str,
-    pub message: String,
-    pub field: Option<String>,
+    pub message: Message,
+    pub field: Option<Field>,
 }
 
 impl std::fmt::Display for ServiceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        self.message.fmt(f)
     }
 }
 
 impl std::error::Error for ServiceError {}
 
 impl ServiceError {
-    pub fn new(kind: ErrorKind, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, code: &'static str, message: impl Into<Message>) -> Self {
         ServiceError {
             kind,
             code,
@@ -138,28 +140,28 @@ impl ServiceError {
     }
 
     /// A wrong field (`invalid_field`).
-    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn field(field: Field, message: impl Into<Message>) -> Self {
         ServiceError {
-            field: Some(field.into()),
+            field: Some(field),
             ..ServiceError::new(ErrorKind::Invalid, codes::INVALID_FIELD, message)
         }
     }
 
-    pub fn invalid(message: impl Into<String>) -> Self {
+    pub fn invalid(message: impl Into<Message>) -> Self {
         ServiceError::new(ErrorKind::Invalid, codes::INVALID_REQUEST, message)
     }
 
-    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn not_found(code: &'static str, message: impl Into<Message>) -> Self {
         ServiceError::new(ErrorKind::NotFound, code, message)
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: &'static str, message: impl Into<Message>) -> Self {
         ServiceError::new(ErrorKind::Conflict, code, message)
     }
 
-    pub fn with_field(self, field: impl Into<String>) -> Self {
+    pub fn with_field(self, field: Field) -> Self {
         ServiceError {
-            field: Some(field.into()),
+            field: Some(field),
             ..self
         }
     }
@@ -232,7 +234,7 @@ impl From<HostError> for ServiceError {
         let message = error.to_string();
         match error {
             HostError::Invalid(_) => ServiceError::invalid(message),
-            HostError::InvalidField { field, .. } => ServiceError::field(field, message),
+            HostError::InvalidField { field, message } => ServiceError::field(field, message),
             HostError::Unsupported(_) => {
                 ServiceError::new(ErrorKind::Invalid, codes::UNSUPPORTED, message)
             }
@@ -310,7 +312,7 @@ impl From<TaskError> for ServiceError {
     fn from(error: TaskError) -> Self {
         let message = error.to_string();
         match error {
-            TaskError::Invalid(_) => ServiceError::invalid(message),
+            TaskError::Invalid(message) => ServiceError::invalid(message),
             TaskError::UnknownTask(_) => ServiceError::not_found(codes::TASK_NOT_FOUND, message),
             TaskError::UnknownSession(_) => {
                 ServiceError::not_found(codes::SESSION_NOT_FOUND, message)

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::{Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
-    AnswerValue, IMAGE_MEDIA_TYPES, InputAnswer, InputKind, InputRequested, PromptImage,
+    AnswerValue, Field, IMAGE_MEDIA_TYPES, InputAnswer, InputKind, InputRequested, PromptImage,
     RequestEntry, request_bounds,
 };
 
@@ -89,7 +89,7 @@ impl Service {
         }
         if !modes.contains(&mode) {
             return Err(ServiceError::field(
-                "mode",
+                Field::Mode,
                 format!("`{mode}` is not a mode of this session: one of {modes:?}"),
             ));
         }
@@ -112,7 +112,12 @@ impl Service {
             let mode = match rest {
                 "on" => "plan",
                 "off" => "default",
-                _ => return Err(ServiceError::field("text", "use `/plan on` or `/plan off`")),
+                _ => {
+                    return Err(ServiceError::field(
+                        Field::Text,
+                        "use `/plan on` or `/plan off`",
+                    ));
+                }
             };
             return self.set_mode(id, mode).await;
         }
@@ -141,7 +146,7 @@ impl Service {
         };
         if text.is_empty() {
             return Err(ServiceError::field(
-                "text",
+                Field::Text,
                 "give the answer after `/answer`",
             ));
         }
@@ -189,14 +194,14 @@ impl Service {
 pub(super) fn check_images(images: &[PromptImage]) -> Result<(), ServiceError> {
     if images.len() > request_bounds::IMAGES {
         return Err(ServiceError::field(
-            "images",
+            Field::Images,
             format!("at most {} images per prompt", request_bounds::IMAGES),
         ));
     }
     for (n, image) in images.iter().enumerate() {
         if !IMAGE_MEDIA_TYPES.contains(&image.media_type.as_str()) {
             return Err(ServiceError::field(
-                "images",
+                Field::Images,
                 format!(
                     "image {n}: `mediaType` {:?} is not one of {IMAGE_MEDIA_TYPES:?}",
                     image.media_type
@@ -205,7 +210,7 @@ pub(super) fn check_images(images: &[PromptImage]) -> Result<(), ServiceError> {
         }
         if image.data.len() > request_bounds::IMAGE_BASE64 {
             return Err(ServiceError::field(
-                "images",
+                Field::Images,
                 format!(
                     "image {n} is {} base64 characters, at most {} allowed",
                     image.data.len(),
@@ -218,7 +223,7 @@ pub(super) fn check_images(images: &[PromptImage]) -> Result<(), ServiceError> {
             .is_err()
         {
             return Err(ServiceError::field(
-                "images",
+                Field::Images,
                 format!("image {n}: `data` is not standard base64"),
             ));
         }

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::{ErrorKind, Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
-    ApprovalEntry, Budget, CreatedReply, DoctorReport, HostedSessionView, InjectError, PromptSent,
-    Runtime, TerminalSpec,
+    ApprovalEntry, Bare, Budget, CreatedReply, DoctorReport, Field, HostedSessionView, InjectError,
+    Message, PromptSent, Runtime, TerminalSpec, message,
 };
 use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
@@ -34,31 +34,94 @@ pub struct CreateRequest {
 /// The goal statuses codex takes.
 pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
 
-pub fn check_key(field: &'static str, key: &Option<String>) -> Result<(), ServiceError> {
+pub fn check_key(field: Field, key: &Option<String>) -> Result<(), ServiceError> {
     match key {
         Some(key) if key.is_empty() || key.len() > 256 => Err(ServiceError::field(
             field,
-            format!("`{field}` must be 1 to 256 bytes"),
+            message![field, " must be 1 to 256 bytes"],
         )),
         _ => Ok(()),
     }
 }
 
 fn check_choice(
-    field: &'static str,
+    field: Field,
     value: &Option<String>,
     allowed: &[&str],
 ) -> Result<(), ServiceError> {
     match value {
         Some(value) if !allowed.contains(&value.as_str()) => Err(ServiceError::field(
             field,
-            format!(
-                "`{field}` must be one of {}, got `{value}`",
-                allowed.join(", ")
-            ),
+            message![
+                field,
+                format!(" must be one of {}, got `{value}`", allowed.join(", "))
+            ],
         )),
         _ => Ok(()),
     }
+}
+
+/// A `cwd` that is neither absolute nor starts with `~`.
+fn relative_cwd() -> ServiceError {
+    ServiceError::field(
+        Field::Cwd,
+        message![
+            Field::Cwd,
+            " must be an absolute path (or start with `~`, your home)"
+        ],
+    )
+}
+
+/// `cwd` as a shell expands a word: `~` and `~/…` are the daemon's `$HOME`, `~user` and
+/// `~user/…` that user's home (`/etc/passwd`); anything else is taken as given. The daemon
+/// does it, so HTTP, MCP and the CLI (which sends such a path untouched) agree.
+pub fn expand_home(cwd: &str) -> Result<PathBuf, ServiceError> {
+    let home = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    expand_tilde(cwd, home.as_deref(), |user| {
+        let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+        home_in_passwd(&passwd, user)
+    })
+    .map_err(|rest| ServiceError::field(Field::Cwd, message![Field::Cwd, rest]))
+}
+
+/// [`expand_home`] without the environment: `home` is `$HOME`, `user_home` looks a user up.
+fn expand_tilde(
+    cwd: &str,
+    home: Option<&std::path::Path>,
+    user_home: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<PathBuf, String> {
+    let Some(word) = cwd.strip_prefix('~') else {
+        return Ok(PathBuf::from(cwd));
+    };
+    let (user, rest) = match word.split_once('/') {
+        Some((user, rest)) => (user, rest),
+        None => (word, ""),
+    };
+    let base = if user.is_empty() {
+        home.map(std::path::Path::to_path_buf).ok_or_else(|| {
+            format!(" {cwd} starts with `~`, but the daemon has no $HOME to expand it to")
+        })?
+    } else {
+        user_home(user).ok_or_else(|| {
+            format!(" {cwd}: there is no user `{user}` whose home `~{user}` could name")
+        })?
+    };
+    Ok(if rest.is_empty() {
+        base
+    } else {
+        base.join(rest)
+    })
+}
+
+/// The home directory of `user` in an `/etc/passwd` text (`name:x:uid:gid:gecos:home:shell`).
+fn home_in_passwd(passwd: &str, user: &str) -> Option<PathBuf> {
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[0] == user && !fields[5].is_empty())
+            .then(|| PathBuf::from(fields[5]))
+    })
 }
 
 /// Inject errors use the outcome names: `not_live`, `not_ready`, `failed`.
@@ -84,7 +147,7 @@ impl Service {
     pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(
-                "runtime",
+                Field::Runtime,
                 format!(
                     "runtime `{}` is not supported (supported: {})",
                     request.runtime,
@@ -94,7 +157,7 @@ impl Service {
         })?;
         let host = self.host(runtime)?;
         let create = CreateSession {
-            cwd: PathBuf::from(&request.cwd),
+            cwd: expand_home(&request.cwd)?,
             model: request.model,
             idempotency_key: request.idempotency_key,
             tmux_session: request.tmux_session,
@@ -109,26 +172,32 @@ impl Service {
             && (name.is_empty() || name.len() > 128 || name.contains([':', '.']))
         {
             return Err(ServiceError::field(
-                "tmuxSession",
-                "`tmuxSession` must be 1 to 128 bytes without `:` or `.`",
+                Field::TmuxSession,
+                message![
+                    Field::TmuxSession,
+                    " must be 1 to 128 bytes without `:` or `.`"
+                ],
             ));
         }
         if !create.cwd.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(relative_cwd());
         }
         if !create.cwd.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {} is not a directory", request.cwd),
+                Field::Cwd,
+                message![
+                    Field::Cwd,
+                    format!(" {} is not a directory", create.cwd.display())
+                ],
             ));
         }
-        check_key("idempotencyKey", &create.idempotency_key)?;
+        check_key(Field::IdempotencyKey, &create.idempotency_key)?;
         if let Some(model) = &create.model
             && (model.is_empty() || model.len() > 256)
         {
             return Err(ServiceError::field(
-                "model",
-                "`model` must be 1 to 256 bytes",
+                Field::Model,
+                message![Field::Model, " must be 1 to 256 bytes"],
             ));
         }
         let key = create.idempotency_key.clone();
@@ -190,7 +259,7 @@ impl Service {
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
     /// the project roots the owner allowed.
     pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
-        let forbidden = |message: String| {
+        let forbidden = |message: Message| {
             ServiceError::new(ErrorKind::Forbidden, codes::PERMISSION_DENIED, message)
         };
         if self.mcp_roots.is_empty() {
@@ -198,30 +267,64 @@ impl Service {
                 "the owner allowed no project roots for sessions started over MCP (cohost serve --mcp-allowed-root DIR)".into(),
             ));
         }
-        let path = PathBuf::from(cwd);
+        let path = expand_home(cwd)?;
         if !path.is_absolute() {
-            return Err(ServiceError::field("cwd", "`cwd` must be an absolute path"));
+            return Err(relative_cwd());
         }
         let Ok(path) = path.canonicalize() else {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {cwd} does not exist"),
+                Field::Cwd,
+                message![Field::Cwd, format!(" {cwd} does not exist")],
             ));
         };
         if !path.is_dir() {
             return Err(ServiceError::field(
-                "cwd",
-                format!("`cwd` {cwd} is not a directory"),
+                Field::Cwd,
+                message![Field::Cwd, format!(" {cwd} is not a directory")],
             ));
         }
         // Compared after resolving symlinks and `..`, so a path cannot talk its way out.
         if !self.mcp_roots.iter().any(|root| path.starts_with(root)) {
-            return Err(forbidden(format!(
-                "`cwd` {} is outside the project roots the owner allowed",
-                path.display()
-            )));
+            return Err(forbidden(message![
+                Field::Cwd,
+                format!(
+                    " {} is outside the project roots the owner allowed",
+                    path.display()
+                )
+            ]));
         }
         Ok(path)
+    }
+
+    /// A person saw the session (the web page opened it): its tracker instance, if it had
+    /// news (a turn's end not seen yet), is reported again as `idle` — a report that is not
+    /// terminal marks it seen, the opensessions rule — so every list agrees it waits for a
+    /// prompt. Unlike `POST /api/focus` it touches no other instance of the tmux session.
+    pub async fn seen(&self, id: &str) -> Result<usize, ServiceError> {
+        let instances = self.core.read(|state| {
+            let record = state.sessions.get(id)?;
+            let thread = record.thread_id.clone().unwrap_or_else(|| id.to_string());
+            Some(state.tracker.hosted_instances(&thread))
+        });
+        let Some(instances) = instances else {
+            return Err(ServiceError::unknown_session(id));
+        };
+        let mut seen = 0;
+        for (tmux_session, mut update, unseen) in instances {
+            if !unseen {
+                continue;
+            }
+            update.status = crate::protocol::AgentStatus::Idle;
+            update.ts = crate::core::now_ms();
+            self.core
+                .append(
+                    Some(tmux_session),
+                    crate::protocol::EventKind::AgentUpdated(update),
+                )
+                .await?;
+            seen += 1;
+        }
+        Ok(seen)
     }
 
     pub fn sessions(&self) -> Vec<HostedSessionView> {
@@ -264,10 +367,13 @@ impl Service {
         images: Vec<crate::protocol::PromptImage>,
         key: Option<String>,
     ) -> Result<PromptSent, ServiceError> {
-        check_key("idempotencyKey", &key)?;
+        check_key(Field::IdempotencyKey, &key)?;
         super::requests::check_images(&images)?;
         if text.trim().is_empty() {
-            return Err(ServiceError::field("text", "`text` must not be empty"));
+            return Err(ServiceError::field(
+                Field::Text,
+                message![Field::Text, " must not be empty"],
+            ));
         }
         if let Some(key) = &key {
             let held = self.core.read(|s| {
@@ -280,9 +386,12 @@ impl Service {
             if let Some(task) = held {
                 return Err(ServiceError::conflict(
                     codes::IDEMPOTENCY_KEY_IN_USE,
-                    format!("`idempotencyKey` already names queued task `{task}`"),
+                    message![
+                        Field::IdempotencyKey,
+                        format!(" already names queued task `{task}`")
+                    ],
                 )
-                .with_field("idempotencyKey"));
+                .with_field(Field::IdempotencyKey));
             }
         }
         let host = self
@@ -335,7 +444,7 @@ impl Service {
             .resolve_approval(id, approval, decision, by)
             .await
             .map_err(|error| match error {
-                HostError::Invalid(message) => ServiceError::field("decision", message),
+                HostError::Invalid(message) => ServiceError::field(Field::Decision, message),
                 other => ServiceError::from(other),
             })
     }
@@ -351,11 +460,16 @@ impl Service {
         status: Option<String>,
         token_budget: Option<u64>,
     ) -> Result<Capability, ServiceError> {
-        check_choice("status", &status, &GOAL_STATUSES)?;
+        check_choice(Field::Status, &status, &GOAL_STATUSES)?;
         if objective.is_none() && status.is_none() && token_budget.is_none() {
-            return Err(ServiceError::invalid(
-                "give at least one of objective, status, tokenBudget",
-            ));
+            return Err(ServiceError::invalid(message![
+                "give at least one of ",
+                Bare(Field::Objective),
+                ", ",
+                Bare(Field::Status),
+                ", ",
+                Bare(Field::TokenBudget)
+            ]));
         }
         Ok(self
             .host_of(id)?
@@ -408,7 +522,7 @@ impl Service {
             "/plan" | "/answer" => return self.ask_command(id, name, rest).await,
             _ => {
                 return Err(ServiceError::field(
-                    "text",
+                    Field::Text,
                     format!(
                         "unknown command `{name}`; known: /goal [text|clear], /fork, /models, /interrupt, /plan on|off, /answer [requestId] text"
                     ),
@@ -446,8 +560,8 @@ impl Service {
     ) -> Result<Value, ServiceError> {
         if request_id.is_empty() || request_id.len() > 128 {
             return Err(ServiceError::field(
-                "requestId",
-                "`requestId` must be 1 to 128 bytes",
+                Field::RequestId,
+                message![Field::RequestId, " must be 1 to 128 bytes"],
             ));
         }
         Ok(self
@@ -457,7 +571,8 @@ impl Service {
     }
 
     /// `cohost doctor`: codex's checks at the top level (as before claude was covered), every
-    /// other runtime's under its name; `ok` when none found an issue, `warnings` from all.
+    /// other runtime's under its name, the watched Pi's under `pi`; `ok` when none found an
+    /// issue, `warnings` from all.
     pub async fn doctor(&self) -> DoctorReport {
         let mut answer = DoctorReport::default();
         let flattened = self.hosts.flattened_doctor();
@@ -487,6 +602,15 @@ impl Service {
                 );
             }
         }
+        // Pi is only watched: its release and the Node it needs are warnings, never issues.
+        let pi = crate::watch::doctor::pi().await;
+        answer
+            .issues
+            .extend(pi.issues.iter().map(|i| format!("pi: {i}")));
+        answer.warnings.extend(pi.warnings.iter().cloned());
+        answer
+            .sections
+            .insert("pi".into(), serde_json::to_value(&pi).unwrap_or_default());
         answer.ok = answer.issues.is_empty();
         answer
     }
@@ -504,7 +628,7 @@ pub(crate) fn check_by(by: Option<&str>) -> Result<&str, ServiceError> {
             Ok(by)
         }
         Some(_) => Err(ServiceError::field(
-            "by",
+            Field::By,
             "`by` must be 1 to 64 bytes of printable text",
         )),
     }
@@ -518,7 +642,54 @@ mod by_tests {
         assert_eq!(super::check_by(Some("web")).unwrap(), "web");
         for bad in ["", "  ", "a\nb", &"x".repeat(65)] {
             let error = super::check_by(Some(bad)).unwrap_err();
-            assert_eq!(error.field.as_deref(), Some("by"), "{bad:?}");
+            assert_eq!(
+                error.field.map(crate::protocol::Field::http_name),
+                Some("by"),
+                "{bad:?}"
+            );
         }
+    }
+}
+
+#[cfg(test)]
+mod home_tests {
+    use std::path::{Path, PathBuf};
+
+    use super::{expand_tilde, home_in_passwd};
+
+    const PASSWD: &str = "root:x:0:0:root:/root:/bin/bash\n\
+                          ana:x:1000:1000:Ana,,,:/home/ana:/bin/zsh\n\
+                          nohome:x:1001:1001::\n";
+
+    fn expand(cwd: &str, home: Option<&str>) -> Result<PathBuf, String> {
+        expand_tilde(cwd, home.map(Path::new), |user| {
+            home_in_passwd(PASSWD, user)
+        })
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_as_a_shell_expands_it() {
+        let home = Some("/home/me");
+        assert_eq!(expand("~", home).unwrap(), Path::new("/home/me"));
+        assert_eq!(expand("~/", home).unwrap(), Path::new("/home/me"));
+        assert_eq!(
+            expand("~/src/proj", home).unwrap(),
+            Path::new("/home/me/src/proj")
+        );
+        assert_eq!(expand("~ana", home).unwrap(), Path::new("/home/ana"));
+        assert_eq!(expand("~ana/x", home).unwrap(), Path::new("/home/ana/x"));
+        // Only a leading `~` is special, as in a shell; other paths are taken as given.
+        assert_eq!(expand("/srv/~/x", home).unwrap(), Path::new("/srv/~/x"));
+        assert_eq!(expand("proj", home).unwrap(), Path::new("proj"));
+    }
+
+    #[test]
+    fn an_unknown_user_or_a_missing_home_is_a_clear_error() {
+        let error = expand("~nobody/x", Some("/home/me")).unwrap_err();
+        assert!(error.contains("no user `nobody`"), "{error}");
+        let error = expand("~nohome", Some("/home/me")).unwrap_err();
+        assert!(error.contains("no user `nohome`"), "{error}");
+        let error = expand("~/x", None).unwrap_err();
+        assert!(error.contains("no $HOME"), "{error}");
     }
 }

@@ -102,7 +102,10 @@ impl SessionHost for Fake {
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
         if request.permission_mode.is_some() {
-            return Err(HostError::field("permissionMode", "not for the fake"));
+            return Err(HostError::field(
+                crate::protocol::Field::PermissionMode,
+                "not for the fake",
+            ));
         }
         Ok(())
     }
@@ -381,29 +384,44 @@ async fn create_is_validated_once_and_routed_through_the_seam() {
     })
     .await;
     assert_eq!(
-        (error.code, error.field.as_deref()),
+        (
+            error.code,
+            error.field.map(crate::protocol::Field::http_name)
+        ),
         ("invalid_field", Some("runtime"))
     );
-    assert!(error.message.contains("codex, claude"), "{error}");
+    assert!(
+        error.message.to_string().contains("codex, claude"),
+        "{error}"
+    );
     // The runtime checks its own options and names the field.
     let error = refused(CreateRequest {
         permission_mode: Some("plan".into()),
         ..fx.request()
     })
     .await;
-    assert_eq!(error.field.as_deref(), Some("permissionMode"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("permissionMode")
+    );
     let error = refused(CreateRequest {
         cwd: "relative".into(),
         ..fx.request()
     })
     .await;
-    assert_eq!(error.field.as_deref(), Some("cwd"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("cwd")
+    );
     let error = refused(CreateRequest {
         idempotency_key: Some(String::new()),
         ..fx.request()
     })
     .await;
-    assert_eq!(error.field.as_deref(), Some("idempotencyKey"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("idempotencyKey")
+    );
     assert!(fx.service.sessions().is_empty(), "nothing was created");
 
     let created = fx
@@ -432,7 +450,10 @@ async fn sends_map_runtime_failures_to_the_documented_outcomes() {
     let fx = fixture();
     let id = fx.session().await;
     let error = fx.service.send(&id, "  ", None).await.unwrap_err();
-    assert_eq!(error.field.as_deref(), Some("text"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("text")
+    );
     fx.fake
         .then(Next::Fail(|id| HostError::NotReady(id.into())));
     let error = fx.service.send(&id, "now", None).await.unwrap_err();
@@ -465,7 +486,10 @@ async fn sends_map_runtime_failures_to_the_documented_outcomes() {
         .await
         .unwrap_err();
     assert_eq!(error.code, "idempotency_key_in_use");
-    assert_eq!(error.field.as_deref(), Some("idempotencyKey"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("idempotencyKey")
+    );
     assert_eq!(fx.fake.injects.lock().unwrap().len(), before);
 
     // A direct send is a task that the turn finishes.
@@ -614,14 +638,20 @@ async fn reads_wait_for_the_next_event_and_refuse_bad_cursors() {
         .service
         .read_request(head + 5, None, None, None)
         .unwrap_err();
-    assert_eq!(error.field.as_deref(), Some("after"));
+    assert_eq!(
+        error.field.map(crate::protocol::Field::http_name),
+        Some("after")
+    );
     for (limit, wait, field) in [
         (Some(0), None, "limit"),
         (Some(MAX_LIMIT as u64 + 1), None, "limit"),
         (None, Some(MAX_WAIT_SECS + 1.0), "wait"),
     ] {
         let error = fx.service.read_request(0, limit, wait, None).unwrap_err();
-        assert_eq!(error.field.as_deref(), Some(field));
+        assert_eq!(
+            error.field.map(crate::protocol::Field::http_name),
+            Some(field)
+        );
     }
     let error = fx
         .service
@@ -650,7 +680,12 @@ async fn doctor_flattens_only_the_first_runtime_and_collects_warnings() {
     let doctor = json!(fx.service.doctor().await);
     assert_eq!(doctor["fakeFound"], true, "{doctor}");
     assert_eq!(doctor["ok"], true, "{doctor}");
-    assert_eq!(doctor["warnings"], json!(["a fake"]));
+    // The watched Pi's section is there, whatever this machine's PATH holds; its warnings
+    // (none without a `pi` on PATH) follow the runtimes'.
+    assert!(doctor["pi"]["found"].is_boolean(), "{doctor}");
+    let mut warnings = vec![json!("a fake")];
+    warnings.extend(doctor["pi"]["warnings"].as_array().unwrap().iter().cloned());
+    assert_eq!(doctor["warnings"], json!(warnings));
 }
 
 #[test]
@@ -662,7 +697,7 @@ fn host_errors_map_to_one_class_each() {
             "invalid_request",
         ),
         (
-            HostError::field("cwd", "x"),
+            HostError::field(crate::protocol::Field::Cwd, "x"),
             ErrorKind::Invalid,
             "invalid_field",
         ),
@@ -791,7 +826,7 @@ fn a_runtime_failure_keeps_its_causes_for_the_log() {
     ));
     assert_eq!(mapped.kind, ErrorKind::Upstream);
     assert_eq!(
-        mapped.message,
+        mapped.message.to_string(),
         "claude failed: cannot write /h/settings.json"
     );
     assert_eq!(
@@ -842,7 +877,7 @@ fn a_storage_failure_logs_its_path_and_cause_once_and_answers_without_them() {
         (ErrorKind::Internal, "storage_error")
     );
     assert_eq!(
-        mapped.message,
+        mapped.message.to_string(),
         "the event log could not be written; nothing was recorded"
     );
     assert_eq!(log.lines().count(), 1, "{log}");

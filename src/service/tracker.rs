@@ -5,7 +5,7 @@ use super::{Service, ServiceError};
 use crate::core::now_ms;
 use crate::protocol::codes;
 use crate::protocol::{
-    Accepted, AgentEventParams, AgentUpdate, EventKind, Focus, Health, LogParams, MetaLog,
+    Accepted, AgentEventParams, AgentUpdate, EventKind, Field, Focus, Health, LogParams, MetaLog,
     MetaProgress, MetaStatus, SessionParams, SessionView, SetProgressParams, SetStatusParams,
     StateView,
 };
@@ -151,7 +151,7 @@ impl Service {
         let source = source.unwrap_or_else(|| "api".into());
         if source != "api" && source != "tmux" {
             return Err(ServiceError::field(
-                "source",
+                Field::Source,
                 format!("source must be `api` or `tmux`, got `{source}`"),
             ));
         }

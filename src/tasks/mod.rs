@@ -24,10 +24,10 @@ use tokio_util::sync::CancellationToken;
 use crate::core::tasks::TaskRecord;
 use crate::core::{CoreError, CoreHandle, State};
 use crate::protocol::{
-    CancelOutcome, CancelResult, EditResult, Event, EventKind, Lease, LeaseHolder, QueueView,
-    ResultChunk, Runtime, SendResult, SessionState, TaskAbort, TaskAccepted, TaskCancelRequested,
-    TaskDelivered, TaskEdited, TaskFinished, TaskPhase, TaskQueued, TaskReturned, TaskState,
-    TaskView, TurnSource, WaitingReason,
+    CancelOutcome, CancelResult, EditResult, Event, EventKind, Field, Lease, LeaseHolder, Message,
+    QueueView, ResultChunk, Runtime, SendResult, SessionState, TaskAbort, TaskAccepted,
+    TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished, TaskPhase, TaskQueued,
+    TaskReturned, TaskState, TaskView, TurnSource, WaitingReason, message,
 };
 use crate::runtime::{AfterRestart, HostError, Hosts, InjectOutcome, InjectState, SessionHost};
 
@@ -53,8 +53,10 @@ const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// Why a task operation was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
+    /// The request is wrong; the message names fields as values (each surface names them its
+    /// own way).
     #[error("{0}")]
-    Invalid(String),
+    Invalid(Message),
     #[error("no task `{0}`")]
     UnknownTask(String),
     #[error("no session `{0}`")]
@@ -97,13 +99,16 @@ struct Inner {
 
 fn check_prompt(text: &str) -> Result<(), TaskError> {
     if text.trim().is_empty() {
-        return Err(TaskError::Invalid("`text` must not be empty".into()));
+        return Err(TaskError::Invalid(message![
+            Field::Text,
+            " must not be empty"
+        ]));
     }
     if text.len() > MAX_PROMPT_BYTES {
-        return Err(TaskError::Invalid(format!(
-            "`text` is {} bytes; the most is {MAX_PROMPT_BYTES}",
-            text.len()
-        )));
+        return Err(TaskError::Invalid(message![
+            Field::Text,
+            format!(" is {} bytes; the most is {MAX_PROMPT_BYTES}", text.len())
+        ]));
     }
     Ok(())
 }
@@ -112,9 +117,10 @@ fn check_key(key: &Option<String>) -> Result<(), TaskError> {
     if let Some(key) = key
         && (key.is_empty() || key.len() > 256)
     {
-        return Err(TaskError::Invalid(
-            "`idempotencyKey` must be 1 to 256 bytes".into(),
-        ));
+        return Err(TaskError::Invalid(message![
+            Field::IdempotencyKey,
+            " must be 1 to 256 bytes"
+        ]));
     }
     Ok(())
 }
@@ -186,9 +192,9 @@ impl TaskManager {
         match found {
             None => Err(TaskError::UnknownSession(session.to_string())),
             Some((_, true)) => Err(TaskError::Closed(session.to_string())),
-            Some((runtime, false)) => self
-                .host_of(runtime)
-                .ok_or_else(|| TaskError::Invalid(format!("no host for {runtime} sessions"))),
+            Some((runtime, false)) => self.host_of(runtime).ok_or_else(|| {
+                TaskError::Invalid(Message::from(format!("no host for {runtime} sessions")))
+            }),
         }
     }
 
@@ -348,9 +354,10 @@ impl TaskManager {
     /// fall inside a character move back to its start.
     pub fn result(&self, task: &str, offset: usize, max: usize) -> Result<ResultChunk, TaskError> {
         if max == 0 || max > MAX_RESULT_CHUNK {
-            return Err(TaskError::Invalid(format!(
-                "`maxBytes` must be between 1 and {MAX_RESULT_CHUNK}"
-            )));
+            return Err(TaskError::Invalid(message![
+                Field::MaxBytes,
+                format!(" must be between 1 and {MAX_RESULT_CHUNK}")
+            ]));
         }
         let (state, text) = self
             .core()
@@ -370,10 +377,13 @@ impl TaskManager {
         };
         let text = redacted(&text);
         if offset > text.len() {
-            return Err(TaskError::Invalid(format!(
-                "`offset` {offset} is past the end of the result ({} bytes)",
-                text.len()
-            )));
+            return Err(TaskError::Invalid(message![
+                Field::Offset,
+                format!(
+                    " {offset} is past the end of the result ({} bytes)",
+                    text.len()
+                )
+            ]));
         }
         let mut start = offset;
         while !text.is_char_boundary(start) {
@@ -479,10 +489,10 @@ impl TaskManager {
                     replayed: true,
                 });
             }
-            return Err(TaskError::Invalid(format!(
+            return Err(TaskError::Invalid(Message::from(format!(
                 "idempotency key already used by task `{}`",
                 existing.id
-            )));
+            ))));
         }
         waiting_at(&record, revision)?;
         let replacement = new_task_id();

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use crate::protocol::{Bare, Field, Message, Piece};
+
 /// The longest a tmux command may take before it is treated as failed.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -414,7 +416,8 @@ pub fn parse_list_sessions(stdout: &str) -> SessionList {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ResolveError {
-    pub message: String,
+    /// Names the fields tried as values (each surface names them its own way).
+    pub message: Message,
 }
 
 /// Resolves against a list: exact `tmux_session` first; else `project_dir` equal to a session's
@@ -447,25 +450,27 @@ pub fn resolve(
             return Ok(session.name.clone());
         }
     }
-    let mut tried = Vec::new();
+    let mut pieces = vec![Piece::from("no tmux session matches ")];
     if let Some(name) = tmux_session {
-        tried.push(format!("tmuxSession `{name}`"));
+        pieces.extend([Bare(Field::TmuxSession).into(), format!(" `{name}`").into()]);
     }
     if let Some(dir) = project_dir {
-        tried.push(format!(
-            "projectDir `{dir}` (exact, parent and child directories)"
-        ));
+        if tmux_session.is_some() {
+            pieces.push(" or ".into());
+        }
+        pieces.extend([
+            Bare(Field::ProjectDir).into(),
+            format!(" `{dir}` (exact, parent and child directories)").into(),
+        ]);
     }
     let known = if list.running {
         format!("{} live tmux session(s)", list.sessions.len())
     } else {
         "no tmux server running on the configured socket".to_string()
     };
+    pieces.push(format!(" among {known}").into());
     Err(ResolveError {
-        message: format!(
-            "no tmux session matches {} among {known}",
-            tried.join(" or ")
-        ),
+        message: Message::from_pieces(pieces),
     })
 }
 
@@ -624,23 +629,13 @@ mod tests {
     fn unresolvable_names_what_was_tried() {
         let sessions = list(&[("a", "/x")]);
         let err = resolve(&sessions, Some("nope"), Some("/y/z")).unwrap_err();
-        assert!(
-            err.message.contains("tmuxSession `nope`"),
-            "{}",
-            err.message
-        );
-        assert!(err.message.contains("projectDir `/y/z`"), "{}", err.message);
-        assert!(
-            err.message.contains("1 live tmux session"),
-            "{}",
-            err.message
-        );
+        let message = err.message.to_string();
+        assert!(message.contains("tmuxSession `nope`"), "{}", message);
+        assert!(message.contains("projectDir `/y/z`"), "{message}");
+        assert!(message.contains("1 live tmux session"), "{}", message);
         let err = resolve(&SessionList::default(), Some("a"), None).unwrap_err();
-        assert!(
-            err.message.contains("no tmux server running"),
-            "{}",
-            err.message
-        );
+        let message = err.message.to_string();
+        assert!(message.contains("no tmux server running"), "{}", message);
     }
 
     #[test]

@@ -8,13 +8,14 @@
 //! is shared by every agent and knows no agent by name. One module per agent implements
 //! [`format::Format`]; [`format_for`] is the one place they are named.
 //!
-//! Layering: `watch` imports `protocol`, `core` and `tmux`; never a runtime, the service or a
-//! surface (the tidy test in `lib.rs` checks it). What the surfaces show of it goes through
-//! the service ([`WatchHandle`]).
+//! Layering: `watch` imports `protocol`, `formats`, `core`, `tmux`, `tail` and `peers`; never a
+//! runtime, the service or a surface (the tidy test in `lib.rs` checks it). What the surfaces
+//! show of it goes through the service ([`WatchHandle`], and [`doctor`] for `cohost doctor`).
 
 pub mod amp;
 pub mod claude;
 pub mod codex;
+pub mod doctor;
 pub mod droid;
 pub mod engine;
 pub mod format;

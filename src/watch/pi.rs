@@ -1,4 +1,5 @@
-//! Pi (`@mariozechner/pi-coding-agent`): one JSONL file per session,
+//! Pi (`@mariozechner/pi-coding-agent` 0.73.1, `@earendil-works/pi-coding-agent` 1.6.0, the same
+//! files): one JSONL file per session,
 //! `~/.pi/agent/sessions/--<cwd with / as ->--/<ISO-ts>_<sessionId>.jsonl`, one line per whole
 //! entry (a header, then messages, model changes, `session_info`, …), appended when an entry is
 //! complete — nothing is written while a reply streams. See docs/peers.md, "Pi".
@@ -7,7 +8,8 @@
 //! assistant `stopReason:"toolUse"` runs tools until a `toolResult` answers each call
 //! (tool-running), and `stop`/`length` → done, `aborted` → interrupted, `error` → error. Pi has
 //! no approval prompts, so it is never waiting. The title is the last `session_info.name`, the
-//! cwd the header's `cwd`, the prompt the last user message's text.
+//! cwd the header's `cwd`, the prompt the last user message's text. Pi 1.x's `system` message
+//! (the system prompt, before the first prompt) opens no turn.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -62,9 +64,9 @@ impl Format for Pi {
 
     /// Pi names no pid in its files and holds none open (it appends and closes), so its process
     /// is the `pi` whose cwd is the session's and that no other live Pi thread took, the oldest
-    /// first. The engine looks when a thread first appears (Pi writes a session's first lines
-    /// together, once its first answer is complete) and at start-up; the pid's exit then ends
-    /// the instance.
+    /// first. The engine looks when a thread first appears (Pi 0.73.1 writes a session's first
+    /// lines together once its first answer is complete, 1.6.0 at the first prompt) and at
+    /// start-up; the pid's exit then ends the instance.
     fn pick_process(&self, thread: &ThreadFacts<'_>, candidates: &[ProcessFacts]) -> Option<u32> {
         let cwd = thread.cwd?;
         candidates
@@ -201,7 +203,8 @@ impl PiDecoder {
                     ..self.observation(rule)
                 }
             }
-            // `bashExecution` (a `!` command typed by the user), `custom`, summaries: no turn.
+            // `bashExecution` (a `!` command typed by the user), `custom`, summaries, Pi 1.x's
+            // `system` prompt: no turn.
             _ => return,
         };
         out.push(Observation {
@@ -384,6 +387,58 @@ mod tests {
         );
         assert!(out.iter().all(|o| o.rule.starts_with("pi: ")));
         assert!(out.iter().all(|o| o.pid.is_none() && !o.ended));
+    }
+
+    /// Pi 1.6.0's file of the same turns (recorded by the watcher test): a `system` message
+    /// before the first prompt, more fields on replies — read as 0.73.1's.
+    #[test]
+    fn recorded_1_6_0_session_reads_as_0_73_1() {
+        const FIXTURE_1_6_0: &str =
+            include_str!("../../tests/fixtures/watchers/pi/session-1.6.0.jsonl");
+        const FILE_1_6_0: &str = "/home/me/.pi/agent/sessions/--home-me-proj--/\
+                                  2026-12-02T22-25-17-287Z_01a238dc-b1e7-7333-bc85-630a481bd88e.jsonl";
+        let lines: Vec<&str> = FIXTURE_1_6_0.lines().collect();
+        assert!(lines[3].contains(r#""role":"system""#), "{}", lines[3]);
+        let mut decoder = Pi.decoder(Path::new(FILE_1_6_0), None);
+        let out = decode(decoder.as_mut(), FIXTURE_1_6_0);
+        assert!(
+            out.iter()
+                .all(|o| o.thread_id == "01a238dc-b1e7-7333-bc85-630a481bd88e")
+        );
+        assert_eq!(out[0].cwd.as_deref(), Some(Path::new("/home/me/proj")));
+        use AgentStatus::*;
+        assert_eq!(
+            statuses(&out),
+            [
+                Running,     // "Run echo hi please"
+                ToolRunning, // toolCall bash
+                Running,     // toolResult
+                Done,        // stop
+                Running,     // "Tell me a long story"
+                Interrupted, // aborted (Escape)
+                Running,     // "This one fails"
+                Error,       // 400 from the model
+            ]
+        );
+        // The system message says nothing: after the header, the first observation is the
+        // prompt's, which titles the session until it is named.
+        assert_eq!(
+            out[1].last_user_prompt.as_deref(),
+            Some("Run echo hi please")
+        );
+        assert_eq!(out[1].title.as_deref(), Some("Run echo hi please"));
+        assert_eq!(
+            out.last().unwrap().title.as_deref(),
+            Some("My watcher test")
+        );
+        // The header and the system message alone (before the prompt is read): no status.
+        let mut decoder = Pi.decoder(Path::new(FILE_1_6_0), None);
+        let head = decode(decoder.as_mut(), &lines[..4].join("\n"));
+        assert_eq!(statuses(&head), []);
+        assert!(
+            head.iter()
+                .all(|o| o.title.is_none() && o.last_user_prompt.is_none())
+        );
     }
 
     #[test]

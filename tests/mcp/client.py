@@ -18,13 +18,15 @@ A step may save values of its (last) answer for later steps,
 and any argument string "$name" is replaced by the saved value.
 
 Prints JSON lines on stdout, flushed one by one:
-    {"tools": [{"name", "description", "inputSchema"}, ...]}
+    {"tools": [{"name", "description", "inputSchema", "outputSchema"}, ...]}
     {"calling": NAME, "index": I}
     {"index": I, "elapsed": S, "isError": B, "structured": {...}, "text": "..."}
       or {"index": I, "elapsed": S, "rpcError": {"code", "message"}}
     {"paused": LABEL, "vars": {...}}
     {"done": true}
 or, when `initialize` fails, {"initializeError": {"code", "message"}} then {"done": true}.
+The SDK checks each successful call's structuredContent against the tool's outputSchema; when
+one does not conform, the client prints {"index": I, "outputSchemaViolation": "..."} and fails.
 """
 
 import json
@@ -62,6 +64,11 @@ async def call(session, index, name, arguments):
         answer = result_json(result)
     except MCPError as error:
         answer = {"rpcError": {"code": error.code, "message": error.message}}
+    except RuntimeError as error:
+        # The SDK checks a successful result's structuredContent against the tool's
+        # outputSchema: a result that does not conform ends the run (the test fails).
+        emit({"index": index, "outputSchemaViolation": str(error)})
+        raise
     answer["index"] = index
     answer["elapsed"] = time.monotonic() - start
     emit(answer)
@@ -105,6 +112,7 @@ async def run_plan(session, plan, stdin):
                     "name": tool.name,
                     "description": tool.description,
                     "inputSchema": tool.input_schema,
+                    "outputSchema": tool.output_schema,
                 }
                 for tool in tools.tools
             ]

@@ -229,6 +229,10 @@ fn check_tools(run: &Run) {
             "every input schema is closed: {tool:#}"
         );
         assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
+        // Every tool declares the shape of its answers (the SDK checks each answer against it).
+        let output = &tool["outputSchema"];
+        assert_eq!(output["type"], "object", "{tool:#}");
+        assert!(output["properties"]["truncated"].is_object(), "{tool:#}");
     }
     // The allowed values of a string argument are in its schema.
     let schema = |name: &str| {
@@ -1371,4 +1375,180 @@ fn a_piped_one_shot_request_gets_its_answer() {
     let answer: Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(answer["id"], 1, "{answer}");
     assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+}
+
+/// Every tool declares an `outputSchema`, and the SDK checks each successful answer's
+/// `structuredContent` against it (`call_tool` fails on one that does not conform): a codex
+/// session started, prompted and read through most tools, and an `events` page cut to fit
+/// (with its `note`), all conform.
+#[test]
+fn mcp_http_answers_conform_to_each_tools_output_schema() {
+    let root_dir = temp_dir("cohost-mcp-root-");
+    let root = root_dir.path().canonicalize().unwrap();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let fx = CodexFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
+    fx.mock.push(Step::text("Hello over MCP."));
+    fx.mock.push(Step::text("Again."));
+    // Enough large events that one page of them must be cut to fit the answer bound.
+    for n in 0..24 {
+        let mut body = report("work", "codex", "running");
+        body["lastUserPrompt"] = json!(format!("{n} {}", "p".repeat(8_000)));
+        fx.daemon.report(&body);
+    }
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "prompt": "Say hello", "idempotency_key": "conform-1" },
+          "save": { "session": "/session/id", "task": "/task/taskId" } },
+        { "tool": "wait_task", "arguments": { "task_id": "$task", "timeout_seconds": 60 } },
+        { "tool": "task_status", "arguments": { "task_id": "$task" } },
+        { "tool": "task_result", "arguments": { "task_id": "$task" } },
+        { "tool": "list_sessions", "arguments": {} },
+        { "tool": "get_session", "arguments": { "session_id": "$session" } },
+        { "tool": "queue", "arguments": { "session_id": "$session" } },
+        { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "limit": 1000 } },
+        { "tool": "events", "arguments": { "after": 0, "limit": 1000 } },
+        { "tool": "tracker_state", "arguments": {} },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle",
+          "tmux_session": "work" } },
+        { "tool": "list_approvals", "arguments": { "session_id": "$session" } },
+        { "tool": "list_requests", "arguments": { "session_id": "$session" } },
+        { "tool": "goal_get", "arguments": { "session_id": "$session" } },
+        { "tool": "interrupt", "arguments": { "session_id": "$session" } },
+        { "tool": "cancel_task", "arguments": { "task_id": "$task" } },
+        { "tool": "send", "arguments": { "session_id": "$session", "prompt": "Again" },
+          "save": { "again": "/task/taskId" } },
+        { "tool": "wait_task", "arguments": { "task_id": "$again", "timeout_seconds": 60 } },
+        { "tool": "set_mode", "arguments": { "session_id": "$session", "mode": "default" } },
+        { "tool": "fork", "arguments": { "session_id": "$session" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": project,
+          "idempotency_key": "conform-1" } },
+    ]);
+    let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
+    check_tools(&run);
+    // Each step answered (none was refused); the SDK validated every one of them.
+    for index in 0..plan.as_array().unwrap().len() {
+        let answer = run.one(index);
+        assert!(answer.get("rpcError").is_none(), "step {index}: {answer:#}");
+        ok(answer);
+    }
+    assert_eq!(ok(run.one(1))["finished"], true);
+    assert_eq!(ok(run.one(3))["text"], "Hello over MCP.");
+    let cut = ok(run.one(8));
+    assert_eq!(cut["truncated"], true, "{cut:#}");
+    assert!(cut["note"].as_str().is_some(), "{cut:#}");
+    assert_eq!(ok(run.one(14))["interrupted"], false);
+    assert_eq!(ok(run.one(15))["replayed"], true);
+    let forked = ok(run.one(19));
+    assert_eq!(forked["ok"], true, "{forked:#}");
+    assert!(forked["session"]["id"].is_string(), "{forked:#}");
+    // A retried start without a prompt answers the session and no task.
+    let again = ok(run.one(20));
+    assert_eq!(again["session"]["id"], ok(run.one(0))["session"]["id"]);
+    assert!(again.get("task").is_none(), "{again:#}");
+}
+
+/// Errors raised below the surfaces name fields as MCP callers send them: the tool's
+/// `snake_case` argument (and `prompt`, not HTTP's `text`), never HTTP's `camelCase` name —
+/// which HTTP keeps for the same refusal.
+#[test]
+fn mcp_errors_name_the_callers_arguments_not_the_http_fields() {
+    let (tmux, dirs) = tmux_with_sessions(&["work"]);
+    let root = std::path::Path::new(&dirs[0]).canonicalize().unwrap();
+    let daemon = TestDaemon::start(&tmux, &["--mcp-allowed-root", root.to_str().unwrap()]);
+    let cwd = root.to_str().unwrap();
+    let plan = json!([
+        { "tool": "start_session", "arguments": { "runtime": "claude", "cwd": cwd,
+          "approval_policy": "never" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": cwd,
+          "permission_mode": "plan" } },
+        { "tool": "start_session", "arguments": { "runtime": "codex", "cwd": cwd,
+          "idempotency_key": "" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle",
+          "project_dir": "relative/dir" } },
+        { "tool": "post_agent_event", "arguments": { "agent": "codex", "status": "idle",
+          "tmux_session": "nope" } },
+        { "tool": "goal_set", "arguments": { "session_id": "cs_nope" } },
+        { "tool": "send", "arguments": { "session_id": "cs_nope", "prompt": "  " } },
+        { "tool": "send", "arguments": { "session_id": "cs_nope", "prompt": "hi",
+          "idempotency_key": "" } },
+        { "tool": "events", "arguments": { "after": 1_000_000_000u64 } },
+    ]);
+    let expected = [
+        (
+            "invalid_field",
+            "`approval_policy` applies to codex sessions only",
+        ),
+        (
+            "invalid_field",
+            "`permission_mode` applies to claude sessions only",
+        ),
+        ("invalid_field", "`idempotency_key` must be 1 to 256 bytes"),
+        (
+            "invalid_field",
+            "one of tmux_session or project_dir is required",
+        ),
+        ("invalid_field", "project_dir must be an absolute path"),
+        (
+            "session_not_found",
+            "no tmux session matches tmux_session `nope`",
+        ),
+        (
+            "invalid_request",
+            "give at least one of objective, status, token_budget",
+        ),
+        ("invalid_request", "`prompt` must not be empty"),
+        (
+            "invalid_request",
+            "`idempotency_key` must be 1 to 256 bytes",
+        ),
+        ("invalid_field", "is ahead of the newest event"),
+    ];
+    let http_names = [
+        "approvalPolicy",
+        "permissionMode",
+        "idempotencyKey",
+        "tmuxSession",
+        "projectDir",
+        "tokenBudget",
+        "`text`",
+        "`wait`",
+    ];
+    let run = run_client(&daemon, Transport::Http, &plan, |_| {});
+    for (index, (code, text)) in expected.iter().enumerate() {
+        let error = refused(run.one(index));
+        let message = error["message"].as_str().unwrap();
+        assert_eq!(error["code"], *code, "step {index}: {error:#}");
+        assert!(message.contains(text), "step {index}: {message}");
+        assert!(
+            !http_names.iter().any(|name| message.contains(name)),
+            "step {index} names an HTTP field: {message}"
+        );
+    }
+    // A refusal of one field names it after the message, as the argument.
+    let first = refused(run.one(0))["message"].as_str().unwrap().to_string();
+    assert!(first.ends_with("(field `approval_policy`)"), "{first}");
+
+    // HTTP keeps its own names for the same refusals.
+    let resp = daemon.post(
+        "/api/sessions",
+        &json!({ "runtime": "claude", "cwd": cwd, "approvalPolicy": "never" }),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    let error = &resp.json()["error"];
+    assert_eq!(error["field"], "approvalPolicy", "{error:#}");
+    assert_eq!(
+        error["message"], "`approvalPolicy` applies to codex sessions only",
+        "{error:#}"
+    );
+    let resp = daemon.post(
+        "/api/agent-event",
+        &json!({ "agent": "codex", "status": "idle" }),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    assert_eq!(
+        resp.json()["error"]["message"],
+        "one of tmuxSession or projectDir is required"
+    );
 }

@@ -135,7 +135,8 @@ pub fn analyze(capture: &str) -> Screen {
 /// The index of the live input box's prompt line: the last `❯\u{a0}` line with a rule below it
 /// (the box's bottom edge, after its continuation lines) and a rule above — or a line that
 /// begins as one, the top rule half drawn over by a spinner line (2.1.197 leaves
-/// `───runched for 4s` there after an interrupt). A `❯` line with no rule below is a leftover
+/// `───runched for 4s` or `──Baked for─4s` there after an interrupt: two rule characters can be
+/// all that is left). A `❯` line with no rule below is a leftover
 /// of a redraw, not the box: read as one, its lines would run into the footer and
 /// `? for shortcuts` would pass for a human's draft.
 fn find_box(lines: &[&str]) -> Option<usize> {
@@ -143,7 +144,7 @@ fn find_box(lines: &[&str]) -> Option<usize> {
         let line = lines[index];
         let above = lines[index - 1];
         (line.starts_with(BOX_PROMPT) || line.trim_end() == "❯")
-            && (is_rule(above) || above.trim_start().starts_with("───"))
+            && (is_rule(above) || above.trim_start().starts_with("──"))
             && lines[index + 1..].iter().any(|below| is_rule(below))
     })
 }
@@ -603,5 +604,28 @@ mod tests {
         // passes for a draft.
         let no_bottom = "x\n────────────────────────────────\n❯\u{a0}\n\n  ? for shortcuts\n";
         assert_eq!(analyze(no_bottom).input, None);
+    }
+
+    /// Captured in CI (2.1.197, an Escape on a queued prompt's turn): the box's top rule half
+    /// overwritten, the prompt Claude handed back on a stray line under the bottom rule.
+    #[test]
+    fn the_prompt_handed_back_under_the_box_after_an_escape() {
+        let rule = "─".repeat(80);
+        let capture = [
+            "✻ Cogitated for 4s",
+            "",
+            "❯ Cancel me later",
+            "",
+            "──Baked for─4s",
+            "❯\u{a0}",
+            rule.as_str(),
+            "❯ Cancel me later",
+            "",
+            "",
+            "",
+        ]
+        .join("\n");
+        let seen = analyze(&capture);
+        assert_eq!(seen.input.as_deref(), Some(""), "{seen:?}");
     }
 }

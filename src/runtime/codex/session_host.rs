@@ -6,23 +6,19 @@ use super::host::{APPROVAL_POLICIES, CodexHost, CreateParams, SANDBOXES};
 
 /// How often idle per-budget backends are looked for.
 const REAP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
-use crate::protocol::{HostedSessionView, Runtime};
+use crate::protocol::{Bare, Field, HostedSessionView, Runtime, message};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
 };
 
-fn check_choice(
-    field: &'static str,
-    value: &Option<String>,
-    allowed: &[&str],
-) -> Result<(), HostError> {
+fn check_choice(field: Field, value: &Option<String>, allowed: &[&str]) -> Result<(), HostError> {
     match value {
         Some(value) if !allowed.contains(&value.as_str()) => Err(HostError::field(
             field,
-            format!(
-                "`{field}` must be one of {}, got `{value}`",
-                allowed.join(", ")
-            ),
+            message![
+                field,
+                format!(" must be one of {}, got `{value}`", allowed.join(", "))
+            ],
         )),
         _ => Ok(()),
     }
@@ -66,22 +62,27 @@ impl SessionHost for CodexHost {
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
         if request.permission_mode.is_some() {
             return Err(HostError::field(
-                "permissionMode",
-                "`permissionMode` applies to claude sessions only",
+                Field::PermissionMode,
+                message![Field::PermissionMode, " applies to claude sessions only"],
             ));
         }
         if request.tmux_session.is_some() && !request.terminal {
             return Err(HostError::field(
-                "tmuxSession",
-                "`tmuxSession` needs `terminal: true` for codex sessions",
+                Field::TmuxSession,
+                message![
+                    Field::TmuxSession,
+                    " needs `",
+                    Bare(Field::Terminal),
+                    ": true` for codex sessions"
+                ],
             ));
         }
         check_choice(
-            "approvalPolicy",
+            Field::ApprovalPolicy,
             &request.approval_policy,
             &APPROVAL_POLICIES,
         )?;
-        check_choice("sandbox", &request.sandbox, &SANDBOXES)
+        check_choice(Field::Sandbox, &request.sandbox, &SANDBOXES)
     }
 
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {

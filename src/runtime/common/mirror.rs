@@ -24,7 +24,7 @@ pub struct Report<'a> {
     pub agent: &'a str,
     /// Its instance key: the runtime's thread or session id.
     pub thread_id: &'a str,
-    /// The cohost session, shown as the instance's name.
+    /// The cohost session, whose name (the one its lists show) is the instance's name.
     pub session_id: &'a str,
     pub placement: Placement<'a>,
     pub status: AgentStatus,
@@ -79,12 +79,15 @@ pub async fn report(core: &CoreHandle, tmux: &SessionCache, report: Report<'_>) 
             (name, None)
         }
     };
+    let name = core
+        .read(|state| state.sessions.name_of(session_id))
+        .unwrap_or_else(|| session_id.to_string());
     let update = AgentUpdate {
         agent: agent.to_string(),
         status,
         ts: now_ms(),
         thread_id: Some(thread_id.to_string()),
-        thread_name: Some(session_id.to_string()),
+        thread_name: Some(name),
         last_user_prompt: None,
         pane_id,
         liveness: Some(liveness),

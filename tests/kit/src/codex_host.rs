@@ -39,6 +39,16 @@ impl<B: Binaries> CodexFixture<B> {
     /// [`CodexFixture::start_with_args`] with `extra_toml` appended to the codex `config.toml`
     /// (an `[mcp_servers.*]` table, …) before the daemon starts.
     pub fn start_with_config(args: &[&str], extra_toml: &str) -> CodexFixture<B> {
+        CodexFixture::start_with_env(args, extra_toml, &[])
+    }
+
+    /// [`CodexFixture::start_with_config`] with `env` added to the daemon's environment
+    /// (`HOME`, …), after the fixture's own.
+    pub fn start_with_env(
+        args: &[&str],
+        extra_toml: &str,
+        env: &[(&str, &str)],
+    ) -> CodexFixture<B> {
         let mock = MockResponses::start();
         let work_dir = temp_dir("cohost-work-");
         let home_dir = temp_dir("cohost-codex-home-");
@@ -53,15 +63,13 @@ impl<B: Binaries> CodexFixture<B> {
         }
         let tmux = TmuxServer::with_sessions(&[("work", work.as_path())]);
         let bin = codex_bin();
-        let daemon = TestDaemon::start_with_env(
-            Some(tmux.socket()),
-            args,
-            &[
-                ("CODEX_HOME", codex_home.to_str().unwrap()),
-                ("MOCK_API_KEY", "dummy"),
-                ("COHOST_CODEX_BIN", bin.to_str().unwrap()),
-            ],
-        );
+        let mut daemon_env = vec![
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+            ("MOCK_API_KEY", "dummy"),
+            ("COHOST_CODEX_BIN", bin.to_str().unwrap()),
+        ];
+        daemon_env.extend_from_slice(env);
+        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &daemon_env);
         CodexFixture {
             mock,
             daemon,

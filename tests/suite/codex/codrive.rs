@@ -798,10 +798,10 @@ fn the_tracker_follows_a_co_driven_session_in_its_project_session() {
     assert_eq!(focused["session"], "work", "{focused}");
     let instance = fx.daemon.instance("work", &key).unwrap();
     assert_eq!(instance["unseen"], false, "{instance}");
-    assert_eq!(
-        instance["status"], "done",
-        "focus changes no status: {instance}"
-    );
+    // Seen, a hosted session waits for its next prompt, as its own view says (issue 23,
+    // item 9): idle, not a finished agent to prune.
+    assert_eq!(instance["status"], "idle", "{instance}");
+    assert!(fx.view(&id)["activeTurnId"].is_null());
     assert_eq!(fx.daemon.session("work")["unseen"], false);
 }
 

@@ -315,8 +315,13 @@ fn watch_codex_exit_ends_the_instance_without_stale() {
     rig.submit(&tui, "Say hello");
     let (_, done) = wait_instance(&daemon, AGENT, "done", status_is("done"));
     let key = done["key"].as_str().expect("key").to_owned();
+    // A second window keeps the tmux session (and server) after the TUI's pane goes: the
+    // state lists only live tmux sessions, so with the server gone the instance could only be
+    // seen exited if the watcher's exit won the race against tmux's session-closed hook (under
+    // load it lost once: `instances: []`).
+    rig.tmux.run(&["new-window", "-d", "-t", "work"]);
     rig.submit(&tui, "/quit");
-    // The pane (and with it the tmux server) goes away with the TUI.
+    // The pane goes away with the TUI.
     let deadline = Instant::now() + WAIT;
     while is_running(tui.pid) {
         assert!(Instant::now() < deadline, "the TUI did not quit");

@@ -1,5 +1,6 @@
 //! The passive watchers for OpenCode, Pi and Droid against the real CLIs (the releases
-//! `./scripts/test` pins, `COHOST_TEST_{OPENCODE,PI,DROID}_BIN`), each in a private HOME, run in
+//! `./scripts/test` pins, `COHOST_TEST_{OPENCODE,PI,DROID}_BIN`; Pi at both ends of its range,
+//! one per run of the version matrix, with `COHOST_TEST_PI_NODE`), each in a private HOME, run in
 //! a pane of a private tmux server against the kit's Messages mock, with a daemon watching that
 //! HOME (`COHOST_WATCHERS=<agent>`, `HOME=<private home>`). Each checks what the tracker shows:
 //! statuses in order, title, prompt, source, and that a restart repeats nothing.
@@ -23,8 +24,11 @@ fn peer_bin(peer: &Supported) -> PathBuf {
     let var = format!("COHOST_TEST_{}_BIN", peer.name.to_uppercase());
     let bin = std::env::var(&var).unwrap_or_else(|_| {
         panic!(
-            "{var} is not set: run the tests through ./scripts/test, which installs {} {}",
-            peer.package, peer.oldest
+            "{var} is not set: run the tests through ./scripts/test, which installs {} {} and {} {}",
+            peer.package,
+            peer.oldest,
+            peer.newest_package(),
+            peer.newest
         )
     });
     assert!(Path::new(&bin).is_file(), "{var}={bin} does not exist");
@@ -273,6 +277,32 @@ impl Watched {
     }
 }
 
+/// The node `./scripts/test` runs this run's Pi with (`COHOST_TEST_PI_NODE`: Pi 1.6.0 needs
+/// Node ≥ 22.19, which the scripts install for it); panics (never skips) when unset.
+fn pi_node() -> PathBuf {
+    let node = std::env::var("COHOST_TEST_PI_NODE").unwrap_or_else(|_| {
+        panic!(
+            "COHOST_TEST_PI_NODE is not set: run the tests through ./scripts/test, which names \
+             the node each Pi runs with"
+        )
+    });
+    assert!(
+        Path::new(&node).is_file(),
+        "COHOST_TEST_PI_NODE={node} does not exist"
+    );
+    PathBuf::from(node)
+}
+
+/// `PATH` with the directory of this run's node first (Pi's launcher runs `env node`).
+fn path_with_pi_node() -> String {
+    let node = pi_node();
+    format!(
+        "{}:{}",
+        node.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 fn pi_env(w: &Watched) -> Vec<(&'static str, String)> {
     let agent_dir = w.home.join(".pi/agent");
     std::fs::create_dir_all(&agent_dir).unwrap();
@@ -290,6 +320,7 @@ fn pi_env(w: &Watched) -> Vec<(&'static str, String)> {
     )
     .unwrap();
     vec![
+        ("PATH", path_with_pi_node()),
         ("PI_OFFLINE", "1".into()),
         ("PI_SKIP_VERSION_CHECK", "1".into()),
         ("PI_TELEMETRY", "0".into()),
@@ -398,6 +429,119 @@ fn pi_turns_in_tmux_panes_are_watched() {
             .any(|a| a["threadId"] != thread.as_str() && a["liveness"] == "alive"),
         "the second pi is still alive: {instances:?}"
     );
+}
+
+/// `GET /api/doctor` of a daemon whose `PATH` starts with `first`.
+fn doctor_with_path_first(first: &[&Path]) -> (Value, String) {
+    let mut dirs: Vec<PathBuf> = first.iter().map(|dir| dir.to_path_buf()).collect();
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(dirs).unwrap();
+    let daemon = TestDaemon::start_with_env(
+        None,
+        &[],
+        &[
+            ("PATH", path.to_str().unwrap()),
+            ("COHOST_WATCHERS", "none"),
+        ],
+    );
+    let doctor = daemon.get("/api/doctor").assert_ok();
+    let output = daemon.cli(&["doctor"]);
+    (doctor, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A stand-in `node` that only answers `--version` with `version`, in a directory of its own.
+fn fake_node(dir: &Path, version: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let home = dir.join(format!("node-{version}"));
+    std::fs::create_dir_all(&home).unwrap();
+    let node = home.join("node");
+    std::fs::write(&node, format!("#!/bin/sh\necho v{version}\n")).unwrap();
+    std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
+    home
+}
+
+/// `cohost doctor` on the Pi of this run of the matrix, found on `PATH`: its release and its
+/// package, read from the installed package (0.73.1 from `@mariozechner/pi-coding-agent`, 1.6.0
+/// from `@earendil-works/pi-coding-agent`), inside the tested range; the Node its package asks
+/// for (`engines.node`: 0.73.1 `>=20.6.0`, 1.6.0 `>=22.19.0`). With the node it runs with first on
+/// `PATH`, no warning; with an older one, a warning naming that node, its version and what is
+/// needed — never an issue.
+#[test]
+fn pi_doctor_reports_the_installed_pi_and_the_node_it_needs() {
+    let bin = peer_bin(&PI);
+    let version = pinned_version(&PI);
+    let (package, needed) = if version == PI.oldest {
+        (PI.package, "20.6.0")
+    } else {
+        (PI.newest_package(), "22.19.0")
+    };
+    let pi_dir = bin.parent().unwrap();
+    let node = pi_node();
+
+    let (doctor, printed) = doctor_with_path_first(&[pi_dir, node.parent().unwrap()]);
+    let pi = &doctor["pi"];
+    assert_eq!(pi["found"], true, "{doctor:#}");
+    assert_eq!(pi["path"], bin.to_str().unwrap(), "{pi:#}");
+    assert_eq!(pi["version"], version.as_str(), "{pi:#}");
+    assert_eq!(pi["package"], package, "{pi:#}");
+    assert_eq!(pi["versionPlace"], "tested", "{pi:#}");
+    assert_eq!(
+        pi["supported"]["newestPackage"],
+        PI.newest_package(),
+        "{pi:#}"
+    );
+    assert_eq!(pi["nodeNeeded"], needed, "{pi:#}");
+    assert_eq!(pi["nodePath"], node.to_str().unwrap(), "{pi:#}");
+    assert_eq!(pi["warnings"], json!([]), "{pi:#}");
+    assert_eq!(pi["issues"], json!([]), "{pi:#}");
+    assert!(
+        printed.contains(&format!("pi version:     {version} {package}")),
+        "{printed}"
+    );
+
+    // Older nodes: 18.19 is older than both ends need, 20.20 only than 1.6.0 needs.
+    let scratch = tempfile::tempdir().unwrap();
+    for old in ["18.19.0", "20.20.2"] {
+        let fake = fake_node(scratch.path(), old);
+        let (doctor, printed) = doctor_with_path_first(&[pi_dir, &fake]);
+        let pi = &doctor["pi"];
+        assert_eq!(pi["nodeVersion"], old, "{pi:#}");
+        assert_eq!(pi["issues"], json!([]), "{pi:#}");
+        let too_old = cohost::peers::compare(old, needed) == Some(std::cmp::Ordering::Less);
+        let warnings: Vec<&str> = pi["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        if too_old {
+            assert_eq!(warnings.len(), 1, "{pi:#}");
+            let warning = warnings[0];
+            for part in [
+                format!("pi {version}"),
+                format!("Node {needed}"),
+                fake.join("node").display().to_string(),
+                old.to_string(),
+            ] {
+                assert!(warning.contains(&part), "`{part}` in {warning}");
+            }
+            assert!(
+                doctor["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!(warning)),
+                "{doctor:#}"
+            );
+            assert!(
+                printed.contains(&format!("warning: {warning}")),
+                "{printed}"
+            );
+        } else {
+            assert_eq!(warnings, Vec::<&str>::new(), "node {old}: {pi:#}");
+        }
+    }
 }
 
 fn opencode_env(w: &Watched, permission_ask: bool) -> Vec<(&'static str, String)> {

@@ -2,5 +2,6 @@
 
 pub(crate) mod browser;
 pub(crate) mod cockpit;
+pub(crate) mod cockpit_lists;
 pub(crate) mod layout;
 pub(crate) mod page;

@@ -19,7 +19,7 @@ use super::{
     screen,
 };
 use crate::protocol::{
-    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy, Runtime,
+    EventKind, Field, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy, Runtime,
     SessionMode,
 };
 use crate::runtime::{Capability, HostError};
@@ -141,10 +141,7 @@ impl ClaudeHost {
         if let Some(mode) = &mode
             && let Some(refusal) = self.permission_policy().refusal(mode)
         {
-            return Err(HostError::InvalidField {
-                field: "mode",
-                message: refusal,
-            });
+            return Err(HostError::field(Field::Mode, refusal));
         }
         // The hook writes its line before it connects: an answer can come first. Wait a little.
         let deadline = tokio::time::Instant::now() + HOOK_CONNECT_GRACE;
@@ -289,10 +286,7 @@ impl ClaudeHost {
     ) -> Result<Capability, HostError> {
         let live = self.live_session(session_id)?;
         if let Some(refusal) = self.permission_policy().refusal(mode) {
-            return Err(HostError::InvalidField {
-                field: "mode",
-                message: refusal,
-            });
+            return Err(HostError::field(Field::Mode, refusal));
         }
         // Right after a turn the session file can say `busy` a moment longer: wait a little.
         let deadline = tokio::time::Instant::now() + IDLE_WAIT;

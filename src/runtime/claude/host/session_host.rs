@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::{ClaudeHost, CreateClaude, lock};
-use crate::protocol::{EventKind, HostedSessionView, Runtime, SessionClosed};
+use crate::protocol::{EventKind, Field, HostedSessionView, Runtime, SessionClosed, message};
 use crate::runtime::{AfterRestart, CreateSession, Forked, HostError, InjectOutcome, SessionHost};
 
 #[async_trait::async_trait]
@@ -31,26 +31,29 @@ impl SessionHost for ClaudeHost {
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
         let codex_only = [
-            ("approvalPolicy", request.approval_policy.is_some()),
-            ("sandbox", request.sandbox.is_some()),
-            ("budget", request.budget.is_some()),
+            (Field::ApprovalPolicy, request.approval_policy.is_some()),
+            (Field::Sandbox, request.sandbox.is_some()),
+            (Field::Budget, request.budget.is_some()),
         ];
-        if let Some((field, _)) = codex_only.iter().find(|(_, given)| *given) {
+        if let Some(&(field, _)) = codex_only.iter().find(|(_, given)| *given) {
             return Err(HostError::field(
                 field,
-                format!("`{field}` applies to codex sessions only"),
+                message![field, " applies to codex sessions only"],
             ));
         }
         if request.terminal {
             return Err(HostError::field(
-                "terminal",
-                "`terminal` applies to codex (claude sessions always have one) sessions only",
+                Field::Terminal,
+                message![
+                    Field::Terminal,
+                    " applies to codex (claude sessions always have one) sessions only"
+                ],
             ));
         }
         if let Some(mode) = &request.permission_mode
             && let Some(refusal) = self.permission_policy().refusal(mode)
         {
-            return Err(HostError::field("permissionMode", refusal));
+            return Err(HostError::field(Field::PermissionMode, refusal));
         }
         Ok(())
     }
@@ -169,8 +172,12 @@ impl SessionHost for ClaudeHost {
     ) -> Result<Forked, HostError> {
         if after_turn.is_some() {
             return Err(HostError::field(
-                "afterTurnId",
-                "claude forks the whole conversation; `afterTurnId` is codex only",
+                Field::AfterTurnId,
+                message![
+                    "claude forks the whole conversation; ",
+                    Field::AfterTurnId,
+                    " is codex only"
+                ],
             ));
         }
         let record = self

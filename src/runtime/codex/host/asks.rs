@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use super::{Backend, CodexHost, Inner, Live, RequestId, lock, wire};
 use crate::core::CoreError;
 use crate::protocol::{
-    EventKind, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy, SessionMode,
+    EventKind, Field, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy,
+    SessionMode,
 };
 use crate::runtime::{Capability, HostError};
 
@@ -128,10 +129,10 @@ impl CodexHost {
             if let Some(mode) = &mode
                 && !MODES.contains(&mode.as_str())
             {
-                return Err(HostError::InvalidField {
-                    field: "mode",
-                    message: format!("`{mode}` is not a codex mode: one of {MODES:?}"),
-                });
+                return Err(HostError::field(
+                    Field::Mode,
+                    format!("`{mode}` is not a codex mode: one of {MODES:?}"),
+                ));
             }
             let mut resolved = resolved;
             resolved.mode = mode.clone();
@@ -223,10 +224,10 @@ impl CodexHost {
     ) -> Result<Capability, HostError> {
         self.inner.live_session(session_id)?;
         if !MODES.contains(&mode) {
-            return Err(HostError::InvalidField {
-                field: "mode",
-                message: format!("`{mode}` is not a codex mode: one of {MODES:?}"),
-            });
+            return Err(HostError::field(
+                Field::Mode,
+                format!("`{mode}` is not a codex mode: one of {MODES:?}"),
+            ));
         }
         self.inner
             .append(

@@ -32,25 +32,45 @@ impl Inner {
         let thread_id = answer.thread.and_then(|thread| thread.id).ok_or_else(|| {
             HostError::failed(Runtime::Codex, "thread/start answered without a thread id")
         })?;
-        self.attach(live, &thread_id, &backend, None).await
+        self.attach(live, &thread_id, &backend, None, None).await
     }
 
     /// Routes `thread_id` on `backend` to the session, backfills `snapshot` (a Thread with
-    /// turns, from resume or fork), logs the binding, and wakes parked injects.
+    /// turns, from resume or fork), logs the binding, and wakes parked injects. `cut`: why the
+    /// turn the session was running ended when the old backend went (a resume): the backfill,
+    /// where codex says only `interrupted`, gets it as its error, and `lost` (how the turn
+    /// would have ended is not known).
     pub(super) async fn attach(
         self: &Arc<Self>,
         live: &Arc<Live>,
         thread_id: &str,
         backend: &Arc<Backend>,
         snapshot: Option<&wire::Thread>,
+        cut: Option<&str>,
     ) -> Result<(), HostError> {
         lock(&backend.threads).insert(thread_id.to_string(), live.session_id.clone());
+        let running = self.core.read(|state| {
+            state
+                .sessions
+                .get(&live.session_id)
+                .and_then(|s| s.active_turn.clone())
+        });
         if let Some(turns) = snapshot.map(|thread| &thread.turns) {
             for turn in turns {
                 for kind in normalize::backfill(turn) {
                     match kind {
                         // A turn that ended while nobody listened closes the items it left open.
-                        EventKind::TurnCompleted(done) => self.end_turn(live, backend, done).await,
+                        EventKind::TurnCompleted(mut done) => {
+                            if let Some(cut) = cut
+                                && running.as_deref() == Some(done.turn_id.as_str())
+                                && done.status == TurnStatus::Interrupted
+                                && done.error.is_none()
+                            {
+                                done.error = Some(cut.to_string());
+                                done.lost = true;
+                            }
+                            self.end_turn(live, backend, done).await
+                        }
                         kind => self.store(&live.session_id, kind).await,
                     }
                 }
@@ -89,6 +109,12 @@ impl Inner {
         let settings = self
             .settings(&live.session_id)
             .ok_or_else(|| HostError::UnknownSession(live.session_id.clone()))?;
+        // Without a backend to resume on, this is the daemon's start: the old backend went
+        // with the daemon; with one, the old backend exited under a running daemon.
+        let cut = match backend {
+            None => "the daemon stopped during the turn",
+            Some(_) => "the codex backend exited during the turn",
+        };
         let backend = match backend {
             Some(backend) => backend,
             None => self.backend(settings.budget.as_ref()).await?,
@@ -120,7 +146,7 @@ impl Inner {
         };
         lock(&live.turn).current = None;
         *lock(&live.model) = answer.model.clone();
-        self.attach(live, thread_id, &backend, answer.thread.as_ref())
+        self.attach(live, thread_id, &backend, answer.thread.as_ref(), Some(cut))
             .await?;
         // A turn the old backend was running and that did not end in the backfill is over.
         let dangling = self.core.read(|state| {
@@ -138,7 +164,7 @@ impl Inner {
                 TurnCompleted {
                     turn_id,
                     status: TurnStatus::Interrupted,
-                    error: Some("the codex backend exited during the turn".into()),
+                    error: Some(cut.into()),
                     duration_ms: None,
                     lost: true,
                 },

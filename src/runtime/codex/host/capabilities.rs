@@ -180,7 +180,7 @@ impl CodexHost {
         let new_live = self.inner.live_for(&new_id);
         *lock(&new_live.model) = answer.model.clone();
         self.inner
-            .attach(&new_live, &thread_id, &binding.backend, Some(&thread))
+            .attach(&new_live, &thread_id, &binding.backend, Some(&thread), None)
             .await?;
         Ok(Ok(self.view(&new_id)?))
     }
