@@ -9,8 +9,8 @@ use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, Prompt
 use super::{APPROVAL_POLICIES, DEFAULT_POLICY, Live, OpencodeDoctor, OpencodeHost, path_segment};
 use crate::core::CoreError;
 use crate::protocol::{
-    ApprovalResolved, EventKind, ForkOrigin, HostedSessionView, Runtime, SessionClosed,
-    SessionState,
+    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Message, Piece, Runtime,
+    SessionClosed, SessionState, message,
 };
 use crate::runtime::common::{inject, lock};
 use crate::runtime::{
@@ -64,54 +64,69 @@ impl SessionHost for OpencodeHost {
     }
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
-        let refuse = |field: &'static str, why: &str| {
-            Err(HostError::field(
-                field,
-                format!("`{field}` does not apply to opencode sessions: {why}"),
-            ))
+        let refuse = |field: Field, why: Vec<Piece>| {
+            let mut pieces = vec![
+                Piece::from(field),
+                Piece::from(" does not apply to opencode sessions: "),
+            ];
+            pieces.extend(why);
+            Err(HostError::field(field, Message::from_pieces(pieces)))
         };
         if request.permission_mode.is_some() {
-            return refuse("permissionMode", "use `approvalPolicy`");
+            return refuse(
+                Field::PermissionMode,
+                vec!["use ".into(), Field::ApprovalPolicy.into()],
+            );
         }
         if request.sandbox.is_some() {
             return refuse(
-                "sandbox",
-                "opencode has no sandbox; its tools are gated by `approvalPolicy`",
+                Field::Sandbox,
+                vec![
+                    "opencode has no sandbox; its tools are gated by ".into(),
+                    Field::ApprovalPolicy.into(),
+                ],
             );
         }
         if request.budget.is_some() {
             return refuse(
-                "budget",
-                "retries are the provider's settings in opencode.json",
+                Field::Budget,
+                vec!["retries are the provider's settings in opencode.json".into()],
             );
         }
         if request.terminal || request.tmux_session.is_some() {
             return refuse(
                 if request.terminal {
-                    "terminal"
+                    Field::Terminal
                 } else {
-                    "tmuxSession"
+                    Field::TmuxSession
                 },
-                "a co-driving terminal for opencode sessions is not available yet",
+                vec!["a co-driving terminal for opencode sessions is not available yet".into()],
             );
         }
         if let Some(policy) = &request.approval_policy
             && !APPROVAL_POLICIES.contains(&policy.as_str())
         {
             return Err(HostError::field(
-                "approvalPolicy",
-                format!(
-                    "`approvalPolicy` must be one of {} for opencode sessions, got `{policy}` (opencode cannot ask only after a failure)",
-                    APPROVAL_POLICIES.join(", ")
-                ),
+                Field::ApprovalPolicy,
+                message![
+                    Field::ApprovalPolicy,
+                    format!(
+                        " must be one of {} for opencode sessions, got `{policy}` (opencode cannot ask only after a failure)",
+                        APPROVAL_POLICIES.join(", ")
+                    )
+                ],
             ));
         }
         if let Some(model) = &request.model
             && ModelRef::parse(model).is_none()
         {
             return Err(HostError::field(
-                "model",
-                format!("an opencode model is `provider/model`, got `{model}`"),
+                Field::Model,
+                message![
+                    "an opencode ",
+                    Field::Model,
+                    format!(" is `provider/model`, got `{model}`")
+                ],
             ));
         }
         Ok(())
@@ -343,8 +358,8 @@ impl SessionHost for OpencodeHost {
                     .collect();
                 let Some(index) = turns.iter().position(|t| t == turn) else {
                     return Err(HostError::field(
-                        "afterTurn",
-                        format!("no turn `{turn}` in session `{session}`"),
+                        Field::AfterTurnId,
+                        message![format!("no turn `{turn}` in session `{session}`")],
                     ));
                 };
                 turns.get(index + 1).cloned()
