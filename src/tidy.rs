@@ -356,7 +356,7 @@ fn modules_import_only_what_their_layer_allows() {
     forbid(
         &mut broken,
         &["daemon.rs"],
-        &["runtime::codex", "runtime::claude"],
+        &["runtime::codex", "runtime::claude", "runtime::opencode"],
         "the daemon starts the runtimes through `Hosts::start`, naming none",
     );
     // Surfaces are siblings over the service.
@@ -404,19 +404,25 @@ fn modules_import_only_what_their_layer_allows() {
     forbid(
         &mut broken,
         &["runtime/codex"],
-        &["runtime::claude"],
+        &["runtime::claude", "runtime::opencode"],
         "runtimes do not import each other",
     );
     forbid(
         &mut broken,
         &["runtime/claude"],
-        &["runtime::codex"],
+        &["runtime::codex", "runtime::opencode"],
+        "runtimes do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["runtime/opencode"],
+        &["runtime::codex", "runtime::claude"],
         "runtimes do not import each other",
     );
     forbid(
         &mut broken,
         &["runtime/common"],
-        &["runtime::codex", "runtime::claude"],
+        &["runtime::codex", "runtime::claude", "runtime::opencode"],
         "common code imports no runtime",
     );
     forbid(
@@ -525,7 +531,11 @@ fn modules_import_only_what_their_layer_allows() {
     forbid_names(
         &mut broken,
         &["core", "service", "http", "mcp", "tasks", "runtime/common"],
-        &[&["Runtime", "Codex"], &["Runtime", "Claude"]],
+        &[
+            &["Runtime", "Codex"],
+            &["Runtime", "Claude"],
+            &["Runtime", "Opencode"],
+        ],
         "`match Runtime` appears only where the registry is built (runtime/mod.rs)",
     );
     assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));

@@ -96,9 +96,11 @@ pub const NO_PENDING_REQUEST: &str = "no_pending_request";
 /// The runtime's program is not installed or did not start (`Runtime::unavailable_code`).
 pub const CODEX_UNAVAILABLE: &str = "codex_unavailable";
 pub const CLAUDE_UNAVAILABLE: &str = "claude_unavailable";
+pub const OPENCODE_UNAVAILABLE: &str = "opencode_unavailable";
 /// The runtime answered with an error, or its process failed us (`Runtime::error_code`).
 pub const CODEX_ERROR: &str = "codex_error";
 pub const CLAUDE_ERROR: &str = "claude_error";
+pub const OPENCODE_ERROR: &str = "opencode_error";
 
 // Tasks.
 
@@ -159,8 +161,10 @@ pub const ALL: &[&str] = &[
     NO_PENDING_REQUEST,
     CODEX_UNAVAILABLE,
     CLAUDE_UNAVAILABLE,
+    OPENCODE_UNAVAILABLE,
     CODEX_ERROR,
     CLAUDE_ERROR,
+    OPENCODE_ERROR,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,

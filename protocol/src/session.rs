@@ -15,16 +15,18 @@ use super::vocabulary::{
 pub enum Runtime {
     Codex,
     Claude,
+    Opencode,
 }
 
 impl Runtime {
     /// Every runtime, in a stable order.
-    pub const ALL: [Runtime; 2] = [Runtime::Codex, Runtime::Claude];
+    pub const ALL: [Runtime; 3] = [Runtime::Codex, Runtime::Claude, Runtime::Opencode];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Codex => "codex",
             Runtime::Claude => "claude",
+            Runtime::Opencode => "opencode",
         }
     }
 
@@ -33,6 +35,7 @@ impl Runtime {
         match self {
             Runtime::Codex => crate::codes::CODEX_UNAVAILABLE,
             Runtime::Claude => crate::codes::CLAUDE_UNAVAILABLE,
+            Runtime::Opencode => crate::codes::OPENCODE_UNAVAILABLE,
         }
     }
 
@@ -41,16 +44,18 @@ impl Runtime {
         match self {
             Runtime::Codex => crate::codes::CODEX_ERROR,
             Runtime::Claude => crate::codes::CLAUDE_ERROR,
+            Runtime::Opencode => crate::codes::OPENCODE_ERROR,
         }
     }
 
-    /// Whether a session's settings carry codex's approval policy (claude sessions created
-    /// before `permissionMode` existed kept their mode there).
+    /// Whether a session's settings carry an approval policy (codex's, or the one an opencode
+    /// session's permission rules come from; claude sessions created before `permissionMode`
+    /// existed kept their mode there).
     pub fn has_approval_policy(self) -> bool {
-        self == Runtime::Codex
+        matches!(self, Runtime::Codex | Runtime::Opencode)
     }
 
-    /// The runtime named `name` (`codex`, `claude`).
+    /// The runtime named `name` (`codex`, `claude`, `opencode`).
     pub fn parse(name: &str) -> Option<Runtime> {
         Runtime::ALL.into_iter().find(|r| r.as_str() == name)
     }
@@ -70,7 +75,8 @@ pub struct SessionCreated {
     pub cwd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// codex: the thread's approval policy.
+    /// codex: the thread's approval policy; opencode: the policy its permission rules
+    /// come from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
     /// claude: the permission mode the TUI was launched in.

@@ -90,10 +90,6 @@ macro_rules! arg_enum {
 }
 
 arg_enum!(
-    /// The runtime a session runs on.
-    RuntimeArg { Codex = "codex", Claude = "claude" }
-);
-arg_enum!(
     /// codex only: when codex asks before acting.
     ApprovalPolicyArg { Untrusted = "untrusted", OnRequest = "on-request", Never = "never" }
 );
@@ -162,7 +158,8 @@ into_protocol!(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartArgs {
-    pub runtime: RuntimeArg,
+    /// Every runtime the protocol names (the registry says which are installed).
+    pub runtime: crate::protocol::Runtime,
     /// An absolute directory under one of the allowed project roots.
     pub cwd: String,
     /// A first prompt to send once the session is live.
@@ -173,7 +170,7 @@ pub struct StartArgs {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
-    /// codex only (default `on-request`).
+    /// codex and opencode (default `on-request`).
     #[serde(default)]
     pub approval_policy: Option<ApprovalPolicyArg>,
     /// codex only (default `workspace-write`).

@@ -2,7 +2,7 @@
 //! [`SessionHost`] trait and the [`Hosts`] registry that maps each [`Runtime`] to its host — and
 //! the types every host shares (`HostError`, `InjectOutcome`, `Capability`, `CreateSession`).
 //!
-//! Each runtime lives in its own folder (`codex/`, `claude/`) and imports this module and
+//! Each runtime lives in its own folder (`codex/`, `claude/`, `opencode/`) and imports this module and
 //! `common/` (what pane-hosted runtimes share), never another runtime. Surfaces and the task
 //! queue reach a runtime only through the registry: `Hosts::new` / `Hosts::start` are the one place
 //! that names the runtimes (the daemon only calls `Hosts::start`).
@@ -10,6 +10,7 @@
 pub mod claude;
 pub mod codex;
 pub mod common;
+pub mod opencode;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -387,8 +388,13 @@ pub struct Hosts {
 
 impl Hosts {
     /// Every runtime cohost hosts. A new runtime is one line here (and its folder).
-    pub fn new(codex: codex::host::CodexHost, claude: claude::host::ClaudeHost) -> Self {
-        let list: [Arc<dyn SessionHost>; 2] = [Arc::new(codex), Arc::new(claude)];
+    pub fn new(
+        codex: codex::host::CodexHost,
+        claude: claude::host::ClaudeHost,
+        opencode: opencode::host::OpencodeHost,
+    ) -> Self {
+        let list: [Arc<dyn SessionHost>; 3] =
+            [Arc::new(codex), Arc::new(claude), Arc::new(opencode)];
         Hosts {
             hosts: list.into_iter().map(|h| (h.runtime(), h)).collect(),
         }
@@ -411,6 +417,8 @@ impl Hosts {
                 park_timeout: codex::host::PARK_TIMEOUT,
             },
         );
+        let opencode =
+            opencode::host::OpencodeHost::new(core.clone(), config.home.join("opencode"));
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,
@@ -421,7 +429,7 @@ impl Hosts {
                 permission_modes: config.permission_modes,
             },
         );
-        let hosts = Hosts::new(codex, claude);
+        let hosts = Hosts::new(codex, claude, opencode);
         for host in hosts.all() {
             host.restore();
         }

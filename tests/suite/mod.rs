@@ -5,6 +5,7 @@ mod cli;
 mod codex;
 mod http;
 mod mcp;
+mod opencode;
 mod store;
 mod tasks;
 mod watch;

@@ -1,0 +1,159 @@
+//! The dispatch task of one session: reads its server's `/event` stream, runs each event of
+//! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order;
+//! when the stream ends, the running turn ends `interrupted` (`lost`) and the session `lost`.
+
+use std::sync::Arc;
+
+use super::super::client::next_chunk;
+use super::super::normalize::Effect;
+use super::super::sse::SseDecoder;
+use super::super::wire::Event;
+use super::{Binding, Inner, Live, path_segment};
+use crate::protocol::{ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus};
+use crate::runtime::common::lock;
+
+/// The session's dispatch task: reads the server's stream until it ends or the session is
+/// closed, and performs each event's effects in order.
+pub(super) async fn dispatch(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    binding: Binding,
+    mut body: hyper::body::Incoming,
+    connected: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut connected = Some(connected);
+    let mut decoder = SseDecoder::default();
+    loop {
+        let chunk = tokio::select! {
+            _ = live.cancel.cancelled() => return,
+            chunk = next_chunk(&mut body) => chunk,
+        };
+        let Some(chunk) = chunk else { break };
+        for data in decoder.push(&chunk) {
+            let Some(event) = Event::parse(&data) else {
+                tracing::debug!(data = %data.chars().take(200).collect::<String>(), "unreadable opencode event");
+                continue;
+            };
+            if event == Event::ServerConnected {
+                if let Some(tx) = connected.take() {
+                    let _ = tx.send(());
+                }
+                continue;
+            }
+            if event
+                .session_id()
+                .is_none_or(|id| id != binding.opencode_session)
+            {
+                continue;
+            }
+            let effects = lock(&live.forwarder).apply(event);
+            for effect in effects {
+                perform(&inner, &live, &binding, effect).await;
+            }
+        }
+    }
+    if live.cancel.is_cancelled() {
+        return;
+    }
+    // The server went away: end the running turn, and say the session is lost.
+    let running = lock(&live.forwarder).current.clone();
+    if let Some(turn_id) = running {
+        let effects = lock(&live.forwarder).end_turn(TurnCompleted {
+            turn_id,
+            status: TurnStatus::Interrupted,
+            error: Some("the opencode server went away".into()),
+            duration_ms: None,
+            lost: true,
+        });
+        for effect in effects {
+            perform(&inner, &live, &binding, effect).await;
+        }
+    }
+    live.binding.send_replace(None);
+    // Its pending permissions went with it: no answer can reach them any more.
+    let orphaned: Vec<String> = {
+        let mut approvals = lock(&inner.approvals);
+        let ids: Vec<String> = approvals
+            .iter()
+            .filter(|(_, owner)| **owner == live.session_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &ids {
+            approvals.remove(id);
+        }
+        ids
+    };
+    for approval_id in orphaned {
+        inner
+            .store(
+                &live.session_id,
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval_id.into(),
+                    decision: None,
+                    by: "runtime".into(),
+                }),
+            )
+            .await;
+    }
+    let tail = binding.server.tail.render();
+    tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
+    inner
+        .status(
+            &live.session_id,
+            SessionState::Lost,
+            Some(format!(
+                "the opencode server (pid {}) went away{}",
+                binding.server.pid,
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its last output:\n{tail}")
+                }
+            )),
+        )
+        .await;
+}
+
+async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect: Effect) {
+    match effect {
+        Effect::Store(kind) => inner.store(&live.session_id, kind).await,
+        Effect::Publish(kind) => inner.core.publish(Some(live.session_id.clone()), kind),
+        Effect::Report(_) => {}
+        Effect::HoldApproval { approval_id } => {
+            let interrupting = lock(&live.forwarder).interrupt_requested;
+            if interrupting {
+                // Asked while an interrupt is under way: never let it wait for an answer.
+                inner.reject(binding, &approval_id).await;
+            } else {
+                lock(&inner.approvals).insert(approval_id, live.session_id.clone());
+            }
+        }
+        Effect::ApprovalSettled { approval_id } => {
+            let ours = lock(&inner.approvals).remove(&approval_id).is_some();
+            if ours {
+                inner
+                    .store(
+                        &live.session_id,
+                        EventKind::ApprovalResolved(ApprovalResolved {
+                            approval_id: approval_id.into(),
+                            decision: None,
+                            by: "runtime".into(),
+                        }),
+                    )
+                    .await;
+            }
+        }
+        Effect::DismissQuestion { request_id } => {
+            let Ok(id) = path_segment(&request_id) else {
+                return;
+            };
+            if let Err(error) = binding
+                .client()
+                .post(&format!("/question/{id}/reject"), &serde_json::json!({}))
+                .await
+            {
+                tracing::warn!(%error, "could not dismiss an opencode question");
+            }
+        }
+    }
+}

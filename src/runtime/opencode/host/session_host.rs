@@ -1,0 +1,502 @@
+//! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals, close,
+//! fork, doctor — the seam's methods over the host's own (`mod.rs`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::super::normalize::{self, DECISIONS, DECLINE_MESSAGE};
+use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, PromptBody};
+use super::{APPROVAL_POLICIES, DEFAULT_POLICY, Live, OpencodeDoctor, OpencodeHost, path_segment};
+use crate::core::CoreError;
+use crate::protocol::{
+    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Message, Piece, Runtime,
+    SessionClosed, SessionState, message,
+};
+use crate::runtime::common::{inject, lock};
+use crate::runtime::{
+    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
+    RuntimeDoctor, SessionHost,
+};
+
+/// An id OpenCode accepts for a message cohost sends (`msg_` + 12 hex digits of the time in
+/// ms × 4096 + a counter, + 14 base62 characters, like OpenCode's own ascending ids), so the
+/// turn it opens is named before OpenCode answers, and its history sorts as OpenCode sorts it.
+pub(super) fn message_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    let counter = COUNTER.fetch_add(1, Ordering::Relaxed) & 0xfff;
+    let value = (now.wrapping_mul(0x1000).wrapping_add(counter)) & 0xffff_ffff_ffff;
+    const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut bytes = [0u8; 14];
+    let _ = getrandom::fill(&mut bytes);
+    let random: String = bytes
+        .iter()
+        .map(|b| BASE62[usize::from(*b) % BASE62.len()] as char)
+        .collect();
+    format!("msg_{value:012x}{random}")
+}
+
+#[async_trait::async_trait]
+impl SessionHost for OpencodeHost {
+    fn runtime(&self) -> Runtime {
+        Runtime::Opencode
+    }
+
+    async fn log_found(&self) {
+        if self.inner.bin.is_err() {
+            return;
+        }
+        match self.version().await {
+            Ok(version) => match crate::peers::OPENCODE.warning(&version) {
+                Some(warning) => {
+                    tracing::warn!(%version, "{warning}; opencode sessions are refused")
+                }
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::OPENCODE.range(), "opencode found")
+                }
+            },
+            Err(error) => tracing::warn!(%error, "opencode found, but its version is unknown"),
+        }
+    }
+
+    fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
+        let refuse = |field: Field, why: Vec<Piece>| {
+            let mut pieces = vec![
+                Piece::from(field),
+                Piece::from(" does not apply to opencode sessions: "),
+            ];
+            pieces.extend(why);
+            Err(HostError::field(field, Message::from_pieces(pieces)))
+        };
+        if request.permission_mode.is_some() {
+            return refuse(
+                Field::PermissionMode,
+                vec!["use ".into(), Field::ApprovalPolicy.into()],
+            );
+        }
+        if request.sandbox.is_some() {
+            return refuse(
+                Field::Sandbox,
+                vec![
+                    "opencode has no sandbox; its tools are gated by ".into(),
+                    Field::ApprovalPolicy.into(),
+                ],
+            );
+        }
+        if request.budget.is_some() {
+            return refuse(
+                Field::Budget,
+                vec!["retries are the provider's settings in opencode.json".into()],
+            );
+        }
+        if request.terminal || request.tmux_session.is_some() {
+            return refuse(
+                if request.terminal {
+                    Field::Terminal
+                } else {
+                    Field::TmuxSession
+                },
+                vec!["a co-driving terminal for opencode sessions is not available yet".into()],
+            );
+        }
+        if let Some(policy) = &request.approval_policy
+            && !APPROVAL_POLICIES.contains(&policy.as_str())
+        {
+            return Err(HostError::field(
+                Field::ApprovalPolicy,
+                message![
+                    Field::ApprovalPolicy,
+                    format!(
+                        " must be one of {} for opencode sessions, got `{policy}` (opencode cannot ask only after a failure)",
+                        APPROVAL_POLICIES.join(", ")
+                    )
+                ],
+            ));
+        }
+        if let Some(model) = &request.model
+            && ModelRef::parse(model).is_none()
+        {
+            return Err(HostError::field(
+                Field::Model,
+                message![
+                    "an opencode ",
+                    Field::Model,
+                    format!(" is `provider/model`, got `{model}`")
+                ],
+            ));
+        }
+        Ok(())
+    }
+
+    async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+        self.create_session(request, None).await
+    }
+
+    fn restore(&self) {
+        let sessions: Vec<(String, Option<String>)> = self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Opencode && !s.is_closed())
+                .map(|s| (s.id.clone(), s.thread_id.clone()))
+                .collect()
+        });
+        for (session_id, thread_id) in sessions {
+            let live = self.inner.live_for(&session_id);
+            let host = self.clone();
+            tokio::spawn(async move {
+                let result = match thread_id {
+                    Some(thread_id) => host.bind(&live, Some(thread_id), None).await,
+                    None => Err(HostError::failed(
+                        Runtime::Opencode,
+                        "the session was never bound to an opencode session",
+                    )),
+                };
+                if let Err(error) = result {
+                    tracing::warn!(session = %live.session_id, %error, "could not restore the opencode session");
+                    host.inner
+                        .status(
+                            &live.session_id,
+                            SessionState::Lost,
+                            Some(error.to_string()),
+                        )
+                        .await;
+                }
+            });
+        }
+    }
+
+    async fn inject(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if text.trim().is_empty() {
+            return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        let live = self.inner.live_session(session)?;
+        let _serialized = live.inject.lock().await;
+        if let Some(earlier) = inject::previous(&self.inner.core, session, key.as_deref()) {
+            return Ok(earlier);
+        }
+        let binding = self.inner.wait_bound(&live).await?;
+        let model = self
+            .inner
+            .settings(session)
+            .and_then(|s| s.model)
+            .and_then(|m| ModelRef::parse(&m));
+        let message_id = message_id();
+        // A prompt while a turn runs: OpenCode queues it and folds it into the running loop's
+        // next model call, and one `session.idle` ends both — it joins the running turn.
+        let running = {
+            let mut forwarder = lock(&live.forwarder);
+            let running = forwarder.current.clone();
+            if running.is_none() {
+                forwarder.pending_api += 1;
+            }
+            running
+        };
+        let path = format!(
+            "/session/{}/prompt_async",
+            path_segment(&binding.opencode_session)?
+        );
+        let mut body = serde_json::to_value(PromptBody::text(text, model))
+            .map_err(|error| HostError::failed(Runtime::Opencode, error.to_string()))?;
+        body["messageID"] = serde_json::Value::String(message_id.clone());
+        if let Err(error) = binding.client().post(&path, &body).await {
+            if running.is_none() {
+                let mut forwarder = lock(&live.forwarder);
+                forwarder.pending_api = forwarder.pending_api.saturating_sub(1);
+            }
+            return Err(error.into());
+        }
+        let (state, turn_id) = match running {
+            Some(turn_id) => (InjectState::Steered, turn_id),
+            None => (InjectState::Started, message_id),
+        };
+        Ok(inject::record(&self.inner.core, session, state, &turn_id, key).await?)
+    }
+
+    async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        self.do_interrupt(session, turn).await
+    }
+
+    async fn resolve_approval(
+        &self,
+        session: &str,
+        approval: &str,
+        decision: &str,
+        by: &str,
+    ) -> Result<(), HostError> {
+        if !DECISIONS.contains(&decision) {
+            return Err(HostError::Invalid(format!(
+                "decision must be one of {}, got `{decision}`",
+                DECISIONS.join(", ")
+            )));
+        }
+        let live = self.inner.live_session(session)?;
+        let _decide = live.decide.lock().await;
+        let pending = {
+            let mut approvals = lock(&self.inner.approvals);
+            match approvals.get(approval) {
+                Some(owner) if owner == session => approvals.remove(approval),
+                _ => None,
+            }
+        };
+        let known_resolved = || {
+            self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session)
+                    .and_then(|s| s.approvals.get(approval))
+                    .map(|a| a.resolved.is_some())
+            })
+        };
+        if pending.is_none() {
+            return Err(match known_resolved() {
+                Some(true) => HostError::ApprovalResolved(approval.to_string()),
+                _ => HostError::UnknownApproval(approval.to_string()),
+            });
+        }
+        let Some(binding) = live.binding.borrow().clone() else {
+            return Err(HostError::NotReady(session.to_string()));
+        };
+        let reply = match decision {
+            "accept" => PermissionReplyBody {
+                reply: "once",
+                message: None,
+            },
+            "acceptForSession" => PermissionReplyBody {
+                reply: "always",
+                message: None,
+            },
+            "decline" => PermissionReplyBody {
+                reply: "reject",
+                message: Some(DECLINE_MESSAGE.to_string()),
+            },
+            _ => PermissionReplyBody {
+                reply: "reject",
+                message: None,
+            },
+        };
+        let path = format!("/permission/{}/reply", path_segment(approval)?);
+        match binding.client().post(&path, &reply).await {
+            Ok(()) => {}
+            // OpenCode no longer waits on it (answered in the attached TUI, or withdrawn).
+            Err(error) if error.is_not_found() => {
+                return Err(HostError::ApprovalResolved(approval.to_string()));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        match self
+            .inner
+            .core
+            .append(
+                Some(session.to_string()),
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval.into(),
+                    decision: Some(decision.into()),
+                    by: by.into(),
+                }),
+            )
+            .await
+        {
+            Ok(_) | Err(CoreError::Duplicate) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn close(&self, session: &str) -> Result<(), HostError> {
+        let live = self.inner.live_session(session)?;
+        let _ = self.do_interrupt(session, None).await;
+        live.cancel.cancel();
+        let binding = live.binding.send_replace(None);
+        if let Some(binding) = binding {
+            binding.server.stop().await;
+        }
+        lock(&self.inner.live).remove(session);
+        lock(&self.inner.approvals).retain(|_, owner| owner != session);
+        self.inner
+            .core
+            .append(
+                Some(session.to_string()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: "closed through the API".into(),
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
+        let live = self.inner.live_session(session)?;
+        let binding = self.inner.wait_bound(&live).await?;
+        let Some(created) = self.inner.settings(session) else {
+            return Err(HostError::UnknownSession(session.to_string()));
+        };
+        // OpenCode forks up to (not including) a message: "after turn T" is up to the turn
+        // that followed T. A turn's id is the user message that opened it.
+        let message_id = match &after_turn {
+            None => None,
+            Some(turn) => {
+                let path = format!(
+                    "/session/{}/message",
+                    path_segment(&binding.opencode_session)?
+                );
+                let history: Vec<MessageWithParts> = binding.client().get(&path).await?;
+                let turns: Vec<String> = normalize::history(&history)
+                    .into_iter()
+                    .filter_map(|kind| match kind {
+                        EventKind::TurnStarted(started) => Some(started.turn_id),
+                        _ => None,
+                    })
+                    .collect();
+                let Some(index) = turns.iter().position(|t| t == turn) else {
+                    return Err(HostError::field(
+                        Field::AfterTurnId,
+                        message![format!("no turn `{turn}` in session `{session}`")],
+                    ));
+                };
+                turns.get(index + 1).cloned()
+            }
+        };
+        let request = CreateSession {
+            cwd: PathBuf::from(&created.cwd),
+            model: created.model.clone(),
+            approval_policy: created
+                .approval_policy
+                .as_ref()
+                .map(|p| p.as_str().to_string()),
+            ..CreateSession::default()
+        };
+        let origin = ForkOrigin {
+            session_id: session.to_string(),
+            after_turn_id: after_turn,
+        };
+        let view = self
+            .create_session(
+                request,
+                Some((binding.opencode_session.clone(), origin, message_id)),
+            )
+            .await?;
+        Ok(Ok(view))
+    }
+
+    /// `opencode attach` on the session's server: the TUI shows its history, its prompts run
+    /// on the server (stored with `source: "other"`), and its permission answers settle
+    /// cohost's approvals. The password is in the environment, never in argv.
+    async fn terminal_spec(
+        &self,
+        session: &str,
+        include_token: bool,
+    ) -> Result<crate::runtime::TerminalSpec, HostError> {
+        let live = self.inner.live_session(session)?;
+        let binding = self.inner.wait_bound(&live).await?;
+        let bin = self.bin()?.clone();
+        let cwd = self.view(session)?.cwd;
+        let mut env = std::collections::BTreeMap::new();
+        env.insert(
+            "OPENCODE_SERVER_USERNAME".to_string(),
+            super::super::process::USERNAME.to_string(),
+        );
+        env.insert(
+            "OPENCODE_SERVER_PASSWORD".to_string(),
+            if include_token {
+                binding.server.password.clone()
+            } else {
+                "<redacted>".to_string()
+            },
+        );
+        Ok(crate::runtime::TerminalSpec {
+            command: bin.to_string_lossy().into_owned(),
+            args: vec![
+                "attach".to_string(),
+                format!("http://127.0.0.1:{}", binding.client().port()),
+                "--session".to_string(),
+                binding.opencode_session.clone(),
+                "--dir".to_string(),
+                cwd.clone(),
+            ],
+            cwd,
+            env,
+        })
+    }
+
+    async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
+        Err(HostError::Unsupported(
+            "opencode sessions have no TUI of their own to relaunch".into(),
+        ))
+    }
+
+    fn after_restart(&self) -> AfterRestart {
+        // The server (and the turn it ran) went with the daemon.
+        AfterRestart::Lost
+    }
+
+    async fn doctor(&self) -> RuntimeDoctor {
+        let supported = crate::peers::OPENCODE;
+        let mut issues = Vec::new();
+        let mut warnings = Vec::new();
+        let (found, path, version) = match &self.inner.bin {
+            Ok(path) => {
+                let version = match self.version().await {
+                    Ok(version) => Some(version),
+                    Err(error) => {
+                        issues.push(error);
+                        None
+                    }
+                };
+                (true, Some(path.display().to_string()), version)
+            }
+            Err(error) => {
+                warnings.push(format!("{error}; opencode sessions are unavailable"));
+                (false, None, None)
+            }
+        };
+        let version_place = version.as_deref().and_then(|v| supported.place(v));
+        if let Some(version) = &version
+            && version_place != Some(crate::peers::Place::Tested)
+        {
+            issues.push(format!(
+                "opencode {version} is outside the releases cohost supports ({}); opencode sessions are refused",
+                supported.range()
+            ));
+        }
+        RuntimeDoctor::of(&OpencodeDoctor {
+            found,
+            path,
+            version,
+            supported,
+            version_place,
+            approval_policies: APPROVAL_POLICIES.to_vec(),
+            default_approval_policy: DEFAULT_POLICY,
+            issues,
+            warnings,
+        })
+    }
+
+    async fn shutdown(&self) {
+        let lives: Vec<Arc<Live>> = lock(&self.inner.live).values().cloned().collect();
+        for live in lives {
+            live.cancel.cancel();
+            if let Some(binding) = live.binding.send_replace(None) {
+                binding.server.stop().await;
+            }
+        }
+    }
+
+    async fn models(&self) -> Result<Capability, HostError> {
+        if let Err(error) = &self.inner.bin {
+            return Ok(Capability::fail("unsupported", error.clone()));
+        }
+        match self.list_models().await {
+            Ok(models) => Ok(Capability::ok(models)),
+            Err(error) => Ok(Capability::fail("error", error.to_string())),
+        }
+    }
+}

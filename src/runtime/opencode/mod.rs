@@ -1,0 +1,18 @@
+//! The OpenCode runtime: each hosted session runs on its own `opencode serve` (loopback, a
+//! generated password), which cohost drives over its HTTP API and follows on its `/event`
+//! stream.
+//!
+//! [`process`] spawns and supervises the server, [`client`] speaks HTTP to it, [`sse`] frames
+//! the stream, [`wire`] types what it sends (upstream names), [`normalize`] turns its events
+//! into cohost's (pure, tested on OpenCode 1.18.33's literal events) and [`host`] is the
+//! [`crate::runtime::SessionHost`] the registry names.
+//!
+//! **Boundary:** nothing outside `opencode/` sees OpenCode's JSON; only `protocol` events
+//! leave it.
+
+pub mod client;
+pub mod host;
+pub mod normalize;
+pub mod process;
+pub mod sse;
+pub mod wire;

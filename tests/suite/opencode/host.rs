@@ -1,0 +1,315 @@
+//! The hosted OpenCode session through cohost's HTTP API: start, a streamed turn with a tool
+//! call, approvals (accept runs the tool; decline keeps it from running and the model is told;
+//! a second answer is refused), and interrupts (mid-stream; with an approval pending, whose
+//! late answer never runs the tool).
+
+use super::{OpencodeFixture, items, of_type};
+use crate::support::json;
+use crate::support::mock_messages::Step;
+
+fn interrupt(fx: &OpencodeFixture, id: &str) -> serde_json::Value {
+    fx.daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok()
+}
+
+#[test]
+fn a_session_starts_over_http_and_runs_a_tool_turn() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["runtime"], "opencode", "{view}");
+    assert_eq!(view["state"], "live", "{view}");
+    assert!(
+        view["threadId"].as_str().unwrap_or("").starts_with("ses_"),
+        "{view}"
+    );
+
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "echo hi > ran.txt", "description": "Write ran.txt"}),
+        ))
+        .push(Step::text("It ran.").when_tool_result());
+    let sent = fx.send(&id, "Run the command please");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    assert!(turn.starts_with("msg_"), "{sent}");
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+
+    let events = fx.events(&id);
+    let started = of_type(&events, "turn.started");
+    assert_eq!(started.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(started[0]["data"]["source"], "api");
+    let prompts = items(&events, &turn, "userMessage");
+    assert_eq!(prompts.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(prompts[0]["text"], "Run the command please");
+    let commands = items(&events, &turn, "command");
+    assert_eq!(commands.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(commands[0]["command"], "echo hi > ran.txt");
+    assert_eq!(commands[0]["status"], "completed");
+    assert_eq!(commands[0]["exitCode"], 0);
+    let replies = items(&events, &turn, "agentMessage");
+    assert_eq!(replies.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(replies[0]["text"], "It ran.");
+    assert!(fx.work.join("ran.txt").exists(), "the command ran");
+    // The tool's start came before its end, and both before the turn's end.
+    let position = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+        events.iter().position(pred).unwrap_or(usize::MAX)
+    };
+    let tool_started =
+        position(&|e| e["type"] == "item.started" && e["data"]["item"]["type"] == "command");
+    let tool_done =
+        position(&|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "command");
+    let turn_done = position(&|e| e["type"] == "turn.completed");
+    assert!(
+        tool_started < tool_done && tool_done < turn_done,
+        "{}",
+        fx.dump(&id)
+    );
+}
+
+#[test]
+fn approvals_run_the_tool_once_accepted_and_never_when_declined() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({}));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(
+        view["approvalPolicy"], "on-request",
+        "the default policy asks: {view}"
+    );
+
+    // Accept: the command runs once.
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch approved.txt", "description": "Create approved.txt"}),
+        ))
+        .push(Step::text("Created it.").when_tool_result());
+    let turn = fx.send(&id, "Create approved.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let data = &requested["data"];
+    let approval = data["approvalId"].as_str().unwrap().to_string();
+    assert!(approval.starts_with("per_"), "{requested}");
+    assert_eq!(data["kind"], "command", "{requested}");
+    assert_eq!(data["turnId"], turn.as_str(), "{requested}");
+    assert_eq!(data["command"], "touch approved.txt", "{requested}");
+    assert_eq!(
+        data["decisions"],
+        json!(["accept", "acceptForSession", "decline", "cancel"])
+    );
+    assert!(
+        !fx.work.join("approved.txt").exists(),
+        "nothing runs before the answer"
+    );
+    fx.decide(&id, &approval, "maybe")
+        .assert_error(400, "invalid_field", Some("decision"));
+    fx.decide(&id, &approval, "accept").assert_ok();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(fx.work.join("approved.txt").exists(), "the command ran");
+    let events = fx.events(&id);
+    let command = items(&events, &turn, "command");
+    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(command[0]["status"], "completed");
+    assert_eq!(
+        data["itemId"], command[0]["id"],
+        "the approval names its item"
+    );
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(resolved[0]["data"]["decision"], "accept");
+    assert_eq!(resolved[0]["data"]["by"], "api");
+    // A second answer.
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    fx.decide(&id, "per_made_up", "accept")
+        .assert_error(404, "approval_not_found", None);
+
+    // Decline: the command does not run, and the model's next request says it was refused.
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch declined.txt", "description": "Create declined.txt"}),
+        ))
+        .push(Step::text("Fine, I did not.").when_tool_result());
+    let turn2 = fx.send(&id, "Create declined.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the second approval", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn2.as_str()
+    });
+    let declined = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.decide(&id, &declined, "decline").assert_ok();
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(
+        !fx.work.join("declined.txt").exists(),
+        "a declined command must not run"
+    );
+    let events = fx.events(&id);
+    let command = items(&events, &turn2, "command");
+    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(command[0]["status"], "declined", "{}", fx.dump(&id));
+    let last = fx.mock.main_requests().last().cloned().unwrap();
+    let results = last.tool_results();
+    let refusal = results
+        .iter()
+        .find(|r| {
+            r.to_string()
+                .contains("declined this tool call through cohost")
+        })
+        .unwrap_or_else(|| panic!("the model was not told: {results:?}"));
+    assert_eq!(refusal["is_error"], true, "{refusal}");
+    assert_eq!(
+        items(&events, &turn2, "agentMessage")[0]["text"],
+        "Fine, I did not."
+    );
+    fx.decide(&id, &declined, "accept")
+        .assert_error(409, "approval_resolved", None);
+}
+
+#[test]
+fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": false }));
+
+    fx.mock.push(Step::text("Once upon a time\n").then_hang());
+    let turn = fx.send(&id, "Tell me a long story")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.wait_event(&id, "the reply to start", |e| {
+        e["type"] == "item.started" && e["data"]["item"]["type"] == "agentMessage"
+    });
+    fx.mock.wait_for_requests(1, super::TURN_TIMEOUT);
+    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": true }));
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+
+    fx.mock.push(Step::text("The end."));
+    let next = fx.send(&id, "Just say the end");
+    assert_eq!(next["outcome"], "started", "{next}");
+    let turn2 = next["turnId"].as_str().unwrap().to_string();
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    assert_eq!(
+        items(&events, &turn2, "agentMessage")
+            .last()
+            .map(|m| m["text"].clone()),
+        Some(json!("The end.")),
+        "{}",
+        fx.dump(&id)
+    );
+}
+
+#[test]
+fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch late.txt", "description": "Create late.txt"}),
+        ))
+        .push(Step::text("Ran it.").when_tool_result());
+    let turn = fx.send(&id, "Create late.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": true }));
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(resolved[0]["data"]["approvalId"], approval.as_str());
+    assert_eq!(resolved[0]["data"]["decision"], "cancel");
+    assert_eq!(resolved[0]["data"]["by"], "runtime");
+
+    // The late answer is refused, and nothing runs the tool: a next turn completes and the
+    // file is still not there.
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    fx.mock.push(Step::text("Nothing else."));
+    let turn2 = fx.send(&id, "Anything else?")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(
+        !fx.work.join("late.txt").exists(),
+        "the tool must never run"
+    );
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["pendingApprovals"], 0, "{view}");
+}
+
+/// The session's server dies while an approval waits: the turn ends `interrupted` (`lost`),
+/// the session is `lost` with the reason, and the approval is settled (an answer is 409).
+#[test]
+fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({}));
+    fx.mock.push(Step::tool_use(
+        "bash",
+        json!({"command": "touch never.txt", "description": "Create never.txt"}),
+    ));
+    let turn = fx.send(&id, "Create never.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bound = fx.wait_event(&id, "the binding", |e| e["type"] == "session.bound");
+    let pid = bound["data"]["backend"]
+        .as_str()
+        .and_then(|b| b.strip_prefix("opencode:"))
+        .unwrap()
+        .to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    assert_eq!(done["data"]["lost"], true, "{}", fx.dump(&id));
+    let lost = fx.wait_event(&id, "the session lost", |e| {
+        e["type"] == "session.status" && e["data"]["state"] == "lost"
+    });
+    assert!(
+        lost["data"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("went away"),
+        "{lost}"
+    );
+    let resolved = fx.wait_event(&id, "the approval settled", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
+    });
+    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    assert!(!fx.work.join("never.txt").exists());
+}
