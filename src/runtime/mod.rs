@@ -11,6 +11,7 @@ pub mod claude;
 pub mod codex;
 pub mod common;
 pub mod opencode;
+pub mod pi;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
