@@ -7,6 +7,7 @@
 //!
 //! **Boundary:** nothing outside `pi/` sees Pi's JSON; only `protocol` events leave it.
 
+pub mod host;
 pub mod normalize;
 pub mod process;
 pub mod wire;

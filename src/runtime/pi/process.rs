@@ -151,7 +151,10 @@ pub async fn version(bin: &Path) -> Result<String, String> {
             last.unwrap_or("").trim()
         ));
     }
+    // Pi 0.73.1 prints its version on stderr, 1.6.0 on stdout.
+    let stderr = String::from_utf8_lossy(&output.stderr);
     crate::peers::version_in(&stdout)
+        .or_else(|| crate::peers::version_in(&stderr))
         .ok_or_else(|| format!("`pi --version` printed {:?}", stdout.trim()))
 }
 
