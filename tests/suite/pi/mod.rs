@@ -4,6 +4,8 @@
 //! each session's own agent directory.
 
 mod host;
+mod mcp;
+mod web;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,6 +42,11 @@ fn env_path(var: &str) -> PathBuf {
 
 impl PiFixture {
     pub fn start() -> PiFixture {
+        PiFixture::start_with_args(&[])
+    }
+
+    /// [`PiFixture::start`] with more `cohost serve` arguments.
+    pub fn start_with_args(args: &[&str]) -> PiFixture {
         pinned_version(&PI);
         let bin = env_path("COHOST_TEST_PI_BIN");
         let node = env_path("COHOST_TEST_PI_NODE");
@@ -76,7 +83,7 @@ impl PiFixture {
         );
         let daemon = TestDaemon::start_with_env(
             None,
-            &[],
+            args,
             &[
                 ("HOME", home.to_str().unwrap()),
                 ("PATH", &path),
