@@ -338,7 +338,7 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Args)]
 pub struct StartArgs {
-    /// The runtime: codex, claude or opencode.
+    /// The runtime: codex, claude, opencode or pi.
     pub runtime: String,
     /// The first prompt.
     pub prompt: Option<String>,
@@ -347,7 +347,7 @@ pub struct StartArgs {
     pub cwd: Option<PathBuf>,
     #[arg(long)]
     pub model: Option<String>,
-    /// codex and opencode: untrusted, on-request or never.
+    /// codex, opencode and pi: untrusted, on-request or never.
     #[arg(long)]
     pub approval_policy: Option<String>,
     /// claude: default (the default), acceptEdits or plan; auto and bypassPermissions only where

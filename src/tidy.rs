@@ -356,7 +356,12 @@ fn modules_import_only_what_their_layer_allows() {
     forbid(
         &mut broken,
         &["daemon.rs"],
-        &["runtime::codex", "runtime::claude", "runtime::opencode"],
+        &[
+            "runtime::codex",
+            "runtime::claude",
+            "runtime::opencode",
+            "runtime::pi",
+        ],
         "the daemon starts the runtimes through `Hosts::start`, naming none",
     );
     // Surfaces are siblings over the service.
@@ -404,25 +409,36 @@ fn modules_import_only_what_their_layer_allows() {
     forbid(
         &mut broken,
         &["runtime/codex"],
-        &["runtime::claude", "runtime::opencode"],
+        &["runtime::claude", "runtime::opencode", "runtime::pi"],
         "runtimes do not import each other",
     );
     forbid(
         &mut broken,
         &["runtime/claude"],
-        &["runtime::codex", "runtime::opencode"],
+        &["runtime::codex", "runtime::opencode", "runtime::pi"],
         "runtimes do not import each other",
     );
     forbid(
         &mut broken,
         &["runtime/opencode"],
-        &["runtime::codex", "runtime::claude"],
+        &["runtime::codex", "runtime::claude", "runtime::pi"],
+        "runtimes do not import each other",
+    );
+    forbid(
+        &mut broken,
+        &["runtime/pi"],
+        &["runtime::codex", "runtime::claude", "runtime::opencode"],
         "runtimes do not import each other",
     );
     forbid(
         &mut broken,
         &["runtime/common"],
-        &["runtime::codex", "runtime::claude", "runtime::opencode"],
+        &[
+            "runtime::codex",
+            "runtime::claude",
+            "runtime::opencode",
+            "runtime::pi",
+        ],
         "common code imports no runtime",
     );
     forbid(
@@ -535,6 +551,7 @@ fn modules_import_only_what_their_layer_allows() {
             &["Runtime", "Codex"],
             &["Runtime", "Claude"],
             &["Runtime", "Opencode"],
+            &["Runtime", "Pi"],
         ],
         "`match Runtime` appears only where the registry is built (runtime/mod.rs)",
     );

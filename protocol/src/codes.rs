@@ -97,10 +97,12 @@ pub const NO_PENDING_REQUEST: &str = "no_pending_request";
 pub const CODEX_UNAVAILABLE: &str = "codex_unavailable";
 pub const CLAUDE_UNAVAILABLE: &str = "claude_unavailable";
 pub const OPENCODE_UNAVAILABLE: &str = "opencode_unavailable";
+pub const PI_UNAVAILABLE: &str = "pi_unavailable";
 /// The runtime answered with an error, or its process failed us (`Runtime::error_code`).
 pub const CODEX_ERROR: &str = "codex_error";
 pub const CLAUDE_ERROR: &str = "claude_error";
 pub const OPENCODE_ERROR: &str = "opencode_error";
+pub const PI_ERROR: &str = "pi_error";
 
 // Tasks.
 
@@ -162,9 +164,11 @@ pub const ALL: &[&str] = &[
     CODEX_UNAVAILABLE,
     CLAUDE_UNAVAILABLE,
     OPENCODE_UNAVAILABLE,
+    PI_UNAVAILABLE,
     CODEX_ERROR,
     CLAUDE_ERROR,
     OPENCODE_ERROR,
+    PI_ERROR,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,

@@ -16,17 +16,24 @@ pub enum Runtime {
     Codex,
     Claude,
     Opencode,
+    Pi,
 }
 
 impl Runtime {
     /// Every runtime, in a stable order.
-    pub const ALL: [Runtime; 3] = [Runtime::Codex, Runtime::Claude, Runtime::Opencode];
+    pub const ALL: [Runtime; 4] = [
+        Runtime::Codex,
+        Runtime::Claude,
+        Runtime::Opencode,
+        Runtime::Pi,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Runtime::Codex => "codex",
             Runtime::Claude => "claude",
             Runtime::Opencode => "opencode",
+            Runtime::Pi => "pi",
         }
     }
 
@@ -36,6 +43,7 @@ impl Runtime {
             Runtime::Codex => crate::codes::CODEX_UNAVAILABLE,
             Runtime::Claude => crate::codes::CLAUDE_UNAVAILABLE,
             Runtime::Opencode => crate::codes::OPENCODE_UNAVAILABLE,
+            Runtime::Pi => crate::codes::PI_UNAVAILABLE,
         }
     }
 
@@ -45,17 +53,18 @@ impl Runtime {
             Runtime::Codex => crate::codes::CODEX_ERROR,
             Runtime::Claude => crate::codes::CLAUDE_ERROR,
             Runtime::Opencode => crate::codes::OPENCODE_ERROR,
+            Runtime::Pi => crate::codes::PI_ERROR,
         }
     }
 
     /// Whether a session's settings carry an approval policy (codex's, or the one an opencode
-    /// session's permission rules come from; claude sessions created before `permissionMode`
+    /// session's permission rules or a pi session's gate come from; claude sessions created before `permissionMode`
     /// existed kept their mode there).
     pub fn has_approval_policy(self) -> bool {
-        matches!(self, Runtime::Codex | Runtime::Opencode)
+        matches!(self, Runtime::Codex | Runtime::Opencode | Runtime::Pi)
     }
 
-    /// The runtime named `name` (`codex`, `claude`, `opencode`).
+    /// The runtime named `name` (`codex`, `claude`, `opencode`, `pi`).
     pub fn parse(name: &str) -> Option<Runtime> {
         Runtime::ALL.into_iter().find(|r| r.as_str() == name)
     }

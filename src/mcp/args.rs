@@ -170,7 +170,7 @@ pub struct StartArgs {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
-    /// codex and opencode (default `on-request`).
+    /// codex, opencode and pi (default `on-request`).
     #[serde(default)]
     pub approval_policy: Option<ApprovalPolicyArg>,
     /// codex only (default `workspace-write`).

@@ -2,7 +2,7 @@
 //! [`SessionHost`] trait and the [`Hosts`] registry that maps each [`Runtime`] to its host — and
 //! the types every host shares (`HostError`, `InjectOutcome`, `Capability`, `CreateSession`).
 //!
-//! Each runtime lives in its own folder (`codex/`, `claude/`, `opencode/`) and imports this module and
+//! Each runtime lives in its own folder (`codex/`, `claude/`, `opencode/`, `pi/`) and imports this module and
 //! `common/` (what pane-hosted runtimes share), never another runtime. Surfaces and the task
 //! queue reach a runtime only through the registry: `Hosts::new` / `Hosts::start` are the one place
 //! that names the runtimes (the daemon only calls `Hosts::start`).
@@ -11,6 +11,7 @@ pub mod claude;
 pub mod codex;
 pub mod common;
 pub mod opencode;
+pub mod pi;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -392,9 +393,14 @@ impl Hosts {
         codex: codex::host::CodexHost,
         claude: claude::host::ClaudeHost,
         opencode: opencode::host::OpencodeHost,
+        pi: pi::host::PiHost,
     ) -> Self {
-        let list: [Arc<dyn SessionHost>; 3] =
-            [Arc::new(codex), Arc::new(claude), Arc::new(opencode)];
+        let list: [Arc<dyn SessionHost>; 4] = [
+            Arc::new(codex),
+            Arc::new(claude),
+            Arc::new(opencode),
+            Arc::new(pi),
+        ];
         Hosts {
             hosts: list.into_iter().map(|h| (h.runtime(), h)).collect(),
         }
@@ -419,6 +425,7 @@ impl Hosts {
         );
         let opencode =
             opencode::host::OpencodeHost::new(core.clone(), config.home.join("opencode"));
+        let pi = pi::host::PiHost::new(core.clone(), config.home.join("pi"));
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,
@@ -429,7 +436,7 @@ impl Hosts {
                 permission_modes: config.permission_modes,
             },
         );
-        let hosts = Hosts::new(codex, claude, opencode);
+        let hosts = Hosts::new(codex, claude, opencode, pi);
         for host in hosts.all() {
             host.restore();
         }

@@ -602,15 +602,31 @@ impl Service {
                 );
             }
         }
-        // Pi is only watched: its release and the Node it needs are warnings, never issues.
+        // The installed Pi and the Node it needs (the watcher's checks): warnings, never
+        // issues. They join the hosted runtime's `pi` section when there is one.
         let pi = crate::watch::doctor::pi().await;
         answer
             .issues
             .extend(pi.issues.iter().map(|i| format!("pi: {i}")));
         answer.warnings.extend(pi.warnings.iter().cloned());
-        answer
-            .sections
-            .insert("pi".into(), serde_json::to_value(&pi).unwrap_or_default());
+        let watched = serde_json::to_value(&pi).unwrap_or_default();
+        match (answer.sections.get_mut("pi"), watched) {
+            (Some(serde_json::Value::Object(hosted)), serde_json::Value::Object(watched)) => {
+                for (key, value) in watched {
+                    match (hosted.get_mut(&key), value) {
+                        (Some(serde_json::Value::Array(mine)), serde_json::Value::Array(more)) => {
+                            mine.extend(more)
+                        }
+                        (_, value) => {
+                            hosted.insert(key, value);
+                        }
+                    }
+                }
+            }
+            (_, watched) => {
+                answer.sections.insert("pi".into(), watched);
+            }
+        }
         answer.ok = answer.issues.is_empty();
         answer
     }

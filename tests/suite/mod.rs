@@ -6,6 +6,7 @@ mod codex;
 mod http;
 mod mcp;
 mod opencode;
+mod pi;
 mod store;
 mod tasks;
 mod watch;

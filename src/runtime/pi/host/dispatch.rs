@@ -1,0 +1,131 @@
+//! The dispatch task of one session: reads its Pi's events, runs each through the
+//! [`Forwarder`](super::Forwarder) and performs the effects in order; when Pi's output ends,
+//! the running turn ends `interrupted` (`lost`), its open dialogs are resolved by the runtime
+//! and the session is `lost`.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::super::normalize::Effect;
+use super::super::process::PiProcess;
+use super::super::wire::{ExtensionUiResponse, PiEvent};
+use super::{Inner, Live};
+use crate::protocol::{ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus};
+use crate::runtime::common::lock;
+
+pub(super) async fn dispatch(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    process: Arc<PiProcess>,
+    mut events: mpsc::Receiver<PiEvent>,
+) {
+    loop {
+        let event = tokio::select! {
+            _ = live.cancel.cancelled() => return,
+            event = events.recv() => event,
+        };
+        let Some(event) = event else { break };
+        let effects = lock(&live.forwarder).apply(event);
+        // A gate dialog cancelled at once (an interrupt is under way) is not stored as asked.
+        let mut cancelled: Option<String> = None;
+        for effect in effects {
+            match effect {
+                Effect::Store(EventKind::ApprovalRequested(asked))
+                    if cancelled.as_deref() == Some(asked.approval_id.as_str()) => {}
+                Effect::Store(kind) => inner.store(&live.session_id, kind).await,
+                Effect::Publish(kind) => inner.core.publish(Some(live.session_id.clone()), kind),
+                Effect::HoldApproval { approval_id } => {
+                    let interrupting = {
+                        let mut dialogs = lock(&live.dialogs);
+                        if !dialogs.interrupting {
+                            dialogs.pending.insert(approval_id.clone());
+                        }
+                        dialogs.interrupting
+                    };
+                    if interrupting {
+                        answer_cancelled(&process, &approval_id).await;
+                        cancelled = Some(approval_id);
+                    }
+                }
+                Effect::DismissDialog { request_id } => {
+                    answer_cancelled(&process, &request_id).await;
+                }
+            }
+        }
+    }
+    if live.cancel.is_cancelled() {
+        return;
+    }
+    // Pi went away: end the running turn, settle its dialogs, and say the session is lost.
+    let running = {
+        let forwarder = lock(&live.forwarder);
+        forwarder
+            .current
+            .clone()
+            .or_else(|| forwarder.pending_api.back().cloned())
+    };
+    if let Some(turn_id) = running {
+        let effects = lock(&live.forwarder).end_turn(TurnCompleted {
+            turn_id,
+            status: TurnStatus::Interrupted,
+            error: Some("pi went away".into()),
+            duration_ms: None,
+            lost: true,
+        });
+        for effect in effects {
+            if let Effect::Store(kind) = effect {
+                inner.store(&live.session_id, kind).await;
+            }
+        }
+    }
+    let _ = live.process.send_if_modified(|current| {
+        if current.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
+            *current = None;
+            true
+        } else {
+            false
+        }
+    });
+    let orphaned: Vec<String> = std::mem::take(&mut lock(&live.dialogs).pending)
+        .into_iter()
+        .collect();
+    for approval_id in orphaned {
+        inner
+            .store(
+                &live.session_id,
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval_id.into(),
+                    decision: None,
+                    by: "runtime".into(),
+                }),
+            )
+            .await;
+    }
+    let tail = process.tail.render();
+    tracing::warn!(session = %live.session_id, pid = process.pid, "pi went away");
+    inner
+        .status(
+            &live.session_id,
+            SessionState::Lost,
+            Some(format!(
+                "pi (pid {}) went away{}",
+                process.pid,
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its last output:\n{tail}")
+                }
+            )),
+        )
+        .await;
+}
+
+async fn answer_cancelled(process: &PiProcess, id: &str) {
+    if let Err(error) = process
+        .answer_dialog(&ExtensionUiResponse::cancelled(id))
+        .await
+    {
+        tracing::warn!(%error, "could not cancel a pi dialog");
+    }
+}

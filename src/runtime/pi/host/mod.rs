@@ -1,0 +1,613 @@
+//! The Pi host: [`PiHost`] and its [`SessionHost`](crate::runtime::SessionHost) implementation.
+//!
+//! One `pi --mode rpc` per hosted session, in the session's directory, with a directory of its
+//! own under `$COHOST_HOME/pi/<session>/`: `agent/` (Pi's agent directory: `models.json`,
+//! `settings.json` and `auth.json` copied from the user's, so Pi's writes never reach the
+//! user's files and the user's own extensions are not loaded), `sessions/` (Pi's session file)
+//! and, when the policy asks, `gate.ts` (cohost's approval gate, loaded with `-e`).
+//!
+//! One dispatch task per session reads Pi's events, runs each through its [`Forwarder`] and
+//! performs the effects in order, so a session's events are stored in Pi's order.
+//!
+//! **Safety:** Pi has no permission system: under `on-request` and `untrusted` the gate asks
+//! cohost before every tool call but the read-only built-ins (`read`, `grep`, `find`, `ls`),
+//! and the call waits for the answer. An interrupt first cancels every gate dialog of the
+//! session (Pi's `abort` waits until an open dialog is answered), under the same lock an
+//! approval's answer takes, then aborts: a late answer gets `409` from cohost and never
+//! reaches Pi.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::normalize::Forwarder;
+use super::process::{Launch, PiError, PiProcess, find_pi};
+use super::wire::{ExtensionUiResponse, RpcCommand, State};
+use dispatch::dispatch;
+
+mod dispatch;
+mod session_host;
+
+use crate::core::{CoreError, CoreHandle};
+use crate::protocol::{
+    ApprovalResolved, EventKind, Field, HostedSessionView, Runtime, SessionBound, SessionCreated,
+    SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
+};
+use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
+use crate::runtime::{CreateSession, HostError};
+
+/// The approval policies a Pi session can run under.
+pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
+/// The policy of a session whose request names none: Pi asks before tools act.
+pub const DEFAULT_POLICY: &str = "on-request";
+/// The gate extension (see its header).
+const GATE_SOURCE: &str = include_str!("../gate.ts");
+/// The files of the user's agent directory a session's Pi gets a copy of.
+const AGENT_FILES: [&str; 3] = ["models.json", "settings.json", "auth.json"];
+/// How long an inject waits for a session being started or restored to be bound.
+const PARK_TIMEOUT: Duration = Duration::from_secs(120);
+/// Why a Pi session has no co-driving terminal (the capability's answer).
+pub const NO_TERMINAL: &str = "pi sessions cannot be co-driven: cohost drives Pi through `pi --mode rpc`, whose stdio is the session's only interface, and Pi's TUI cannot attach to a running RPC session";
+
+/// Whether the policy puts the gate in front of Pi's tools.
+pub fn gated(policy: &str) -> bool {
+    policy != "never"
+}
+
+impl From<PiError> for HostError {
+    fn from(error: PiError) -> Self {
+        HostError::failed_by(Runtime::Pi, error.to_string(), error)
+    }
+}
+
+#[derive(Clone)]
+pub struct PiHost {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    core: CoreHandle,
+    /// `$COHOST_HOME/pi`.
+    root: PathBuf,
+    bin: Result<PathBuf, String>,
+    /// The release found, once probed.
+    version: Mutex<Option<String>>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// The gate dialogs a session has open.
+#[derive(Default)]
+struct Dialogs {
+    /// An interrupt is settling them: a dialog that opens now is cancelled at once.
+    interrupting: bool,
+    pending: BTreeSet<String>,
+}
+
+struct Live {
+    session_id: String,
+    process: watch::Sender<Option<Arc<PiProcess>>>,
+    /// Injects, one at a time.
+    inject: tokio::sync::Mutex<()>,
+    /// Answers to approvals and interrupts, one at a time.
+    decide: tokio::sync::Mutex<()>,
+    forwarder: Mutex<Forwarder>,
+    dialogs: Mutex<Dialogs>,
+    /// Stops the dispatch task (close, shutdown).
+    cancel: CancellationToken,
+}
+
+/// The hosted part of `cohost doctor`'s `pi` section (the watcher's checks of the installed
+/// Pi and the Node it needs are merged into the same section by the service).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PiHostDoctor {
+    /// The `pi` sessions run (`COHOST_PI_BIN`, else `pi` on `PATH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosted_path: Option<String>,
+    pub approval_policies: Vec<&'static str>,
+    pub default_approval_policy: &'static str,
+    /// Why no terminal can co-drive a Pi session.
+    pub co_driving: &'static str,
+    pub issues: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// The user's Pi agent directory: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+fn user_agent_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pi/agent"))
+}
+
+/// A turn id for a prompt cohost sends (`pi-turn-` + 16 random hex digits).
+fn new_turn_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("pi-turn-{hex}")
+}
+
+fn io_failure(what: &str, path: &Path, error: std::io::Error) -> HostError {
+    HostError::failed_by(
+        Runtime::Pi,
+        format!("cannot {what} {}", path.display()),
+        error,
+    )
+}
+
+impl PiHost {
+    pub fn new(core: CoreHandle, root: PathBuf) -> Self {
+        let bin = find_pi();
+        if let Err(error) = &bin {
+            tracing::info!(%error, "pi not found; pi sessions are unavailable");
+        }
+        PiHost {
+            inner: Arc::new(Inner {
+                core,
+                root,
+                bin,
+                version: Mutex::new(None),
+                live: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn bin(&self) -> Result<&PathBuf, HostError> {
+        self.inner
+            .bin
+            .as_ref()
+            .map_err(|error| HostError::unavailable(Runtime::Pi, error.clone()))
+    }
+
+    fn view(&self, session_id: &str) -> Result<HostedSessionView, HostError> {
+        self.inner
+            .core
+            .read(|state| state.session_view(session_id))
+            .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
+    }
+
+    /// The release of `pi`, probed once; a release outside `peers::PI` is refused.
+    async fn checked_version(&self) -> Result<String, HostError> {
+        if let Some(version) = lock(&self.inner.version).clone() {
+            return Ok(version);
+        }
+        let bin = self.bin()?.clone();
+        let version = super::process::version(&bin)
+            .await
+            .map_err(|error| HostError::unavailable(Runtime::Pi, error))?;
+        let supported = crate::peers::PI;
+        if supported.place(&version) != Some(crate::peers::Place::Tested) {
+            return Err(HostError::unavailable(
+                Runtime::Pi,
+                format!(
+                    "pi {version} is outside the releases cohost supports ({}); install {}@{}",
+                    supported.range(),
+                    supported.newest_package(),
+                    supported.newest
+                ),
+            ));
+        }
+        *lock(&self.inner.version) = Some(version.clone());
+        Ok(version)
+    }
+
+    /// The session's directory, prepared: its agent directory (the user's config copied),
+    /// its session directory, and the gate when the policy asks for it.
+    fn prepare(&self, session_id: &str, policy: &str) -> Result<Launch, HostError> {
+        let dir = self.inner.root.join(session_id);
+        let agent_dir = dir.join("agent");
+        let session_dir = dir.join("sessions");
+        for path in [&self.inner.root, &dir, &agent_dir, &session_dir] {
+            private_dir(path).map_err(|e| io_failure("create", path, e))?;
+        }
+        if let Some(user) = user_agent_dir() {
+            for name in AGENT_FILES {
+                let from = user.join(name);
+                let to = agent_dir.join(name);
+                if to.exists() {
+                    continue;
+                }
+                match std::fs::read(&from) {
+                    Ok(bytes) => {
+                        write_private(&to, &bytes).map_err(|e| io_failure("write", &to, e))?
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(io_failure("read", &from, error)),
+                }
+            }
+        }
+        let gate = if gated(policy) {
+            let path = dir.join("gate.ts");
+            write_private(&path, GATE_SOURCE.as_bytes())
+                .map_err(|e| io_failure("write", &path, e))?;
+            Some(path)
+        } else {
+            None
+        };
+        let resume = std::fs::read_to_string(dir.join("session-file"))
+            .ok()
+            .map(|s| PathBuf::from(s.trim()))
+            .filter(|p| p.is_file());
+        Ok(Launch {
+            bin: self.bin()?.clone(),
+            cwd: PathBuf::new(),
+            agent_dir,
+            session_dir,
+            gate,
+            resume,
+        })
+    }
+
+    /// Starts the session's Pi (resuming its session file when it has one), follows its
+    /// events, sets the model, and binds them.
+    async fn bind(&self, live: &Arc<Live>) -> Result<(), HostError> {
+        self.checked_version().await?;
+        let Some(created) = self.inner.settings(&live.session_id) else {
+            return Err(HostError::UnknownSession(live.session_id.clone()));
+        };
+        let policy = created
+            .approval_policy
+            .as_ref()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| DEFAULT_POLICY.to_string());
+        let mut launch = self.prepare(&live.session_id, &policy)?;
+        launch.cwd = PathBuf::from(&created.cwd);
+        let resumed = launch.resume.is_some();
+        let (process, events) = PiProcess::spawn(&launch)
+            .map_err(|error| HostError::unavailable_by(Runtime::Pi, error.to_string(), error))?;
+        tokio::spawn(dispatch(
+            Arc::clone(&self.inner),
+            Arc::clone(live),
+            Arc::clone(&process),
+            events,
+        ));
+        // No ready line: the first answer is the signal.
+        let state: State = serde_json::from_value(process.request(RpcCommand::GetState).await?)
+            .unwrap_or_default();
+        if !resumed && let Some(model) = &created.model {
+            let (provider, model_id) = model.split_once('/').unwrap_or(("", model));
+            let set = process
+                .request(RpcCommand::SetModel {
+                    provider: provider.to_string(),
+                    model_id: model_id.to_string(),
+                })
+                .await;
+            if let Err(error) = set {
+                process.stop().await;
+                return Err(match error.refusal() {
+                    Some(refusal) => HostError::field(
+                        Field::Model,
+                        message![
+                            format!("pi does not know the "),
+                            Field::Model,
+                            format!(" `{model}`: {refusal}")
+                        ],
+                    ),
+                    None => error.into(),
+                });
+            }
+        }
+        if let Some(file) = &state.session_file {
+            let path = self.inner.root.join(&live.session_id).join("session-file");
+            write_private(&path, file.as_bytes()).map_err(|e| io_failure("write", &path, e))?;
+        }
+        let thread_id = state.session_id.clone().unwrap_or_default();
+        self.inner
+            .core
+            .append(
+                Some(live.session_id.clone()),
+                EventKind::SessionBound(SessionBound {
+                    thread_id,
+                    backend: format!("pi:{}", process.pid),
+                }),
+            )
+            .await
+            .or_else(|error| match error {
+                CoreError::Duplicate => Ok(0),
+                other => Err(other),
+            })?;
+        live.process.send_replace(Some(process));
+        Ok(())
+    }
+
+    async fn create_session(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+        self.bin()?;
+        self.checked_version().await?;
+        let session_id = new_session_id();
+        let policy = request
+            .approval_policy
+            .clone()
+            .unwrap_or_else(|| DEFAULT_POLICY.to_string());
+        let created = SessionCreated {
+            runtime: Runtime::Pi,
+            cwd: request.cwd.to_string_lossy().into_owned(),
+            model: request.model,
+            approval_policy: Some(policy.into()),
+            permission_mode: None,
+            sandbox: None,
+            budget: None,
+            forked_from: None,
+            idempotency_key: request.idempotency_key,
+        };
+        self.inner
+            .core
+            .append(Some(session_id.clone()), EventKind::SessionCreated(created))
+            .await?;
+        let live = self.inner.live_for(&session_id);
+        if let Err(error) = self.bind(&live).await {
+            self.inner
+                .status(&session_id, SessionState::Lost, Some(error.to_string()))
+                .await;
+            live.cancel.cancel();
+            if let Some(process) = live.process.send_replace(None) {
+                process.stop().await;
+            }
+            lock(&self.inner.live).remove(&session_id);
+            return Err(error);
+        }
+        self.view(&session_id)
+    }
+
+    /// Cancels every gate dialog the session has open, storing each as resolved by the
+    /// runtime, and makes any dialog that opens until [`Self::end_interrupt`] be cancelled too.
+    async fn settle_dialogs(&self, live: &Live, process: &PiProcess) {
+        let ids: Vec<String> = {
+            let mut dialogs = lock(&live.dialogs);
+            dialogs.interrupting = true;
+            std::mem::take(&mut dialogs.pending).into_iter().collect()
+        };
+        for id in ids {
+            if let Err(error) = process
+                .answer_dialog(&ExtensionUiResponse::cancelled(&id))
+                .await
+            {
+                tracing::warn!(%error, "could not cancel a pi dialog");
+            }
+            self.inner
+                .store(
+                    &live.session_id,
+                    EventKind::ApprovalResolved(ApprovalResolved {
+                        approval_id: id.into(),
+                        decision: Some("cancel".into()),
+                        by: "runtime".into(),
+                    }),
+                )
+                .await;
+        }
+    }
+
+    /// Interrupts the running turn (only `turn`, when given). The caller holds `decide`.
+    async fn interrupt_locked(
+        &self,
+        live: &Arc<Live>,
+        turn: Option<&str>,
+    ) -> Result<bool, HostError> {
+        let Some(process) = live.process.borrow().clone() else {
+            return Ok(false);
+        };
+        let current = {
+            let mut forwarder = lock(&live.forwarder);
+            let current = forwarder
+                .current
+                .clone()
+                .or_else(|| forwarder.pending_api.back().cloned());
+            if current.is_some() && turn.is_none_or(|wanted| Some(wanted) == current.as_deref()) {
+                forwarder.interrupt_requested = true;
+            }
+            current
+        };
+        let Some(current) = current else {
+            return Ok(false);
+        };
+        if turn.is_some_and(|wanted| wanted != current) {
+            return Ok(false);
+        }
+        // Pi's abort waits until an open dialog is answered: cancel them first.
+        self.settle_dialogs(live, &process).await;
+        let aborted = process.request(RpcCommand::Abort).await;
+        lock(&live.dialogs).interrupting = false;
+        aborted?;
+        Ok(true)
+    }
+
+    async fn do_interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        let live = self.inner.live_session(session_id)?;
+        let _decide = live.decide.lock().await;
+        self.interrupt_locked(&live, turn).await
+    }
+
+    /// The models Pi knows (its `models.json` and built-in providers), as `provider/model`
+    /// ids, asked of a live session's Pi (or of one started for the purpose).
+    pub(super) async fn list_models(&self) -> Result<serde_json::Value, HostError> {
+        let running = lock(&self.inner.live)
+            .values()
+            .find_map(|live| live.process.borrow().clone());
+        // A Pi started for the purpose lives (with its event channel open, so its responses
+        // are read) until the end of this call; dropping it kills it.
+        let mut transient = None;
+        let process = match running {
+            Some(process) => process,
+            None => {
+                self.checked_version().await?;
+                let mut launch = self.prepare("models", "never")?;
+                launch.cwd = self.inner.root.join("models");
+                launch.resume = None;
+                let (process, events) = PiProcess::spawn(&launch).map_err(|error| {
+                    HostError::unavailable_by(Runtime::Pi, error.to_string(), error)
+                })?;
+                transient = Some((Arc::clone(&process), events));
+                process
+            }
+        };
+        let state: State = serde_json::from_value(process.request(RpcCommand::GetState).await?)
+            .unwrap_or_default();
+        let available: super::wire::AvailableModels =
+            serde_json::from_value(process.request(RpcCommand::GetAvailableModels).await?)
+                .unwrap_or_default();
+        let default = state.model.map(|m| format!("{}/{}", m.provider, m.id));
+        let models: Vec<serde_json::Value> = available
+            .models
+            .iter()
+            .map(|model| {
+                let id = format!("{}/{}", model.provider, model.id);
+                serde_json::json!({
+                    "id": id,
+                    "providerId": model.provider,
+                    "modelId": model.id,
+                    "displayName": model.name.clone().unwrap_or_else(|| model.id.clone()),
+                    "provider": model.provider,
+                    "isDefault": default.as_deref() == Some(id.as_str()),
+                })
+            })
+            .collect();
+        if let Some((process, _events)) = transient {
+            process.stop().await;
+        }
+        Ok(serde_json::Value::Array(models))
+    }
+}
+
+impl Inner {
+    fn live_for(&self, session_id: &str) -> Arc<Live> {
+        Arc::clone(
+            lock(&self.live)
+                .entry(session_id.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Live {
+                        session_id: session_id.to_string(),
+                        process: watch::channel(None).0,
+                        inject: tokio::sync::Mutex::new(()),
+                        decide: tokio::sync::Mutex::new(()),
+                        forwarder: Mutex::new(Forwarder::default()),
+                        dialogs: Mutex::new(Dialogs::default()),
+                        cancel: CancellationToken::new(),
+                    })
+                }),
+        )
+    }
+
+    fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
+        let record = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.is_closed(), s.created.runtime))
+        });
+        match record {
+            None => Err(HostError::UnknownSession(session_id.to_string())),
+            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
+            Some((false, Runtime::Pi)) => Ok(self.live_for(session_id)),
+            Some((false, _)) => Err(HostError::Invalid(format!(
+                "session `{session_id}` is not a pi session"
+            ))),
+        }
+    }
+
+    fn settings(&self, session_id: &str) -> Option<SessionCreated> {
+        self.core
+            .read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+    }
+
+    async fn wait_bound(&self, live: &Live) -> Result<Arc<PiProcess>, HostError> {
+        let mut rx = live.process.subscribe();
+        let wait = rx.wait_for(|process| process.is_some());
+        match tokio::time::timeout(PARK_TIMEOUT, wait).await {
+            Ok(Ok(process)) => process
+                .clone()
+                .ok_or_else(|| HostError::NotReady(live.session_id.clone())),
+            _ => Err(HostError::NotReady(live.session_id.clone())),
+        }
+    }
+
+    async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
+        let _ = self
+            .core
+            .append(
+                Some(session_id.to_string()),
+                EventKind::SessionStatus(SessionStatus { state, message }),
+            )
+            .await;
+    }
+
+    /// Appends, treating a duplicate (already stored) as success.
+    async fn store(&self, session_id: &str, kind: EventKind) {
+        match self.core.append(Some(session_id.to_string()), kind).await {
+            Ok(_) | Err(CoreError::Duplicate) => {}
+            Err(error) => {
+                tracing::error!(session = session_id, %error, "could not store a pi event")
+            }
+        }
+    }
+
+    /// After a daemon restart: the turn the restart cut short ends `interrupted` (`lost`),
+    /// and its approvals (whose dialogs went with the old Pi) are resolved by the runtime.
+    async fn end_cut_turn(&self, session_id: &str) {
+        let (turn, approvals) = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| {
+                    (
+                        s.active_turn.clone(),
+                        s.pending_approvals()
+                            .map(|a| a.request.approval_id.clone())
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .unwrap_or_default()
+        });
+        for approval_id in approvals {
+            self.store(
+                session_id,
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id,
+                    decision: None,
+                    by: "runtime".into(),
+                }),
+            )
+            .await;
+        }
+        if let Some(turn_id) = turn {
+            self.store(
+                session_id,
+                EventKind::TurnCompleted(TurnCompleted {
+                    turn_id,
+                    status: TurnStatus::Interrupted,
+                    error: Some("the daemon restarted while the turn ran".into()),
+                    duration_ms: None,
+                    lost: true,
+                }),
+            )
+            .await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_never_runs_without_the_gate() {
+        assert!(!gated("never"));
+        assert!(gated("on-request"));
+        assert!(gated("untrusted"));
+    }
+
+    #[test]
+    fn the_gate_has_no_imports_and_asks_with_the_title_the_forwarder_reads() {
+        assert!(
+            !GATE_SOURCE.contains("import "),
+            "the gate must load in both releases"
+        );
+        assert!(GATE_SOURCE.contains(&format!("\"{}\"", super::super::normalize::GATE_TITLE)));
+        assert!(GATE_SOURCE.contains(super::super::normalize::DECLINE_REASON));
+        assert!(GATE_SOURCE.contains("[\"read\", \"grep\", \"find\", \"ls\"]"));
+    }
+}

@@ -1,0 +1,372 @@
+//! [`SessionHost`] for [`PiHost`]: create, restore, inject, interrupt, approvals, close,
+//! models, doctor — the seam's methods over the host's own (`mod.rs`).
+
+use std::sync::Arc;
+
+use super::super::normalize::DECISIONS;
+use super::super::wire::{ExtensionUiResponse, RpcCommand};
+use super::{
+    APPROVAL_POLICIES, DEFAULT_POLICY, Live, NO_TERMINAL, PiHost, PiHostDoctor, new_turn_id,
+};
+use crate::core::CoreError;
+use crate::protocol::{
+    ApprovalResolved, EventKind, Field, Message, Piece, Runtime, SessionClosed, SessionState,
+    message,
+};
+use crate::runtime::common::{inject, lock};
+use crate::runtime::{
+    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
+    RuntimeDoctor, SessionHost, TerminalSpec,
+};
+
+#[async_trait::async_trait]
+impl SessionHost for PiHost {
+    fn runtime(&self) -> Runtime {
+        Runtime::Pi
+    }
+
+    async fn log_found(&self) {
+        let Ok(bin) = &self.inner.bin else {
+            return;
+        };
+        match super::super::process::version(bin).await {
+            Ok(version) => match crate::peers::PI.warning(&version) {
+                Some(warning) => tracing::warn!(%version, "{warning}; pi sessions are refused"),
+                None => {
+                    tracing::info!(%version, tested = %crate::peers::PI.range(), "pi found")
+                }
+            },
+            Err(error) => tracing::warn!(%error, "pi found, but its version is unknown"),
+        }
+    }
+
+    fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
+        let refuse = |field: Field, why: Vec<Piece>| {
+            let mut pieces = vec![
+                Piece::from(field),
+                Piece::from(" does not apply to pi sessions: "),
+            ];
+            pieces.extend(why);
+            Err(HostError::field(field, Message::from_pieces(pieces)))
+        };
+        if request.permission_mode.is_some() {
+            return refuse(
+                Field::PermissionMode,
+                vec!["use ".into(), Field::ApprovalPolicy.into()],
+            );
+        }
+        if request.sandbox.is_some() {
+            return refuse(
+                Field::Sandbox,
+                vec![
+                    "pi has no sandbox; its tools are gated by ".into(),
+                    Field::ApprovalPolicy.into(),
+                ],
+            );
+        }
+        if request.budget.is_some() {
+            return refuse(Field::Budget, vec!["retries are pi's own settings".into()]);
+        }
+        if request.terminal || request.tmux_session.is_some() {
+            return refuse(
+                if request.terminal {
+                    Field::Terminal
+                } else {
+                    Field::TmuxSession
+                },
+                vec![NO_TERMINAL.into()],
+            );
+        }
+        if let Some(policy) = &request.approval_policy
+            && !APPROVAL_POLICIES.contains(&policy.as_str())
+        {
+            return Err(HostError::field(
+                Field::ApprovalPolicy,
+                message![
+                    Field::ApprovalPolicy,
+                    format!(
+                        " must be one of {} for pi sessions, got `{policy}` (pi's gate asks before a tool runs; it cannot ask only after a failure)",
+                        APPROVAL_POLICIES.join(", ")
+                    )
+                ],
+            ));
+        }
+        if let Some(model) = &request.model
+            && !model
+                .split_once('/')
+                .is_some_and(|(p, m)| !p.is_empty() && !m.is_empty())
+        {
+            return Err(HostError::field(
+                Field::Model,
+                message![
+                    "a pi ",
+                    Field::Model,
+                    format!(" is `provider/model`, got `{model}`")
+                ],
+            ));
+        }
+        Ok(())
+    }
+
+    async fn create(
+        &self,
+        request: CreateSession,
+    ) -> Result<crate::protocol::HostedSessionView, HostError> {
+        self.create_session(request).await
+    }
+
+    fn restore(&self) {
+        let sessions: Vec<String> = self.inner.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Pi && !s.is_closed())
+                .map(|s| s.id.clone())
+                .collect()
+        });
+        for session_id in sessions {
+            let live = self.inner.live_for(&session_id);
+            let host = self.clone();
+            tokio::spawn(async move {
+                // Pi went down with the daemon: what it ran was cut short.
+                host.inner.end_cut_turn(&live.session_id).await;
+                if let Err(error) = host.bind(&live).await {
+                    tracing::warn!(session = %live.session_id, %error, "could not restore the pi session");
+                    host.inner
+                        .status(
+                            &live.session_id,
+                            SessionState::Lost,
+                            Some(error.to_string()),
+                        )
+                        .await;
+                }
+            });
+        }
+    }
+
+    async fn inject(
+        &self,
+        session: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if text.trim().is_empty() {
+            return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        let live = self.inner.live_session(session)?;
+        let _serialized = live.inject.lock().await;
+        if let Some(earlier) = inject::previous(&self.inner.core, session, key.as_deref()) {
+            return Ok(earlier);
+        }
+        let process = self.inner.wait_bound(&live).await?;
+        // A run under way (or one cohost just started, whose first event is still coming):
+        // the prompt steers it. Otherwise it starts a run, under a turn id named now.
+        let (running, turn_id) = {
+            let mut forwarder = lock(&live.forwarder);
+            match forwarder
+                .current
+                .clone()
+                .or_else(|| forwarder.pending_api.back().cloned())
+            {
+                Some(running) => (true, running),
+                None => {
+                    let turn_id = new_turn_id();
+                    forwarder.pending_api.push_back(turn_id.clone());
+                    (false, turn_id)
+                }
+            }
+        };
+        if running {
+            process
+                .request(RpcCommand::Steer {
+                    message: text.to_string(),
+                })
+                .await?;
+            return Ok(inject::record(
+                &self.inner.core,
+                session,
+                InjectState::Steered,
+                &turn_id,
+                key,
+            )
+            .await?);
+        }
+        if let Err(error) = process
+            .request(RpcCommand::Prompt {
+                message: text.to_string(),
+            })
+            .await
+        {
+            lock(&live.forwarder)
+                .pending_api
+                .retain(|pending| *pending != turn_id);
+            return Err(error.into());
+        }
+        Ok(inject::record(
+            &self.inner.core,
+            session,
+            InjectState::Started,
+            &turn_id,
+            key,
+        )
+        .await?)
+    }
+
+    async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        self.do_interrupt(session, turn).await
+    }
+
+    async fn resolve_approval(
+        &self,
+        session: &str,
+        approval: &str,
+        decision: &str,
+        by: &str,
+    ) -> Result<(), HostError> {
+        if !DECISIONS.contains(&decision) {
+            return Err(HostError::Invalid(format!(
+                "decision must be one of {}, got `{decision}`",
+                DECISIONS.join(", ")
+            )));
+        }
+        let live = self.inner.live_session(session)?;
+        let decide = live.decide.lock().await;
+        let pending = lock(&live.dialogs).pending.remove(approval);
+        if !pending {
+            let resolved = self.inner.core.read(|state| {
+                state
+                    .sessions
+                    .get(session)
+                    .and_then(|s| s.approvals.get(approval))
+                    .map(|a| a.resolved.is_some())
+            });
+            return Err(match resolved {
+                Some(true) => HostError::ApprovalResolved(approval.to_string()),
+                _ => HostError::UnknownApproval(approval.to_string()),
+            });
+        }
+        let Some(process) = live.process.borrow().clone() else {
+            return Err(HostError::NotReady(session.to_string()));
+        };
+        let answer = match decision {
+            "accept" => ExtensionUiResponse::confirmed(approval, true),
+            "decline" => ExtensionUiResponse::confirmed(approval, false),
+            _ => ExtensionUiResponse::cancelled(approval),
+        };
+        process.answer_dialog(&answer).await?;
+        match self
+            .inner
+            .core
+            .append(
+                Some(session.to_string()),
+                EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: approval.into(),
+                    decision: Some(decision.into()),
+                    by: by.into(),
+                }),
+            )
+            .await
+        {
+            Ok(_) | Err(CoreError::Duplicate) => {}
+            Err(error) => return Err(error.into()),
+        }
+        if decision == "cancel" {
+            // `cancel` blocks the call and stops the turn.
+            self.interrupt_locked(&live, None).await?;
+        }
+        drop(decide);
+        Ok(())
+    }
+
+    async fn close(&self, session: &str) -> Result<(), HostError> {
+        let live = self.inner.live_session(session)?;
+        let _ = self.do_interrupt(session, None).await;
+        live.cancel.cancel();
+        if let Some(process) = live.process.send_replace(None) {
+            process.stop().await;
+        }
+        lock(&self.inner.live).remove(session);
+        self.inner
+            .core
+            .append(
+                Some(session.to_string()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: "closed through the API".into(),
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn fork(&self, _session: &str, _after_turn: Option<String>) -> Result<Forked, HostError> {
+        Ok(Err(self.unsupported("forking")))
+    }
+
+    async fn terminal_spec(
+        &self,
+        _session: &str,
+        _include_token: bool,
+    ) -> Result<TerminalSpec, HostError> {
+        Err(HostError::Unsupported(NO_TERMINAL.into()))
+    }
+
+    async fn open_terminal(
+        &self,
+        _session: &str,
+        _tmux_session: Option<String>,
+    ) -> Result<crate::protocol::HostedSessionView, HostError> {
+        Err(HostError::Unsupported(NO_TERMINAL.into()))
+    }
+
+    async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
+        Err(HostError::Unsupported(
+            "pi sessions have no TUI of their own to relaunch".into(),
+        ))
+    }
+
+    fn after_restart(&self) -> AfterRestart {
+        // Pi (and the run it had) went with the daemon.
+        AfterRestart::Lost
+    }
+
+    /// The hosted part of `cohost doctor`'s `pi` section: the `pi` sessions run, the policies
+    /// and why there is no co-driving. Found, release and range, and the Node that release
+    /// needs, are the watcher's checks of the same section (`watch::doctor`), which the service
+    /// merges in; nothing here is an issue (Pi is optional, and a release outside the range is
+    /// refused when a session starts, saying why).
+    async fn doctor(&self) -> RuntimeDoctor {
+        RuntimeDoctor::of(&PiHostDoctor {
+            hosted_path: self
+                .inner
+                .bin
+                .as_ref()
+                .ok()
+                .map(|p| p.display().to_string()),
+            approval_policies: APPROVAL_POLICIES.to_vec(),
+            default_approval_policy: DEFAULT_POLICY,
+            co_driving: NO_TERMINAL,
+            issues: Vec::new(),
+            warnings: Vec::new(),
+        })
+    }
+
+    async fn shutdown(&self) {
+        let lives: Vec<Arc<Live>> = lock(&self.inner.live).values().cloned().collect();
+        for live in lives {
+            live.cancel.cancel();
+            if let Some(process) = live.process.send_replace(None) {
+                process.stop().await;
+            }
+        }
+    }
+
+    async fn models(&self) -> Result<Capability, HostError> {
+        if let Err(error) = &self.inner.bin {
+            return Ok(Capability::fail("unsupported", error.clone()));
+        }
+        match self.list_models().await {
+            Ok(models) => Ok(Capability::ok(models)),
+            Err(error) => Ok(Capability::fail("error", error.to_string())),
+        }
+    }
+}

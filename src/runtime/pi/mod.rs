@@ -1,0 +1,13 @@
+//! The Pi runtime: each hosted session runs its own `pi --mode rpc` (Pi 0.73.1 to 1.6.0), which
+//! cohost drives with RPC commands on its stdin and follows by the events on its stdout.
+//!
+//! [`process`] spawns and supervises the child and speaks the RPC, [`wire`] types what goes
+//! each way (upstream names), [`normalize`] turns Pi's events into cohost's (pure, tested on
+//! the literal lines of both releases).
+//!
+//! **Boundary:** nothing outside `pi/` sees Pi's JSON; only `protocol` events leave it.
+
+pub mod host;
+pub mod normalize;
+pub mod process;
+pub mod wire;

@@ -1,0 +1,366 @@
+//! The hosted Pi session through cohost's HTTP API: start, a streamed turn with a tool call,
+//! approvals through cohost's gate extension (accept runs the tool; decline keeps it from
+//! running and the model is told; a second answer is refused), interrupts (mid-stream; with an
+//! approval pending, whose late answer never runs the tool), steering and a queued task, and
+//! what Pi sessions cannot do (refused, or `unsupported` with the reason).
+
+use super::{PiFixture, TURN_TIMEOUT, items, of_type};
+use crate::support::json;
+use crate::support::mock_messages::Step;
+
+#[test]
+fn a_session_starts_over_http_and_runs_a_streamed_tool_turn() {
+    let fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["runtime"], "pi", "{view}");
+    assert_eq!(view["state"], "live", "{view}");
+    assert_eq!(view["approvalPolicy"], "never", "{view}");
+    assert!(
+        !view["threadId"].as_str().unwrap_or("").is_empty(),
+        "bound to pi's session id: {view}"
+    );
+
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "echo hi > ran.txt"}),
+        ))
+        .push(Step::text("It ran, all of it.").when_tool_result());
+    let turn = fx.start_turn(&id, "Run the command please");
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(fx.work.join("ran.txt").exists(), "the command ran");
+
+    let events = fx.events(&id);
+    let started = of_type(&events, "turn.started");
+    assert_eq!(started.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(started[0]["data"]["source"], "api");
+    let prompts = items(&events, &turn, "userMessage");
+    assert_eq!(prompts.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(prompts[0]["text"], "Run the command please");
+    let commands = items(&events, &turn, "command");
+    assert_eq!(commands.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(commands[0]["command"], "echo hi > ran.txt");
+    assert_eq!(commands[0]["status"], "completed");
+    assert_eq!(commands[0]["exitCode"], 0);
+    let replies = items(&events, &turn, "agentMessage");
+    assert_eq!(replies.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(replies[0]["text"], "It ran, all of it.");
+    // The tool's start came before its end, the reply after both, and all before the end.
+    let position = |pred: &dyn Fn(&serde_json::Value) -> bool| {
+        events.iter().position(pred).unwrap_or(usize::MAX)
+    };
+    let tool_started =
+        position(&|e| e["type"] == "item.started" && e["data"]["item"]["type"] == "command");
+    let tool_done =
+        position(&|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "command");
+    let reply_done =
+        position(&|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "agentMessage");
+    let turn_done = position(&|e| e["type"] == "turn.completed");
+    assert!(
+        tool_started < tool_done && tool_done < reply_done && reply_done < turn_done,
+        "{}",
+        fx.dump(&id)
+    );
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["lastAgentMessage"], "It ran, all of it.", "{view}");
+}
+
+#[test]
+fn approvals_run_the_tool_once_accepted_and_never_when_declined() {
+    let fx = PiFixture::start();
+    let id = fx.create(json!({}));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(
+        view["approvalPolicy"], "on-request",
+        "the default policy asks: {view}"
+    );
+
+    // Accept: the command runs once.
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch approved.txt"}),
+        ))
+        .push(Step::text("Created it.").when_tool_result());
+    let turn = fx.start_turn(&id, "Create approved.txt");
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let data = &requested["data"];
+    let approval = data["approvalId"].as_str().unwrap().to_string();
+    assert_eq!(data["kind"], "command", "{requested}");
+    assert_eq!(data["turnId"], turn.as_str(), "{requested}");
+    assert_eq!(data["command"], "touch approved.txt", "{requested}");
+    assert_eq!(data["decisions"], json!(["accept", "decline", "cancel"]));
+    assert!(
+        !fx.work.join("approved.txt").exists(),
+        "nothing runs before the answer"
+    );
+    fx.decide(&id, &approval, "maybe")
+        .assert_error(400, "invalid_field", Some("decision"));
+    fx.decide(&id, &approval, "accept").assert_ok();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(fx.work.join("approved.txt").exists(), "the command ran");
+    let events = fx.events(&id);
+    let command = items(&events, &turn, "command");
+    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(command[0]["status"], "completed");
+    assert_eq!(
+        data["itemId"], command[0]["id"],
+        "the approval names its item"
+    );
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(resolved[0]["data"]["decision"], "accept");
+    assert_eq!(resolved[0]["data"]["by"], "api");
+    // A second answer, and one to an approval that never was.
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    fx.decide(&id, "made-up", "accept")
+        .assert_error(404, "approval_not_found", None);
+
+    // Decline: the command does not run, and the model's next request says it was refused.
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch declined.txt"}),
+        ))
+        .push(Step::text("Fine, I did not.").when_tool_result());
+    let turn2 = fx.start_turn(&id, "Create declined.txt");
+    let requested = fx.wait_event(&id, "the second approval", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn2.as_str()
+    });
+    let declined = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fx.decide(&id, &declined, "decline").assert_ok();
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(
+        !fx.work.join("declined.txt").exists(),
+        "a declined command must not run"
+    );
+    let events = fx.events(&id);
+    let command = items(&events, &turn2, "command");
+    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(command[0]["status"], "declined", "{}", fx.dump(&id));
+    let last = fx.mock.main_requests().last().cloned().unwrap();
+    let results = last.tool_results();
+    let refusal = results
+        .iter()
+        .find(|r| {
+            r.to_string()
+                .contains("declined this tool call through cohost")
+        })
+        .unwrap_or_else(|| panic!("the model was not told: {results:?}"));
+    assert_eq!(refusal["is_error"], true, "{refusal}");
+    assert_eq!(
+        items(&events, &turn2, "agentMessage")[0]["text"],
+        "Fine, I did not."
+    );
+    fx.decide(&id, &declined, "accept")
+        .assert_error(409, "approval_resolved", None);
+}
+
+#[test]
+fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
+    let fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    assert_eq!(fx.interrupt(&id), json!({ "interrupted": false }));
+
+    fx.mock.push(Step::text("Once upon a time\n").then_hang());
+    let turn = fx.start_turn(&id, "Tell me a long story");
+    fx.wait_event(&id, "the reply to start", |e| {
+        e["type"] == "item.started" && e["data"]["item"]["type"] == "agentMessage"
+    });
+    assert_eq!(fx.interrupt(&id), json!({ "interrupted": true }));
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let partial = items(&events, &turn, "agentMessage");
+    assert_eq!(partial.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(partial[0]["interrupted"], true, "{}", fx.dump(&id));
+
+    fx.mock.push(Step::text("The end."));
+    let turn2 = fx.start_turn(&id, "Just say the end");
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    assert_eq!(
+        items(&events, &turn2, "agentMessage")
+            .last()
+            .map(|m| m["text"].clone()),
+        Some(json!("The end.")),
+        "{}",
+        fx.dump(&id)
+    );
+}
+
+/// Pi's `abort` waits while a gate dialog is open: the interrupt cancels it first (stored as
+/// resolved by the runtime), the turn ends `interrupted`, a late answer is 409, and the tool
+/// never runs.
+#[test]
+fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool() {
+    let fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    fx.mock
+        .push(Step::tool_use("bash", json!({"command": "touch late.txt"})))
+        .push(Step::text("Ran it.").when_tool_result());
+    let turn = fx.start_turn(&id, "Create late.txt");
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    assert_eq!(fx.interrupt(&id), json!({ "interrupted": true }));
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let resolved = of_type(&events, "approval.resolved");
+    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(resolved[0]["data"]["approvalId"], approval.as_str());
+    assert_eq!(resolved[0]["data"]["decision"], "cancel");
+    assert_eq!(resolved[0]["data"]["by"], "runtime");
+
+    // The late answer is refused, and nothing runs the tool: a next turn completes and the
+    // file is still not there.
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    fx.mock.push(Step::text("Nothing else."));
+    let turn2 = fx.start_turn(&id, "Anything else?");
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert!(
+        !fx.work.join("late.txt").exists(),
+        "the tool must never run"
+    );
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["pendingApprovals"], 0, "{view}");
+}
+
+/// A prompt sent while a turn runs steers it (Pi's `steer`: the next model call of the same
+/// run carries it; one turn); a task queued through cohost meanwhile waits for the turn's end
+/// and runs as a turn of its own.
+#[test]
+fn a_prompt_while_busy_steers_the_turn_and_a_queued_task_waits_for_its_end() {
+    let fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    fx.mock
+        .push(
+            Step::text("First part of a slow answer.")
+                .delay(std::time::Duration::from_millis(1500)),
+        )
+        .push(Step::text("Saw the steer.").when_user_contains("steer prompt"))
+        .push(Step::text("Queued task done.").when_user_contains("queued task"));
+    let turn = fx.start_turn(&id, "first prompt");
+    fx.mock.wait_for_requests(1, TURN_TIMEOUT);
+    let steered = fx.send(&id, "steer prompt");
+    assert_eq!(steered["outcome"], "steered", "{steered}");
+    assert_eq!(steered["turnId"], turn.as_str(), "{steered}");
+    let queued = fx.daemon.post(
+        &format!("/api/sessions/{id}/tasks"),
+        &json!({ "text": "queued task" }),
+    );
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let task = queued.json();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["first prompt", "steer prompt"],
+        "{}",
+        fx.dump(&id)
+    );
+    let replies: Vec<&str> = items(&events, &turn, "agentMessage")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        replies,
+        ["First part of a slow answer.", "Saw the steer."],
+        "{}",
+        fx.dump(&id)
+    );
+
+    let task_id = task["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task id in {task}"))
+        .to_string();
+    let accepted = fx.wait_event(&id, "the task accepted", |e| {
+        e["type"] == "task.accepted" && e["data"]["taskId"] == task_id.as_str()
+    });
+    let task_turn = accepted["data"]["turnId"].as_str().unwrap().to_string();
+    assert_ne!(task_turn, turn);
+    assert_eq!(accepted["data"]["acceptedAs"], "turn", "{accepted}");
+    let done = fx.wait_turn(&id, &task_turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let finished = fx.daemon.wait_for("the task finished", TURN_TIMEOUT, |d| {
+        let view = d.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
+        (view["phase"] == "finished").then_some(view)
+    });
+    assert_eq!(finished["state"], "completed", "{finished}");
+    assert!(
+        finished.to_string().contains("Queued task done."),
+        "the task's result is its turn's reply: {finished}"
+    );
+    assert_eq!(of_type(&fx.events(&id), "turn.started").len(), 2);
+}
+
+/// What does not apply to Pi is refused by field, and what Pi cannot do answers
+/// `unsupported` with the reason: no co-driving terminal, no fork yet.
+#[test]
+fn pi_refuses_what_it_cannot_do_and_says_why() {
+    let fx = PiFixture::start();
+    for (field, value) in [
+        ("sandbox", json!("read-only")),
+        ("permissionMode", json!("default")),
+        ("approvalPolicy", json!("on-failure")),
+        ("terminal", json!(true)),
+        ("model", json!("mock-model-2")),
+    ] {
+        fx.daemon
+            .post(
+                "/api/sessions",
+                &json!({"runtime": "pi", "cwd": fx.work, field: value}),
+            )
+            .assert_error(400, "invalid_field", Some(field));
+    }
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    let terminal = fx.daemon.get(&format!("/api/sessions/{id}/terminal"));
+    assert_eq!(terminal.status, 400, "{}", terminal.body);
+    assert!(
+        terminal.body.contains("cannot be co-driven"),
+        "{}",
+        terminal.body
+    );
+    let doctor = fx.daemon.get("/api/doctor").assert_ok();
+    let pi = &doctor["pi"];
+    assert_eq!(pi["found"], true, "{doctor:#}");
+    assert_eq!(
+        pi["version"],
+        crate::support::pinned_version(&cohost::peers::PI),
+        "{doctor:#}"
+    );
+    assert_eq!(pi["versionPlace"], "tested", "{doctor:#}");
+    assert_eq!(
+        pi["approvalPolicies"],
+        json!(["untrusted", "on-request", "never"]),
+        "{doctor:#}"
+    );
+    assert!(
+        pi["coDriving"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cannot be co-driven"),
+        "{doctor:#}"
+    );
+    assert_eq!(pi["issues"], json!([]), "{doctor:#}");
+}
