@@ -271,3 +271,53 @@ pub struct DoctorReport {
     #[serde(flatten)]
     pub sections: serde_json::Map<String, Value>,
 }
+
+/// `GET /api/runtimes`: the runtimes this daemon hosts, in a stable order, and how a session of
+/// each is started — what the web page's New session form offers, as each runtime says it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RuntimeList {
+    pub runtimes: Vec<RuntimeChoices>,
+}
+
+/// How a session of one runtime is started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeChoices {
+    pub runtime: super::Runtime,
+    /// The create field that says when the agent asks before acting.
+    pub policy_field: PolicyField,
+    /// Its values, the one a session gets when none is given first. `""` means "send none":
+    /// the runtime's own configured default.
+    pub policies: Vec<PolicyChoice>,
+}
+
+/// The create field a runtime's policy goes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PolicyField {
+    /// codex, OpenCode, Pi: `untrusted`, `on-request`, `never`.
+    ApprovalPolicy,
+    /// Claude: `default`, `acceptEdits`, `plan`, …
+    PermissionMode,
+}
+
+/// One value of a runtime's policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PolicyChoice {
+    pub value: String,
+    /// What it means, in a few words.
+    pub label: String,
+    /// False for a value this daemon does not allow (a create with it is refused).
+    pub allowed: bool,
+}
+
+impl PolicyChoice {
+    /// An allowed value.
+    pub fn new(value: &str, label: &str) -> Self {
+        PolicyChoice {
+            value: value.to_string(),
+            label: label.to_string(),
+            allowed: true,
+        }
+    }
+}

@@ -86,6 +86,7 @@ fn contract() -> Value {
         EditResult,
         TerminalSpec,
         DoctorReport,
+        RuntimeList,
         // What the daemon leaves in its home for clients.
         DaemonFile,
         // The pane programs' files and requests.

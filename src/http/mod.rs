@@ -154,6 +154,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/claude/permission", post(sessions::claude_permission))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
+        .route("/api/runtimes", get(sessions::runtimes))
         .route("/.well-known/{*rest}", get(routes::well_known))
         .merge(mounted)
         .route("/set-status", post(routes::set_status))

@@ -19,7 +19,7 @@ use crate::protocol::boundary::PermissionAsk;
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
-    Seen, SessionList, SessionReply, TerminalSpec,
+    RuntimeList, Seen, SessionList, SessionReply, TerminalSpec,
 };
 use crate::service::CreateRequest;
 
@@ -202,6 +202,11 @@ pub async fn command(
     ApiJson(body): ApiJson<CommandBody>,
 ) -> Result<Json<Capability>, ApiError> {
     Ok(Json(state.service.command(&id, &body.text).await?))
+}
+
+/// `GET /api/runtimes`.
+pub async fn runtimes(State(state): State<AppState>) -> Json<RuntimeList> {
+    Json(state.service.runtimes())
 }
 
 /// `GET /api/doctor`.

@@ -188,6 +188,10 @@ pub trait SessionHost: Send + Sync {
     /// that do not apply to it, naming the field.
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError>;
 
+    /// How a session of this runtime is started: the create field its policy goes in and the
+    /// values it takes, described for a person (`GET /api/runtimes`, the web page's form).
+    fn start_choices(&self) -> crate::protocol::RuntimeChoices;
+
     /// Starts a session (and its terminal, if asked and available).
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError>;
 
@@ -462,5 +466,10 @@ impl Hosts {
 
     pub fn all(&self) -> impl Iterator<Item = &Arc<dyn SessionHost>> {
         self.hosts.values()
+    }
+
+    /// Every runtime's host in [`Runtime::ALL`]'s order.
+    pub fn in_order(&self) -> impl Iterator<Item = &Arc<dyn SessionHost>> {
+        Runtime::ALL.into_iter().filter_map(|r| self.hosts.get(&r))
     }
 }

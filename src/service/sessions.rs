@@ -10,7 +10,7 @@ use super::{ErrorKind, Service, ServiceError};
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalEntry, Bare, Budget, CreatedReply, DoctorReport, Field, HostedSessionView, InjectError,
-    Message, PromptSent, Runtime, TerminalSpec, message,
+    Message, PromptSent, Runtime, RuntimeList, TerminalSpec, message,
 };
 use crate::runtime::{Capability, CreateSession, Forked, HostError};
 
@@ -568,6 +568,13 @@ impl Service {
             .host_of(session)?
             .permission_request(session, request_id, payload)
             .await?)
+    }
+
+    /// `GET /api/runtimes`: the runtimes this daemon hosts and how a session of each starts.
+    pub fn runtimes(&self) -> RuntimeList {
+        RuntimeList {
+            runtimes: self.hosts.in_order().map(|h| h.start_choices()).collect(),
+        }
     }
 
     /// `cohost doctor`: codex's checks at the top level (as before claude was covered), every

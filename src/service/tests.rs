@@ -100,6 +100,17 @@ impl SessionHost for Fake {
         Runtime::Codex
     }
 
+    fn start_choices(&self) -> crate::protocol::RuntimeChoices {
+        crate::protocol::RuntimeChoices {
+            runtime: Runtime::Codex,
+            policy_field: crate::protocol::PolicyField::ApprovalPolicy,
+            policies: vec![crate::protocol::PolicyChoice::new(
+                "never",
+                "the fake never asks",
+            )],
+        }
+    }
+
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
         if request.permission_mode.is_some() {
             return Err(HostError::field(

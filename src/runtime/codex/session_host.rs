@@ -6,7 +6,9 @@ use super::host::{APPROVAL_POLICIES, CodexHost, CreateParams, SANDBOXES};
 
 /// How often idle per-budget backends are looked for.
 const REAP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
-use crate::protocol::{Bare, Field, HostedSessionView, Runtime, message};
+use crate::protocol::{
+    Bare, Field, HostedSessionView, PolicyChoice, PolicyField, Runtime, RuntimeChoices, message,
+};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
 };
@@ -57,6 +59,19 @@ impl SessionHost for CodexHost {
 
     fn runtime(&self) -> Runtime {
         Runtime::Codex
+    }
+
+    fn start_choices(&self) -> RuntimeChoices {
+        RuntimeChoices {
+            runtime: Runtime::Codex,
+            policy_field: PolicyField::ApprovalPolicy,
+            policies: vec![
+                PolicyChoice::new("", "codex's default (as configured)"),
+                PolicyChoice::new("untrusted", "ask before untrusted commands"),
+                PolicyChoice::new("on-request", "the model asks when it needs to"),
+                PolicyChoice::new("never", "never ask"),
+            ],
+        }
     }
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {

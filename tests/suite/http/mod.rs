@@ -2,6 +2,7 @@
 
 pub(crate) mod limits;
 pub(crate) mod metadata;
+pub(crate) mod runtimes;
 pub(crate) mod security;
 pub(crate) mod sse;
 pub(crate) mod tracker;

@@ -20,6 +20,11 @@ fn the_new_session_form_starts_an_opencode_session() {
     b.wait_text("#conn", "connected", UI_TIMEOUT);
     b.click("#showHosted");
     b.click("#newToggle");
+    // The daemon lists its runtimes (`GET /api/runtimes`); the form offers what it lists.
+    b.wait_for("opencode offered", UI_TIMEOUT, || {
+        b.exists("#newRuntime option[value='opencode']")
+            .then_some(())
+    });
     b.exec(
         "const s = document.getElementById('newRuntime'); s.value = 'opencode'; s.dispatchEvent(new Event('change'));",
         vec![],

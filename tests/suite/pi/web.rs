@@ -20,6 +20,10 @@ fn the_new_session_form_starts_a_pi_session() {
     b.wait_text("#conn", "connected", UI_TIMEOUT);
     b.click("#showHosted");
     b.click("#newToggle");
+    // The daemon lists its runtimes (`GET /api/runtimes`); the form offers what it lists.
+    b.wait_for("pi offered", UI_TIMEOUT, || {
+        b.exists("#newRuntime option[value='pi']").then_some(())
+    });
     b.exec(
         "const s = document.getElementById('newRuntime'); s.value = 'pi'; s.dispatchEvent(new Event('change'));",
         vec![],

@@ -302,6 +302,9 @@ fn the_forms_directory_takes_a_tilde_as_a_shell_would() {
     std::fs::create_dir(&project).unwrap();
     let b = page(&fx.daemon, None);
     b.click("#newToggle");
+    b.wait_for("codex's policies offered", UI_TIMEOUT, || {
+        b.exists("#newMode option[value='never']").then_some(())
+    });
     b.exec(
         "const s = document.getElementById('newMode'); s.value = 'never'; s.dispatchEvent(new Event('change'));",
         vec![],

@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 
 use super::{ClaudeHost, CreateClaude, lock};
-use crate::protocol::{EventKind, Field, HostedSessionView, Runtime, SessionClosed, message};
+use crate::protocol::{
+    EventKind, Field, HostedSessionView, PolicyChoice, PolicyField, Runtime, RuntimeChoices,
+    SessionClosed, message,
+};
 use crate::runtime::{AfterRestart, CreateSession, Forked, HostError, InjectOutcome, SessionHost};
 
 #[async_trait::async_trait]
@@ -27,6 +30,28 @@ impl SessionHost for ClaudeHost {
 
     fn runtime(&self) -> Runtime {
         Runtime::Claude
+    }
+
+    fn start_choices(&self) -> RuntimeChoices {
+        let policy = self.permission_policy();
+        let labels = [
+            ("default", "ask before acting (default)"),
+            ("acceptEdits", "accept file edits"),
+            ("plan", "plan first"),
+            ("auto", "auto: Claude decides what needs asking"),
+            ("bypassPermissions", "bypass permissions: never ask"),
+        ];
+        RuntimeChoices {
+            runtime: Runtime::Claude,
+            policy_field: PolicyField::PermissionMode,
+            policies: labels
+                .into_iter()
+                .map(|(mode, label)| PolicyChoice {
+                    allowed: policy.allows(mode),
+                    ..PolicyChoice::new(mode, label)
+                })
+                .collect(),
+        }
     }
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {

@@ -12,6 +12,7 @@ use crate::protocol::{
     ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Message, Piece, Runtime,
     SessionClosed, SessionState, message,
 };
+use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{inject, lock};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
@@ -60,6 +61,18 @@ impl SessionHost for OpencodeHost {
                 }
             },
             Err(error) => tracing::warn!(%error, "opencode found, but its version is unknown"),
+        }
+    }
+
+    fn start_choices(&self) -> RuntimeChoices {
+        RuntimeChoices {
+            runtime: Runtime::Opencode,
+            policy_field: PolicyField::ApprovalPolicy,
+            policies: vec![
+                PolicyChoice::new("on-request", "ask before tools that act (default)"),
+                PolicyChoice::new("untrusted", "ask before tools that act"),
+                PolicyChoice::new("never", "never ask"),
+            ],
         }
     }
 

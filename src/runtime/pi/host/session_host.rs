@@ -13,6 +13,7 @@ use crate::protocol::{
     ApprovalResolved, EventKind, Field, Message, Piece, Runtime, SessionClosed, SessionState,
     message,
 };
+use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{inject, lock};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
@@ -37,6 +38,21 @@ impl SessionHost for PiHost {
                 }
             },
             Err(error) => tracing::warn!(%error, "pi found, but its version is unknown"),
+        }
+    }
+
+    fn start_choices(&self) -> RuntimeChoices {
+        RuntimeChoices {
+            runtime: Runtime::Pi,
+            policy_field: PolicyField::ApprovalPolicy,
+            policies: vec![
+                PolicyChoice::new(
+                    "on-request",
+                    "ask before any tool but read, grep, find, ls (default)",
+                ),
+                PolicyChoice::new("untrusted", "ask before any tool but read, grep, find, ls"),
+                PolicyChoice::new("never", "never ask"),
+            ],
         }
     }
 
