@@ -14,7 +14,8 @@
 //! turn running, session file idle, nothing queued on screen) for [`QUIET_LOOKS`] looks in a row
 //! means Claude dropped it. It is then typed again (as an idle prompt: a turn of its own, sent
 //! from cohost), with an `error` event saying so — unless a person has control of the session
-//! (they may have taken it out of the queue themselves): then only the `error` event.
+//! (they may have taken it out of the queue themselves) or the prompt's task was cancelled: then
+//! only the `error` event.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -138,11 +139,30 @@ impl ClaudeHost {
     /// Types a prompt Claude dropped again, unless a person has control of the session.
     async fn retype(&self, live: &Arc<Live>, text: &str) {
         let session_id = &live.session_id;
-        let human = self
-            .inner
-            .core
-            .read(|state| state.tasks.lease(session_id).holder == LeaseHolder::Human);
+        let (human, cancelled) = self.inner.core.read(|state| {
+            (
+                state.tasks.lease(session_id).holder == LeaseHolder::Human,
+                // A task of this prompt whose cancel was asked: the cancel wins.
+                state
+                    .tasks
+                    .open(session_id)
+                    .any(|t| t.cancel_requested && t.prompt.trim() == text.trim()),
+            )
+        });
         let preview: String = text.chars().take(80).collect();
+        if cancelled {
+            tracing::warn!(session = %session_id, prompt = %preview, "claude dropped a prompt it had queued; its task was cancelled, so it is not typed again");
+            self.inner
+                .store(
+                    session_id,
+                    dropped_event(
+                        text,
+                        "; its task was cancelled, so cohost did not type it again",
+                    ),
+                )
+                .await;
+            return;
+        }
         if human {
             tracing::warn!(session = %session_id, prompt = %preview, "claude dropped a prompt it had queued; a person has control, so it is not typed again");
             self.inner
