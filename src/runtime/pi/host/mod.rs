@@ -54,6 +54,16 @@ const PARK_TIMEOUT: Duration = Duration::from_secs(120);
 /// Why a Pi session has no co-driving terminal (the capability's answer).
 pub const NO_TERMINAL: &str = "pi sessions cannot be co-driven: cohost drives Pi through `pi --mode rpc`, whose stdio is the session's only interface, and Pi's TUI cannot attach to a running RPC session";
 
+/// The thinking levels Pi takes (`--thinking`; Pi clamps one to what the model supports).
+pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// `provider/model` split, both parts non-empty.
+pub fn split_model(model: &str) -> Option<(&str, &str)> {
+    model
+        .split_once('/')
+        .filter(|(provider, id)| !provider.is_empty() && !id.is_empty())
+}
+
 /// Whether the policy puts the gate in front of Pi's tools.
 pub fn gated(policy: &str) -> bool {
     policy != "never"
@@ -420,6 +430,68 @@ impl PiHost {
         let live = self.inner.live_session(session_id)?;
         let _decide = live.decide.lock().await;
         self.interrupt_locked(&live, turn).await
+    }
+
+    /// Switches the session's model (Pi's `set_model`, which Pi writes to its session file as
+    /// a `model_change`, so a restart keeps it) and, when given, its thinking level; answers
+    /// what Pi then runs on.
+    async fn switch_model(
+        &self,
+        session_id: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<crate::runtime::Capability, HostError> {
+        let Some((provider, model_id)) = split_model(model) else {
+            return Err(HostError::field(
+                Field::Model,
+                message![
+                    "a pi ",
+                    Field::Model,
+                    format!(" is `provider/model`, got `{model}`")
+                ],
+            ));
+        };
+        if let Some(level) = thinking_level
+            && !THINKING_LEVELS.contains(&level)
+        {
+            return Err(HostError::Invalid(format!(
+                "thinkingLevel must be one of {}, got `{level}`",
+                THINKING_LEVELS.join(", ")
+            )));
+        }
+        let live = self.inner.live_session(session_id)?;
+        let process = self.inner.wait_bound(&live).await?;
+        process
+            .request(RpcCommand::SetModel {
+                provider: provider.to_string(),
+                model_id: model_id.to_string(),
+            })
+            .await
+            .map_err(|error| match error.refusal() {
+                Some(refusal) => HostError::field(
+                    Field::Model,
+                    message![
+                        "pi does not know the ",
+                        Field::Model,
+                        format!(" `{model}`: {refusal}")
+                    ],
+                ),
+                None => error.into(),
+            })?;
+        if let Some(level) = thinking_level {
+            process
+                .request(RpcCommand::SetThinkingLevel {
+                    level: level.to_string(),
+                })
+                .await?;
+        }
+        let state: State = serde_json::from_value(process.request(RpcCommand::GetState).await?)
+            .unwrap_or_default();
+        Ok(crate::runtime::Capability::ok(serde_json::json!({
+            "model": state.model.map(|m| format!("{}/{}", m.provider, m.id)),
+            "thinkingLevel": state.thinking_level,
+            "appliesTo": "the next model request",
+        })))
     }
 
     /// The models Pi knows (its `models.json` and built-in providers), as `provider/model`

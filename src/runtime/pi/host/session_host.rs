@@ -108,9 +108,7 @@ impl SessionHost for PiHost {
             ));
         }
         if let Some(model) = &request.model
-            && !model
-                .split_once('/')
-                .is_some_and(|(p, m)| !p.is_empty() && !m.is_empty())
+            && super::split_model(model).is_none()
         {
             return Err(HostError::field(
                 Field::Model,
@@ -374,6 +372,15 @@ impl SessionHost for PiHost {
                 process.stop().await;
             }
         }
+    }
+
+    async fn set_model(
+        &self,
+        session: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<Capability, HostError> {
+        self.switch_model(session, model, thinking_level).await
     }
 
     async fn models(&self) -> Result<Capability, HostError> {
