@@ -35,8 +35,8 @@ mod session_host;
 
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
-    ApprovalResolved, EventKind, Field, HostedSessionView, Runtime, SessionBound, SessionCreated,
-    SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
+    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionBound,
+    SessionCreated, SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
 };
 use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
 use crate::runtime::{CreateSession, HostError};
@@ -49,6 +49,10 @@ pub const DEFAULT_POLICY: &str = "on-request";
 const GATE_SOURCE: &str = include_str!("../gate.ts");
 /// The files of the user's agent directory a session's Pi gets a copy of.
 const AGENT_FILES: [&str; 3] = ["models.json", "settings.json", "auth.json"];
+/// The file in a session's directory naming its Pi session file (once Pi named one).
+const SESSION_FILE: &str = "session-file";
+/// The file in a forked session's directory naming the parent's session file it forks.
+const FORK_OF: &str = "fork-of";
 /// How long an inject waits for a session being started or restored to be bound.
 const PARK_TIMEOUT: Duration = Duration::from_secs(120);
 /// Why a Pi session has no co-driving terminal (the capability's answer).
@@ -240,10 +244,15 @@ impl PiHost {
         } else {
             None
         };
-        let resume = std::fs::read_to_string(dir.join("session-file"))
-            .ok()
-            .map(|s| PathBuf::from(s.trim()))
-            .filter(|p| p.is_file());
+        let named_file = |name: &str| {
+            std::fs::read_to_string(dir.join(name))
+                .ok()
+                .map(|s| PathBuf::from(s.trim()))
+                .filter(|p| p.is_file())
+        };
+        let resume = named_file(SESSION_FILE);
+        // A fork whose own file Pi has not written yet forks its parent's again.
+        let fork = resume.is_none().then(|| named_file(FORK_OF)).flatten();
         Ok(Launch {
             bin: self.bin()?.clone(),
             cwd: PathBuf::new(),
@@ -251,6 +260,7 @@ impl PiHost {
             session_dir,
             gate,
             resume,
+            fork,
         })
     }
 
@@ -268,7 +278,8 @@ impl PiHost {
             .unwrap_or_else(|| DEFAULT_POLICY.to_string());
         let mut launch = self.prepare(&live.session_id, &policy)?;
         launch.cwd = PathBuf::from(&created.cwd);
-        let resumed = launch.resume.is_some();
+        // A resumed or forked conversation keeps the model its file records.
+        let resumed = launch.resume.is_some() || launch.fork.is_some();
         let (process, events) = PiProcess::spawn(&launch)
             .map_err(|error| HostError::unavailable_by(Runtime::Pi, error.to_string(), error))?;
         tokio::spawn(dispatch(
@@ -304,7 +315,7 @@ impl PiHost {
             }
         }
         if let Some(file) = &state.session_file {
-            let path = self.inner.root.join(&live.session_id).join("session-file");
+            let path = self.inner.root.join(&live.session_id).join(SESSION_FILE);
             write_private(&path, file.as_bytes()).map_err(|e| io_failure("write", &path, e))?;
         }
         let thread_id = state.session_id.clone().unwrap_or_default();
@@ -326,10 +337,25 @@ impl PiHost {
         Ok(())
     }
 
-    async fn create_session(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+    /// Creates a session; a fork names its origin and the session file its Pi starts from
+    /// (`--fork`; none when the parent's Pi has written none yet).
+    async fn create_session(
+        &self,
+        request: CreateSession,
+        forked_from: Option<(ForkOrigin, Option<PathBuf>)>,
+    ) -> Result<HostedSessionView, HostError> {
         self.bin()?;
         self.checked_version().await?;
         let session_id = new_session_id();
+        if let Some((_, Some(parent_file))) = &forked_from {
+            let dir = self.inner.root.join(&session_id);
+            for path in [&self.inner.root, &dir] {
+                private_dir(path).map_err(|e| io_failure("create", path, e))?;
+            }
+            let path = dir.join(FORK_OF);
+            write_private(&path, parent_file.as_os_str().as_encoded_bytes())
+                .map_err(|e| io_failure("write", &path, e))?;
+        }
         let policy = request
             .approval_policy
             .clone()
@@ -342,7 +368,7 @@ impl PiHost {
             permission_mode: None,
             sandbox: None,
             budget: None,
-            forked_from: None,
+            forked_from: forked_from.map(|(origin, _)| origin),
             idempotency_key: request.idempotency_key,
         };
         self.inner
@@ -362,6 +388,53 @@ impl PiHost {
             return Err(error);
         }
         self.view(&session_id)
+    }
+
+    /// Forks the whole conversation into a new session whose Pi starts with `--fork` on the
+    /// parent's session file: a new file (new session id, `parentSession` in its header) holding
+    /// the parent's entries; the parent's Pi is not touched.
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        after_turn: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        if after_turn.is_some() {
+            return Err(HostError::field(
+                Field::AfterTurnId,
+                message![
+                    "pi forks the whole conversation; ",
+                    Field::AfterTurnId,
+                    " is codex and opencode only"
+                ],
+            ));
+        }
+        let live = self.inner.live_session(session_id)?;
+        self.inner.wait_bound(&live).await?;
+        let Some(created) = self.inner.settings(session_id) else {
+            return Err(HostError::UnknownSession(session_id.to_string()));
+        };
+        // Pi 0.73.1 writes its file once the first reply completes: before that there is no
+        // conversation to copy, and the fork starts empty.
+        let parent_file =
+            std::fs::read_to_string(self.inner.root.join(session_id).join(SESSION_FILE))
+                .ok()
+                .map(|s| PathBuf::from(s.trim()))
+                .filter(|p| p.is_file());
+        let request = CreateSession {
+            cwd: PathBuf::from(&created.cwd),
+            model: created.model.clone(),
+            approval_policy: created
+                .approval_policy
+                .as_ref()
+                .map(|p| p.as_str().to_string()),
+            ..CreateSession::default()
+        };
+        let origin = ForkOrigin {
+            session_id: session_id.to_string(),
+            after_turn_id: None,
+        };
+        self.create_session(request, Some((origin, parent_file)))
+            .await
     }
 
     /// Cancels every gate dialog the session has open, storing each as resolved by the
@@ -510,6 +583,7 @@ impl PiHost {
                 let mut launch = self.prepare("models", "never")?;
                 launch.cwd = self.inner.root.join("models");
                 launch.resume = None;
+                launch.fork = None;
                 let (process, events) = PiProcess::spawn(&launch).map_err(|error| {
                     HostError::unavailable_by(Runtime::Pi, error.to_string(), error)
                 })?;

@@ -126,7 +126,7 @@ impl SessionHost for PiHost {
         &self,
         request: CreateSession,
     ) -> Result<crate::protocol::HostedSessionView, HostError> {
-        self.create_session(request).await
+        self.create_session(request, None).await
     }
 
     fn restore(&self) {
@@ -312,8 +312,8 @@ impl SessionHost for PiHost {
         Ok(())
     }
 
-    async fn fork(&self, _session: &str, _after_turn: Option<String>) -> Result<Forked, HostError> {
-        Ok(Err(self.unsupported("forking")))
+    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
+        Ok(Ok(self.fork_session(session, after_turn).await?))
     }
 
     async fn terminal_spec(
