@@ -148,3 +148,117 @@ fn a_fork_continues_the_conversation_in_a_session_of_its_own() {
         "the parent's conversation stays its own: {body}"
     );
 }
+
+/// `kill -9` of the daemon while a turn waits for an approval (Pi goes with it): the restarted
+/// daemon resumes the session on Pi's session file, the cut turn ends `interrupted` once (its
+/// approval resolved by the runtime, a late answer refused, the command it asked for closed
+/// `interrupted` and never run), nothing stored is repeated, and the next prompt completes
+/// with the whole conversation.
+#[test]
+fn a_daemon_killed_mid_turn_resumes_the_session_without_losing_or_repeating_an_event() {
+    let mut fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "on-request" }));
+    let thread = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["threadId"].clone();
+    fx.mock
+        .push(Step::tool_use("bash", json!({"command": "echo one"})))
+        .push(Step::text("First done.").when_tool_result());
+    let turn1 = fx.start_turn(&id, "first turn");
+    let asked = fx.wait_event(&id, "the first approval", |e| {
+        e["type"] == "approval.requested"
+    });
+    fx.decide(&id, asked["data"]["approvalId"].as_str().unwrap(), "accept")
+        .assert_ok();
+    let done = fx.wait_turn(&id, &turn1);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+
+    fx.mock
+        .push(Step::tool_use("bash", json!({"command": "touch cut.txt"})))
+        .push(Step::text("Should never come.").when_tool_result());
+    let turn2 = fx.start_turn(&id, "second turn");
+    let asked = fx.wait_event(&id, "the second approval", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn2.as_str()
+    });
+    let approval = asked["data"]["approvalId"].as_str().unwrap().to_string();
+    let before = fx.events(&id);
+    fx.daemon.kill9();
+    fx.daemon.start_again_on_the_same_port();
+
+    let done = fx.wait_turn(&id, &turn2);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    assert_eq!(done["data"]["lost"], true, "{}", fx.dump(&id));
+    let last_before = before.last().and_then(|e| e["seq"].as_u64()).unwrap();
+    fx.wait_event(&id, "the session bound again", |e| {
+        e["type"] == "session.bound" && e["seq"].as_u64() > Some(last_before)
+    });
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["state"], "live", "{view}");
+    assert_eq!(
+        view["threadId"], thread,
+        "the same Pi session, resumed: {view}"
+    );
+    assert_eq!(view["pendingApprovals"], 0, "{view}");
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+
+    fx.mock
+        .push(Step::text("Third done.").when_user_contains("third turn"));
+    let turn3 = fx.start_turn(&id, "third turn");
+    let done = fx.wait_turn(&id, &turn3);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let request = fx.mock.main_requests().last().cloned().unwrap();
+    let body = request.body.to_string();
+    assert!(
+        body.contains("first turn") && body.contains("First done.") && body.contains("second turn"),
+        "the resumed Pi carries the conversation: {body}"
+    );
+    assert!(
+        !fx.work.join("cut.txt").exists(),
+        "the cut command never ran"
+    );
+
+    // Each turn started and ended once; every item started was completed, once.
+    let events = fx.events(&id);
+    for kind in ["turn.started", "turn.completed"] {
+        assert_eq!(of_type(&events, kind).len(), 3, "{kind}\n{}", fx.dump(&id));
+    }
+    let mut completed: std::collections::HashMap<String, usize> = Default::default();
+    for event in of_type(&events, "item.completed") {
+        *completed
+            .entry(event["data"]["item"]["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert!(
+        completed.values().all(|n| *n == 1),
+        "an item stored twice: {completed:?}\n{}",
+        fx.dump(&id)
+    );
+    for started in of_type(&events, "item.started") {
+        let item_id = started["data"]["item"]["id"].as_str().unwrap();
+        assert!(
+            completed.contains_key(item_id),
+            "item {item_id} never completed\n{}",
+            fx.dump(&id)
+        );
+    }
+    let cut = items(&events, &turn2, "command");
+    assert_eq!(cut.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(cut[0]["status"], "interrupted", "{}", fx.dump(&id));
+    let resolved: Vec<_> = of_type(&events, "approval.resolved")
+        .into_iter()
+        .filter(|e| e["data"]["approvalId"] == approval.as_str())
+        .collect();
+    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(resolved[0]["data"]["by"], "runtime");
+    // What was stored before the kill is still there, in the same order.
+    let seqs: Vec<u64> = before.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let kept: Vec<u64> = events
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .filter(|seq| seqs.contains(seq))
+        .collect();
+    assert_eq!(kept, seqs);
+    assert_eq!(
+        items(&events, &turn3, "agentMessage")[0]["text"],
+        "Third done."
+    );
+}

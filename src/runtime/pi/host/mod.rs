@@ -691,9 +691,43 @@ impl Inner {
         }
     }
 
-    /// After a daemon restart: the turn the restart cut short ends `interrupted` (`lost`),
-    /// and its approvals (whose dialogs went with the old Pi) are resolved by the runtime.
+    /// After a daemon restart: what Pi's session file holds of the turn the restart cut short
+    /// and was not stored is backfilled (items already stored are duplicates the core drops),
+    /// its approvals (whose dialogs went with the old Pi) are resolved by the runtime, the items
+    /// it left open end `interrupted`, and the turn ends `interrupted` (`lost`).
     async fn end_cut_turn(&self, session_id: &str) {
+        let turn = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .and_then(|s| s.active_turn.clone())
+        });
+        if let Some(turn_id) = &turn {
+            let file = std::fs::read_to_string(self.root.join(session_id).join(SESSION_FILE))
+                .ok()
+                .and_then(|path| std::fs::read_to_string(path.trim()).ok())
+                .unwrap_or_default();
+            let messages = super::normalize::file_messages(&file);
+            let history = self.core.read(|state| {
+                super::normalize::backfill(&messages, turn_id, |user_item| {
+                    let probe = EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: crate::protocol::Item::UserMessage {
+                            id: user_item.to_string(),
+                            text: String::new(),
+                        },
+                    });
+                    state.sessions.is_duplicate(session_id, &probe)
+                })
+            });
+            for kind in history {
+                self.store(session_id, kind).await;
+            }
+        }
+        self.end_cut_turn_rest(session_id).await;
+    }
+
+    async fn end_cut_turn_rest(&self, session_id: &str) {
         let (turn, approvals) = self.core.read(|state| {
             state
                 .sessions
@@ -720,6 +754,29 @@ impl Inner {
             .await;
         }
         if let Some(turn_id) = turn {
+            let open: Vec<crate::protocol::ItemEvent> = self.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .map(|s| {
+                        s.open_items
+                            .values()
+                            .filter(|item| item.turn_id == turn_id)
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            });
+            for item in open {
+                self.store(
+                    session_id,
+                    EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                        turn_id: item.turn_id,
+                        item: super::normalize::interrupted(item.item),
+                    }),
+                )
+                .await;
+            }
             self.store(
                 session_id,
                 EventKind::TurnCompleted(TurnCompleted {
