@@ -146,6 +146,18 @@ pub struct ModeBody {
     pub mode: String,
 }
 
+/// `PUT /api/sessions/{id}/model`: the model (and, where the runtime has one, the thinking
+/// level) of the session's next turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelBody {
+    /// `provider/model`, one of `GET /api/models?runtime=…`.
+    pub model: String,
+    /// Pi: `off`, `minimal`, `low`, `medium`, `high`, `xhigh` (what the model supports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<String>,
+}
+
 /// `POST /api/focus`: the tmux session a person looks at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FocusParams {

@@ -63,6 +63,7 @@ fn contract() -> Value {
         CancelBody,
         EditBody,
         ModeBody,
+        ModelBody,
         FocusParams,
         Done,
         CreatedReply,

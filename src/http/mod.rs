@@ -134,6 +134,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             post(requests::answer),
         )
         .route("/api/sessions/{id}/mode", put(requests::set_mode))
+        .route("/api/sessions/{id}/model", put(requests::set_model))
         .route(
             "/api/sessions/{id}/approvals/{approval_id}",
             post(sessions::resolve_approval),

@@ -1,7 +1,7 @@
 //! Input-request routes: list a session's requests, answer one (first answer wins), set the
-//! session's collaboration mode — each a thin call into the service.
+//! session's collaboration mode or its model — each a thin call into the service.
 
-use crate::protocol::ModeBody;
+use crate::protocol::{ModeBody, ModelBody};
 use axum::Json;
 use axum::extract::{Path, State};
 
@@ -37,4 +37,17 @@ pub async fn set_mode(
     ApiJson(body): ApiJson<ModeBody>,
 ) -> Result<Json<Capability>, ApiError> {
     Ok(Json(state.service.set_mode(&id, &body.mode).await?))
+}
+
+pub async fn set_model(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ModelBody>,
+) -> Result<Json<Capability>, ApiError> {
+    Ok(Json(
+        state
+            .service
+            .set_model(&id, &body.model, body.thinking_level.as_deref())
+            .await?,
+    ))
 }

@@ -296,6 +296,17 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct ModelArgs {
+    pub session_id: String,
+    /// `provider/model`, one of `list_models`.
+    pub model: String,
+    /// Pi: `off`, `minimal`, `low`, `medium`, `high`, `xhigh`.
+    #[serde(default)]
+    pub thinking_level: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ModeArgs {
     pub session_id: String,
     pub mode: ModeArg,

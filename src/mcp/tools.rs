@@ -620,4 +620,25 @@ impl CohostMcp {
             Err(error) => failed(error),
         })
     }
+
+    #[tool(
+        description = "Switch the model (and Pi's thinking level) of a hosted session's next turns: pi sessions. Refused while a human holds the session's control lease.",
+        output_schema = output::<Capability>()
+    )]
+    async fn set_model(&self, Parameters(args): Parameters<ModelArgs>) -> ToolResult {
+        let id = &args.session_id;
+        if let Some(refused) = self.human_holds(id, "changes its model") {
+            return Ok(refused);
+        }
+        Ok(
+            match self
+                .service
+                .set_model(id, &args.model, args.thinking_level.as_deref())
+                .await
+            {
+                Ok(capability) => answer(capability),
+                Err(error) => failed(error),
+            },
+        )
+    }
 }

@@ -359,6 +359,17 @@ pub trait SessionHost: Send + Sync {
         Ok(self.unsupported("setting the mode"))
     }
 
+    /// Switches the model (and, where the runtime has one, the thinking level) of the
+    /// session's next turns (`PUT …/model`); a turn already running keeps its model.
+    async fn set_model(
+        &self,
+        _session: &str,
+        _model: &str,
+        _thinking_level: Option<&str>,
+    ) -> Result<Capability, HostError> {
+        Ok(self.unsupported("switching the model"))
+    }
+
     /// Sends a prompt with images attached (bounded and checked by the service).
     async fn inject_images(
         &self,

@@ -95,6 +95,22 @@ impl Service {
         }
         Ok(host.set_mode(id, mode).await?)
     }
+
+    /// Switches the model (and thinking level) of the session's next turns.
+    pub async fn set_model(
+        &self,
+        id: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<crate::protocol::Capability, ServiceError> {
+        if model.trim().is_empty() {
+            return Err(ServiceError::field(Field::Model, "must not be empty"));
+        }
+        Ok(self
+            .host_of(id)?
+            .set_model(id, model, thinking_level)
+            .await?)
+    }
 }
 
 impl Service {

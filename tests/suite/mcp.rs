@@ -14,7 +14,7 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 25] = [
+const TOOLS: [&str; 26] = [
     "answer_request",
     "cancel_task",
     "edit_task",
@@ -34,6 +34,7 @@ const TOOLS: [&str; 25] = [
     "resolve_approval",
     "send",
     "set_mode",
+    "set_model",
     "start_session",
     "supersede_task",
     "task_result",

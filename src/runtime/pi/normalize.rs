@@ -425,44 +425,56 @@ impl Forwarder {
     }
 
     fn tool_ended(&self, item: Item, result: ToolResult, is_error: bool) -> Item {
-        let output = result.text();
-        let status = if is_error && output.contains(DECLINE_REASON) {
-            "declined"
-        } else if is_error && (self.interrupt_requested || self.aborted) {
-            "interrupted"
-        } else if is_error {
-            "failed"
-        } else {
-            "completed"
-        }
-        .to_string();
-        match item {
-            Item::Command { id, command, .. } => Item::Command {
-                id,
-                command,
-                cwd: None,
-                exit_code: if is_error {
-                    exit_code_in(&output)
-                } else {
-                    Some(0)
-                },
-                status,
-                output: Some(output),
-                duration_ms: None,
-            },
-            Item::Tool {
-                id, name, input, ..
-            } => Item::Tool {
-                id,
-                name,
-                input,
-                output: Some(output),
-                status,
-            },
-            other => other,
-        }
+        tool_ended(
+            item,
+            result,
+            is_error,
+            self.interrupt_requested || self.aborted,
+        )
     }
+}
 
+/// A tool call's item once its result came (`interrupted`: its run was being stopped).
+fn tool_ended(item: Item, result: ToolResult, is_error: bool, interrupted: bool) -> Item {
+    let output = result.text();
+    let status = if is_error && output.contains(DECLINE_REASON) {
+        "declined"
+    } else if is_error && interrupted {
+        "interrupted"
+    } else if is_error {
+        "failed"
+    } else {
+        "completed"
+    }
+    .to_string();
+    match item {
+        Item::Command { id, command, .. } => Item::Command {
+            id,
+            command,
+            cwd: None,
+            exit_code: if is_error {
+                exit_code_in(&output)
+            } else {
+                Some(0)
+            },
+            status,
+            output: Some(output),
+            duration_ms: None,
+        },
+        Item::Tool {
+            id, name, input, ..
+        } => Item::Tool {
+            id,
+            name,
+            input,
+            output: Some(output),
+            status,
+        },
+        other => other,
+    }
+}
+
+impl Forwarder {
     fn end(&mut self, out: &mut Vec<Effect>) {
         let Some(turn_id) = self.current.clone() else {
             return;
@@ -520,6 +532,182 @@ impl Forwarder {
         }
         effects.push(Effect::Store(EventKind::TurnCompleted(done)));
         effects
+    }
+}
+
+/// A `message` entry of Pi's session file (`{"type":"message","id",…,"message":{…}}`), the
+/// fields a backfill reads.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct FileMessage {
+    pub role: String,
+    pub content: Value,
+    pub timestamp: Option<u64>,
+    pub stop_reason: Option<String>,
+    /// `toolResult`: the call it answers.
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub is_error: bool,
+}
+
+/// The messages of a Pi session file, in order; other entries (`session`, `model_change`, …)
+/// and unreadable lines are skipped.
+pub fn file_messages(text: &str) -> Vec<FileMessage> {
+    #[derive(Deserialize)]
+    struct Entry {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        message: Option<Value>,
+    }
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Entry>(line).ok())
+        .filter(|entry| entry.kind == "message")
+        .filter_map(|entry| serde_json::from_value(entry.message?).ok())
+        .collect()
+}
+
+/// The id cohost gives the item of a user message with this timestamp (as [`Forwarder`] does).
+pub fn user_item_id(timestamp: u64) -> String {
+    format!("user-{timestamp}")
+}
+
+/// The run a daemon restart cut short, as Pi's session file holds it → the items of turn
+/// `turn_id` it describes, in order. The run starts at the last user message whose item
+/// `stored` says was stored (a steer of the run counts: what follows it is the same run); the
+/// items are named as [`Forwarder`] names them live, so what was stored already is a duplicate
+/// the core drops. Texts of a message that ended `aborted` or `error` are `interrupted`; a tool
+/// call is completed by its `toolResult`.
+pub fn backfill(
+    messages: &[FileMessage],
+    turn_id: &str,
+    stored: impl Fn(&str) -> bool,
+) -> Vec<EventKind> {
+    let Some(start) = messages.iter().rposition(|m| {
+        m.role == "user"
+            && m.timestamp
+                .is_some_and(|stamp| stored(&user_item_id(stamp)))
+    }) else {
+        return Vec::new();
+    };
+    let mut calls: BTreeMap<String, (String, Option<Value>)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for message in &messages[start..] {
+        match message.role.as_str() {
+            "user" => {
+                let Some(stamp) = message.timestamp else {
+                    continue;
+                };
+                let text = PiMessage {
+                    content: message.content.clone(),
+                    ..PiMessage::default()
+                }
+                .text();
+                out.push(EventKind::ItemCompleted(item_event(
+                    turn_id,
+                    Item::UserMessage {
+                        id: user_item_id(stamp),
+                        text,
+                    },
+                )));
+            }
+            "assistant" => {
+                let stamp = message.timestamp.unwrap_or_default();
+                let interrupted =
+                    matches!(message.stop_reason.as_deref(), Some("aborted" | "error"));
+                let blocks = message.content.as_array().cloned().unwrap_or_default();
+                for (index, block) in blocks.iter().enumerate() {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => out.push(EventKind::ItemCompleted(item_event(
+                            turn_id,
+                            Item::AgentMessage {
+                                id: format!("msg-{stamp}-{index}"),
+                                text: block
+                                    .get("text")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_string(),
+                                interrupted,
+                            },
+                        ))),
+                        Some("toolCall") => {
+                            if let Some(id) = block.get("id").and_then(Value::as_str) {
+                                let name = block
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default();
+                                calls.insert(
+                                    id.to_string(),
+                                    (name.to_string(), block.get("arguments").cloned()),
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "toolResult" => {
+                let Some(call_id) = &message.tool_call_id else {
+                    continue;
+                };
+                let (name, args) = calls
+                    .remove(call_id)
+                    .unwrap_or_else(|| (message.tool_name.clone().unwrap_or_default(), None));
+                let item = tool_started(call_id, &name, args);
+                let result = ToolResult {
+                    content: message.content.clone(),
+                    details: None,
+                };
+                out.push(EventKind::ItemCompleted(item_event(
+                    turn_id,
+                    tool_ended(item, result, message.is_error, false),
+                )));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An item its cut turn left open, closed: a tool call `interrupted`, a text `interrupted`.
+pub fn interrupted(item: Item) -> Item {
+    match item {
+        Item::Command {
+            id,
+            command,
+            cwd,
+            exit_code,
+            output,
+            duration_ms,
+            ..
+        } => Item::Command {
+            id,
+            command,
+            cwd,
+            status: "interrupted".into(),
+            exit_code,
+            output,
+            duration_ms,
+        },
+        Item::Tool {
+            id,
+            name,
+            input,
+            output,
+            ..
+        } => Item::Tool {
+            id,
+            name,
+            input,
+            output,
+            status: "interrupted".into(),
+        },
+        Item::AgentMessage { id, text, .. } => Item::AgentMessage {
+            id,
+            text,
+            interrupted: true,
+        },
+        other => other,
     }
 }
 

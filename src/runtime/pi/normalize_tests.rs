@@ -324,3 +324,47 @@ fn bash_exit_codes_are_read_from_its_error_text() {
     assert_eq!(exit_code_in("oops\n\nCommand exited with code 3"), Some(3));
     assert_eq!(exit_code_in("fine"), None);
 }
+
+/// A cut run as Pi's session file holds it (entries as both releases write them; 1.6.0's
+/// `system` message is skipped): from the last stored user message on, each message's items,
+/// named as the forwarder names them live.
+#[test]
+fn a_cut_run_is_backfilled_from_the_session_file_from_its_stored_prompt_on() {
+    let file = [
+        r#"{"type":"session","version":3,"id":"01a233be","timestamp":"2026-12-01T22:33:59.681Z","cwd":"/w"}"#,
+        r#"{"type":"model_change","id":"a1","parentId":null,"provider":"mock","modelId":"mock-model"}"#,
+        r#"{"type":"message","id":"a2","parentId":"a1","message":{"role":"user","content":[{"type":"text","text":"earlier"}],"timestamp":900}}"#,
+        r#"{"type":"message","id":"a3","parentId":"a2","message":{"role":"system","content":"","sections":{}}}"#,
+        r#"{"type":"message","id":"a4","parentId":"a3","message":{"role":"user","content":[{"type":"text","text":"Run echo one"}],"timestamp":1000}}"#,
+        r#"{"type":"message","id":"a5","parentId":"a4","message":{"role":"assistant","content":[{"type":"text","text":"Running it."},{"type":"toolCall","id":"toolu_1","name":"bash","arguments":{"command":"echo one"}}],"stopReason":"toolUse","timestamp":1001}}"#,
+        r#"{"type":"message","id":"a6","parentId":"a5","message":{"role":"toolResult","toolCallId":"toolu_1","toolName":"bash","content":[{"type":"text","text":"one\n"}],"isError":false,"timestamp":1002}}"#,
+        r#"not json"#,
+        r#"{"type":"message","id":"a7","parentId":"a6","message":{"role":"assistant","content":[{"type":"text","text":"It said one"}],"stopReason":"aborted","timestamp":1003}}"#,
+    ]
+    .join("\n");
+    let messages = file_messages(&file);
+    assert_eq!(messages.len(), 6);
+    let events = backfill(&messages, "pi-turn-1", |id| {
+        id == "user-1000" || id == "user-900"
+    });
+    let described: Vec<String> = events.iter().map(describe).collect();
+    assert_eq!(
+        described,
+        [
+            r#"item.completed userMessage "Run echo one""#,
+            r#"item.completed agentMessage "Running it.""#,
+            r#"item.completed command "echo one" completed Some(0)"#,
+            r#"item.completed agentMessage "It said one" interrupted"#,
+        ]
+    );
+    let ids: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            EventKind::ItemCompleted(i) => i.item.id(),
+            _ => "",
+        })
+        .collect();
+    assert_eq!(ids, ["user-1000", "msg-1001-0", "toolu_1", "msg-1003-0"]);
+    // No stored prompt in the file (Pi 0.73.1 before its first reply): nothing to backfill.
+    assert!(backfill(&messages, "pi-turn-1", |_| false).is_empty());
+}

@@ -171,6 +171,9 @@ pub struct Launch {
     pub gate: Option<PathBuf>,
     /// `--session <file>`: resume this session file.
     pub resume: Option<PathBuf>,
+    /// `--fork <file>`: start a new session file holding a copy of this one's conversation
+    /// (when there is nothing to resume).
+    pub fork: Option<PathBuf>,
 }
 
 struct Pending {
@@ -205,6 +208,8 @@ impl PiProcess {
             .arg(&launch.session_dir);
         if let Some(file) = &launch.resume {
             command.arg("--session").arg(file);
+        } else if let Some(file) = &launch.fork {
+            command.arg("--fork").arg(file);
         }
         if let Some(gate) = &launch.gate {
             command.arg("-e").arg(gate);

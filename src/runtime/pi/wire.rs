@@ -34,6 +34,10 @@ pub enum RpcCommand {
         provider: String,
         model_id: String,
     },
+    /// The thinking level of the next model requests (clamped by Pi to what the model can).
+    SetThinkingLevel {
+        level: String,
+    },
     GetForkMessages,
     #[serde(rename_all = "camelCase")]
     Fork {
@@ -52,6 +56,7 @@ impl RpcCommand {
             RpcCommand::GetState => "get_state",
             RpcCommand::GetAvailableModels => "get_available_models",
             RpcCommand::SetModel { .. } => "set_model",
+            RpcCommand::SetThinkingLevel { .. } => "set_thinking_level",
             RpcCommand::GetForkMessages => "get_fork_messages",
             RpcCommand::Fork { .. } => "fork",
         }
@@ -294,6 +299,8 @@ pub struct AvailableModels {
 #[serde(rename_all = "camelCase", default)]
 pub struct State {
     pub model: Option<Model>,
+    /// `off`, `minimal`, `low`, `medium`, `high`, `xhigh` (1.6.0 also `max`).
+    pub thinking_level: Option<String>,
     pub is_streaming: bool,
     pub session_file: Option<String>,
     pub session_id: Option<String>,

@@ -315,7 +315,7 @@ fn a_prompt_while_busy_steers_the_turn_and_a_queued_task_waits_for_its_end() {
 }
 
 /// What does not apply to Pi is refused by field, and what Pi cannot do answers
-/// `unsupported` with the reason: no co-driving terminal, no fork yet.
+/// `unsupported` with the reason: no co-driving terminal.
 #[test]
 fn pi_refuses_what_it_cannot_do_and_says_why() {
     let fx = PiFixture::start();

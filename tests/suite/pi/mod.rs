@@ -3,6 +3,7 @@
 //! private HOME holding Pi's config (provider `mock`, two models), which the host copies into
 //! each session's own agent directory.
 
+mod capabilities;
 mod host;
 mod mcp;
 mod web;

@@ -35,8 +35,8 @@ mod session_host;
 
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
-    ApprovalResolved, EventKind, Field, HostedSessionView, Runtime, SessionBound, SessionCreated,
-    SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
+    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionBound,
+    SessionCreated, SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
 };
 use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
 use crate::runtime::{CreateSession, HostError};
@@ -49,10 +49,24 @@ pub const DEFAULT_POLICY: &str = "on-request";
 const GATE_SOURCE: &str = include_str!("../gate.ts");
 /// The files of the user's agent directory a session's Pi gets a copy of.
 const AGENT_FILES: [&str; 3] = ["models.json", "settings.json", "auth.json"];
+/// The file in a session's directory naming its Pi session file (once Pi named one).
+const SESSION_FILE: &str = "session-file";
+/// The file in a forked session's directory naming the parent's session file it forks.
+const FORK_OF: &str = "fork-of";
 /// How long an inject waits for a session being started or restored to be bound.
 const PARK_TIMEOUT: Duration = Duration::from_secs(120);
 /// Why a Pi session has no co-driving terminal (the capability's answer).
 pub const NO_TERMINAL: &str = "pi sessions cannot be co-driven: cohost drives Pi through `pi --mode rpc`, whose stdio is the session's only interface, and Pi's TUI cannot attach to a running RPC session";
+
+/// The thinking levels Pi takes (`--thinking`; Pi clamps one to what the model supports).
+pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+
+/// `provider/model` split, both parts non-empty.
+pub fn split_model(model: &str) -> Option<(&str, &str)> {
+    model
+        .split_once('/')
+        .filter(|(provider, id)| !provider.is_empty() && !id.is_empty())
+}
 
 /// Whether the policy puts the gate in front of Pi's tools.
 pub fn gated(policy: &str) -> bool {
@@ -230,10 +244,15 @@ impl PiHost {
         } else {
             None
         };
-        let resume = std::fs::read_to_string(dir.join("session-file"))
-            .ok()
-            .map(|s| PathBuf::from(s.trim()))
-            .filter(|p| p.is_file());
+        let named_file = |name: &str| {
+            std::fs::read_to_string(dir.join(name))
+                .ok()
+                .map(|s| PathBuf::from(s.trim()))
+                .filter(|p| p.is_file())
+        };
+        let resume = named_file(SESSION_FILE);
+        // A fork whose own file Pi has not written yet forks its parent's again.
+        let fork = resume.is_none().then(|| named_file(FORK_OF)).flatten();
         Ok(Launch {
             bin: self.bin()?.clone(),
             cwd: PathBuf::new(),
@@ -241,6 +260,7 @@ impl PiHost {
             session_dir,
             gate,
             resume,
+            fork,
         })
     }
 
@@ -258,7 +278,8 @@ impl PiHost {
             .unwrap_or_else(|| DEFAULT_POLICY.to_string());
         let mut launch = self.prepare(&live.session_id, &policy)?;
         launch.cwd = PathBuf::from(&created.cwd);
-        let resumed = launch.resume.is_some();
+        // A resumed or forked conversation keeps the model its file records.
+        let resumed = launch.resume.is_some() || launch.fork.is_some();
         let (process, events) = PiProcess::spawn(&launch)
             .map_err(|error| HostError::unavailable_by(Runtime::Pi, error.to_string(), error))?;
         tokio::spawn(dispatch(
@@ -294,7 +315,7 @@ impl PiHost {
             }
         }
         if let Some(file) = &state.session_file {
-            let path = self.inner.root.join(&live.session_id).join("session-file");
+            let path = self.inner.root.join(&live.session_id).join(SESSION_FILE);
             write_private(&path, file.as_bytes()).map_err(|e| io_failure("write", &path, e))?;
         }
         let thread_id = state.session_id.clone().unwrap_or_default();
@@ -316,10 +337,25 @@ impl PiHost {
         Ok(())
     }
 
-    async fn create_session(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
+    /// Creates a session; a fork names its origin and the session file its Pi starts from
+    /// (`--fork`; none when the parent's Pi has written none yet).
+    async fn create_session(
+        &self,
+        request: CreateSession,
+        forked_from: Option<(ForkOrigin, Option<PathBuf>)>,
+    ) -> Result<HostedSessionView, HostError> {
         self.bin()?;
         self.checked_version().await?;
         let session_id = new_session_id();
+        if let Some((_, Some(parent_file))) = &forked_from {
+            let dir = self.inner.root.join(&session_id);
+            for path in [&self.inner.root, &dir] {
+                private_dir(path).map_err(|e| io_failure("create", path, e))?;
+            }
+            let path = dir.join(FORK_OF);
+            write_private(&path, parent_file.as_os_str().as_encoded_bytes())
+                .map_err(|e| io_failure("write", &path, e))?;
+        }
         let policy = request
             .approval_policy
             .clone()
@@ -332,7 +368,7 @@ impl PiHost {
             permission_mode: None,
             sandbox: None,
             budget: None,
-            forked_from: None,
+            forked_from: forked_from.map(|(origin, _)| origin),
             idempotency_key: request.idempotency_key,
         };
         self.inner
@@ -352,6 +388,53 @@ impl PiHost {
             return Err(error);
         }
         self.view(&session_id)
+    }
+
+    /// Forks the whole conversation into a new session whose Pi starts with `--fork` on the
+    /// parent's session file: a new file (new session id, `parentSession` in its header) holding
+    /// the parent's entries; the parent's Pi is not touched.
+    async fn fork_session(
+        &self,
+        session_id: &str,
+        after_turn: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        if after_turn.is_some() {
+            return Err(HostError::field(
+                Field::AfterTurnId,
+                message![
+                    "pi forks the whole conversation; ",
+                    Field::AfterTurnId,
+                    " is codex and opencode only"
+                ],
+            ));
+        }
+        let live = self.inner.live_session(session_id)?;
+        self.inner.wait_bound(&live).await?;
+        let Some(created) = self.inner.settings(session_id) else {
+            return Err(HostError::UnknownSession(session_id.to_string()));
+        };
+        // Pi 0.73.1 writes its file once the first reply completes: before that there is no
+        // conversation to copy, and the fork starts empty.
+        let parent_file =
+            std::fs::read_to_string(self.inner.root.join(session_id).join(SESSION_FILE))
+                .ok()
+                .map(|s| PathBuf::from(s.trim()))
+                .filter(|p| p.is_file());
+        let request = CreateSession {
+            cwd: PathBuf::from(&created.cwd),
+            model: created.model.clone(),
+            approval_policy: created
+                .approval_policy
+                .as_ref()
+                .map(|p| p.as_str().to_string()),
+            ..CreateSession::default()
+        };
+        let origin = ForkOrigin {
+            session_id: session_id.to_string(),
+            after_turn_id: None,
+        };
+        self.create_session(request, Some((origin, parent_file)))
+            .await
     }
 
     /// Cancels every gate dialog the session has open, storing each as resolved by the
@@ -422,6 +505,68 @@ impl PiHost {
         self.interrupt_locked(&live, turn).await
     }
 
+    /// Switches the session's model (Pi's `set_model`, which Pi writes to its session file as
+    /// a `model_change`, so a restart keeps it) and, when given, its thinking level; answers
+    /// what Pi then runs on.
+    async fn switch_model(
+        &self,
+        session_id: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<crate::runtime::Capability, HostError> {
+        let Some((provider, model_id)) = split_model(model) else {
+            return Err(HostError::field(
+                Field::Model,
+                message![
+                    "a pi ",
+                    Field::Model,
+                    format!(" is `provider/model`, got `{model}`")
+                ],
+            ));
+        };
+        if let Some(level) = thinking_level
+            && !THINKING_LEVELS.contains(&level)
+        {
+            return Err(HostError::Invalid(format!(
+                "thinkingLevel must be one of {}, got `{level}`",
+                THINKING_LEVELS.join(", ")
+            )));
+        }
+        let live = self.inner.live_session(session_id)?;
+        let process = self.inner.wait_bound(&live).await?;
+        process
+            .request(RpcCommand::SetModel {
+                provider: provider.to_string(),
+                model_id: model_id.to_string(),
+            })
+            .await
+            .map_err(|error| match error.refusal() {
+                Some(refusal) => HostError::field(
+                    Field::Model,
+                    message![
+                        "pi does not know the ",
+                        Field::Model,
+                        format!(" `{model}`: {refusal}")
+                    ],
+                ),
+                None => error.into(),
+            })?;
+        if let Some(level) = thinking_level {
+            process
+                .request(RpcCommand::SetThinkingLevel {
+                    level: level.to_string(),
+                })
+                .await?;
+        }
+        let state: State = serde_json::from_value(process.request(RpcCommand::GetState).await?)
+            .unwrap_or_default();
+        Ok(crate::runtime::Capability::ok(serde_json::json!({
+            "model": state.model.map(|m| format!("{}/{}", m.provider, m.id)),
+            "thinkingLevel": state.thinking_level,
+            "appliesTo": "the next model request",
+        })))
+    }
+
     /// The models Pi knows (its `models.json` and built-in providers), as `provider/model`
     /// ids, asked of a live session's Pi (or of one started for the purpose).
     pub(super) async fn list_models(&self) -> Result<serde_json::Value, HostError> {
@@ -438,6 +583,7 @@ impl PiHost {
                 let mut launch = self.prepare("models", "never")?;
                 launch.cwd = self.inner.root.join("models");
                 launch.resume = None;
+                launch.fork = None;
                 let (process, events) = PiProcess::spawn(&launch).map_err(|error| {
                     HostError::unavailable_by(Runtime::Pi, error.to_string(), error)
                 })?;
@@ -545,9 +691,43 @@ impl Inner {
         }
     }
 
-    /// After a daemon restart: the turn the restart cut short ends `interrupted` (`lost`),
-    /// and its approvals (whose dialogs went with the old Pi) are resolved by the runtime.
+    /// After a daemon restart: what Pi's session file holds of the turn the restart cut short
+    /// and was not stored is backfilled (items already stored are duplicates the core drops),
+    /// its approvals (whose dialogs went with the old Pi) are resolved by the runtime, the items
+    /// it left open end `interrupted`, and the turn ends `interrupted` (`lost`).
     async fn end_cut_turn(&self, session_id: &str) {
+        let turn = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .and_then(|s| s.active_turn.clone())
+        });
+        if let Some(turn_id) = &turn {
+            let file = std::fs::read_to_string(self.root.join(session_id).join(SESSION_FILE))
+                .ok()
+                .and_then(|path| std::fs::read_to_string(path.trim()).ok())
+                .unwrap_or_default();
+            let messages = super::normalize::file_messages(&file);
+            let history = self.core.read(|state| {
+                super::normalize::backfill(&messages, turn_id, |user_item| {
+                    let probe = EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                        turn_id: turn_id.clone(),
+                        item: crate::protocol::Item::UserMessage {
+                            id: user_item.to_string(),
+                            text: String::new(),
+                        },
+                    });
+                    state.sessions.is_duplicate(session_id, &probe)
+                })
+            });
+            for kind in history {
+                self.store(session_id, kind).await;
+            }
+        }
+        self.end_cut_turn_rest(session_id).await;
+    }
+
+    async fn end_cut_turn_rest(&self, session_id: &str) {
         let (turn, approvals) = self.core.read(|state| {
             state
                 .sessions
@@ -574,6 +754,29 @@ impl Inner {
             .await;
         }
         if let Some(turn_id) = turn {
+            let open: Vec<crate::protocol::ItemEvent> = self.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .map(|s| {
+                        s.open_items
+                            .values()
+                            .filter(|item| item.turn_id == turn_id)
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            });
+            for item in open {
+                self.store(
+                    session_id,
+                    EventKind::ItemCompleted(crate::protocol::ItemEvent {
+                        turn_id: item.turn_id,
+                        item: super::normalize::interrupted(item.item),
+                    }),
+                )
+                .await;
+            }
             self.store(
                 session_id,
                 EventKind::TurnCompleted(TurnCompleted {

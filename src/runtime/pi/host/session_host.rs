@@ -108,9 +108,7 @@ impl SessionHost for PiHost {
             ));
         }
         if let Some(model) = &request.model
-            && !model
-                .split_once('/')
-                .is_some_and(|(p, m)| !p.is_empty() && !m.is_empty())
+            && super::split_model(model).is_none()
         {
             return Err(HostError::field(
                 Field::Model,
@@ -128,7 +126,7 @@ impl SessionHost for PiHost {
         &self,
         request: CreateSession,
     ) -> Result<crate::protocol::HostedSessionView, HostError> {
-        self.create_session(request).await
+        self.create_session(request, None).await
     }
 
     fn restore(&self) {
@@ -314,8 +312,8 @@ impl SessionHost for PiHost {
         Ok(())
     }
 
-    async fn fork(&self, _session: &str, _after_turn: Option<String>) -> Result<Forked, HostError> {
-        Ok(Err(self.unsupported("forking")))
+    async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {
+        Ok(Ok(self.fork_session(session, after_turn).await?))
     }
 
     async fn terminal_spec(
@@ -374,6 +372,15 @@ impl SessionHost for PiHost {
                 process.stop().await;
             }
         }
+    }
+
+    async fn set_model(
+        &self,
+        session: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<Capability, HostError> {
+        self.switch_model(session, model, thinking_level).await
     }
 
     async fn models(&self) -> Result<Capability, HostError> {
