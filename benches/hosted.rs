@@ -52,6 +52,8 @@ const DELTAS: usize = 100;
 const DELTA_GAP: Duration = Duration::from_millis(5);
 /// Measured turns per row (after one unmeasured warm-up turn each).
 const ROUNDS: usize = 8;
+/// Deltas slower than this are counted per reader, to show where a tail comes from.
+const SLOW_DELTA: Duration = Duration::from_millis(10);
 const TURN_TIMEOUT: Duration = Duration::from_secs(120);
 const HTTP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a daemon gets to shut down (and stop its peers) after SIGTERM.
@@ -228,7 +230,11 @@ impl Setup {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        try_write_codex_home(&codex_home, &format!("http://127.0.0.1:{port}/v1"), &work["codex"])?;
+        try_write_codex_home(
+            &codex_home,
+            &format!("http://127.0.0.1:{port}/v1"),
+            &work["codex"],
+        )?;
         Ok(Setup {
             dir: dir.to_path_buf(),
             peers,
@@ -300,7 +306,11 @@ impl Setup {
             .env("CODEX_HOME", &self.codex_home)
             .env(MOCK_API_KEY_ENV, MOCK_API_KEY);
         let home = self.dir.join(format!("cohost-{name}"));
-        Daemon::start(command, &home, self.dir.join(format!("daemon-{name}.stderr")))
+        Daemon::start(
+            command,
+            &home,
+            self.dir.join(format!("daemon-{name}.stderr")),
+        )
     }
 }
 
@@ -729,9 +739,7 @@ fn find_opencode_server(daemon: &Daemon) -> anyhow::Result<OpencodeServer> {
         let var = |name: &str| {
             environ.split(|b| *b == 0).find_map(|entry| {
                 let entry = String::from_utf8_lossy(entry);
-                entry
-                    .strip_prefix(&format!("{name}="))
-                    .map(str::to_owned)
+                entry.strip_prefix(&format!("{name}=")).map(str::to_owned)
             })
         };
         let password = var("OPENCODE_SERVER_PASSWORD")
@@ -914,10 +922,8 @@ impl DirectPi {
                     continue;
                 };
                 match event["type"].as_str() {
-                    Some("response") if event["id"] == id.as_str() => {
-                        if event["success"] != true {
-                            bail!("pi refused the prompt: {event}");
-                        }
+                    Some("response") if event["id"] == id.as_str() && event["success"] != true => {
+                        bail!("pi refused the prompt: {event}");
                     }
                     Some("message_update") => {
                         let update = &event["assistantMessageEvent"];
@@ -1301,12 +1307,7 @@ async fn run() -> anyhow::Result<bool> {
         println!("  {title}");
         latency_header();
         for (what, c, d, exp) in [
-            (
-                "delta",
-                &cohost.deltas,
-                &direct.deltas,
-                expected.as_slice(),
-            ),
+            ("delta", &cohost.deltas, &direct.deltas, expected.as_slice()),
             (
                 "completed",
                 &cohost.completed,
@@ -1327,6 +1328,26 @@ async fn run() -> anyhow::Result<bool> {
             added_row("  added by cohost (cohost - direct)", &sc, &sd);
             if pair {
                 paired_row("  added, per event (same events)", &paired(c, d));
+            }
+            if what == "delta"
+                && let Some(worst) = c.iter().max_by_key(|s| s.received - s.sent)
+            {
+                let twin = d
+                    .iter()
+                    .find(|s| s.turn == worst.turn && s.index == worst.index)
+                    .map(|s| format!("{} ms", ms(s.latency())))
+                    .unwrap_or_else(|| "-".into());
+                let over =
+                    |stamps: &[Stamp]| stamps.iter().filter(|s| s.latency() > SLOW_DELTA).count();
+                println!(
+                    "    slowest cohost delta: turn {} #{} {} ms (direct, same turn and index: {twin}); over {} ms: cohost {}, direct {}",
+                    worst.turn,
+                    worst.index,
+                    ms(worst.latency()),
+                    SLOW_DELTA.as_millis(),
+                    over(c),
+                    over(d)
+                );
             }
             check(&format!("{title} {cohost_name}"), &sc);
             check(&format!("{title} {direct_name}"), &sd);

@@ -70,9 +70,14 @@ impl Default for Usage {
 #[derive(Debug, Clone)]
 enum Block {
     Text(String),
-    ToolUse { name: String, input: Value },
+    ToolUse {
+        name: String,
+        input: Value,
+    },
     /// `count` text deltas `"<i>:<ns> "`, each stamped as it is written (see [`Step::stamped`]).
-    Stamped { count: usize },
+    Stamped {
+        count: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -856,8 +861,10 @@ impl Answer {
     async fn stream_block(&self, sse: &Sse, index: usize, block: &Block) -> Result<(), Gone> {
         if let Block::Stamped { count } = block {
             let start = json!({ "type": "text", "text": "" });
-            sse.send(json!({ "type": "content_block_start", "index": index, "content_block": start }))
-                .await?;
+            sse.send(
+                json!({ "type": "content_block_start", "index": index, "content_block": start }),
+            )
+            .await?;
             for i in 0..*count {
                 if i > 0 {
                     sse.pause().await;
