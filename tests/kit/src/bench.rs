@@ -111,8 +111,9 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Spawns `command` (from [`serve_command`]) with `COHOST_HOME=home` and its stderr appended
-    /// to `stderr_path`, reads the address it announces on stdout, then its token.
+    /// Spawns `command` (from [`serve_command`]) with `COHOST_HOME=home` (and XDG_CONFIG_HOME an
+    /// empty directory, unless `command` sets it) and its stderr appended to `stderr_path`, reads
+    /// the address it announces on stdout, then its token.
     pub fn start(
         mut command: Command,
         home: &Path,
@@ -122,10 +123,17 @@ impl Daemon {
             .create(true)
             .append(true)
             .open(&stderr_path)?;
+        // No config file: the developer's own would change what is measured. A caller that
+        // sets XDG_CONFIG_HOME itself (for a peer's own config) keeps it: cohost's would be
+        // `cohost/config.toml` under it.
+        if !command
+            .get_envs()
+            .any(|(name, value)| name == "XDG_CONFIG_HOME" && value.is_some())
+        {
+            command.env("XDG_CONFIG_HOME", home.join("no-config"));
+        }
         let mut child = command
             .env("COHOST_HOME", home)
-            // No config file: the developer's own would change what is measured.
-            .env("XDG_CONFIG_HOME", home.join("no-config"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -70,7 +70,14 @@ impl Default for Usage {
 #[derive(Debug, Clone)]
 enum Block {
     Text(String),
-    ToolUse { name: String, input: Value },
+    ToolUse {
+        name: String,
+        input: Value,
+    },
+    /// `count` text deltas `"<i>:<ns> "`, each stamped as it is written (see [`Step::stamped`]).
+    Stamped {
+        count: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +130,14 @@ impl Step {
     /// An assistant text block, streamed as one `text_delta` per word; `stop_reason: end_turn`.
     pub fn text(text: impl Into<String>) -> Step {
         Step::with(Reply::Message(vec![Block::Text(text.into())]))
+    }
+
+    /// An assistant text block of `count` deltas for latency measurements: delta `i` is
+    /// `"<i>:<ns> "`, where `<ns>` is CLOCK_REALTIME in nanoseconds ([`now_ns`]) taken just
+    /// before the delta's SSE frame is handed to the connection. Pause between deltas with
+    /// [`Step::delay`]. A non-streamed answer stamps every part with the time of the answer.
+    pub fn stamped(count: usize) -> Step {
+        Step::with(Reply::Message(vec![Block::Stamped { count }]))
     }
 
     /// A `tool_use` block calling `name` with `input` (streamed as `input_json_delta` chunks);
@@ -773,6 +788,11 @@ impl Answer {
     fn final_block(&self, block: &Block) -> Value {
         match block {
             Block::Text(text) => json!({ "type": "text", "text": text }),
+            Block::Stamped { count } => {
+                let now = now_ns();
+                let text: String = (0..*count).map(|i| format!("{i}:{now} ")).collect();
+                json!({ "type": "text", "text": text })
+            }
             Block::ToolUse { name, input } => json!({
                 "type": "tool_use",
                 "id": format!("toolu_mock_{:04}", self.shared.next_id()),
@@ -839,6 +859,22 @@ impl Answer {
     }
 
     async fn stream_block(&self, sse: &Sse, index: usize, block: &Block) -> Result<(), Gone> {
+        if let Block::Stamped { count } = block {
+            let start = json!({ "type": "text", "text": "" });
+            sse.send(
+                json!({ "type": "content_block_start", "index": index, "content_block": start }),
+            )
+            .await?;
+            for i in 0..*count {
+                if i > 0 {
+                    sse.pause().await;
+                }
+                let delta = json!({ "type": "text_delta", "text": format!("{i}:{} ", now_ns()) });
+                sse.send(json!({ "type": "content_block_delta", "index": index, "delta": delta }))
+                    .await?;
+            }
+            return Ok(());
+        }
         let (start, deltas) = match block {
             Block::Text(text) => (
                 json!({ "type": "text", "text": "" }),
@@ -847,6 +883,7 @@ impl Answer {
                     .map(|t| json!({ "type": "text_delta", "text": t }))
                     .collect::<Vec<_>>(),
             ),
+            Block::Stamped { .. } => unreachable!("streamed above"),
             Block::ToolUse { name, input } => {
                 let id = format!("toolu_mock_{:04}", self.shared.next_id());
                 let json_text = input.to_string();
@@ -874,6 +911,14 @@ impl Answer {
         }
         Ok(())
     }
+}
+
+/// CLOCK_REALTIME in nanoseconds, the clock of [`Step::stamped`]'s deltas.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 fn stop_reason(blocks: &[Block]) -> &'static str {
