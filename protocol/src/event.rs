@@ -233,10 +233,14 @@ pub struct LogDamage {
     /// The seqs of the first and last event the log holds now (0 when it holds none).
     pub log_first_seq: u64,
     pub log_last_seq: u64,
-    /// Seqs once written and no longer in the log, in order.
+    /// Seqs once written and no longer in the log, in order: the first 100 ranges (every
+    /// range is also a `gap` record in `quarantineFile`).
     pub missing: Vec<MissingRange>,
-    /// How many seqs `missing` spans.
+    /// How many seqs are missing, in all ranges.
     pub missing_count: u64,
+    /// How many ranges are missing (`missing` lists the first 100).
+    #[serde(default)]
+    pub missing_ranges: u64,
     /// Lines moved out of the log into `quarantineFile` (the first 100; all are counted).
     pub quarantined: Vec<QuarantinedLine>,
     pub quarantined_count: u64,
