@@ -199,8 +199,9 @@ impl SessionHost for OpencodeHost {
             return Ok(earlier);
         }
         let binding = self.inner.wait_bound(&live).await?;
-        // Every prompt names the session's model: OpenCode's is sticky, but a prompt that named
-        // none would leave a session restored on another server to its configured default.
+        // Every prompt names the session's model (created with, or switched to: the one its
+        // view shows). OpenCode's choice is sticky, but another client (an attached TUI) can
+        // change it; cohost's prompts run on cohost's.
         let model = self.inner.current_model(session);
         let message_id = message_id();
         // A prompt while a turn runs: OpenCode queues it and folds it into the running loop's
