@@ -112,7 +112,8 @@ pub enum Command {
     },
     /// Answer a pending input request: `--answer QUESTION=TEXT` (repeatable) for a question;
     /// `--decision` (approve/reject a plan; accept/decline/cancel an elicitation;
-    /// accept/acceptForSession/decline permissions), with `--feedback`, `--mode`, `--content`.
+    /// accept/acceptForSession/decline permissions; decline an opencode question), with
+    /// `--feedback`, `--mode`, `--content`.
     Answer(AnswerArgs),
     /// Set the collaboration mode of a session's next turns (codex: plan, default).
     Mode { id: String, mode: String },

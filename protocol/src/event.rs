@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::request::{InputRequested, InputResolved, Notification, SessionAttention, SessionMode};
+use super::request::{
+    InputRequested, InputResolved, Notification, SessionAttention, SessionMode, SessionModel,
+};
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
@@ -113,6 +115,9 @@ pub enum EventKind {
     /// The collaboration mode the session's next turn runs in.
     #[serde(rename = "session.mode")]
     SessionMode(SessionMode),
+    /// The model the session's next turns run on, switched after it was created.
+    #[serde(rename = "session.model")]
+    SessionModel(SessionModel),
     /// The agent said it waits for a person (Claude's `Notification` hook).
     #[serde(rename = "session.attention")]
     SessionAttention(SessionAttention),
@@ -185,6 +190,7 @@ impl EventKind {
             EventKind::InputRequested(_) => "input.requested",
             EventKind::InputResolved(_) => "input.resolved",
             EventKind::SessionMode(_) => "session.mode",
+            EventKind::SessionModel(_) => "session.model",
             EventKind::SessionAttention(_) => "session.attention",
             EventKind::Notification(_) => "notification",
             EventKind::Usage(_) => "usage",

@@ -60,6 +60,10 @@ pub struct SessionRecord {
     /// The collaboration mode set for the session's next turns (`session.mode`).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The model switched to after creation (`session.model`); `None`: the one it was created
+    /// with.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Items started and not completed yet (a command waiting for its approval, a tool running),
     /// so a restart can close them when their turn turns out to be over.
     #[serde(default)]
@@ -103,13 +107,19 @@ impl SessionRecord {
         }
     }
 
+    /// The model the session's next turns run on: the one switched to, else the one it was
+    /// created with (`None`: the runtime's default).
+    pub fn current_model(&self) -> Option<String> {
+        self.model.clone().or_else(|| self.created.model.clone())
+    }
+
     pub fn view(&self) -> HostedSessionView {
         HostedSessionView {
             id: self.id.clone(),
             name: String::new(),
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
-            model: self.created.model.clone(),
+            model: self.current_model(),
             approval_policy: self
                 .created
                 .runtime
@@ -261,6 +271,7 @@ impl Sessions {
                     approvals: BTreeMap::new(),
                     requests: BTreeMap::new(),
                     mode: None,
+                    model: None,
                     open_items: BTreeMap::new(),
                     pane: None,
                     permission_mode_seen: None,
@@ -373,6 +384,7 @@ impl Sessions {
                 }
             }
             EventKind::SessionMode(mode) => record.mode = Some(mode.mode.clone()),
+            EventKind::SessionModel(model) => record.model = Some(model.model.clone()),
             EventKind::GoalUpdated(goal) => record.goal = Some(goal.goal.clone()),
             EventKind::GoalCleared(_) => record.goal = None,
             EventKind::MessageSent(sent) => {
@@ -604,6 +616,16 @@ mod tests {
         assert_eq!(
             sessions.get("s1").unwrap().view().mode.as_deref(),
             Some("plan")
+        );
+        sessions.apply(&event(
+            10,
+            EventKind::SessionModel(crate::protocol::SessionModel {
+                model: "mock/mock-model-2".into(),
+            }),
+        ));
+        assert_eq!(
+            sessions.get("s1").unwrap().view().model.as_deref(),
+            Some("mock/mock-model-2")
         );
     }
 }

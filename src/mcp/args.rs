@@ -123,7 +123,8 @@ arg_enum!(
 );
 arg_enum!(
     /// An input request's answer: `approve`/`reject` a plan; `accept`, `decline` or `cancel`
-    /// an elicitation; `accept`, `acceptForSession` or `decline` permissions.
+    /// an elicitation; `accept`, `acceptForSession` or `decline` permissions; `decline` an
+    /// opencode question (dismissing it).
     AnswerDecisionArg {
         Approve = "approve",
         Reject = "reject",

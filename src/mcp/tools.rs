@@ -566,7 +566,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]}; a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease.",
+        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]} (or, where it lists decline, an opencode question, decision decline to dismiss it); a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease.",
         output_schema = output::<RequestAnswered>()
     )]
     async fn answer_request(&self, Parameters(args): Parameters<AnswerArgs>) -> ToolResult {
@@ -622,7 +622,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Switch the model (and Pi's thinking level) of a hosted session's next turns: pi sessions. Refused while a human holds the session's control lease.",
+        description = "Switch the model (and Pi's thinking level) of a hosted session's next turns: pi and opencode sessions (an opencode model it does not know is refused and nothing changes). Refused while a human holds the session's control lease.",
         output_schema = output::<Capability>()
     )]
     async fn set_model(&self, Parameters(args): Parameters<ModelArgs>) -> ToolResult {

@@ -1,6 +1,6 @@
 //! An OpenCode session driven over MCP with the real Python SDK (`tests/mcp/client.py`):
-//! started with an approval policy, a prompt sent as a task, the approval listed and answered,
-//! the task waited for.
+//! started with an approval policy, switched to the second model (`set_model`), a prompt sent
+//! as a task, the approval listed and answered, the task waited for.
 
 use super::OpencodeFixture;
 use crate::suite::mcp::{Transport, run_client};
@@ -30,6 +30,7 @@ fn mcp_runs_an_opencode_session_through_an_approval_to_its_result() {
         { "tool": "start_session", "arguments": { "runtime": "opencode", "cwd": project,
           "approval_policy": "untrusted" },
           "save": { "session": "/session/id" } },
+        { "tool": "set_model", "arguments": { "session_id": "$session", "model": "mock/mock-model-2" } },
         { "tool": "send", "arguments": { "session_id": "$session", "prompt": "Create approved.txt" },
           "save": { "task": "/task/taskId" } },
         { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
@@ -56,14 +57,32 @@ fn mcp_runs_an_opencode_session_through_an_approval_to_its_result() {
         started["session"]["approvalPolicy"], "untrusted",
         "{started:#}"
     );
-    let listed = structured(run.one(3));
+    let switched = structured(run.one(1));
+    assert_eq!(switched["ok"], true, "{switched:#}");
+    assert_eq!(
+        switched["data"]["model"], "mock/mock-model-2",
+        "{switched:#}"
+    );
+    let listed = structured(run.one(4));
     assert_eq!(listed["approvals"][0]["pending"], true, "{listed:#}");
-    let waited = structured(run.one(5));
+    let waited = structured(run.one(6));
     assert_eq!(waited["finished"], true, "{waited:#}");
     assert_eq!(waited["task"]["state"], "completed", "{waited:#}");
     assert_eq!(waited["task"]["resultExcerpt"], "Created it.", "{waited:#}");
     assert!(
         project.join("approved.txt").exists(),
         "the approved command ran"
+    );
+    let models: Vec<String> = fx
+        .mock
+        .main_requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["mock-model-2", "mock-model-2"],
+        "{}",
+        fx.mock.summary()
     );
 }

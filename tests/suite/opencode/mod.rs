@@ -2,6 +2,7 @@
 //! pins, `COHOST_TEST_OPENCODE_BIN`) and the kit's Messages mock, with a private HOME holding
 //! OpenCode's config (provider `mock`, two models) and its database.
 
+mod asks;
 mod capabilities;
 mod host;
 mod mcp;

@@ -8,7 +8,7 @@ use super::super::client::next_chunk;
 use super::super::normalize::Effect;
 use super::super::sse::SseDecoder;
 use super::super::wire::Event;
-use super::{Binding, Inner, Live, path_segment};
+use super::{Binding, Inner, Live};
 use crate::protocol::{ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus};
 use crate::runtime::common::lock;
 
@@ -70,7 +70,7 @@ pub(super) async fn dispatch(
         }
     }
     live.binding.send_replace(None);
-    // Its pending permissions went with it: no answer can reach them any more.
+    // Its pending permissions and questions went with it: no answer can reach them any more.
     let orphaned: Vec<String> = {
         let mut approvals = lock(&inner.approvals);
         let ids: Vec<String> = approvals
@@ -95,6 +95,7 @@ pub(super) async fn dispatch(
             )
             .await;
     }
+    inner.orphan_questions(&live.session_id).await;
     let tail = binding.server.tail.render();
     tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
@@ -143,17 +144,14 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
                     .await;
             }
         }
-        Effect::DismissQuestion { request_id } => {
-            let Ok(id) = path_segment(&request_id) else {
-                return;
-            };
-            if let Err(error) = binding
-                .client()
-                .post(&format!("/question/{id}/reject"), &serde_json::json!({}))
+        Effect::AskQuestion(request) => inner.hold_question(live, binding, *request).await,
+        Effect::QuestionSettled {
+            request_id,
+            answers,
+        } => {
+            inner
+                .question_settled(&live.session_id, &request_id, answers)
                 .await
-            {
-                tracing::warn!(%error, "could not dismiss an opencode question");
-            }
         }
     }
 }

@@ -13,9 +13,11 @@
 //!
 //! **Safety:** every session gets a permission ruleset from its approval policy
 //! ([`ruleset`]), checked in OpenCode's answer before the session is used. An interrupt first
-//! rejects every permission the session has pending (OpenCode keeps them past an abort, and a
-//! late "once" would run the tool), under the same lock an approval's answer takes, so a late
-//! answer can never reach OpenCode: it gets `409` from cohost.
+//! rejects every permission and question the session has pending (OpenCode keeps a permission
+//! past an abort, and a late "once" would run the tool), under the same lock an answer takes,
+//! so a late answer can never reach OpenCode: it gets `409` from cohost.
+//!
+//! Questions (the `question` tool) and the model a session is switched to are in [`asks`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,6 +38,7 @@ use super::wire::{
 };
 use dispatch::dispatch;
 
+mod asks;
 mod dispatch;
 mod session_host;
 use crate::core::{CoreError, CoreHandle};
@@ -72,9 +75,12 @@ const READ_ONLY: [&str; 7] = [
 /// matches, and a session's rules come after the config's, so the session's rules win:
 /// - `never`: `*` allow (tools act without asking);
 /// - `untrusted`, `on-request`: `*` ask, then the read-only tools allow;
-/// - always: `question` deny (cohost does not relay OpenCode's questions yet) and `task` deny
+/// - always: `question` allow (cohost relays its questions as input requests) and `task` deny
 ///   unless `never` (a subagent's permissions are asked in a child session cohost does not
-///   follow, so they could not be answered).
+///   follow, so they could not be answered). A subagent's session does not inherit the
+///   `question` allow (OpenCode 1.18.33 passes a child only the parent's `deny` and
+///   `external_directory` rules), and its agents (`general`, `explore`) deny `question`, so no
+///   question is asked where cohost could not relay it.
 pub fn ruleset(policy: &str) -> Vec<PermissionRule> {
     let mut rules = Vec::new();
     if policy == "never" {
@@ -84,7 +90,7 @@ pub fn ruleset(policy: &str) -> Vec<PermissionRule> {
         rules.extend(READ_ONLY.iter().map(|p| PermissionRule::new(p, "allow")));
         rules.push(PermissionRule::new("task", "deny"));
     }
-    rules.push(PermissionRule::new("question", "deny"));
+    rules.push(PermissionRule::new("question", "allow"));
     rules
 }
 
@@ -128,6 +134,8 @@ struct Inner {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// Permission requests waiting for an answer, by request id (`per_…`) → cohost session.
     approvals: Mutex<HashMap<String, String>>,
+    /// Questions waiting for an answer, by request id (`que_…`) → cohost session.
+    questions: Mutex<HashMap<String, String>>,
 }
 
 /// What a live session is bound to: its server and OpenCode's session id there.
@@ -188,6 +196,7 @@ impl OpencodeHost {
                 bin,
                 live: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
+                questions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -412,6 +421,7 @@ impl OpencodeHost {
                 )
                 .await;
         }
+        self.inner.settle_questions(live, binding).await;
     }
 
     async fn do_interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
@@ -434,16 +444,18 @@ impl OpencodeHost {
         if turn.is_some_and(|wanted| wanted != current) {
             return Ok(false);
         }
-        // Settle every pending permission first: OpenCode keeps them past an abort, and a
-        // late "once" would run the tool.
+        // Settle every pending permission and question first: OpenCode keeps a permission
+        // past an abort, and a late "once" would run the tool.
         self.settle_pending(&live, &binding).await;
         let path = format!(
             "/session/{}/abort",
             path_segment(&binding.opencode_session)?
         );
         binding.client().post(&path, &serde_json::json!({})).await?;
-        // A permission asked in the instant before the abort landed: reject it too.
+        // A permission or question asked in the instant before the abort landed: reject it
+        // too.
         self.inner.sweep_permissions(&live, &binding).await;
+        self.inner.sweep_questions(&live, &binding).await;
         Ok(true)
     }
 }
@@ -661,7 +673,17 @@ mod tests {
             }
             assert!(rules.contains(&PermissionRule::new("task", "deny")));
         }
-        assert!(never.contains(&PermissionRule::new("question", "deny")));
+        // Questions are relayed under every policy; the last rule for `question` allows it.
+        for policy in APPROVAL_POLICIES {
+            let rules = ruleset(policy);
+            let last = rules
+                .iter()
+                .rev()
+                .find(|r| r.permission == "*" || r.permission == "question")
+                .unwrap();
+            assert_eq!(*last, PermissionRule::new("question", "allow"), "{policy}");
+        }
+        assert!(!never.contains(&PermissionRule::new("task", "deny")));
     }
 
     #[test]

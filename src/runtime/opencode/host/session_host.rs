@@ -1,5 +1,6 @@
-//! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals, close,
-//! fork, doctor — the seam's methods over the host's own (`mod.rs`).
+//! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals,
+//! questions, model, close, fork, doctor — the seam's methods over the host's own (`mod.rs`,
+//! `asks.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, Prompt
 use super::{APPROVAL_POLICIES, DEFAULT_POLICY, Live, OpencodeDoctor, OpencodeHost, path_segment};
 use crate::core::CoreError;
 use crate::protocol::{
-    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Message, Piece, Runtime,
-    SessionClosed, SessionState, message,
+    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer, InputRequested,
+    Message, Piece, Runtime, SessionClosed, SessionState, message,
 };
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{inject, lock};
@@ -198,11 +199,10 @@ impl SessionHost for OpencodeHost {
             return Ok(earlier);
         }
         let binding = self.inner.wait_bound(&live).await?;
-        let model = self
-            .inner
-            .settings(session)
-            .and_then(|s| s.model)
-            .and_then(|m| ModelRef::parse(&m));
+        // Every prompt names the session's model (created with, or switched to: the one its
+        // view shows). OpenCode's choice is sticky, but another client (an attached TUI) can
+        // change it; cohost's prompts run on cohost's.
+        let model = self.inner.current_model(session);
         let message_id = message_id();
         // A prompt while a turn runs: OpenCode queues it and folds it into the running loop's
         // next model call, and one `session.idle` ends both — it joins the running turn.
@@ -334,6 +334,7 @@ impl SessionHost for OpencodeHost {
         }
         lock(&self.inner.live).remove(session);
         lock(&self.inner.approvals).retain(|_, owner| owner != session);
+        lock(&self.inner.questions).retain(|_, owner| owner != session);
         self.inner
             .core
             .append(
@@ -380,7 +381,10 @@ impl SessionHost for OpencodeHost {
         };
         let request = CreateSession {
             cwd: PathBuf::from(&created.cwd),
-            model: created.model.clone(),
+            model: self
+                .inner
+                .current_model(session)
+                .map(|m| format!("{}/{}", m.provider_id, m.model_id)),
             approval_policy: created
                 .approval_policy
                 .as_ref()
@@ -501,6 +505,24 @@ impl SessionHost for OpencodeHost {
                 binding.server.stop().await;
             }
         }
+    }
+
+    async fn answer_request(
+        &self,
+        session: &str,
+        request: &InputRequested,
+        answer: InputAnswer,
+    ) -> Result<Option<String>, HostError> {
+        self.answer_question(session, request, answer).await
+    }
+
+    async fn set_model(
+        &self,
+        session: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<Capability, HostError> {
+        self.switch_model(session, model, thinking_level).await
     }
 
     async fn models(&self) -> Result<Capability, HostError> {
