@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::boundary::{HookLine, Launch, PermissionAnswer, PermissionAsk, RunnerEvent};
+use super::boundary::{HookAnswer, HookLine, Launch, PermissionAnswer, PermissionAsk, RunnerEvent};
 use super::*;
 
 const FIXTURE: &str = "../docs/protocol.schema.json";
@@ -94,6 +94,7 @@ fn contract() -> Value {
         Launch,
         RunnerEvent,
         HookLine,
+        HookAnswer,
         PermissionAsk,
         PermissionAnswer,
     );

@@ -153,6 +153,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             get(sessions::terminal).post(sessions::open_terminal),
         )
         .route("/api/claude/permission", post(sessions::claude_permission))
+        .route("/api/claude/hook", post(sessions::claude_hook))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
         .route("/api/runtimes", get(sessions::runtimes))

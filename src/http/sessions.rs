@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
-use crate::protocol::boundary::PermissionAsk;
+use crate::protocol::boundary::{HookAnswer, HookLine, PermissionAsk};
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
@@ -234,6 +234,15 @@ pub async fn claude_permission(
         .permission_request(&body.session_id, &body.request_id, body.payload)
         .await?;
     Ok(Json(answer))
+}
+
+/// `POST /api/claude/hook`: the machine-wide hook (`cohost hooks install`) reports one event of
+/// a Claude cohost does not host; answered at once.
+pub async fn claude_hook(
+    State(state): State<AppState>,
+    ApiJson(line): ApiJson<HookLine>,
+) -> Result<Json<HookAnswer>, ApiError> {
+    Ok(Json(state.service.claude_hook(line)?))
 }
 
 #[derive(Deserialize)]

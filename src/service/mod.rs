@@ -4,6 +4,7 @@
 //! [`ServiceError`] to their own answer in one place each (`http::error`, `mcp`). Nothing here
 //! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
 
+mod claude_hooks;
 mod events;
 mod keys;
 mod requests;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::core::StoredEvent;
 pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
 
+pub use claude_hooks::{ClaudeDriver, HookRoute};
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;
 pub use tracker::RefreshAnswer;
@@ -49,6 +51,8 @@ pub struct Service {
     watch: crate::watch::WatchHandle,
     /// The idempotency keys whose creates are in flight.
     create_keys: Arc<keys::KeyLocks>,
+    /// The Claude sessions driven through the machine-wide hook ([`Service::claude_driver`]).
+    claude_drivers: Arc<claude_hooks::ClaudeDrivers>,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -77,6 +81,7 @@ impl Service {
             shutdown: parts.shutdown,
             watch: parts.watch,
             create_keys: Arc::default(),
+            claude_drivers: Arc::default(),
         }
     }
 

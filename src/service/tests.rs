@@ -314,6 +314,7 @@ fn fixture() -> Fixture {
             shutdown: cancel.clone(),
             watch: crate::watch::WatchHandle::disabled(),
             create_keys: Arc::default(),
+            claude_drivers: Arc::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),
@@ -1029,4 +1030,62 @@ async fn two_thousand_and_one_tasks_of_one_session_leave_another_sessions_tasks_
     // The busy session keeps its own newest, bounded.
     let busy_recent = fx.service.queue(&busy).unwrap().recent;
     assert!(!busy_recent.is_empty());
+}
+
+#[tokio::test]
+async fn the_machine_wide_hook_relays_only_for_a_claude_driven_through_it() {
+    use crate::protocol::boundary::HookLine;
+    let fx = fixture();
+    let hosted = fx.service.create(fx.request()).await.unwrap().session.id;
+    let line = |event: &str, claude: &str| HookLine {
+        received_at: 1,
+        event: event.into(),
+        request_id: (event == "PermissionRequest").then(|| "r1".into()),
+        payload: json!({"session_id": claude, "hook_event_name": event, "cwd": "/w"}),
+    };
+    // A hosted session is driven, through its own hook: the machine-wide one stays out.
+    let thread = format!("thread-{hosted}");
+    assert_eq!(
+        fx.service.claude_driver(&thread),
+        Some(crate::service::ClaudeDriver {
+            session_id: hosted.clone(),
+            route: crate::service::HookRoute::OwnHook,
+        })
+    );
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", &thread))
+        .unwrap();
+    assert_eq!(answer.relay_to, None);
+    // A Claude nobody drives: not ours, at once; no watcher runs here, so nothing is tracked.
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", "someone-elses"))
+        .unwrap();
+    assert_eq!((answer.tracked, answer.relay_to), (false, None));
+    // Registered (adoption): its permission requests are relayed to the session, and only those.
+    fx.service.drive_claude("someone-elses", "cs_adopted");
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", "someone-elses"))
+        .unwrap();
+    assert_eq!(answer.relay_to.as_deref(), Some("cs_adopted"));
+    let answer = fx
+        .service
+        .claude_hook(line("Stop", "someone-elses"))
+        .unwrap();
+    assert_eq!(answer.relay_to, None);
+    fx.service.release_claude("someone-elses");
+    assert_eq!(fx.service.claude_driver("someone-elses"), None);
+    // Bad reports are refused, naming what is wrong.
+    let mut bad = line("Stop", "x");
+    bad.event = "Stop; rm".into();
+    assert_eq!(
+        fx.service.claude_hook(bad).unwrap_err().kind,
+        ErrorKind::Invalid
+    );
+    let mut bad = line("Stop", "x");
+    bad.payload = json!({"hook_event_name": "Stop"});
+    let error = fx.service.claude_hook(bad).unwrap_err();
+    assert!(error.to_string().contains("session_id"), "{error}");
 }

@@ -64,7 +64,7 @@ use checkpoint::FileCheckpoint;
 use reading::FileState;
 use thread::Thread;
 
-use super::format::{FileKind, Format, WatchEnv, WatchedAgent};
+use super::format::{FileKind, Format, Observation, WatchEnv, WatchedAgent};
 use crate::core::CoreHandle;
 use crate::protocol::{AgentUpdate, ExplainView, WatchRootView, WatchStats, WatchedView};
 use crate::tmux::{PaneInfo, SessionCache, SessionList};
@@ -121,6 +121,8 @@ pub struct WatchConfig {
 enum Msg {
     Fs(notify::Result<notify::Event>),
     Exited(u32),
+    /// What an agent reported of itself (Claude's hooks, through the service).
+    Report(WatchedAgent, Box<Observation>),
     Stop,
 }
 
@@ -162,6 +164,8 @@ pub struct WatchHandle {
 }
 
 struct Inner {
+    /// The agents watched.
+    agents: Vec<WatchedAgent>,
     shared: Arc<Shared>,
     tx: SyncSender<Msg>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -187,6 +191,7 @@ impl WatchHandle {
             .iter()
             .filter_map(|agent| super::format_for(*agent))
             .collect();
+        let agents = formats.iter().map(|f| f.agent()).collect();
         let shared = Arc::new(Shared::default());
         let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_CAPACITY);
         let watcher = {
@@ -220,6 +225,7 @@ impl WatchHandle {
             .spawn(move || engine.run(rx))?;
         Ok(WatchHandle {
             inner: Some(Arc::new(Inner {
+                agents,
                 shared,
                 tx,
                 thread: Mutex::new(Some(thread)),
@@ -243,6 +249,21 @@ impl WatchHandle {
         if let Some(thread) = thread {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
+    }
+
+    /// Gives the engine what `agent` reported of one of its threads itself (a Claude hook's
+    /// status: see [`crate::watch::claude::hook_observation`]): the thread's status from now
+    /// on, over any record its files wrote before. `false` when no watcher of `agent` runs, or
+    /// the engine's queue is full (the report is then dropped: the files still say it later).
+    pub fn report(&self, agent: WatchedAgent, observation: Observation) -> bool {
+        let Some(inner) = &self.inner else {
+            return false;
+        };
+        inner.agents.contains(&agent)
+            && inner
+                .tx
+                .try_send(Msg::Report(agent, Box::new(observation)))
+                .is_ok()
     }
 
     /// What the watcher knows of thread `key` (`agent:threadId`), if it follows it.
@@ -432,11 +453,13 @@ impl Engine {
             self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
             let mut paths = BTreeSet::new();
             let mut exited = Vec::new();
+            let mut reports = Vec::new();
             let mut stop = false;
             let mut handle = |message: Msg, paths: &mut BTreeSet<PathBuf>| match message {
                 Msg::Fs(Ok(event)) => paths.extend(event.paths),
                 Msg::Fs(Err(error)) => tracing::warn!(%error, "file watcher error"),
                 Msg::Exited(pid) => exited.push(pid),
+                Msg::Report(agent, observation) => reports.push((agent, observation)),
                 Msg::Stop => stop = true,
             };
             match message {
@@ -455,6 +478,10 @@ impl Engine {
                 paths.extend(self.dir_owner.keys().cloned());
             }
             self.refresh_placements_if_tmux_changed();
+            // The reports first: the files read in the same pass were written no earlier.
+            for (agent, observation) in reports {
+                self.report(agent, *observation);
+            }
             for path in paths {
                 self.check_path(&path);
             }
