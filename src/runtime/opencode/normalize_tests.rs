@@ -337,3 +337,22 @@ fn history_backfills_the_same_turns_and_closes_an_orphan_reply_as_interrupted() 
 fn history_events(messages: &[MessageWithParts]) -> Vec<EventKind> {
     super::history(messages)
 }
+
+#[test]
+fn a_turn_cohost_did_not_send_is_the_panes_when_one_is_open() {
+    let source = |has_terminal: bool| {
+        let mut forwarder = Forwarder {
+            has_terminal,
+            ..Forwarder::default()
+        };
+        let mut lines = user("msg_u9", "prt_u9", "typed by a person");
+        lines.push(status("busy"));
+        let kinds = stored(&run(&mut forwarder, &lines));
+        let Some(EventKind::TurnStarted(started)) = kinds.first() else {
+            panic!("{kinds:#?}")
+        };
+        started.source
+    };
+    assert_eq!(source(false), crate::protocol::TurnSource::Other);
+    assert_eq!(source(true), crate::protocol::TurnSource::Terminal);
+}
