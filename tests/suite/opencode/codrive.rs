@@ -1,7 +1,8 @@
 //! Co-driving and the tracker: the real `opencode attach` TUI on a session's own server, in a
 //! tmux pane cohost opens (the turns before and after it opened on its screen, a prompt typed
 //! there a `terminal` turn that hands the session to the person, its password in a 0600
-//! `launch.json` and the TUI's environment, never in an argv; a second pane refused), and the session as an agent instance in the
+//! `launch.json` and the TUI's environment, never in an argv; a second pane refused; after a
+//! daemon restart, the TUI attached again to the session's new server), and the session as an agent instance in the
 //! tracker — in the tmux session of its directory, then in its pane once it has one — whose
 //! status follows its turns and approvals, with OpenCode's passive watcher (which reads the same
 //! database) suppressing its own instance of the same session.
@@ -142,11 +143,7 @@ fn a_pane_attaches_opencodes_tui_to_the_sessions_server() {
     assert_eq!(launch["env"]["OPENCODE_SERVER_PASSWORD"], password.as_str());
     assert!(!launch["argv"].to_string().contains(&password), "{launch}");
     assert_eq!(launch["argv"][1], "attach", "{launch}");
-    let started: Vec<u32> = journal(&fx, &id)
-        .iter()
-        .filter(|e| e["event"] == "started")
-        .map(|e| e["pid"].as_u64().unwrap() as u32)
-        .collect();
+    let started = started_pids(&fx, &id);
     assert_eq!(started.len(), 1, "{:?}", journal(&fx, &id));
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", started[0])).unwrap();
     let cmdline = String::from_utf8_lossy(&cmdline);
@@ -159,6 +156,77 @@ fn a_pane_attaches_opencodes_tui_to_the_sessions_server() {
         .assert_error(400, "invalid_request", None);
     let again = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(again["paneId"], pane.as_str(), "{again}");
+}
+
+/// The pids the runner started the TUI with, in order.
+fn started_pids(fx: &OpencodeFixture, id: &str) -> Vec<u32> {
+    journal(fx, id)
+        .iter()
+        .filter(|e| e["event"] == "started")
+        .map(|e| e["pid"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
+    let mut fx = OpencodeFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never", "terminal": true }));
+    let pane = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["paneId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    api_turn(
+        &fx,
+        &id,
+        "Before the restart",
+        "Reply from before the restart.",
+    );
+    wait_screen(&fx, &pane, "Reply from before the restart.");
+    let first = fx
+        .daemon
+        .get(&format!("/api/sessions/{id}/terminal"))
+        .assert_ok()["args"][1]
+        .clone();
+
+    // The server goes with the daemon; the pane (and its runner) stay in tmux.
+    fx.daemon.restart();
+    fx.daemon
+        .wait_for("the TUI launched again", TURN_TIMEOUT, |_| {
+            (started_pids(&fx, &id).len() == 2).then_some(())
+        });
+    let spec = fx
+        .daemon
+        .get(&format!("/api/sessions/{id}/terminal"))
+        .assert_ok();
+    assert_ne!(spec["args"][1], first, "a new server: {spec}");
+    let launch: Value = serde_json::from_slice(
+        &std::fs::read(
+            fx.daemon
+                .home()
+                .join("opencode/sessions")
+                .join(&id)
+                .join("launch.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(launch["argv"][2], spec["args"][1], "{launch}");
+    assert_eq!(
+        fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["paneId"],
+        pane.as_str()
+    );
+    // The new TUI shows the session, and what runs on the new server.
+    api_turn(
+        &fx,
+        &id,
+        "After the restart",
+        "Reply from after the restart.",
+    );
+    let screen = wait_screen(&fx, &pane, "Reply from after the restart.");
+    assert!(
+        screen.contains("Reply from before the restart."),
+        "the history: {screen}"
+    );
 }
 
 #[test]
