@@ -360,7 +360,8 @@ pub struct StartArgs {
     pub sandbox: Option<String>,
     #[arg(long)]
     pub idempotency_key: Option<String>,
-    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
+    /// codex, opencode: also open the runtime's own TUI on the session in a tmux pane
+    /// (co-driving).
     #[arg(long)]
     pub terminal: bool,
     /// The tmux session for the pane (default `cohost`).

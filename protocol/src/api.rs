@@ -436,7 +436,8 @@ pub struct HostedSessionView {
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
-    /// The tmux pane of the session's terminal (claude sessions, co-driven codex sessions).
+    /// The tmux pane of the session's terminal (claude sessions, co-driven codex and opencode
+    /// sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -370,7 +370,7 @@ pub fn attach(client: &Client, id: String) -> anyhow::Result<()> {
     let (Some(pane), Some(tmux_session)) = (view["paneId"].as_str(), view["tmuxSession"].as_str())
     else {
         anyhow::bail!(
-            "session {id} has no terminal (codex: `cohost start codex --terminal`, or POST /api/sessions/{id}/terminal)"
+            "session {id} has no terminal (codex, opencode: `cohost start codex|opencode --terminal`, or POST /api/sessions/{id}/terminal)"
         );
     };
     let tmux = client.tmux_command();

@@ -273,7 +273,8 @@ pub async fn terminal(
     Ok(Json(state.service.terminal_spec(&id, include_token).await?))
 }
 
-/// `POST /api/sessions/{id}/terminal`: open the codex TUI on an existing session's thread.
+/// `POST /api/sessions/{id}/terminal`: open the runtime's TUI (codex, opencode) on an existing
+/// session, in a tmux pane.
 pub async fn open_terminal(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -438,9 +438,12 @@ impl Hosts {
                 park_timeout: codex::host::PARK_TIMEOUT,
             },
         );
-        let opencode =
-            opencode::host::OpencodeHost::new(core.clone(), config.home.join("opencode"));
-        let pi = pi::host::PiHost::new(core.clone(), config.home.join("pi"));
+        let opencode = opencode::host::OpencodeHost::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            config.home.join("opencode"),
+        );
+        let pi = pi::host::PiHost::new(core.clone(), Arc::clone(&tmux), config.home.join("pi"));
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,

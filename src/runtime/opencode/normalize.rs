@@ -81,6 +81,9 @@ pub struct Forwarder {
     pub pending_api: usize,
     /// An interrupt was asked for the running turn.
     pub interrupt_requested: bool,
+    /// A co-driving pane is open on the session: a turn cohost did not send is the person's
+    /// in it (`terminal`), not another client's (`other`).
+    pub has_terminal: bool,
     /// Roles of the messages seen, by message id.
     roles: HashMap<String, String>,
     /// User text parts seen while no turn ran: their turn is the next `busy`.
@@ -382,6 +385,8 @@ impl Forwarder {
         let source = if self.pending_api > 0 {
             self.pending_api -= 1;
             TurnSource::Api
+        } else if self.has_terminal {
+            TurnSource::Terminal
         } else {
             TurnSource::Other
         };

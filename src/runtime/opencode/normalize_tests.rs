@@ -482,3 +482,22 @@ fn questions_with_the_same_text_get_distinct_ids_and_keep_their_flags() {
     assert!(asked.questions[1].multi_select && asked.questions[1].is_other);
     assert_eq!(asked.questions[1].options[0].description, None);
 }
+
+#[test]
+fn a_turn_cohost_did_not_send_is_the_panes_when_one_is_open() {
+    let source = |has_terminal: bool| {
+        let mut forwarder = Forwarder {
+            has_terminal,
+            ..Forwarder::default()
+        };
+        let mut lines = user("msg_u9", "prt_u9", "typed by a person");
+        lines.push(status("busy"));
+        let kinds = stored(&run(&mut forwarder, &lines));
+        let Some(EventKind::TurnStarted(started)) = kinds.first() else {
+            panic!("{kinds:#?}")
+        };
+        started.source
+    };
+    assert_eq!(source(false), crate::protocol::TurnSource::Other);
+    assert_eq!(source(true), crate::protocol::TurnSource::Terminal);
+}

@@ -163,7 +163,8 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
         ("sandbox", json!("read-only")),
         ("permissionMode", json!("default")),
         ("approvalPolicy", json!("on-failure")),
-        ("terminal", json!(true)),
+        // A pane's tmux session, without a pane.
+        ("tmuxSession", json!("work")),
     ] {
         fx.daemon
             .post(

@@ -1,9 +1,11 @@
 //! Hosted OpenCode sessions against the real `opencode serve` (the release `./scripts/test`
 //! pins, `COHOST_TEST_OPENCODE_BIN`) and the kit's Messages mock, with a private HOME holding
-//! OpenCode's config (provider `mock`, two models) and its database.
+//! OpenCode's config (provider `mock`, two models) and its database, and a private tmux server
+//! with a session `work` in the sessions' working directory.
 
 mod asks;
 mod capabilities;
+mod codrive;
 mod host;
 mod mcp;
 mod web;
@@ -14,16 +16,17 @@ use std::time::Duration;
 use cohost::peers::OPENCODE;
 
 use crate::support::mock_messages::MockMessages;
-use crate::support::{TestDaemon, Value, json, pinned_version};
+use crate::support::{TestDaemon, TmuxServer, Value, json, pinned_version};
 
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The daemon (told where opencode is, with HOME = the private home), the mock and the
-/// session's working directory.
+/// The daemon (told where opencode is, with HOME = the private home), the mock, the
+/// session's working directory and the tmux server (session `work` there).
 pub struct OpencodeFixture {
     pub daemon: TestDaemon,
     pub mock: MockMessages,
     pub work: PathBuf,
+    pub tmux: TmuxServer,
     _dir: tempfile::TempDir,
 }
 
@@ -49,6 +52,11 @@ impl OpencodeFixture {
 
     /// [`OpencodeFixture::start`] with more `cohost serve` arguments.
     pub fn start_with_args(args: &[&str]) -> OpencodeFixture {
+        OpencodeFixture::start_with(args, &[])
+    }
+
+    /// [`OpencodeFixture::start`] with more `cohost serve` arguments and environment.
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> OpencodeFixture {
         let bin = opencode_bin();
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -66,29 +74,29 @@ impl OpencodeFixture {
                 "models": {"mock-model": model("Mock Model"), "mock-model-2": model("Mock Model 2")}}}
         });
         std::fs::write(config_dir.join("opencode.json"), config.to_string()).unwrap();
-        let daemon = TestDaemon::start_with_env(
-            None,
-            args,
-            &[
-                ("HOME", home.to_str().unwrap()),
-                // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode
-                // reads its config from there.
-                (
-                    "XDG_CONFIG_HOME",
-                    config_dir.parent().unwrap().to_str().unwrap(),
-                ),
-                ("COHOST_OPENCODE_BIN", bin.to_str().unwrap()),
-                ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
-                ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
-                ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
-                ("OPENCODE_DISABLE_SHARE", "1"),
-                ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
-            ],
-        );
+        let tmux = TmuxServer::with_sessions(&[("work", work.as_path())]);
+        let mut env = vec![
+            ("HOME", home.to_str().unwrap()),
+            // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode
+            // reads its config from there.
+            (
+                "XDG_CONFIG_HOME",
+                config_dir.parent().unwrap().to_str().unwrap(),
+            ),
+            ("COHOST_OPENCODE_BIN", bin.to_str().unwrap()),
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+            ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+            ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+            ("OPENCODE_DISABLE_SHARE", "1"),
+            ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1"),
+        ];
+        env.extend_from_slice(extra_env);
+        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &env);
         OpencodeFixture {
             daemon,
             mock,
             work,
+            tmux,
             _dir: dir,
         }
     }

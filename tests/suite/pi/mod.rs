@@ -1,11 +1,13 @@
 //! Hosted Pi sessions against the real `pi --mode rpc` (the release of this run of the matrix,
 //! `COHOST_TEST_PI_BIN`, under `COHOST_TEST_PI_NODE`) and the kit's Messages mock, with a
 //! private HOME holding Pi's config (provider `mock`, two models), which the host copies into
-//! each session's own agent directory.
+//! each session's own agent directory, and a private tmux server with a session `work` in the
+//! sessions' working directory.
 
 mod capabilities;
 mod host;
 mod mcp;
+mod tracker;
 mod web;
 
 use std::path::{Path, PathBuf};
@@ -14,16 +16,19 @@ use std::time::Duration;
 use cohost::peers::PI;
 
 use crate::support::mock_messages::MockMessages;
-use crate::support::{TestDaemon, Value, json, pinned_version};
+use crate::support::{TestDaemon, TmuxServer, Value, json, pinned_version};
 
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The daemon (told where pi is, with HOME = the private home and this run's node first on
-/// PATH), the mock and the session's working directory.
+/// PATH), the mock, the session's working directory and the tmux server (session `work`
+/// there).
 pub struct PiFixture {
     pub daemon: TestDaemon,
     pub mock: MockMessages,
     pub work: PathBuf,
+    /// Kept for the daemon's life (it places the sessions' instances there).
+    _tmux: TmuxServer,
     _dir: tempfile::TempDir,
 }
 
@@ -48,6 +53,11 @@ impl PiFixture {
 
     /// [`PiFixture::start`] with more `cohost serve` arguments.
     pub fn start_with_args(args: &[&str]) -> PiFixture {
+        PiFixture::start_with(args, &[])
+    }
+
+    /// [`PiFixture::start`] with more `cohost serve` arguments and environment.
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> PiFixture {
         pinned_version(&PI);
         let bin = env_path("COHOST_TEST_PI_BIN");
         let node = env_path("COHOST_TEST_PI_NODE");
@@ -82,20 +92,20 @@ impl PiFixture {
             bin.parent().unwrap().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let daemon = TestDaemon::start_with_env(
-            None,
-            args,
-            &[
-                ("HOME", home.to_str().unwrap()),
-                ("PATH", &path),
-                ("COHOST_PI_BIN", bin.to_str().unwrap()),
-                ("COHOST_WATCHERS", "none"),
-            ],
-        );
+        let tmux = TmuxServer::with_sessions(&[("work", work.as_path())]);
+        let mut env = vec![
+            ("HOME", home.to_str().unwrap()),
+            ("PATH", &path),
+            ("COHOST_PI_BIN", bin.to_str().unwrap()),
+            ("COHOST_WATCHERS", "none"),
+        ];
+        env.extend_from_slice(extra_env);
+        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &env);
         PiFixture {
             daemon,
             mock,
             work,
+            _tmux: tmux,
             _dir: dir,
         }
     }

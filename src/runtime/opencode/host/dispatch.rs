@@ -1,5 +1,6 @@
 //! The dispatch task of one session: reads its server's `/event` stream, runs each event of
-//! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order;
+//! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order
+//! (its status reported to the tracker among them);
 //! when the stream ends, the running turn ends `interrupted` (`lost`) and the session `lost`.
 
 use std::sync::Arc;
@@ -9,7 +10,9 @@ use super::super::normalize::Effect;
 use super::super::sse::SseDecoder;
 use super::super::wire::Event;
 use super::{Binding, Inner, Live};
-use crate::protocol::{ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus};
+use crate::protocol::{
+    AgentStatus, ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus,
+};
 use crate::runtime::common::lock;
 
 /// The session's dispatch task: reads the server's stream until it ends or the session is
@@ -68,6 +71,9 @@ pub(super) async fn dispatch(
         for effect in effects {
             perform(&inner, &live, &binding, effect).await;
         }
+        inner
+            .report(&live.session_id, AgentStatus::Interrupted)
+            .await;
     }
     live.binding.send_replace(None);
     // Its pending permissions and questions went with it: no answer can reach them any more.
@@ -119,7 +125,7 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
     match effect {
         Effect::Store(kind) => inner.store(&live.session_id, kind).await,
         Effect::Publish(kind) => inner.core.publish(Some(live.session_id.clone()), kind),
-        Effect::Report(_) => {}
+        Effect::Report(status) => inner.report(&live.session_id, status).await,
         Effect::HoldApproval { approval_id } => {
             let interrupting = lock(&live.forwarder).interrupt_requested;
             if interrupting {

@@ -9,7 +9,10 @@
 //!
 //! One dispatch task per session reads the stream, runs each event of the session through its
 //! [`Forwarder`] and performs the effects in order, so a session's events are stored in
-//! OpenCode's order.
+//! OpenCode's order, and reports the session's status to the tracker.
+//!
+//! A person co-drives a session with `opencode attach` on its server, in a pane cohost opens
+//! (`terminal.rs`).
 //!
 //! **Safety:** every session gets a permission ruleset from its approval policy
 //! ([`ruleset`]), checked in OpenCode's answer before the session is used. An interrupt first
@@ -41,6 +44,7 @@ use dispatch::dispatch;
 mod asks;
 mod dispatch;
 mod session_host;
+mod terminal;
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
     ApprovalResolved, EventKind, ForkOrigin, HostedSessionView, Runtime, SessionBound,
@@ -48,6 +52,7 @@ use crate::protocol::{
 };
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{CreateSession, HostError};
+use crate::tmux::SessionCache;
 
 /// The approval policies an OpenCode session can run under (see [`ruleset`]).
 pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
@@ -128,6 +133,7 @@ pub struct OpencodeHost {
 
 struct Inner {
     core: CoreHandle,
+    tmux: Arc<SessionCache>,
     /// `$COHOST_HOME/opencode`: where a server started only to list models runs.
     scratch: PathBuf,
     bin: Result<PathBuf, String>,
@@ -184,7 +190,7 @@ pub struct OpencodeDoctor {
 }
 
 impl OpencodeHost {
-    pub fn new(core: CoreHandle, scratch: PathBuf) -> Self {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, scratch: PathBuf) -> Self {
         let bin = find_opencode();
         if let Err(error) = &bin {
             tracing::info!(%error, "opencode not found; opencode sessions are unavailable");
@@ -192,6 +198,7 @@ impl OpencodeHost {
         OpencodeHost {
             inner: Arc::new(Inner {
                 core,
+                tmux,
                 scratch,
                 bin,
                 live: Mutex::new(HashMap::new()),
@@ -307,6 +314,17 @@ impl OpencodeHost {
             server: Arc::clone(&server),
             opencode_session: opencode_session.clone(),
         };
+        // A session restored with its pane: a turn cohost did not send is the person's there.
+        lock(&live.forwarder).has_terminal = self
+            .inner
+            .core
+            .read(|state| {
+                state
+                    .sessions
+                    .get(&live.session_id)
+                    .map(|s| s.pane.is_some())
+            })
+            .unwrap_or(false);
         // Follow the stream before anything can be prompted.
         let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
         let body = client.stream("/event").await?;

@@ -1,6 +1,6 @@
 //! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals,
-//! questions, model, close, fork, doctor — the seam's methods over the host's own (`mod.rs`,
-//! `asks.rs`).
+//! questions, model, close, fork, co-driving (`terminal.rs`), doctor — the seam's methods over
+//! the host's own (`mod.rs`, `asks.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,8 +10,8 @@ use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, Prompt
 use super::{APPROVAL_POLICIES, DEFAULT_POLICY, Live, OpencodeDoctor, OpencodeHost, path_segment};
 use crate::core::CoreError;
 use crate::protocol::{
-    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer, InputRequested,
-    Message, Piece, Runtime, SessionClosed, SessionState, message,
+    ApprovalResolved, Bare, EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer,
+    InputRequested, Message, Piece, Runtime, SessionClosed, SessionState, message,
 };
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{inject, lock};
@@ -107,15 +107,16 @@ impl SessionHost for OpencodeHost {
                 vec!["retries are the provider's settings in opencode.json".into()],
             );
         }
-        if request.terminal || request.tmux_session.is_some() {
-            return refuse(
-                if request.terminal {
-                    Field::Terminal
-                } else {
-                    Field::TmuxSession
-                },
-                vec!["a co-driving terminal for opencode sessions is not available yet".into()],
-            );
+        if request.tmux_session.is_some() && !request.terminal {
+            return Err(HostError::field(
+                Field::TmuxSession,
+                message![
+                    Field::TmuxSession,
+                    " needs `",
+                    Bare(Field::Terminal),
+                    ": true` for opencode sessions"
+                ],
+            ));
         }
         if let Some(policy) = &request.approval_policy
             && !APPROVAL_POLICIES.contains(&policy.as_str())
@@ -147,7 +148,12 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
-        self.create_session(request, None).await
+        let (terminal, tmux_session) = (request.terminal, request.tmux_session.clone());
+        let view = self.create_session(request, None).await?;
+        if terminal {
+            return self.open_pane(&view.id, tmux_session).await;
+        }
+        Ok(view)
     }
 
     fn restore(&self) {
@@ -170,6 +176,16 @@ impl SessionHost for OpencodeHost {
                         "the session was never bound to an opencode session",
                     )),
                 };
+                // The pane's TUI was attached to the server that went with the daemon: attach
+                // it to the new one.
+                if result.is_ok()
+                    && host
+                        .view(&live.session_id)
+                        .is_ok_and(|v| v.pane_id.is_some())
+                    && let Err(error) = host.relaunch_pane(&live.session_id).await
+                {
+                    tracing::warn!(session = %live.session_id, %error, "could not relaunch the opencode terminal");
+                }
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the opencode session");
                     host.inner
@@ -412,42 +428,20 @@ impl SessionHost for OpencodeHost {
         session: &str,
         include_token: bool,
     ) -> Result<crate::runtime::TerminalSpec, HostError> {
-        let live = self.inner.live_session(session)?;
-        let binding = self.inner.wait_bound(&live).await?;
-        let bin = self.bin()?.clone();
-        let cwd = self.view(session)?.cwd;
-        let mut env = std::collections::BTreeMap::new();
-        env.insert(
-            "OPENCODE_SERVER_USERNAME".to_string(),
-            super::super::process::USERNAME.to_string(),
-        );
-        env.insert(
-            "OPENCODE_SERVER_PASSWORD".to_string(),
-            if include_token {
-                binding.server.password.clone()
-            } else {
-                "<redacted>".to_string()
-            },
-        );
-        Ok(crate::runtime::TerminalSpec {
-            command: bin.to_string_lossy().into_owned(),
-            args: vec![
-                "attach".to_string(),
-                format!("http://127.0.0.1:{}", binding.client().port()),
-                "--session".to_string(),
-                binding.opencode_session.clone(),
-                "--dir".to_string(),
-                cwd.clone(),
-            ],
-            cwd,
-            env,
-        })
+        self.spec(session, include_token).await
     }
 
-    async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
-        Err(HostError::Unsupported(
-            "opencode sessions have no TUI of their own to relaunch".into(),
-        ))
+    /// A tmux pane running `opencode attach` on the session's server.
+    async fn open_terminal(
+        &self,
+        session: &str,
+        tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        self.open_pane(session, tmux_session).await
+    }
+
+    async fn relaunch(&self, session: &str) -> Result<(), HostError> {
+        self.relaunch_pane(session).await
     }
 
     fn after_restart(&self) -> AfterRestart {
