@@ -1,5 +1,6 @@
-//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, and the watcher of Claude run by hand.
+//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, and adopting such a Claude.
 
+pub(crate) mod adopt;
 pub(crate) mod asks;
 pub(crate) mod host;
 pub(crate) mod lifecycle;
