@@ -92,19 +92,56 @@ impl Service {
     /// agent keeps running and the watcher shows it again.
     pub async fn disown(&self, id: &str) -> Result<HostedSessionView, ServiceError> {
         let view = self.host_of(id)?.disown(id).await?;
-        if let Some(adopted) = &view.adopted {
-            self.watch.replace(&adopted.key);
-            // After `/clear` the agent runs another session (thread) than the one adopted.
-            if let (Some((agent, _)), Some(thread)) =
-                (adopted.key.split_once(':'), view.thread_id.as_deref())
-            {
-                let now = format!("{agent}:{thread}");
-                if now != adopted.key {
-                    self.watch.replace(&now);
-                }
+        self.give_back(&view);
+        Ok(view)
+    }
+
+    /// The watcher shows an adopted agent whose session ended (given back, its pane gone, its
+    /// exit) again: the key it was adopted under, and the one it runs under now (after `/clear`
+    /// the agent runs another session than the one adopted).
+    fn give_back(&self, view: &HostedSessionView) {
+        let Some(adopted) = &view.adopted else {
+            return;
+        };
+        self.watch.replace(&adopted.key);
+        if let (Some((agent, _)), Some(thread)) =
+            (adopted.key.split_once(':'), view.thread_id.as_deref())
+        {
+            let now = format!("{agent}:{thread}");
+            if now != adopted.key {
+                self.watch.replace(&now);
             }
         }
-        Ok(view)
+    }
+
+    /// Runs until `cancel`: each `session.closed` of an adopted session (its agent exited or its
+    /// pane went, which the runtime sees on its own) has the watcher show the agent again.
+    pub async fn give_back_ended_adoptions(self, cancel: tokio_util::sync::CancellationToken) {
+        let mut events = self.core.subscribe();
+        loop {
+            let event = tokio::select! {
+                _ = cancel.cancelled() => return,
+                event = events.recv() => event,
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if !event.json.contains(r#""type":"session.closed""#) {
+                continue;
+            }
+            let Some(id) = event.session.as_deref() else {
+                continue;
+            };
+            if let Some(view) = self
+                .core
+                .read(|state| state.session_view(id))
+                .filter(|view| view.adopted.is_some())
+            {
+                self.give_back(&view);
+            }
+        }
     }
 
     /// The cohost session (hosted or adopted, not closed) that drives the agent session

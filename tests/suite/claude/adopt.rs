@@ -175,7 +175,7 @@ fn assert_no_repeats(events: &[Value]) {
 }
 
 #[test]
-fn a_claude_started_by_hand_is_adopted_driven_and_given_back() {
+fn a_claude_started_by_hand_is_adopted_driven_given_back_and_ends_with_its_pane() {
     let fx = fixture();
     let hand = ByHand::start(&fx);
     let pid = hand.claude_pid(&fx).expect("claude's session file");
@@ -319,6 +319,20 @@ fn a_claude_started_by_hand_is_adopted_driven_and_given_back() {
     assert_eq!(status, 409, "{refused}");
     assert!(!hand.screen(&fx).contains("after the end"));
     assert_no_repeats(&fx.events(&id));
+
+    // Adopted again, then its pane closes: the session ends, saying so.
+    let (status, again) = adopt(&fx, &key);
+    assert_eq!(status, 201, "{again:#}");
+    let second = again["session"]["id"].as_str().unwrap().to_string();
+    assert_ne!(second, id);
+    fx.tmux.run(&["kill-pane", "-t", &hand.pane]);
+    let closed = fx.wait_event(&second, "session.closed", |e| e["type"] == "session.closed");
+    assert!(
+        closed["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("pane gone")),
+        "{closed}"
+    );
 }
 
 #[test]
@@ -328,10 +342,11 @@ fn an_adopted_claude_survives_a_daemon_restart_runs_tasks_follows_clear_and_ends
     let watched = wait_instance(&fx, "the watched claude", |i| {
         i["source"] == "watcher:claude-code"
     });
-    let key = watched["key"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&fx, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    // `cohost adopt SESSION AGENT` prints the session's id.
+    let id = fx.daemon.cli_ok(&["adopt", HAND, AGENT]).trim().to_string();
+    let view = fx.view(&id);
+    assert_eq!(view["control"], "adopted", "{view:#}");
+    assert_eq!(view["adopted"]["key"], watched["key"], "{view:#}");
 
     fx.mock.push(Step::text("Before the restart."));
     let (status, sent) = fx.send(&id, "Before the restart please");
@@ -404,6 +419,14 @@ fn an_adopted_claude_survives_a_daemon_restart_runs_tasks_follows_clear_and_ends
     let (status, refused) = fx.send(&id, "into the shell");
     assert_eq!(status, 409, "{refused}");
     assert_eq!(hand.screen(&fx), screen, "nothing typed into the shell");
+    // The watcher shows the agent again, as it ended (its session before `/clear` too).
+    for thread in [&rebound["data"]["threadId"], &json!(first)] {
+        let watched = wait_instance(&fx, "the watched instance of the exited claude", |i| {
+            i["threadId"] == *thread && i["liveness"] == "exited"
+        });
+        assert_eq!(watched["source"], "watcher:claude-code", "{watched:#}");
+        assert_eq!(watched["control"], "watched", "{watched:#}");
+    }
 }
 
 #[test]
@@ -429,6 +452,22 @@ fn adoption_is_refused_for_a_pane_whose_claude_exited_and_shows_a_shell() {
     assert!(
         message.contains("has exited") && message.contains(&hand.pane),
         "{message}"
+    );
+    // MCP `adopt` refuses it the same way.
+    let plan = json!([
+        { "tool": "adopt", "arguments": { "tmux_session": HAND, "key": key } },
+    ]);
+    let run = crate::suite::mcp::run_client(
+        &fx.daemon,
+        crate::suite::mcp::Transport::Http,
+        &plan,
+        |_| {},
+    );
+    let answer = run.one(0);
+    assert_eq!(answer["isError"], true, "{answer:#}");
+    assert_eq!(
+        answer["structured"]["error"]["code"], "agent_exited",
+        "{answer:#}"
     );
     assert_eq!(hand.screen(&fx), screen, "nothing typed into the pane");
     let sessions = fx.daemon.get("/api/sessions").assert_ok();

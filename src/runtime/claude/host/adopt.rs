@@ -501,6 +501,15 @@ impl Inner {
             }
         }
         if let Some(end) = agent_problem(adopted) {
+            // Closing a pane ends the Claude in it: say which went first.
+            if !ticks.is_multiple_of(PANE_CHECK_TICKS)
+                && self.tmux.tmux().pane_pid(&adopted.pane_id).await.is_none()
+            {
+                return Err(AdoptedEnd::PaneGone(format!(
+                    "pane {} closed",
+                    adopted.pane_id
+                )));
+            }
             return Err(end);
         }
         // `/clear` starts another Claude session (and transcript) in the same process.
@@ -520,8 +529,8 @@ impl Inner {
         }
     }
 
-    /// Ends an adopted session: its open turn, `session.closed` with the reason, and its tracker
-    /// instance (the watcher shows the agent again). The caller stops the session task.
+    /// Ends an adopted session: its open turn, its tracker instance (the watcher shows the agent
+    /// again), and `session.closed` with the reason. The caller stops the session task.
     pub(super) async fn end_adopted(
         self: &std::sync::Arc<Self>,
         live: &std::sync::Arc<Live>,
@@ -541,14 +550,8 @@ impl Inner {
         }
         live.exited.store(true, std::sync::atomic::Ordering::SeqCst);
         lock(&self.live).remove(session_id);
-        self.store(
-            session_id,
-            EventKind::SessionClosed(SessionClosed {
-                reason: end.reason(),
-            }),
-        )
-        .await;
-        // Its instance goes: the watcher's is the one shown from now on.
+        // Its instance goes first: once the session is closed, the watcher's is the one shown
+        // (the service has the watcher place it again on `session.closed`).
         let instance = self.core.read(|state| {
             let record = state.sessions.get(session_id)?;
             let pane = record.pane.as_ref()?;
@@ -566,5 +569,12 @@ impl Inner {
                 )
                 .await;
         }
+        self.store(
+            session_id,
+            EventKind::SessionClosed(SessionClosed {
+                reason: end.reason(),
+            }),
+        )
+        .await;
     }
 }
