@@ -473,3 +473,37 @@ fn adoption_is_refused_for_a_pane_whose_claude_exited_and_shows_a_shell() {
     let sessions = fx.daemon.get("/api/sessions").assert_ok();
     assert_eq!(sessions["sessions"], json!([]), "{sessions:#}");
 }
+
+#[test]
+fn a_claude_adopted_mid_turn_follows_that_turn_and_interrupts_it() {
+    let fx = fixture();
+    let hand = ByHand::start(&fx);
+    fx.mock
+        .push(Step::text("A story told to a person, and it goes on\n").then_hang());
+    hand.keys(&fx, &["-l", "Tell me a story"]);
+    hand.wait_screen(&fx, "the typed prompt", |s| s.contains("Tell me a story"));
+    hand.keys(&fx, &["Enter"]);
+    hand.wait_screen(&fx, "the streamed text", |s| s.contains("A story told"));
+    let running = wait_instance(&fx, "the watched turn running", |i| {
+        i["source"] == "watcher:claude-code" && i["status"] == "running"
+    });
+    let key = running["key"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&fx, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    // The running turn is followed from its prompt: a person's (`terminal`) turn.
+    let started = fx.wait_event(&id, "the running turn", |e| e["type"] == "turn.started");
+    assert_eq!(started["data"]["source"], "terminal", "{started}");
+    let turn = started["data"]["turnId"].as_str().unwrap().to_string();
+    fx.wait_event(&id, "its prompt", |e| {
+        e["type"] == "item.completed" && e["data"]["item"]["text"] == "Tell me a story"
+    });
+    let interrupted = fx
+        .daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(interrupted["interrupted"], true, "{interrupted}");
+    let ended = wait_turn_end(&fx, &id, &turn);
+    assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+    assert_no_repeats(&fx.events(&id));
+}

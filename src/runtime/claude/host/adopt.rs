@@ -578,3 +578,76 @@ impl Inner {
         .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines as Claude Code writes them (2.1.197 shapes, trimmed).
+    const LINES: [&str; 5] = [
+        r#"{"type":"user","promptId":"p1","message":{"role":"user","content":"First"},"uuid":"u1"}"#,
+        r#"{"type":"system","subtype":"turn_duration","durationMs":900,"uuid":"s1"}"#,
+        r#"{"type":"user","promptId":"p2","message":{"role":"user","content":"Second"},"uuid":"u2"}"#,
+        r#"{"type":"user","promptId":"p2","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"hi"}]},"uuid":"u3"}"#,
+        r#"{"type":"assistant","uuid":"a1","message":{"id":"m","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn"}}"#,
+    ];
+
+    fn transcript() -> (tempfile::TempDir, PathBuf, u64, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let text: String = LINES.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, &text).unwrap();
+        let second = (LINES[0].len() + LINES[1].len() + 2) as u64;
+        (dir, path, second, text.len() as u64)
+    }
+
+    #[test]
+    fn an_idle_claude_is_followed_from_the_transcripts_end() {
+        let (_dir, path, _, len) = transcript();
+        assert_eq!(start_offset(&path, len, false), len);
+    }
+
+    #[test]
+    fn a_running_turn_is_followed_from_its_prompt() {
+        let (_dir, path, second, len) = transcript();
+        // The tool result (a `user` line with blocks) is no prompt: the last prompt is `Second`.
+        assert_eq!(start_offset(&path, len, true), second);
+        // No prompt in what is read: its end.
+        let none = path.with_file_name("none.jsonl");
+        std::fs::write(&none, format!("{}\n", LINES[4])).unwrap();
+        assert_eq!(
+            start_offset(&none, LINES[4].len() as u64 + 1, true),
+            LINES[4].len() as u64 + 1
+        );
+    }
+
+    #[test]
+    fn the_transcript_is_the_watchers_else_the_one_in_the_projects_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude");
+        let session_file = config.join("sessions").join("42.json");
+        let cwd = dir.path().join("my proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let real = cwd.canonicalize().unwrap();
+        let expected = config
+            .join("projects")
+            .join(project_dir_name(&real.to_string_lossy()))
+            .join("s1.jsonl");
+        // Not written yet: where the first prompt will write it.
+        assert_eq!(
+            find_transcript(&session_file, &[], "s1", &cwd.to_string_lossy()),
+            expected
+        );
+        // The watcher's own file wins.
+        let known = "/elsewhere/s1.jsonl".to_string();
+        assert_eq!(
+            find_transcript(&session_file, &[known.clone()], "s1", "/nowhere"),
+            PathBuf::from(known)
+        );
+        // Found in another project folder (the session moved with `cd`).
+        let other = config.join("projects").join("-other").join("s1.jsonl");
+        std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+        std::fs::write(&other, "").unwrap();
+        assert_eq!(find_transcript(&session_file, &[], "s1", "/nowhere"), other);
+    }
+}
