@@ -641,7 +641,12 @@ mod tests {
         // The watcher's own file wins.
         let known = "/elsewhere/s1.jsonl".to_string();
         assert_eq!(
-            find_transcript(&session_file, &[known.clone()], "s1", "/nowhere"),
+            find_transcript(
+                &session_file,
+                std::slice::from_ref(&known),
+                "s1",
+                "/nowhere"
+            ),
             PathBuf::from(known)
         );
         // Found in another project folder (the session moved with `cd`).
