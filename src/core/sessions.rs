@@ -234,8 +234,9 @@ impl Sessions {
     /// The one place that says which cohost session drives an agent's own session: the open
     /// session (hosted, or adopted: `session.adopted` binds it to the agent's session id) whose
     /// thread is `agent_session_id` (Claude's `session_id`, as its hooks and session file name
-    /// it). What a machine-wide hook reports about a Claude session belongs to this session;
-    /// `None`: no session drives it (a watched agent, or one cohost gave back).
+    /// it). What a hook reports about a Claude session belongs to this session (an adopted one
+    /// — `adopted` is set — hears it through the machine-wide hook, a hosted one through its
+    /// own); `None`: no session drives it (a watched agent, or one cohost gave back).
     pub fn driving(&self, agent_session_id: &str) -> Option<&SessionRecord> {
         self.by_thread(agent_session_id)
     }

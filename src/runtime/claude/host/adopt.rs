@@ -10,8 +10,10 @@
 //! runs in its pane. Until a hook reaches it, the transcript leads (see the normalizer): its
 //! prompt lines open turns and confirm prompts, `turn_duration` ends them, and the session
 //! file's `idle` ends a turn the transcript says nothing more of. Its `hooks.jsonl` is tailed
-//! like a hosted session's: a machine-wide hook that finds this session with
-//! `Sessions::driving(<Claude session id>)` appends its lines there.
+//! like a hosted session's (hook lines written there lead instead), and a hook's permission
+//! request reaches it through the host's relay (`permission_request`) once the one driver lookup
+//! — `Sessions::driving(<Claude session id>)`: the session bound to it, whose `session.adopted`
+//! says its hooks are not its own — names it.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
