@@ -51,6 +51,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Adopt an agent a person started by hand in a tmux pane (claude-code): a new session
+    /// drives it there from now on; prints the session id.
+    Adopt {
+        /// The tmux session the instance shows in.
+        session: String,
+        /// The instance key (`claude-code:<session id>`), or an agent name naming one instance.
+        agent: String,
+        /// Print the raw JSON of the adopt route's answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give an adopted agent back: its session ends, the agent keeps running, watched only.
+    Disown { id: String },
     /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {
         /// A hosted session id: only its events, rendered as a transcript.

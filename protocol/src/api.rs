@@ -265,6 +265,14 @@ pub struct InstanceView {
     /// Who reported the instance: `api`, `hosted`, `watcher:<agent>`.
     #[serde(default)]
     pub source: String,
+    /// How cohost knows it: `watched` (a watcher follows its files; nothing drives it),
+    /// `adopted` (a person started it by hand and a cohost session drives it now) or `hosted`
+    /// (a cohost session started it); absent for an instance reported over the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<super::Control>,
+    /// The cohost session that drives it (adopted or hosted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -442,6 +450,13 @@ pub struct HostedSessionView {
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_session: Option<String>,
+    /// How cohost came to drive it: `hosted` (cohost started the agent) or `adopted` (a person
+    /// started it by hand; `adopted` says what cohost checked).
+    #[serde(default)]
+    pub control: super::Control,
+    /// An adopted session's evidence: the instance, pane and process it drives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<super::SessionAdopted>,
     /// Who drives the session: the task queue (`managed`) or a human.
     #[serde(default)]
     pub lease: super::task::Lease,

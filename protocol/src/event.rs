@@ -7,8 +7,8 @@ use super::request::{
 };
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
-    MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
-    SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
+    MessageSent, PermissionModeSeen, SessionAdopted, SessionBound, SessionClosed, SessionCreated,
+    SessionPane, SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -88,6 +88,9 @@ pub enum EventKind {
     PermissionModeSeen(PermissionModeSeen),
     #[serde(rename = "session.pane")]
     SessionPane(SessionPane),
+    /// The session drives an agent a person started by hand (see `SessionAdopted`).
+    #[serde(rename = "session.adopted")]
+    SessionAdopted(SessionAdopted),
     #[serde(rename = "turn.started")]
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
@@ -178,6 +181,7 @@ impl EventKind {
             EventKind::SessionStatus(_) => "session.status",
             EventKind::SessionClosed(_) => "session.closed",
             EventKind::SessionPane(_) => "session.pane",
+            EventKind::SessionAdopted(_) => "session.adopted",
             EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",

@@ -389,6 +389,12 @@ pub fn attach(client: &Client, id: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub fn disown(client: &Client, id: String) -> anyhow::Result<()> {
+    let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/disown"), &json!({}))?;
+    println!("{id} ended; the agent keeps running in its pane, watched only");
+    Ok(())
+}
+
 pub fn relaunch(client: &Client, id: String) -> anyhow::Result<()> {
     let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/relaunch"), &json!({}))?;
     println!("relaunching");

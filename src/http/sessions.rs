@@ -1,6 +1,6 @@
 //! Hosted-session routes: create, list, inject, interrupt, approvals, goal, fork, models,
-//! slash commands, terminals, relaunch, the permission hook's long-poll, and doctor — each a
-//! thin call into the service.
+//! slash commands, terminals, relaunch, disown (an adopted agent given back), the permission
+//! hook's long-poll, and doctor — each a thin call into the service.
 
 use crate::protocol::{
     CommandBody, CreateBody, DecisionBody, ForkBody, GoalBody, MessageBody, OpenTerminalBody,
@@ -215,6 +215,16 @@ pub async fn doctor(State(state): State<AppState>) -> Json<DoctorReport> {
 }
 
 /// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.
+/// `POST /api/sessions/{id}/disown`: an adopted agent is given back (the session ends; the
+/// agent keeps running, watched only).
+pub async fn disown(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionReply>, ApiError> {
+    let session = state.service.disown(&id).await?;
+    Ok(Json(SessionReply { session }))
+}
+
 pub async fn relaunch(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -70,6 +70,15 @@ pub struct SessionArgs {
     pub session_id: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdoptArgs {
+    /// The tmux session the instance shows in (see `tracker_state`).
+    pub tmux_session: String,
+    /// The instance's key (`claude-code:<session id>`, see `tracker_state`).
+    pub key: String,
+}
+
 /// The string values an MCP argument may take, as an enum so the schema lists them.
 macro_rules! arg_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {

@@ -538,6 +538,30 @@ impl CohostMcp {
     }
 
     #[tool(
+        description = "Adopt a Claude Code a person started by hand in a tmux pane (a claude-code instance of tracker_state, source watcher:claude-code): after checking that its pane still runs it, a new hosted session drives it there (send, interrupt, tasks, events). Refused with pane_gone, agent_exited, pane_changed, already_driven or not_adoptable; nothing is typed while checking.",
+        output_schema = output::<SessionReply>()
+    )]
+    async fn adopt(&self, Parameters(args): Parameters<AdoptArgs>) -> ToolResult {
+        Ok(
+            match self.service.adopt(&args.tmux_session, &args.key).await {
+                Ok(session) => answer(SessionReply { session }),
+                Err(error) => failed(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Give an adopted agent back: its session ends, the agent keeps running in its pane and is watched only again. Only an adopted session can be disowned (not_adopted).",
+        output_schema = output::<SessionReply>()
+    )]
+    async fn disown(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        Ok(match self.service.disown(&args.session_id).await {
+            Ok(session) => answer(SessionReply { session }),
+            Err(error) => failed(error),
+        })
+    }
+
+    #[tool(
         description = "The models codex offers.",
         annotations(read_only_hint = true),
         output_schema = output::<Capability>()

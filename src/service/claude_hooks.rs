@@ -5,9 +5,6 @@
 //! waits: the report is queued for the watcher (or dropped when its queue is full), and the
 //! lookup reads memory.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use super::{Service, ServiceError};
 use crate::protocol::boundary::{HookAnswer, HookLine};
 use crate::protocol::{Field, message};
@@ -35,50 +32,25 @@ pub struct ClaudeDriver {
     pub route: HookRoute,
 }
 
-/// The Claude sessions cohost drives that it did not start: Claude session id → cohost session
-/// id. The registry adoption fills ([`Service::drive_claude`]); hosted sessions are found
-/// through the core's own records.
-#[derive(Debug, Default)]
-pub struct ClaudeDrivers {
-    adopted: Mutex<HashMap<String, String>>,
-}
-
 impl Service {
     /// Which cohost session, if any, drives the Claude session `claude_session` (Claude's own
-    /// `session_id`): a hosted session bound to it (it has its own hook), else one registered
-    /// with [`Service::drive_claude`] (its approvals come through the machine-wide hook). The
-    /// single place this is decided: the machine-wide hook's relay asks only this.
+    /// `session_id`), from the sessions as logged: a hosted session bound to it has its own hook
+    /// (`OwnHook`); an adopted one (`session.adopted`) gets its approvals through the
+    /// machine-wide hook (`MachineHook`). The single place this is decided: the machine-wide
+    /// hook's relay asks only this, and no second map of driven Claude sessions is kept.
     pub fn claude_driver(&self, claude_session: &str) -> Option<ClaudeDriver> {
-        let hosted = self.core.read(|state| {
+        self.core.read(|state| {
             state
                 .sessions
-                .by_thread(claude_session)
-                .map(|record| record.id.clone())
-        });
-        if let Some(session_id) = hosted {
-            return Some(ClaudeDriver {
-                session_id,
-                route: HookRoute::OwnHook,
-            });
-        }
-        let adopted = crate::runtime::common::lock(&self.claude_drivers.adopted);
-        adopted.get(claude_session).map(|session_id| ClaudeDriver {
-            session_id: session_id.clone(),
-            route: HookRoute::MachineHook,
+                .driving(claude_session)
+                .map(|record| ClaudeDriver {
+                    session_id: record.id.clone(),
+                    route: match record.control() {
+                        crate::protocol::Control::Adopted => HookRoute::MachineHook,
+                        _ => HookRoute::OwnHook,
+                    },
+                })
         })
-    }
-
-    /// Registers `cohost_session` as the driver of the Claude session `claude_session`, which
-    /// cohost did not start (adoption): its permission requests are relayed through the
-    /// machine-wide hook from now on.
-    pub fn drive_claude(&self, claude_session: &str, cohost_session: &str) {
-        crate::runtime::common::lock(&self.claude_drivers.adopted)
-            .insert(claude_session.to_string(), cohost_session.to_string());
-    }
-
-    /// The Claude session `claude_session` is no longer driven through the machine-wide hook.
-    pub fn release_claude(&self, claude_session: &str) {
-        crate::runtime::common::lock(&self.claude_drivers.adopted).remove(claude_session);
     }
 
     /// `POST /api/claude/hook`: one hook event of a Claude cohost does not host. Its status goes

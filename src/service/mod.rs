@@ -4,6 +4,7 @@
 //! [`ServiceError`] to their own answer in one place each (`http::error`, `mcp`). Nothing here
 //! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
 
+mod adopt;
 mod claude_hooks;
 mod events;
 mod keys;
@@ -32,7 +33,7 @@ use crate::core::CoreHandle;
 use crate::core::event_log::ReadError;
 use crate::protocol::codes;
 use crate::protocol::{Field, FieldError, Message, Runtime};
-use crate::runtime::{HostError, Hosts, SessionHost};
+use crate::runtime::{AdoptRefusal, HostError, Hosts, SessionHost};
 use crate::tasks::{TaskError, TaskManager};
 use crate::tmux::SessionCache;
 
@@ -51,8 +52,6 @@ pub struct Service {
     watch: crate::watch::WatchHandle,
     /// The idempotency keys whose creates are in flight.
     create_keys: Arc<keys::KeyLocks>,
-    /// The Claude sessions driven through the machine-wide hook ([`Service::claude_driver`]).
-    claude_drivers: Arc<claude_hooks::ClaudeDrivers>,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -81,7 +80,6 @@ impl Service {
             shutdown: parts.shutdown,
             watch: parts.watch,
             create_keys: Arc::default(),
-            claude_drivers: Arc::default(),
         }
     }
 
@@ -271,6 +269,17 @@ impl From<HostError> for ServiceError {
             HostError::RequestResolved(_) => {
                 ServiceError::conflict(codes::REQUEST_RESOLVED, message)
             }
+            HostError::CannotAdopt { refusal, .. } => ServiceError::conflict(
+                match refusal {
+                    AdoptRefusal::PaneGone => codes::PANE_GONE,
+                    AdoptRefusal::AgentExited => codes::AGENT_EXITED,
+                    AdoptRefusal::PaneChanged => codes::PANE_CHANGED,
+                    AdoptRefusal::NotAdoptable => codes::NOT_ADOPTABLE,
+                    AdoptRefusal::AlreadyDriven => codes::ALREADY_DRIVEN,
+                },
+                message,
+            ),
+            HostError::NotAdopted(_) => ServiceError::conflict(codes::NOT_ADOPTED, message),
             HostError::Core(core) => ServiceError::from(core),
         }
     }

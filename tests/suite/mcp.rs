@@ -14,9 +14,11 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 26] = [
+const TOOLS: [&str; 28] = [
+    "adopt",
     "answer_request",
     "cancel_task",
+    "disown",
     "edit_task",
     "events",
     "fork",

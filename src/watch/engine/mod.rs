@@ -123,6 +123,9 @@ enum Msg {
     Exited(u32),
     /// What an agent reported of itself (Claude's hooks, through the service).
     Report(WatchedAgent, Box<Observation>),
+    /// Place thread `key` again and emit it as if it had never been shown (a session started
+    /// or stopped driving it: see [`WatchHandle::replace`]).
+    Replace(String),
     Stop,
 }
 
@@ -266,6 +269,18 @@ impl WatchHandle {
                 .is_ok()
     }
 
+    /// A cohost session started driving thread `key` (an adoption), or stopped (given back):
+    /// the engine places it again and emits what it shows now, as if it had never emitted it —
+    /// nothing while a session drives it, the watched instance again once none does. Returns at
+    /// once; the engine does it on its thread.
+    pub fn replace(&self, key: &str) {
+        if let Some(inner) = &self.inner
+            && let Err(error) = inner.tx.try_send(Msg::Replace(key.to_string()))
+        {
+            tracing::warn!(key, %error, "the watcher was not told to place an instance again");
+        }
+    }
+
     /// What the watcher knows of thread `key` (`agent:threadId`), if it follows it.
     pub fn watched(&self, key: &str) -> Option<WatchedView> {
         let inner = self.inner.as_ref()?;
@@ -316,6 +331,9 @@ impl WatchHandle {
             liveness: update.liveness,
             updated_at,
             watcher: self.watched(key),
+            control: None,
+            session_id: None,
+            adopted: None,
         }
     }
 }
@@ -454,12 +472,14 @@ impl Engine {
             let mut paths = BTreeSet::new();
             let mut exited = Vec::new();
             let mut reports = Vec::new();
+            let mut replaced = Vec::new();
             let mut stop = false;
             let mut handle = |message: Msg, paths: &mut BTreeSet<PathBuf>| match message {
                 Msg::Fs(Ok(event)) => paths.extend(event.paths),
                 Msg::Fs(Err(error)) => tracing::warn!(%error, "file watcher error"),
                 Msg::Exited(pid) => exited.push(pid),
                 Msg::Report(agent, observation) => reports.push((agent, observation)),
+                Msg::Replace(key) => replaced.push(key),
                 Msg::Stop => stop = true,
             };
             match message {
@@ -487,6 +507,12 @@ impl Engine {
             }
             for pid in exited {
                 self.process_exited(pid);
+            }
+            for key in replaced {
+                if let Some(thread) = self.threads.get_mut(&key) {
+                    thread.emitted = None;
+                    self.emit(&key);
+                }
             }
             self.timers();
             self.publish_view();

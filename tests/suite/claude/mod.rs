@@ -1,5 +1,6 @@
-//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, and the machine-wide hook (`cohost hooks`).
+//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, adopting such a Claude, and the machine-wide hook (`cohost hooks`).
 
+pub(crate) mod adopt;
 pub(crate) mod asks;
 pub(crate) mod hooks;
 pub(crate) mod host;
