@@ -367,6 +367,29 @@ pub struct EventsPage {
     pub gaps: Vec<super::SeqRange>,
 }
 
+/// `GET /api/sessions/{id}/events?last=N` and `?before=SEQ&limit=N`: a window of one
+/// session's events read backwards, in seq order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsWindow {
+    pub events: Vec<super::Event>,
+    /// The last seq the window covers (the head for `last`, `before - 1` otherwise): follow the
+    /// session on with `after` = `next`.
+    pub next: u64,
+    /// The newest seq in the log when the window was read.
+    pub head: u64,
+    /// Seqs the window covers with no stored event (a damaged log): from its first event (from
+    /// seq 1 when nothing is older) to `next`, so paging back reports each once; absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<super::SeqRange>,
+    /// Whether the session has events before this window.
+    pub has_older: bool,
+    /// The window's first seq when `hasOlder`: the `before` of the previous window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_before: Option<u64>,
+}
+
 /// Every error response: `{"error":{"code":"snake_case","message":"…"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorBody {

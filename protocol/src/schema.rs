@@ -38,6 +38,7 @@ fn contract() -> Value {
         Accepted,
         StateView,
         EventsPage,
+        EventsWindow,
         ErrorBody,
         Health,
         HostedSessionView,

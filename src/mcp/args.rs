@@ -272,6 +272,14 @@ pub struct EventsArgs {
     /// When there is nothing after `after`, wait up to this many seconds (0 to 60) for an event.
     #[serde(default)]
     pub wait_seconds: Option<f64>,
+    /// The session's last this many events (1 to 1000; needs `session_id`, not `after`): a
+    /// window read backwards, with `hasOlder` and `olderBefore`.
+    #[serde(default)]
+    pub last: Option<u64>,
+    /// The `limit` events of the session before this seq (needs `session_id`, not `after`):
+    /// the previous window, `before` = the last answer's `olderBefore`.
+    #[serde(default)]
+    pub before: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the surfaces see of an event: its routing fields and its exact line.
 pub use crate::core::StoredEvent;
-pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
+pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
 pub use sessions::CreateRequest;
