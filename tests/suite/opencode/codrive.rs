@@ -215,7 +215,10 @@ fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
         fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["paneId"],
         pane.as_str()
     );
-    // The new TUI shows the session, and what runs on the new server.
+    // The new TUI shows the session's history once it has loaded it (under load its start
+    // takes seconds: a turn run before it subscribed would reach it only in part), and then
+    // what runs on the new server.
+    wait_screen(&fx, &pane, "Reply from before the restart.");
     api_turn(
         &fx,
         &id,
