@@ -1,7 +1,8 @@
 //! Adopting from the page (issue 25), in a real Chromium against the real daemon and a real
 //! Claude started by hand in a pane: All agents offers Adopt on the watched instance, shows the
 //! daemon's reason when it refuses, gives an adopted one back with Disown, and Adopt opens the
-//! new session, to which the page sends a prompt typed and answered in the person's pane.
+//! new session, to which the page sends a prompt typed and answered in the person's pane, and
+//! whose next turn the page interrupts.
 //! (Named `cockpit_…` so the newest half of the matrix, which runs `suite::web::cockpit`, runs
 //! it too.)
 
@@ -46,7 +47,8 @@ fn sessions(daemon: &TestDaemon) -> Vec<(String, String)> {
 }
 
 #[test]
-fn a_claude_started_by_hand_is_adopted_from_all_agents_and_sent_a_prompt_from_the_page() {
+fn a_claude_started_by_hand_is_adopted_from_all_agents_sent_a_prompt_and_interrupted_from_the_page()
+{
     let fx = fixture();
     let hand = ByHand::start(&fx);
     let watched = wait_instance(&fx, "the watched claude in its pane", |i| {
@@ -136,6 +138,25 @@ fn a_claude_started_by_hand_is_adopted_from_all_agents_and_sent_a_prompt_from_th
     });
     let started = fx.wait_event(&second, "the page's turn", |e| e["type"] == "turn.started");
     assert_eq!(started["data"]["source"], "api", "{started}");
+
+    // Interrupt from the cockpit: one Escape in the pane ends the running turn.
+    fx.mock
+        .push(Step::text("Once upon a time there was a very long story\n").then_hang());
+    b.type_into("#prompt", "Write a long story");
+    b.click("#sendNow");
+    hand.wait_screen(&fx, "the streamed text", |s| s.contains("Once upon a time"));
+    let long = fx.wait_event(&second, "the long turn", |e| {
+        e["type"] == "turn.started" && e["data"]["turnId"] != started["data"]["turnId"]
+    });
+    b.wait_for("the page to see the running turn", UI_TIMEOUT, || {
+        b.is_enabled("#interrupt").then_some(())
+    });
+    b.click("#interrupt");
+    let ended = fx.wait_event(&second, "the long turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == long["data"]["turnId"]
+    });
+    assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+    b.wait_text("#entries", "Turn interrupted", TURN);
     let problems = b.problems();
     assert!(
         problems
