@@ -448,6 +448,7 @@ fn adoption_is_refused_for_a_pane_whose_claude_exited_and_shows_a_shell() {
         i["liveness"] == "exited" && i["paneId"] == hand.pane.as_str()
     });
     let key = exited["key"].as_str().unwrap().to_string();
+    assert!(exited.get("adoptable").is_none(), "{exited:#}");
     let screen = hand.screen(&fx);
     let (status, refused) = adopt(&fx, &key);
     assert_eq!(status, 409, "{refused:#}");

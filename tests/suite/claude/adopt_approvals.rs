@@ -200,10 +200,13 @@ fn an_adopted_claude_asks_its_permissions_over_http_and_a_watched_one_is_not_hel
     let watched = wait_instance(&fx, "the watched claude in its pane", |i| {
         i["source"] == "watcher:claude-code" && i["paneId"] == hand.pane.as_str()
     });
+    assert_eq!(watched["adoptable"], true, "{watched:#}");
     let key = watched["key"].as_str().unwrap().to_string();
     let (status, adopted) = adopt(&fx, &key);
     assert_eq!(status, 201, "{adopted:#}");
     let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let driven = wait_instance(&fx, "the adopted instance", |i| i["control"] == "adopted");
+    assert!(driven.get("adoptable").is_none(), "{driven:#}");
 
     // Accepted over HTTP: the tool runs; a second answer is stale.
     let (turn, approval) = ask(
@@ -291,6 +294,7 @@ fn an_adopted_claude_asks_its_permissions_over_http_and_a_watched_one_is_not_hel
     );
     assert_eq!(session, OTHER, "{instance:#}");
     assert_eq!(instance["control"], "watched", "{instance:#}");
+    assert_eq!(instance["adoptable"], true, "{instance:#}");
     // The hook is done: no `cohost-hook` runs under that Claude while its dialog waits.
     let hooks_running = descendants(other.pid)
         .into_iter()
