@@ -27,7 +27,6 @@ struct Rig {
     alice: MatrixUser,
     mallory: MatrixUser,
     control: String,
-    config: PathBuf,
     log: PathBuf,
     bridge: Option<Child>,
     ready: Option<Receiver<String>>,
@@ -48,7 +47,10 @@ impl Rig {
         let secret = dir.path().join("bot-password");
         std::fs::write(&secret, "bot-password\n").unwrap();
         std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let config = dir.path().join("config.toml");
+        // Where cohost itself reads its config file: the daemon must take the bridge's table.
+        let config_dir = fx.daemon.config_dir().join("cohost");
+        std::fs::create_dir_all(&config_dir).unwrap();
+        let config = config_dir.join("config.toml");
         std::fs::write(
             &config,
             format!(
@@ -83,7 +85,6 @@ sandbox = "workspace-write"
             alice,
             mallory,
             control,
-            config,
             log,
             bridge: None,
             ready: None,
@@ -100,8 +101,8 @@ sandbox = "workspace-write"
             .open(&self.log)
             .unwrap();
         let mut child = Command::new(BRIDGE)
-            .arg("--config")
-            .arg(&self.config)
+            .env("XDG_CONFIG_HOME", self.fx.daemon.config_dir())
+            .env_remove("COHOST_CONFIG")
             .arg("--home")
             .arg(self.fx.daemon.home())
             .env("RUST_LOG", "info")
@@ -285,6 +286,10 @@ fn a_prompt_from_the_room_streams_back_and_bad_commands_and_strangers_change_not
     );
     assert!(rig.bridge_log().contains("ignoring @mallory:localhost"));
 
+    // cohost itself takes the config file with the bridge's table in it.
+    let shown = rig.fx.daemon.cli_ok(&["config", "show"]);
+    assert!(!shown.contains("bridge"), "{shown}");
+
     let (session, room) = rig.start_session("codex");
     rig.wait_bot(&room, "the session's intro", |b| {
         b.starts_with(&format!("Session {session}"))
@@ -428,4 +433,46 @@ fn restarts_of_the_bridge_and_of_synapse_post_nothing_twice_and_miss_nothing() {
             .collect::<Vec<_>>(),
     );
     assert_eq!(ends(&bodies), 3, "{bodies:#?}");
+}
+
+#[test]
+fn interrupt_takeover_release_and_plan_mode_from_the_room() {
+    let rig = Rig::start();
+    let (session, room) = rig.start_session("codex");
+    rig.fx.mock.push(Step::hang());
+    assert_eq!(rig.command(&room, "Wait for me"), "sent: a turn started");
+    rig.fx.wait_event(&session, "the turn's start", |e| {
+        e["type"] == "turn.started"
+    });
+    assert_eq!(
+        rig.command(&room, "/interrupt"),
+        "interrupted the running turn"
+    );
+    rig.wait_bot(&room, "the interrupted turn's end", |b| {
+        b == "— turn ended: interrupted"
+    });
+    assert_eq!(rig.command(&room, "/interrupt"), "no turn was running");
+
+    let lease = |holder: &str| {
+        let view = rig
+            .fx
+            .daemon
+            .get(&format!("/api/sessions/{session}/lease"))
+            .assert_ok();
+        assert_eq!(view["lease"]["holder"], holder, "{view}");
+        view
+    };
+    let took = rig.command(&room, "/takeover");
+    assert!(took.contains("lease human"), "{took}");
+    assert_eq!(lease("human")["lease"]["by"], "@alice:localhost");
+    let released = rig.command(&room, "/release");
+    assert!(released.contains("lease managed"), "{released}");
+    lease("managed");
+
+    let plan = rig.command(&room, "/plan on");
+    assert!(plan.starts_with("ok: "), "{plan}");
+    assert_eq!(rig.fx.view(&session)["mode"], "plan");
+    let usage = rig.command(&room, "/plan maybe");
+    assert_eq!(usage, "usage: /plan on|off");
+    assert_eq!(rig.fx.view(&session)["mode"], "plan");
 }
