@@ -1,6 +1,7 @@
 //! The Matrix bridge (`cohost-matrix`) against a real Synapse and a real hosted codex session
 //! (the kit's mock model): a prompt from the room streams back edited in place, an approval is
-//! answered from the room (and a second answer is too late), a bad command answers its usage,
+//! answered from the room (and a second answer is too late), a question answered by an option's
+//! number, `/interrupt`, `/takeover`, `/release`, `/plan`, a bad command answers its usage,
 //! a stranger is ignored, and restarts of the bridge and of Synapse post nothing twice.
 
 use std::io::{BufRead, BufReader};
@@ -436,7 +437,7 @@ fn restarts_of_the_bridge_and_of_synapse_post_nothing_twice_and_miss_nothing() {
 }
 
 #[test]
-fn interrupt_takeover_release_and_plan_mode_from_the_room() {
+fn interrupt_takeover_release_plan_mode_and_a_question_from_the_room() {
     let rig = Rig::start();
     let (session, room) = rig.start_session("codex");
     rig.fx.mock.push(Step::hang());
@@ -475,4 +476,37 @@ fn interrupt_takeover_release_and_plan_mode_from_the_room() {
     let usage = rig.command(&room, "/plan maybe");
     assert_eq!(usage, "usage: /plan on|off");
     assert_eq!(rig.fx.view(&session)["mode"], "plan");
+
+    // In plan mode codex may ask: the question is numbered, answered by an option's number.
+    rig.fx.mock.push(Step::function_call(
+        "request_user_input",
+        serde_json::json!({"questions": [{
+            "id": "color",
+            "header": "Color",
+            "question": "Which color?",
+            "options": [
+                {"label": "Red (Recommended)", "description": "warm"},
+                {"label": "Blue", "description": "cold"}
+            ]
+        }]}),
+    ));
+    rig.fx.mock.push(Step::text("Blue it is."));
+    rig.command(&room, "Pick a color with me");
+    let (msgtype, _) = rig.wait_bot(&room, "the question", |b| {
+        b.starts_with("❓ #1 — the agent asks (question)") && b.contains("2. Blue — cold")
+    });
+    assert_eq!(msgtype, "m.text", "a live question notifies");
+    assert_eq!(rig.command(&room, "/answer 1 2"), "#1: answered Blue");
+    rig.wait_bot(&room, "the question marked answered", |b| {
+        b.starts_with("❓ #1") && b.ends_with("→ answered by @alice:localhost")
+    });
+    rig.wait_bot(&room, "the reply", |b| b == "Blue it is.");
+    assert_eq!(
+        rig.command(&room, "/answer 1 1"),
+        "too late: #1 was already answered"
+    );
+    assert_eq!(
+        rig.command(&room, "/approve 1"),
+        "#1 is a question: answer it with /answer 1 …"
+    );
 }
