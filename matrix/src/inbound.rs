@@ -144,7 +144,7 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
         Command::State => state(bridge),
         Command::Start { target, prompt } => start(bridge, &target, prompt, &key),
         Command::Send(text) | Command::Steer(text) => bridge
-            .cohost
+            .daemon
             .post::<Value>(
                 &path("/messages"),
                 &json!({"text": text, "idempotencyKey": key}),
@@ -155,7 +155,7 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
                 other => format!("sent ({})", other.unwrap_or("?")),
             }),
         Command::Queue(text) => bridge
-            .cohost
+            .daemon
             .post::<Value>(
                 &path("/tasks"),
                 &json!({"text": text, "idempotencyKey": key}),
@@ -170,7 +170,7 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
                 )
             }),
         Command::Interrupt => bridge
-            .cohost
+            .daemon
             .post::<Value>(&path("/interrupt"), &json!({}))
             .map(|a| {
                 if a["interrupted"] == true {
@@ -195,7 +195,7 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
             answer(bridge, session.as_deref(), number, &text, sender)
         }
         Command::Takeover => bridge
-            .cohost
+            .daemon
             .post::<Value>(
                 &path("/lease"),
                 &json!({"action": "takeover", "by": by(sender)}),
@@ -207,7 +207,7 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
                 )
             }),
         Command::Release { drop_queued } => bridge
-            .cohost
+            .daemon
             .post::<Value>(
                 &path("/lease"),
                 &json!({"action": "release", "dropQueued": drop_queued, "by": by(sender)}),
@@ -219,11 +219,11 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
                 )
             }),
         Command::Model(model) => bridge
-            .cohost
+            .daemon
             .put::<Value>(&path("/model"), &json!({"model": model}))
             .map(capability),
         Command::Forward(text) => bridge
-            .cohost
+            .daemon
             .post::<Value>(&path("/command"), &json!({"text": text}))
             .map(capability),
     };
@@ -246,7 +246,7 @@ fn capability(answer: Value) -> String {
 }
 
 fn sessions(bridge: &Bridge) -> anyhow::Result<String> {
-    let list: Value = bridge.cohost.get("/api/sessions")?;
+    let list: Value = bridge.daemon.get("/api/sessions")?;
     let mut lines = Vec::new();
     for s in list["sessions"].as_array().into_iter().flatten() {
         let id = s["id"].as_str().unwrap_or("?");
@@ -276,7 +276,7 @@ fn sessions(bridge: &Bridge) -> anyhow::Result<String> {
 }
 
 fn state(bridge: &Bridge) -> anyhow::Result<String> {
-    let state: Value = bridge.cohost.get("/api/state")?;
+    let state: Value = bridge.daemon.get("/api/state")?;
     let mut lines = Vec::new();
     let groups = state["sessions"]
         .as_array()
@@ -337,7 +337,7 @@ fn start(
     if let Some(prompt) = prompt {
         body["prompt"] = json!(prompt);
     }
-    let created: Value = bridge.cohost.post("/api/sessions", &body)?;
+    let created: Value = bridge.daemon.post("/api/sessions", &body)?;
     let id = created["session"]["id"].as_str().unwrap_or("?").to_string();
     let about = format!("{runtime} session in {cwd}");
     let (room, _) = bridge.ensure_room(&id, &about)?;
@@ -368,7 +368,7 @@ fn decide(
         crate::homeserver::encode(&id)
     );
     match bridge
-        .cohost
+        .daemon
         .post::<Value>(&path, &json!({"decision": decision, "by": by(sender)}))
     {
         Ok(_) => Ok(format!("#{number}: {decision}")),
@@ -423,12 +423,12 @@ fn answer(
             crate::homeserver::encode(&id)
         );
         bridge
-            .cohost
+            .daemon
             .post::<Value>(&path, &json!({"answers": {qid: chosen}, "by": by(sender)}))
             .map(|_| format!("#{n}: answered {chosen}"))
     } else {
         bridge
-            .cohost
+            .daemon
             .post::<Value>(
                 &format!("/api/sessions/{session}/command"),
                 &json!({"text": format!("/answer {id} {text}")}),

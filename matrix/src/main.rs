@@ -71,7 +71,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let config = MatrixConfig::from_table(&table, &file)?;
     let home = cohost::config::resolve_home(args.home.clone())?;
-    let cohost = cohost::client::Client::new(Some(home.clone()))?;
+    let daemon = cohost::client::Client::new(Some(home.clone()))?;
     let hs = match config.secret()? {
         Secret::Token(token) => Homeserver::with_token(&config.homeserver, &token),
         Secret::Password(password) => Homeserver::login(
@@ -103,7 +103,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         config,
         hs,
         bot,
-        cohost,
+        daemon,
         control_room,
         state,
         state_path,
@@ -111,7 +111,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Both cursors exist before anything is followed, so `ready` means nothing said from now on
     // is missed.
     let page: Value = bridge
-        .cohost
+        .daemon
         .get("/api/events?after=0&limit=1")
         .context("reaching the cohost daemon")?;
     let head = page["head"].as_u64().unwrap_or(0);

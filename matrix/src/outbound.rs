@@ -16,7 +16,7 @@ use crate::state::Ask;
 const MAX_TEXT: usize = 30_000;
 
 pub fn run(bridge: Arc<Bridge>) -> anyhow::Result<()> {
-    let page: Value = bridge.cohost.get("/api/events?after=0&limit=1")?;
+    let page: Value = bridge.daemon.get("/api/events?after=0&limit=1")?;
     let head = page["head"].as_u64().unwrap_or(0);
     // `main` set the cursor at the first start: what came before is not this bridge's.
     let cursor = bridge.read(|s| s.cursor).unwrap_or(head).min(head);
@@ -25,7 +25,7 @@ pub fn run(bridge: Arc<Bridge>) -> anyhow::Result<()> {
     std::thread::spawn(move || flush_loop(&flusher));
     let mut last_save = Instant::now();
     bridge
-        .cohost
+        .daemon
         .for_each_event("/api/events", cursor, true, |line| {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 return Ok(());
