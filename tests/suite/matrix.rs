@@ -492,6 +492,10 @@ fn interrupt_takeover_release_plan_mode_and_a_question_from_the_room() {
     ));
     rig.fx.mock.push(Step::text("Blue it is."));
     rig.command(&room, "Pick a color with me");
+    // cohost's side first, so a failure says whether codex asked or the bridge did not post.
+    rig.fx.wait_event(&session, "the question", |e| {
+        e["type"] == "input.requested" && e["data"]["kind"] == "question"
+    });
     let (msgtype, _) = rig.wait_bot(&room, "the question", |b| {
         b.starts_with("❓ #1 — the agent asks (question)") && b.contains("2. Blue — cold")
     });
