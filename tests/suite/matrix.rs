@@ -19,8 +19,9 @@ use crate::support::synapse::{MatrixUser, Synapse, as_seen};
 use crate::support::{temp_dir, wait_until};
 
 const BRIDGE: &str = env!("CARGO_BIN_EXE_cohost-matrix");
-/// How long the bridge may take to show something in a room.
-const WAIT: Duration = Duration::from_secs(45);
+/// How long the bridge may take to show something in a room: a hang detector, as long as the
+/// other hosted suites' turn deadline.
+const WAIT: Duration = Duration::from_secs(90);
 
 struct Rig {
     fx: CodexFixture,
