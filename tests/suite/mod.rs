@@ -5,6 +5,7 @@ mod cli;
 mod codex;
 mod http;
 mod mcp;
+mod nats;
 mod opencode;
 mod pi;
 mod store;
