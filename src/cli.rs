@@ -327,6 +327,24 @@ pub struct ServeArgs {
     /// `error`) with the event's JSON on stdin; rate-limited, never on the ingest path.
     #[arg(long, env = "COHOST_NOTIFY_COMMAND")]
     pub notify_command: Option<String>,
+    /// This machine's name, which qualifies its ids across machines (`laptop/<session>`) and
+    /// names its NATS subjects: letters, digits, `-` and `_`, at most 64. Default: the host name.
+    #[arg(long, env = "COHOST_MACHINE")]
+    pub machine: Option<String>,
+    /// Publish the event log into NATS JetStream at this URL (`nats://HOST:PORT`,
+    /// `tls://HOST:PORT`); config file: `nats-url`, or `url` under `[nats]`. A non-loopback
+    /// server needs TLS and credentials.
+    #[arg(long = "nats", env = "COHOST_NATS_URL", value_name = "URL")]
+    pub nats_url: Option<String>,
+    /// A NATS credentials file (`.creds`: the user's JWT and nkey seed).
+    #[arg(long, env = "COHOST_NATS_CREDS", value_name = "FILE")]
+    pub nats_creds: Option<PathBuf>,
+    /// A file holding `USER:PASSWORD` for NATS (instead of a credentials file).
+    #[arg(long, env = "COHOST_NATS_USER_FILE", value_name = "FILE")]
+    pub nats_user_file: Option<PathBuf>,
+    /// Require TLS to the NATS server (implied by a `tls://` URL).
+    #[arg(long)]
+    pub nats_tls: bool,
 }
 
 /// `cohost answer`'s arguments.

@@ -36,6 +36,10 @@ pub struct ServeConfig {
     pub watchers: Vec<crate::watch::format::WatchedAgent>,
     /// `--notify-command`: run once per notification (see `notifier`).
     pub notify_command: Option<String>,
+    /// This machine's name (`--machine`, default the host name): see `federation::names`.
+    pub machine: String,
+    /// `--nats`: publish the log into NATS JetStream (see `federation`).
+    pub nats: Option<crate::federation::NatsConfig>,
 }
 
 impl ServeConfig {
@@ -135,7 +139,29 @@ impl ServeConfig {
                 None => crate::watch::implemented(),
             }
         };
+        let machine = match args.machine.as_deref().filter(|m| !m.is_empty()) {
+            Some(machine) => {
+                crate::federation::names::check_machine(machine)
+                    .map_err(|reason| anyhow::anyhow!("{}: {reason}", name("machine")))?;
+                machine.to_string()
+            }
+            None => {
+                crate::federation::names::default_machine(&crate::federation::names::host_name())
+            }
+        };
+        let nats = match args.nats_url.as_deref().filter(|u| !u.trim().is_empty()) {
+            Some(url) => Some(crate::federation::NatsConfig::check(
+                url.trim(),
+                args.nats_creds.clone(),
+                args.nats_user_file.clone(),
+                args.nats_tls,
+                name,
+            )?),
+            None => None,
+        };
         Ok(ServeConfig {
+            machine,
+            nats,
             watchers,
             notify_command,
             mcp_roots,

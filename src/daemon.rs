@@ -123,7 +123,26 @@ pub async fn run(
         mcp_roots: config.mcp_roots.clone(),
         shutdown: cancel.clone(),
         watch: watch.clone(),
-    });
+    })
+    .with_machine(
+        &config.machine,
+        config.nats.as_ref().map(|nats| {
+            Arc::new(std::sync::Mutex::new(
+                crate::federation::Publisher::initial_status(nats, &config.machine),
+            ))
+        }),
+    );
+    let publisher = config
+        .nats
+        .clone()
+        .map(|nats| crate::federation::Publisher {
+            core: core.clone(),
+            service: service.clone(),
+            home: config.home.clone(),
+            machine: config.machine.clone(),
+            nats,
+            status: service.federation_status().unwrap_or_default(),
+        });
     let state = AppState {
         service: service.clone(),
         token: token.into(),
@@ -139,6 +158,10 @@ pub async fn run(
         tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
     }
     tasks.spawn(queue.run(cancel.clone()));
+    if let Some(publisher) = publisher {
+        tracing::info!(machine = %config.machine, url = %publisher.nats.url, "publishing into NATS JetStream");
+        tasks.spawn(publisher.run(cancel.clone()));
+    }
     tasks.spawn(service.clone().give_back_ended_adoptions(cancel.clone()));
     for host in hosts.all() {
         let host = Arc::clone(host);

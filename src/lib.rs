@@ -28,6 +28,7 @@ pub mod commands;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod federation;
 pub mod formats;
 pub mod http;
 pub mod local_socket;

@@ -497,8 +497,29 @@ fn modules_import_only_what_their_layer_allows() {
         ],
         "formats imports protocol only",
     );
+    // Federation reads the log and calls the service layer; it is no second writer, and
+    // nothing below the program (core, service, the surfaces, the runtimes) imports it.
+    forbid(
+        &mut broken,
+        &[
+            "core", "service", "http", "mcp", "tasks", "runtime", "watch", "tmux", "tail",
+            "formats",
+        ],
+        &["federation"],
+        "federation is a reader of the log and a client of the service: only the program wires it",
+    );
+    forbid(
+        &mut broken,
+        &["federation"],
+        &[
+            "http", "mcp", "runtime", "tasks", "watch", "tmux", "daemon", "cli", "client",
+            "commands", "::axum", "::rmcp",
+        ],
+        "federation reads the log and calls the service, nothing else of the daemon",
+    );
     // The core imports only the protocol; the protocol imports nothing.
     let others = [
+        "federation",
         "runtime",
         "service",
         "http",

@@ -347,6 +347,9 @@ pub struct SessionView {
 pub struct StateView {
     /// The last event applied to this state.
     pub seq: u64,
+    /// This daemon's machine name (`machine`, default the host name).
+    #[serde(default)]
+    pub machine: String,
     pub focused_session: Option<String>,
     /// Whether the tmux server on the configured socket answered.
     pub tmux_running: bool,
@@ -421,6 +424,39 @@ pub struct Health {
     /// The TCP address the daemon listens on (what `cohost web` opens: the CLI itself reaches
     /// the daemon over its socket).
     pub listen: String,
+    /// This daemon's machine name (`machine`, default the host name): what qualifies its ids
+    /// across machines (`laptop/<session>`).
+    #[serde(default)]
+    pub machine: String,
+    /// Publishing into NATS JetStream (`serve --nats`); absent when the daemon does not publish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<FederationHealth>,
+}
+
+/// How the publisher into NATS JetStream is doing (`/api/health`, `cohost doctor`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FederationHealth {
+    /// The NATS server, without credentials.
+    pub url: String,
+    /// The JetStream stream the events go to (`COHOST_<machine>`).
+    pub stream: String,
+    /// `connected` or `disconnected` (`connecting` for a moment at start).
+    pub link: String,
+    /// The newest seq in the local log.
+    pub last_logged_seq: u64,
+    /// The newest seq the server acknowledged (and the publisher checkpointed).
+    pub last_acked_seq: u64,
+    /// `lastLoggedSeq - lastAckedSeq`: events not yet acknowledged by the server.
+    pub backlog: u64,
+    /// When the server last acknowledged a publish (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ack_at: Option<u64>,
+    /// The last failure (a refused publish, a timeout, a lost link), while it lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error_at: Option<u64>,
 }
 
 /// One hosted session as `GET /api/sessions` shows it.

@@ -500,6 +500,20 @@ fn print_doctor(answer: &serde_json::Value) {
                 .map_or("nothing known".to_string(), |v| format!("{v} or later"))
         );
     }
+    println!("machine:        {}", text(&answer["machine"]));
+    let federation = &answer["federation"];
+    if federation.is_object() {
+        println!(
+            "nats:           {} {} (stream {})",
+            text(&federation["link"]),
+            text(&federation["url"]),
+            text(&federation["stream"])
+        );
+        println!(
+            "nats backlog:   {} (logged {}, acked {})",
+            federation["backlog"], federation["lastLoggedSeq"], federation["lastAckedSeq"]
+        );
+    }
     for warning in answer["warnings"].as_array().cloned().unwrap_or_default() {
         println!("warning: {}", text(&warning));
     }

@@ -97,7 +97,26 @@ pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> 
     // toml's error names the line and column, and shows the line with a caret.
     let table: toml::Table = toml::from_str(&text)
         .map_err(|error| anyhow!("config file {}: {error}", path.display()))?;
-    Ok(Some(table))
+    Ok(Some(flatten_sections(table)))
+}
+
+/// A section's keys are settings named `SECTION-KEY`: `[nats]` `url = …` is `nats-url`, the
+/// same as a top-level `nats-url = …`.
+fn flatten_sections(table: toml::Table) -> toml::Table {
+    let mut flat = toml::Table::new();
+    for (key, value) in table {
+        match value {
+            toml::Value::Table(section) => {
+                for (inner, value) in section {
+                    flat.insert(format!("{key}-{inner}"), value);
+                }
+            }
+            value => {
+                flat.insert(key, value);
+            }
+        }
+    }
+    flat
 }
 
 /// How another user could have written what `metadata` describes: it is theirs, or it is

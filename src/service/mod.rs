@@ -8,6 +8,7 @@ mod adopt;
 mod claude_hooks;
 mod events;
 mod keys;
+mod machine;
 mod requests;
 mod sessions;
 mod tasks;
@@ -24,6 +25,7 @@ pub use crate::core::StoredEvent;
 pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
+pub use machine::FederationStatus;
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;
 pub use tracker::RefreshAnswer;
@@ -52,6 +54,8 @@ pub struct Service {
     watch: crate::watch::WatchHandle,
     /// The idempotency keys whose creates are in flight.
     create_keys: Arc<keys::KeyLocks>,
+    /// This daemon's machine name and its publisher's status (`with_machine`).
+    machine: machine::MachineInfo,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -80,6 +84,7 @@ impl Service {
             shutdown: parts.shutdown,
             watch: parts.watch,
             create_keys: Arc::default(),
+            machine: machine::MachineInfo::default(),
         }
     }
 

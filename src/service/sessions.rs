@@ -634,6 +634,7 @@ impl Service {
                 answer.sections.insert("pi".into(), watched);
             }
         }
+        self.doctor_federation(&mut answer);
         answer.ok = answer.issues.is_empty();
         answer
     }

@@ -314,6 +314,7 @@ fn fixture() -> Fixture {
             shutdown: cancel.clone(),
             watch: crate::watch::WatchHandle::disabled(),
             create_keys: Arc::default(),
+            machine: Default::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

@@ -26,6 +26,8 @@ impl Service {
             pid: std::process::id(),
             seq: self.core.store.head(),
             listen: listen.to_string(),
+            machine: self.machine().to_string(),
+            federation: self.federation_health(),
         }
     }
 
@@ -198,6 +200,7 @@ impl Service {
             .collect();
         StateView {
             seq: self.core.store.head(),
+            machine: self.machine().to_string(),
             focused_session: tracker.focused().map(str::to_string),
             tmux_running: list.running,
             sessions,

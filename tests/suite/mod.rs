@@ -6,6 +6,7 @@ mod codex;
 mod http;
 mod matrix;
 mod mcp;
+mod nats;
 mod opencode;
 mod pi;
 mod store;

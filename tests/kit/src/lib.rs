@@ -3,8 +3,9 @@
 //! clients ([`daemon`], [`http`]), the scripted mock model servers ([`mock_server`] with
 //! [`mock_responses`] for codex and [`mock_messages`] for Claude), the offline peer homes
 //! ([`codex_home`], [`claude_env`]), the codex and claude fixtures ([`codex_host`],
-//! [`claude_host`]), a real Matrix homeserver ([`synapse`]), a headless Chromium for the web
-//! page's tests ([`browser`]), and what the benches share ([`bench`]).
+//! [`claude_host`]), a real Matrix homeserver ([`synapse`]), a real `nats-server` with
+//! JetStream for the federation tests ([`nats`]), a headless Chromium for the web page's tests
+//! ([`browser`]), and what the benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
@@ -23,6 +24,7 @@ pub mod http;
 pub mod mock_messages;
 pub mod mock_responses;
 pub mod mock_server;
+pub mod nats;
 pub mod synapse;
 pub mod tmux;
 pub mod web;

@@ -1,0 +1,20 @@
+//! Federation: many machines in one view through NATS JetStream (`serve --nats URL`).
+//!
+//! This module is a reader of the event log and a client of the service layer, never a second
+//! writer: the publisher ([`publisher`]) reads the store after its cursor like any SSE reader
+//! and mirrors every stored event into the machine's JetStream stream; what it shows of itself
+//! (link, backlog, last error) goes through the service's [`crate::service::FederationStatus`].
+//! The core and the service do not import it (the tidy test holds them to that).
+//!
+//! - [`names`]: the machine name, the stream, the subjects, the de-duplication ids, the KV bucket;
+//! - [`connect`]: the NATS settings, refused when a remote server lacks TLS or credentials;
+//! - [`checkpoint`]: the home's identity and the last acknowledged seq, durable in the home;
+//! - [`publisher`]: the publishing loop.
+
+pub mod checkpoint;
+pub mod connect;
+pub mod names;
+pub mod publisher;
+
+pub use connect::NatsConfig;
+pub use publisher::Publisher;

@@ -1,0 +1,146 @@
+//! The publisher against a real nats-server: in order with the right subjects and ids, loss-free
+//! and duplicate-free across a killed server and a killed daemon, its health, and the refusal of a
+//! plaintext remote URL.
+
+use super::*;
+
+#[test]
+fn events_reach_the_stream_in_order_with_their_subjects_and_ids() {
+    let nats = NatsServer::start();
+    let (_tmux, daemon) = publishing(&nats, "laptop");
+    for i in 0..20 {
+        post(&daemon, i);
+    }
+    let health = wait_published(&daemon);
+    assert_eq!(health["machine"], "laptop");
+    assert_eq!(health["federation"]["stream"], "COHOST_laptop");
+    assert_eq!(health["federation"]["url"], nats.url());
+    assert_eq!(daemon.state()["machine"], "laptop");
+    assert_mirrors_the_log(&daemon, &nats, "laptop", "in order");
+    // The machine's current view is in the KV bucket, under its name.
+    let view = daemon.wait_for("the machine's view in the KV bucket", CATCH_UP, |d| {
+        machine_view(&nats.url(), "laptop")
+            .filter(|view| view["ackedSeq"].as_u64() >= Some(d.head().saturating_sub(1)))
+    });
+    assert_eq!(view["machine"], "laptop");
+    assert_eq!(view["state"]["machine"], "laptop");
+    let work = view["state"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "work")
+        .cloned()
+        .unwrap_or_else(|| panic!("no session `work` in {view}"));
+    assert_eq!(work["agents"][0]["agent"], "codex", "{work}");
+    // doctor shows the link.
+    let doctor = daemon.get("/api/doctor").json();
+    assert_eq!(doctor["machine"], "laptop");
+    assert_eq!(doctor["federation"]["link"], "connected", "{doctor}");
+}
+
+#[test]
+fn a_killed_nats_server_mid_stream_loses_and_repeats_nothing() {
+    let mut nats = NatsServer::start();
+    let (_tmux, daemon) = publishing(&nats, "dev1");
+    for i in 0..30 {
+        post(&daemon, i);
+    }
+    // Killed once the publisher is under way (connected, something acknowledged).
+    daemon.wait_for("a first acknowledged publish", CATCH_UP, |d| {
+        let federation = health(d)["federation"].clone();
+        (federation["lastAckedSeq"].as_u64() > Some(0)).then_some(())
+    });
+    nats.kill9();
+    // Ingest goes on while the server is gone; the backlog grows and the link shows down.
+    for i in 30..60 {
+        post(&daemon, i);
+    }
+    let mut seen = Value::Null;
+    let down = daemon.wait_for("the link shown down, with a backlog", CATCH_UP, |d| {
+        let health = health(d);
+        let federation = health["federation"].clone();
+        if federation != seen {
+            eprintln!("health: {federation}");
+            seen = federation.clone();
+        }
+        (federation["link"] == "disconnected" && federation["backlog"].as_u64() > Some(0))
+            .then_some(federation)
+    });
+    eprintln!("while the server was down: {down}");
+    assert!(
+        down["lastAckedSeq"].as_u64() < Some(daemon.head()),
+        "{down}"
+    );
+    nats.start_again();
+    for i in 60..70 {
+        post(&daemon, i);
+    }
+    wait_published(&daemon);
+    assert_mirrors_the_log(&daemon, &nats, "dev1", "nats-server killed mid-stream");
+}
+
+#[test]
+fn a_daemon_killed_with_9_resumes_without_duplicates() {
+    let nats = NatsServer::start();
+    let (_tmux, mut daemon) = publishing(&nats, "box");
+    for i in 0..40 {
+        post(&daemon, i);
+    }
+    // Killed right after the posts: some may not have been acknowledged or checkpointed.
+    daemon.kill9();
+    daemon.start_again();
+    for i in 40..50 {
+        post(&daemon, i);
+    }
+    wait_published(&daemon);
+    assert_mirrors_the_log(&daemon, &nats, "box", "daemon killed with -9");
+    // A clean restart too: `daemon.stopped` and the next `daemon.started` follow in order.
+    daemon.restart();
+    post(&daemon, 50);
+    wait_published(&daemon);
+    assert_mirrors_the_log(&daemon, &nats, "box", "daemon restarted");
+}
+
+#[test]
+fn a_remote_plaintext_nats_url_is_refused_at_start() {
+    let dir = temp_dir("cohost-nats-refuse-");
+    let serve = |args: &[&str], config: Option<&std::path::Path>| {
+        let mut command = std::process::Command::new(BIN);
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("COHOST_HOME", dir.path().join("home"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"));
+        for name in SCRUBBED_ENV.iter().filter(|n| **n != "COHOST_HOME") {
+            command.env_remove(name);
+        }
+        if let Some(config) = config {
+            command.env("COHOST_CONFIG", config);
+        }
+        let output = run_with_timeout(&mut command, Duration::from_secs(20));
+        assert!(!output.status.success(), "serve started with {args:?}");
+        String::from_utf8_lossy(&output.stderr).to_string()
+    };
+    let refused = serve(&["--nats", "nats://10.1.2.3:4222"], None);
+    assert!(
+        refused.contains("refusing to publish to the NATS server at nats://10.1.2.3:4222")
+            && refused.contains("tls://")
+            && refused.contains("nothing was started"),
+        "{refused}"
+    );
+    // TLS without credentials is refused too.
+    let refused = serve(&["--nats", "tls://hub.example:4222"], None);
+    assert!(refused.contains("refusing to publish"), "{refused}");
+    // The config file's `[nats]` section names the same setting, and the error names the key.
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[nats]\nurl = \"nats://10.1.2.3:4222\"\n").unwrap();
+    let refused = serve(&[], Some(&config));
+    assert!(
+        refused.contains("refusing to publish to the NATS server at nats://10.1.2.3:4222"),
+        "{refused}"
+    );
+    // A bad machine name is refused with what is wrong with it.
+    let refused = serve(&["--machine", "my.laptop"], None);
+    assert!(refused.contains("`my.laptop` holds `.`"), "{refused}");
+    assert!(!dir.path().join("home/federation").exists());
+}
