@@ -101,12 +101,13 @@ pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> 
 }
 
 /// A section's keys are settings named `SECTION-KEY`: `[nats]` `url = …` is `nats-url`, the
-/// same as a top-level `nats-url = …`.
+/// same as a top-level `nats-url = …`. The bridges' table (`[bridge.matrix]`) stays as it is:
+/// its settings are the bridges' own.
 fn flatten_sections(table: toml::Table) -> toml::Table {
     let mut flat = toml::Table::new();
     for (key, value) in table {
         match value {
-            toml::Value::Table(section) => {
+            toml::Value::Table(section) if key != BRIDGE_TABLE => {
                 for (inner, value) in section {
                     flat.insert(format!("{key}-{inner}"), value);
                 }
@@ -565,7 +566,23 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
 
 #[cfg(test)]
 mod tests {
-    use super::first_word;
+    use super::{BRIDGE_TABLE, first_word, flatten_sections};
+
+    #[test]
+    fn sections_become_settings_but_the_bridges_table_stays_whole() {
+        let table: toml::Table = toml::from_str(
+            "machine = \"m\"\n[nats]\nurl = \"nats://127.0.0.1:4222\"\n[bridge.matrix]\nhomeserver = \"http://127.0.0.1:8008\"\n",
+        )
+        .unwrap();
+        let flat = flatten_sections(table);
+        assert_eq!(flat["machine"].as_str(), Some("m"));
+        assert_eq!(flat["nats-url"].as_str(), Some("nats://127.0.0.1:4222"));
+        assert_eq!(
+            flat[BRIDGE_TABLE]["matrix"]["homeserver"].as_str(),
+            Some("http://127.0.0.1:8008")
+        );
+        assert!(!flat.contains_key("bridge-matrix"), "{flat:?}");
+    }
 
     #[test]
     fn the_program_of_a_command_line_is_its_first_word() {
