@@ -1,8 +1,10 @@
-//! What every pane-hosted runtime shares: session ids, finding the helper programs, the pane a
-//! runtime's TUI runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the
-//! idempotent-inject bookkeeping ([`inject`]) and the mirror of a hosted session into the
-//! tracker ([`mirror`]). Runtimes import this; it imports no runtime.
+//! What the runtimes share: session ids, finding the helper programs, the pane a runtime's TUI
+//! runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the idempotent-inject
+//! bookkeeping ([`inject`]), the mirror of a hosted session into the tracker ([`mirror`]), the
+//! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
+//! output tail). Runtimes import this; it imports no runtime.
 
+pub mod child;
 pub mod inject;
 pub mod mirror;
 pub mod pane;
