@@ -2,9 +2,13 @@
 //! runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the idempotent-inject
 //! bookkeeping ([`inject`]), the mirror of a hosted session into the tracker ([`mirror`]), the
 //! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
-//! output tail). Runtimes import this; it imports no runtime.
+//! output tail), the live sessions and the appends of the hosts that keep one per session
+//! ([`hosted`]), and the create options of the runtimes that gate tools by approval policy
+//! ([`gated`]). Runtimes import this; it imports no runtime.
 
 pub mod child;
+pub mod gated;
+pub mod hosted;
 pub mod inject;
 pub mod mirror;
 pub mod pane;

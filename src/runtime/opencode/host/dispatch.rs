@@ -9,7 +9,9 @@ use super::super::normalize::Effect;
 use super::super::sse::SseDecoder;
 use super::super::wire::Event;
 use super::{Binding, Inner, Live, path_segment};
-use crate::protocol::{ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus};
+use crate::protocol::{SessionState, TurnCompleted, TurnStatus};
+use crate::runtime::common::child::tail_suffix;
+use crate::runtime::common::hosted::resolved_by_runtime;
 use crate::runtime::common::lock;
 
 /// The session's dispatch task: reads the server's stream until it ends or the session is
@@ -85,17 +87,9 @@ pub(super) async fn dispatch(
     };
     for approval_id in orphaned {
         inner
-            .store(
-                &live.session_id,
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval_id.into(),
-                    decision: None,
-                    by: "runtime".into(),
-                }),
-            )
+            .store(&live.session_id, resolved_by_runtime(approval_id, None))
             .await;
     }
-    let tail = binding.server.tail.render();
     tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
         .status(
@@ -104,11 +98,7 @@ pub(super) async fn dispatch(
             Some(format!(
                 "the opencode server (pid {}) went away{}",
                 binding.server.pid,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its last output:\n{tail}")
-                }
+                tail_suffix(&binding.server.tail.render())
             )),
         )
         .await;
@@ -132,14 +122,7 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
             let ours = lock(&inner.approvals).remove(&approval_id).is_some();
             if ours {
                 inner
-                    .store(
-                        &live.session_id,
-                        EventKind::ApprovalResolved(ApprovalResolved {
-                            approval_id: approval_id.into(),
-                            decision: None,
-                            by: "runtime".into(),
-                        }),
-                    )
+                    .store(&live.session_id, resolved_by_runtime(approval_id, None))
                     .await;
             }
         }
