@@ -3,10 +3,11 @@
 //! ([`spawn_in_group`]), the whole group SIGKILLed when its guard is dropped
 //! ([`KillGroupOnDrop`], [`signal_group`]); and, for a child whose stderr needs no more than
 //! its last lines, [`supervise`]: the stderr followed into a bounded [`OutputTail`] for error
-//! messages, the exit watched ([`Group`]).
+//! messages, the exit watched ([`Group`]), both logged by the owner ([`ChildLog`], so the lines
+//! keep its log target).
 
 use std::collections::VecDeque;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,9 +61,9 @@ impl OutputTail {
         lock(&self.0).iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
-    /// Starts a task that reads `reader` line by line into this tail until it ends, logging
-    /// each line at debug level as `{name}: {line}`.
-    fn follow<R>(&self, reader: R, pid: u32, name: &'static str)
+    /// Starts a task that reads `reader` line by line into this tail until it ends, each line
+    /// passed to `log` first.
+    fn follow<R>(&self, reader: R, pid: u32, log: fn(u32, &str))
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
@@ -70,7 +71,7 @@ impl OutputTail {
         tokio::spawn(async move {
             let mut lines = BufReader::new(reader).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(pid, "{name}: {line}");
+                log(pid, &line);
                 tail.push(&line);
             }
         });
@@ -87,6 +88,16 @@ pub fn spawn_in_group(command: &mut Command) -> std::io::Result<Child> {
     command.kill_on_drop(true).process_group(0);
     set_parent_death_signal(command);
     command.spawn()
+}
+
+/// How a [`supervise`]d child is logged, by its owner (so the log lines keep the owner's
+/// target and words).
+#[derive(Clone, Copy)]
+pub struct ChildLog {
+    /// One line the child wrote to stderr.
+    pub line: fn(pid: u32, line: &str),
+    /// The child's exit (its status, or why waiting for it failed).
+    pub exit: fn(pid: u32, status: &std::io::Result<ExitStatus>),
 }
 
 /// A child started by [`supervise`], as its owner keeps it.
@@ -109,23 +120,23 @@ pub struct Group {
 }
 
 /// Spawns `command` ([`spawn_in_group`]) with its stdout and stderr piped (its stdin as the
-/// command sets it), follows its stderr into an [`OutputTail`] (each line logged at debug level
-/// after `name`), and watches its exit (logged as `{name} exited`).
-pub fn supervise(command: &mut Command, name: &'static str) -> std::io::Result<Supervised> {
+/// command sets it), follows its stderr into an [`OutputTail`] and watches its exit, each
+/// stderr line and the exit logged through `log`.
+pub fn supervise(command: &mut Command, log: ChildLog) -> std::io::Result<Supervised> {
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = spawn_in_group(command)?;
     let pid = child.id().unwrap_or_default();
     let guard = KillGroupOnDrop::new(pid);
     let tail = OutputTail::default();
     if let Some(stderr) = child.stderr.take() {
-        tail.follow(stderr, pid, name);
+        tail.follow(stderr, pid, log.line);
     }
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let (exited_tx, exited) = watch::channel(false);
     tokio::spawn(async move {
         let status = child.wait().await;
-        tracing::info!(pid, ?status, "{name} exited");
+        (log.exit)(pid, &status);
         let _ = exited_tx.send(true);
     });
     Ok(Supervised {

@@ -14,7 +14,9 @@ use tokio::process::Command;
 
 use super::client::Client;
 use super::wire::Health;
-use crate::runtime::common::child::{Group, OutputTail, Supervised, supervise, tail_suffix};
+use crate::runtime::common::child::{
+    ChildLog, Group, OutputTail, Supervised, supervise, tail_suffix,
+};
 
 /// How long the server may take to print its port and answer `/global/health` (it answered
 /// 5–6 s after spawn on two loaded cores).
@@ -23,6 +25,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// The Basic-auth user (OpenCode's default; `OPENCODE_SERVER_USERNAME` sets it).
 pub const USERNAME: &str = "opencode";
+
+/// The server's stderr lines (debug) and its exit, in this module's log.
+const LOG: ChildLog = ChildLog {
+    line: |pid, line| tracing::debug!(pid, "opencode: {line}"),
+    exit: |pid, status| tracing::info!(pid, ?status, "opencode serve exited"),
+};
 
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -121,7 +129,7 @@ impl ServerProcess {
             stdout,
             group,
             ..
-        } = supervise(&mut command, "opencode serve").map_err(|source| SpawnError::Spawn {
+        } = supervise(&mut command, LOG).map_err(|source| SpawnError::Spawn {
             bin: bin.to_path_buf(),
             source,
         })?;

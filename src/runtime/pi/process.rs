@@ -24,7 +24,9 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use super::wire::{ExtensionUiResponse, Line, PiEvent, RpcCommand, RpcResponse};
-use crate::runtime::common::child::{Group, OutputTail, Supervised, supervise, tail_suffix};
+use crate::runtime::common::child::{
+    ChildLog, Group, OutputTail, Supervised, supervise, tail_suffix,
+};
 use crate::runtime::common::lock;
 use crate::tail::{LineBuffer, Piece};
 
@@ -39,6 +41,12 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 const VERSION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a stopped Pi gets between closing its stdin and SIGKILL (it exits in ~0.03 s).
 const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Pi's stderr lines (debug) and its exit, in this module's log.
+const LOG: ChildLog = ChildLog {
+    line: |pid, line| tracing::debug!(pid, "pi: {line}"),
+    exit: |pid, status| tracing::info!(pid, ?status, "pi exited"),
+};
 
 /// Why Pi could not be run or answered.
 #[derive(Debug, thiserror::Error)]
@@ -188,7 +196,7 @@ impl PiProcess {
             stdin,
             stdout,
             group,
-        } = supervise(&mut command, "pi").map_err(|source| PiError::Spawn {
+        } = supervise(&mut command, LOG).map_err(|source| PiError::Spawn {
             bin: launch.bin.clone(),
             source,
         })?;
