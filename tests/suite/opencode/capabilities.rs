@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::{OpencodeFixture, items, of_type};
+use crate::support::hosted_cases;
 use crate::support::json;
 use crate::support::mock_messages::Step;
 
@@ -61,12 +62,7 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
         ("approvalPolicy", json!("on-failure")),
         ("terminal", json!(true)),
     ] {
-        fx.daemon
-            .post(
-                "/api/sessions",
-                &json!({"runtime": "opencode", "cwd": fx.work, field: value}),
-            )
-            .assert_error(400, "invalid_field", Some(field));
+        fx.assert_refused(field, value);
     }
 }
 
@@ -256,31 +252,7 @@ fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
     assert_eq!(replies.last(), Some(&"Saw the steer."), "{}", fx.dump(&id));
 
     // The queued task: delivered after the turn, as a turn of its own.
-    let task_id = task["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no task id in {task}"))
-        .to_string();
-    let accepted = fx.wait_event(&id, "the task accepted", |e| {
-        e["type"] == "task.accepted" && e["data"]["taskId"] == task_id.as_str()
-    });
-    let task_turn = accepted["data"]["turnId"].as_str().unwrap().to_string();
-    assert_ne!(task_turn, turn);
-    assert_eq!(accepted["data"]["acceptedAs"], "turn", "{accepted}");
-    let done = fx.wait_turn(&id, &task_turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    // The registry finishes the task from its turn's end (no event of its own).
-    let finished = fx
-        .daemon
-        .wait_for("the task finished", super::TURN_TIMEOUT, |d| {
-            let view = d.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
-            (view["phase"] == "finished").then_some(view)
-        });
-    assert_eq!(finished["state"], "completed", "{finished}");
-    assert!(
-        finished.to_string().contains("Queued task done."),
-        "the task's result is its turn's reply: {finished}"
-    );
-    assert_eq!(of_type(&fx.events(&id), "turn.started").len(), 2);
+    hosted_cases::the_queued_task_runs_as_a_turn_of_its_own(&fx, &id, &task, &turn);
 }
 
 /// `opencode attach` on the session's own server: the spec names the server and the

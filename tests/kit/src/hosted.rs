@@ -1,0 +1,161 @@
+//! A daemon hosting sessions of a runtime cohost drives through the peer's own API (OpenCode,
+//! Pi) against the kit's Messages mock: the fixture both suites start from
+//! ([`HostedFixture`]: a private home the suite writes the peer's config into, the work
+//! directory, sessions created, prompted, answered and interrupted over HTTP, their events and
+//! waits on them), and the filters their assertions read events with ([`of_type`], [`items`]).
+//! The scenarios both runtimes pass alike are in [`hosted_cases`](super::hosted_cases).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Binaries;
+use super::daemon::TestDaemon;
+use super::http::Resp;
+use super::mock_messages::MockMessages;
+use super::sessions::merged;
+
+/// How long a turn (or any state a test waits for) may take before it is a failure.
+pub const TURN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The daemon (HOME = the private home, and what the suite's setup adds to its environment),
+/// the mock, and the sessions' working directory.
+pub struct HostedFixture<B: Binaries> {
+    /// The runtime's name on the API (`pi`, `opencode`).
+    pub runtime: &'static str,
+    pub daemon: TestDaemon<B>,
+    pub mock: MockMessages,
+    pub work: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl<B: Binaries> HostedFixture<B> {
+    /// A temporary `home/` and `work/`, the Messages mock, and a daemon started with `args` and
+    /// `HOME` set to the home, then the environment `setup` returns — after it has written the
+    /// peer's config under the home (it is given the home and the mock).
+    pub fn start(
+        runtime: &'static str,
+        args: &[&str],
+        setup: impl FnOnce(&Path, &MockMessages) -> Vec<(&'static str, String)>,
+    ) -> HostedFixture<B> {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let mock = MockMessages::start();
+        let mut env = vec![("HOME", home.to_str().unwrap().to_string())];
+        env.extend(setup(&home, &mock));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let daemon = TestDaemon::start_with_env(None, args, &env);
+        HostedFixture {
+            runtime,
+            daemon,
+            mock,
+            work,
+            _dir: dir,
+        }
+    }
+
+    /// Creates a session over HTTP (`extra` merged into the body); returns its id.
+    pub fn create(&self, extra: Value) -> String {
+        self.daemon.create_session(&merged(
+            json!({ "runtime": self.runtime, "cwd": self.work }),
+            &extra,
+        ))
+    }
+
+    /// Asks for a session with `field` set to `value` and checks it is refused by that field.
+    #[track_caller]
+    pub fn assert_refused(&self, field: &str, value: Value) {
+        self.daemon
+            .post(
+                "/api/sessions",
+                &json!({"runtime": self.runtime, "cwd": self.work, field: value}),
+            )
+            .assert_error(400, "invalid_field", Some(field));
+    }
+
+    pub fn send(&self, id: &str, text: &str) -> Value {
+        self.daemon.send_message(id, text)
+    }
+
+    /// Sends a prompt and returns the turn it started.
+    pub fn start_turn(&self, id: &str, text: &str) -> String {
+        let sent = self.send(id, text);
+        assert_eq!(sent["outcome"], "started", "{sent}");
+        sent["turnId"].as_str().unwrap().to_string()
+    }
+
+    pub fn decide(&self, id: &str, approval: &str, decision: &str) -> Resp {
+        self.daemon.post(
+            &format!("/api/sessions/{id}/approvals/{approval}"),
+            &json!({ "decision": decision }),
+        )
+    }
+
+    pub fn interrupt(&self, id: &str) -> Value {
+        self.daemon
+            .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+            .assert_ok()
+    }
+
+    /// Every stored event of the session so far.
+    pub fn events(&self, id: &str) -> Vec<Value> {
+        self.daemon.session_events(id)
+    }
+
+    /// The session's events, one `type data` line each, for failure messages.
+    pub fn dump(&self, id: &str) -> String {
+        self.events(id)
+            .iter()
+            .map(|e| format!("{} {}", e["type"], e["data"]))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Waits for a stored event matching `pred`; fails with the session's events and what the
+    /// mock was asked.
+    pub fn wait_event(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TURN_TIMEOUT;
+        loop {
+            let events = self.events(id);
+            if let Some(found) = events.iter().find(|e| pred(e)) {
+                return found.clone();
+            }
+            if Instant::now() >= deadline {
+                self.daemon.fail(&format!(
+                    "timed out after {TURN_TIMEOUT:?} waiting for {what}; the session's events:\n{}\nthe mock: {}",
+                    self.dump(id),
+                    self.mock.summary()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the `turn.completed` of `turn`.
+    pub fn wait_turn(&self, id: &str, turn: &str) -> Value {
+        self.wait_event(id, &format!("turn {turn} to complete"), |e| {
+            e["type"] == "turn.completed" && e["data"]["turnId"] == turn
+        })
+    }
+}
+
+/// The events of type `kind`.
+pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The completed items of `item_type` in turn `turn`.
+pub fn items<'a>(events: &'a [Value], turn: &str, item_type: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["turnId"] == turn
+                && e["data"]["item"]["type"] == item_type
+        })
+        .map(|e| &e["data"]["item"])
+        .collect()
+}
