@@ -32,7 +32,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::AUTHORIZATION;
 use hyper::{Method, StatusCode};
@@ -986,56 +985,47 @@ async fn create_session(conn: &mut Conn, work: &Path) -> anyhow::Result<(String,
 
 /// Reads a session's SSE stream until `turn.completed`, timestamping each `data:` line with the
 /// arrival of the frame that completed it.
-async fn read_stream(mut body: Incoming) -> anyhow::Result<TurnResult> {
+async fn read_stream(body: Incoming) -> anyhow::Result<TurnResult> {
     let mut result = TurnResult::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut has_id = false;
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("the SSE stream ended before turn.completed");
-        };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            if line.is_empty() {
-                has_id = false; // end of one SSE event
-            } else if line.starts_with(b"id:") {
-                has_id = true;
-            } else if let Some(data) = line.strip_prefix(b"data:") {
-                let event: Value = serde_json::from_slice(data)
-                    .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
-                match event["type"].as_str() {
-                    Some("item.delta") => {
-                        result.misrouted += usize::from(has_id);
-                        record(
-                            &mut result,
-                            true,
-                            event["data"]["delta"].as_str(),
-                            received,
-                            None,
-                        );
-                    }
-                    Some("item.completed") => {
-                        let payload = event["data"]["item"]["text"].as_str();
-                        if payload.and_then(parse_stamp).is_some() && !has_id {
-                            result.misrouted += 1;
-                        }
-                        let sequenced = event["ts"].as_i64();
-                        record(&mut result, false, payload, received, sequenced);
-                    }
-                    Some("turn.completed") => return Ok(result),
-                    _ => {}
+    let ended = bench::read_lines_until(body, |received, line| {
+        if line.is_empty() {
+            has_id = false; // end of one SSE event
+        } else if line.starts_with(b"id:") {
+            has_id = true;
+        } else if let Some(data) = line.strip_prefix(b"data:") {
+            let event: Value = serde_json::from_slice(data)
+                .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
+            match event["type"].as_str() {
+                Some("item.delta") => {
+                    result.misrouted += usize::from(has_id);
+                    record(
+                        &mut result,
+                        true,
+                        event["data"]["delta"].as_str(),
+                        received,
+                        None,
+                    );
                 }
+                Some("item.completed") => {
+                    let payload = event["data"]["item"]["text"].as_str();
+                    if payload.and_then(parse_stamp).is_some() && !has_id {
+                        result.misrouted += 1;
+                    }
+                    let sequenced = event["ts"].as_i64();
+                    record(&mut result, false, payload, received, sequenced);
+                }
+                Some("turn.completed") => return Ok(Some(())),
+                _ => {}
             }
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("the SSE stream ended before turn.completed");
     }
+    Ok(result)
 }
 
 /// Sends one turn through the daemon and collects the session's events over SSE.

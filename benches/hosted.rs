@@ -39,6 +39,7 @@ use cohost_testkit::bench::{self, Conn, CpuUse, Daemon, loadavg, ms, percentile,
 use cohost_testkit::codex_home::{
     CODEX_BIN_ENV, MOCK_API_KEY, MOCK_API_KEY_ENV, try_write_codex_home,
 };
+use cohost_testkit::hosted::{MOCK_MODELS, write_opencode_config, write_pi_agent_dir};
 use cohost_testkit::mock_messages::{MockMessages, Step, now_ns};
 use cohost_testkit::{SCRUBBED_ENV, TmuxServer};
 
@@ -142,33 +143,11 @@ impl Peers {
 }
 
 /// A private HOME for the peers: OpenCode's config (`.config/opencode/opencode.json`) and Pi's
-/// agent directory (`.pi/agent`), both with the mock as their only provider, as
-/// `tests/suite/opencode/mod.rs` and `tests/suite/pi/mod.rs` write them.
+/// agent directory (`.pi/agent`), both with the mock as their only provider and its first
+/// model, as the suites write them (`cohost_testkit::hosted`).
 fn write_peer_home(home: &Path, mock: &MockMessages) -> anyhow::Result<()> {
-    let config_dir = home.join(".config/opencode");
-    std::fs::create_dir_all(&config_dir)?;
-    let model = |name: &str| json!({"name": name, "tool_call": true, "limit": {"context": 200000, "output": 8000}});
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
-        "model": "mock/mock-model", "small_model": "mock/mock-model",
-        "provider": {"mock": {"npm": "@ai-sdk/anthropic", "name": "Mock Anthropic",
-            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "sk-ant-mock-0000"},
-            "models": {"mock-model": model("Mock Model")}}}
-    });
-    std::fs::write(config_dir.join("opencode.json"), config.to_string())?;
-    let agent_dir = home.join(".pi/agent");
-    std::fs::create_dir_all(&agent_dir)?;
-    std::fs::write(
-        agent_dir.join("models.json"),
-        json!({"providers": {"mock": {
-            "baseUrl": mock.base_url(), "api": "anthropic-messages", "apiKey": "sk-ant-mock-0000",
-            "models": [{"id": "mock-model", "name": "Mock Model", "contextWindow": 200000, "maxTokens": 8000}]}}})
-        .to_string(),
-    )?;
-    std::fs::write(
-        agent_dir.join("settings.json"),
-        r#"{"defaultProvider":"mock","defaultModel":"mock-model"}"#,
-    )?;
+    write_opencode_config(home, mock, &MOCK_MODELS[..1])?;
+    write_pi_agent_dir(home, mock, &MOCK_MODELS[..1])?;
     Ok(())
 }
 
@@ -514,41 +493,32 @@ fn paired(cohost: &[Stamp], direct: &[Stamp]) -> Vec<i64> {
 
 /// Reads a session's SSE stream until `turn.completed`, timestamping each `data:` line with
 /// the arrival of the frame that completed it.
-async fn read_cohost(mut body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
+async fn read_cohost(body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
     let mut seen = TurnSeen::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("cohost's SSE stream ended before turn.completed");
+    let ended = bench::read_lines_until(body, |received, line| {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return Ok(None);
         };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let event: Value = serde_json::from_slice(data)
-                .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
-            let data = &event["data"];
-            match event["type"].as_str() {
-                Some("item.delta") => {
-                    seen.delta(turn, data["delta"].as_str().unwrap_or_default(), received)
-                }
-                Some("item.completed") if data["item"]["type"] == "agentMessage" => {
-                    seen.completed(turn, data["item"]["text"].as_str(), received)
-                }
-                Some("turn.completed") => return Ok(seen),
-                _ => {}
+        let event: Value = serde_json::from_slice(data)
+            .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
+        let data = &event["data"];
+        match event["type"].as_str() {
+            Some("item.delta") => {
+                seen.delta(turn, data["delta"].as_str().unwrap_or_default(), received)
             }
+            Some("item.completed") if data["item"]["type"] == "agentMessage" => {
+                seen.completed(turn, data["item"]["text"].as_str(), received)
+            }
+            Some("turn.completed") => return Ok(Some(())),
+            _ => {}
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("cohost's SSE stream ended before turn.completed");
     }
+    Ok(seen)
 }
 
 /// Subscribes to the session's cohost stream; the reader runs until the turn completes.
@@ -709,48 +679,39 @@ async fn subscribe_opencode(
     }))
 }
 
-async fn read_opencode(mut body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
+async fn read_opencode(body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
     let mut seen = TurnSeen::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("opencode's /event stream ended before session.idle");
+    let ended = bench::read_lines_until(body, |received, line| {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return Ok(None);
         };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
+        let Ok(event) = serde_json::from_slice::<Value>(data) else {
+            return Ok(None);
         };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let Ok(event) = serde_json::from_slice::<Value>(data) else {
-                continue;
-            };
-            let p = &event["properties"];
-            match event["type"].as_str() {
-                Some("message.part.delta") if p["field"] == "text" => {
-                    seen.delta(turn, p["delta"].as_str().unwrap_or_default(), received)
-                }
-                Some("message.part.updated")
-                    if p["part"]["type"] == "text" && p["part"]["time"]["end"].is_number() =>
-                {
-                    let text = p["part"]["text"].as_str();
-                    if seen.completed.is_empty() {
-                        seen.completed(turn, text, received)
-                    }
-                }
-                Some("session.idle") => return Ok(seen),
-                Some("session.status") if p["status"]["type"] == "idle" => return Ok(seen),
-                _ => {}
+        let p = &event["properties"];
+        match event["type"].as_str() {
+            Some("message.part.delta") if p["field"] == "text" => {
+                seen.delta(turn, p["delta"].as_str().unwrap_or_default(), received)
             }
+            Some("message.part.updated")
+                if p["part"]["type"] == "text" && p["part"]["time"]["end"].is_number() =>
+            {
+                let text = p["part"]["text"].as_str();
+                if seen.completed.is_empty() {
+                    seen.completed(turn, text, received)
+                }
+            }
+            Some("session.idle") => return Ok(Some(())),
+            Some("session.status") if p["status"]["type"] == "idle" => return Ok(Some(())),
+            _ => {}
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("opencode's /event stream ended before session.idle");
     }
+    Ok(seen)
 }
 
 // ---- Pi: a `pi --mode rpc` driven here ----

@@ -1,7 +1,8 @@
 //! What the benchmarks share: the runtime around their `run`, a `cohost serve` process
 //! ([`Daemon`], started on a [`crate::TmuxServer`]), an HTTP/1.1 connection (and [`Conn`], one
 //! with the daemon's token: requests whose status is checked, sessions created and timed),
-//! failure counting and report helpers, and the CPU use of the machine ([`CpuUse`]).
+//! lines of a streamed body stamped with their arrival ([`read_lines_until`]), failure counting
+//! and report helpers, and the CPU use of the machine ([`CpuUse`]).
 //!
 //! The benches (`benches/*.rs`, each its own `harness = false` binary) use only part of it. Unlike
 //! [`crate::TestDaemon`], [`Daemon`] reports errors instead of panicking, leaves the daemon's
@@ -31,6 +32,7 @@ use serde_json::Value;
 use tokio::net::TcpStream;
 
 use crate::TmuxServer;
+use crate::mock_messages::now_ns;
 
 /// Runs `run` to its end on a multi-threaded tokio runtime and turns its outcome into the exit
 /// code: `Ok(false)` is a failed run (`failed` says where to look), `Err` an aborted one. On
@@ -356,6 +358,35 @@ pub async fn stream_body(
         bail!("{what}: {status}: {}", String::from_utf8_lossy(&body));
     }
     Ok(response.into_body())
+}
+
+/// Reads a streamed body line by line (each without its `\n`), stamping every line with the
+/// arrival ([`now_ns`]) of the frame that completed it, until `on_line` returns something
+/// (returned) or fails; `None` when the body ends first.
+pub async fn read_lines_until<T>(
+    mut body: Incoming,
+    mut on_line: impl FnMut(i64, &[u8]) -> anyhow::Result<Option<T>>,
+) -> anyhow::Result<Option<T>> {
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    loop {
+        let Some(frame) = body.frame().await else {
+            return Ok(None);
+        };
+        let received = now_ns();
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        let mut start = 0;
+        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
+            let line = &buf[start..start + end];
+            start += end + 1;
+            if let Some(found) = on_line(received, line)? {
+                return Ok(Some(found));
+            }
+        }
+        buf.drain(..start);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 //! Pi) against the kit's Messages mock: the fixture both suites start from
 //! ([`HostedFixture`]: a private home the suite writes the peer's config into, the work
 //! directory, sessions created, prompted, answered and interrupted over HTTP, their events and
-//! waits on them), and the filters their assertions read events with ([`of_type`], [`items`]).
-//! The scenarios both runtimes pass alike are in [`hosted_cases`](super::hosted_cases).
+//! waits on them), the filters their assertions read events with ([`of_type`], [`items`]), and
+//! the peers' config with the mock as their only provider, as the suites and the hosted bench
+//! write it ([`write_opencode_config`], [`write_pi_agent_dir`]). The scenarios both runtimes
+//! pass alike are in [`hosted_cases`](super::hosted_cases).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -158,4 +160,67 @@ pub fn items<'a>(events: &'a [Value], turn: &str, item_type: &str) -> Vec<&'a Va
         })
         .map(|e| &e["data"]["item"])
         .collect()
+}
+
+/// The mock's models as the suites offer them (id, display name); the first is the default.
+pub const MOCK_MODELS: [(&str, &str); 2] = [
+    ("mock-model", "Mock Model"),
+    ("mock-model-2", "Mock Model 2"),
+];
+
+/// Writes OpenCode's config under `home` (`.config/opencode/opencode.json`): the mock its only
+/// provider (through `@ai-sdk/anthropic`), offering `models`, the first the default (and the
+/// small model); no autoupdate, no sharing. Returns the config's directory.
+pub fn write_opencode_config(
+    home: &Path,
+    mock: &MockMessages,
+    models: &[(&str, &str)],
+) -> std::io::Result<PathBuf> {
+    let config_dir = home.join(".config/opencode");
+    std::fs::create_dir_all(&config_dir)?;
+    let default = format!("mock/{}", models.first().map_or("", |(id, _)| id));
+    let offered: serde_json::Map<String, Value> = models
+        .iter()
+        .map(|(id, name)| {
+            let model = json!({"name": name, "tool_call": true, "limit": {"context": 200000, "output": 8000}});
+            (id.to_string(), model)
+        })
+        .collect();
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+        "model": default, "small_model": default,
+        "provider": {"mock": {"npm": "@ai-sdk/anthropic", "name": "Mock Anthropic",
+            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "sk-ant-mock-0000"},
+            "models": offered}}
+    });
+    std::fs::write(config_dir.join("opencode.json"), config.to_string())?;
+    Ok(config_dir)
+}
+
+/// Writes Pi's agent directory under `home` (`.pi/agent`): `models.json` with the mock as its
+/// only provider (Anthropic's Messages API), offering `models`, and `settings.json` making the
+/// first the default.
+pub fn write_pi_agent_dir(
+    home: &Path,
+    mock: &MockMessages,
+    models: &[(&str, &str)],
+) -> std::io::Result<()> {
+    let agent_dir = home.join(".pi/agent");
+    std::fs::create_dir_all(&agent_dir)?;
+    let offered: Vec<Value> = models
+        .iter()
+        .map(|(id, name)| json!({"id": id, "name": name, "contextWindow": 200000, "maxTokens": 8000}))
+        .collect();
+    std::fs::write(
+        agent_dir.join("models.json"),
+        json!({"providers": {"mock": {
+            "baseUrl": mock.base_url(), "api": "anthropic-messages", "apiKey": "sk-ant-mock-0000",
+            "models": offered}}})
+        .to_string(),
+    )?;
+    let default = models.first().map_or("", |(id, _)| id);
+    std::fs::write(
+        agent_dir.join("settings.json"),
+        json!({"defaultProvider": "mock", "defaultModel": default}).to_string(),
+    )
 }

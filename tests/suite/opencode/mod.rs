@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use cohost::peers::OPENCODE;
 
-use crate::support::hosted::HostedFixture;
+use crate::support::hosted::{HostedFixture, MOCK_MODELS, write_opencode_config};
 use crate::support::hosted_cases::Peer;
 use crate::support::{Cohost, json, pinned_version};
 
@@ -69,17 +69,7 @@ impl OpencodeFixture {
     pub fn start_with_args(args: &[&str]) -> OpencodeFixture {
         let bin = opencode_bin();
         OpencodeFixture(HostedFixture::start("opencode", args, |home, mock| {
-            let config_dir = home.join(".config/opencode");
-            std::fs::create_dir_all(&config_dir).unwrap();
-            let model = |name: &str| json!({"name": name, "tool_call": true, "limit": {"context": 200000, "output": 8000}});
-            let config = json!({
-                "$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
-                "model": "mock/mock-model", "small_model": "mock/mock-model",
-                "provider": {"mock": {"npm": "@ai-sdk/anthropic", "name": "Mock Anthropic",
-                    "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "sk-ant-mock-0000"},
-                    "models": {"mock-model": model("Mock Model"), "mock-model-2": model("Mock Model 2")}}}
-            });
-            std::fs::write(config_dir.join("opencode.json"), config.to_string()).unwrap();
+            let config_dir = write_opencode_config(home, mock, &MOCK_MODELS).unwrap();
             let on = |name| (name, "1".to_string());
             vec![
                 // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use cohost::peers::PI;
 
-use crate::support::hosted::HostedFixture;
+use crate::support::hosted::{HostedFixture, MOCK_MODELS, write_pi_agent_dir};
 use crate::support::hosted_cases::Peer;
 use crate::support::{Cohost, json, pinned_version};
 
@@ -71,24 +71,7 @@ impl PiFixture {
         let bin = env_path("COHOST_TEST_PI_BIN");
         let node = env_path("COHOST_TEST_PI_NODE");
         PiFixture(HostedFixture::start("pi", args, |home, mock| {
-            let agent_dir = home.join(".pi/agent");
-            std::fs::create_dir_all(&agent_dir).unwrap();
-            std::fs::write(
-                agent_dir.join("models.json"),
-                json!({"providers": {"mock": {
-                    "baseUrl": mock.base_url(), "api": "anthropic-messages", "apiKey": "sk-ant-mock-0000",
-                    "models": [
-                        {"id": "mock-model", "name": "Mock Model", "contextWindow": 200000, "maxTokens": 8000},
-                        {"id": "mock-model-2", "name": "Mock Model 2", "contextWindow": 200000, "maxTokens": 8000}
-                    ]}}})
-                .to_string(),
-            )
-            .unwrap();
-            std::fs::write(
-                agent_dir.join("settings.json"),
-                r#"{"defaultProvider":"mock","defaultModel":"mock-model"}"#,
-            )
-            .unwrap();
+            write_pi_agent_dir(home, mock, &MOCK_MODELS).unwrap();
             // Pi's launcher runs `env node`: this run's node first on PATH (the doctor finds it
             // there too), and pi's own directory after it.
             let path = format!(
