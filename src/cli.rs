@@ -51,6 +51,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Adopt an agent a person started by hand in a tmux pane (claude-code): a new session
+    /// drives it there from now on; prints the session id.
+    Adopt {
+        /// The tmux session the instance shows in.
+        session: String,
+        /// The instance key (`claude-code:<session id>`), or an agent name naming one instance.
+        agent: String,
+        /// Print the raw JSON of the adopt route's answer.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give an adopted agent back: its session ends, the agent keeps running, watched only.
+    Disown { id: String },
     /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {
         /// A hosted session id: only its events, rendered as a transcript.
@@ -112,7 +125,8 @@ pub enum Command {
     },
     /// Answer a pending input request: `--answer QUESTION=TEXT` (repeatable) for a question;
     /// `--decision` (approve/reject a plan; accept/decline/cancel an elicitation;
-    /// accept/acceptForSession/decline permissions), with `--feedback`, `--mode`, `--content`.
+    /// accept/acceptForSession/decline permissions; decline an opencode question), with
+    /// `--feedback`, `--mode`, `--content`.
     Answer(AnswerArgs),
     /// Set the collaboration mode of a session's next turns (codex: plan, default).
     Mode { id: String, mode: String },
@@ -359,7 +373,8 @@ pub struct StartArgs {
     pub sandbox: Option<String>,
     #[arg(long)]
     pub idempotency_key: Option<String>,
-    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
+    /// codex, opencode: also open the runtime's own TUI on the session in a tmux pane
+    /// (co-driving).
     #[arg(long)]
     pub terminal: bool,
     /// The tmux session for the pane (default `cohost`).

@@ -310,6 +310,35 @@ impl Client {
         session: &str,
         agent: &str,
     ) -> anyhow::Result<crate::protocol::ExplainView> {
+        let (session, key) = self.instance_key(session, agent)?;
+        self.get(&format!(
+            "/api/state/{}/agents/{}/explain",
+            encode_segment(&session),
+            encode_segment(&key)
+        ))
+    }
+
+    /// `POST /api/state/{session}/agents/{key}/adopt` for `agent` (as [`Client::explain`]
+    /// names it).
+    pub fn adopt(
+        &self,
+        session: &str,
+        agent: &str,
+    ) -> anyhow::Result<crate::protocol::SessionReply> {
+        let (session, key) = self.instance_key(session, agent)?;
+        self.post(
+            &format!(
+                "/api/state/{}/agents/{}/adopt",
+                encode_segment(&session),
+                encode_segment(&key)
+            ),
+            &serde_json::json!({}),
+        )
+    }
+
+    /// The tmux session (`unplaced` read as `:unplaced`) and the instance key `agent` names:
+    /// a key, or an agent name (or key prefix) naming one instance of the session.
+    fn instance_key(&self, session: &str, agent: &str) -> anyhow::Result<(String, String)> {
         let state = self.state()?;
         let agents: Vec<&crate::protocol::InstanceView> =
             if session == crate::protocol::UNPLACED_SESSION || session == "unplaced" {
@@ -348,11 +377,7 @@ impl Client {
                 }
             }
         };
-        self.get(&format!(
-            "/api/state/{}/agents/{}/explain",
-            encode_segment(session),
-            encode_segment(&key)
-        ))
+        Ok((session.to_string(), key))
     }
 }
 

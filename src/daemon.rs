@@ -139,6 +139,7 @@ pub async fn run(
         tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
     }
     tasks.spawn(queue.run(cancel.clone()));
+    tasks.spawn(service.clone().give_back_ended_adoptions(cancel.clone()));
     for host in hosts.all() {
         let host = Arc::clone(host);
         let cancel = cancel.clone();

@@ -15,6 +15,7 @@
 //! - [`http`] — the HTTP surface (REST, long-poll, SSE) and its guard.
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`peers`] — the supported range of each peer CLI (codex, claude), written once.
+//! - [`process`] — what `/proc` says of a process (alive, name, parents).
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`notifier`] — `--notify-command`: a command run per attention notification.
 
@@ -33,6 +34,7 @@ pub mod local_socket;
 pub mod mcp;
 pub mod notifier;
 pub mod peers;
+pub mod process;
 pub use cohost_protocol as protocol;
 pub mod redact;
 pub mod runtime;

@@ -34,6 +34,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             agent,
             json,
         } => commands::agents::explain(&Client::new(cli.home)?, session, agent, json),
+        Command::Adopt {
+            session,
+            agent,
+            json,
+        } => commands::agents::adopt(&Client::new(cli.home)?, session, agent, json),
+        Command::Disown { id } => commands::sessions::disown(&Client::new(cli.home)?, id),
         Command::Events {
             id,
             after,

@@ -2,14 +2,17 @@
 //! (`cohost-hook <EventName>`, the event's JSON on stdin). It owns the process flow: record the
 //! event as one line of `$COHOST_SESSION_DIR/hooks.jsonl`, for `PermissionRequest` relay the
 //! question to the daemon and print Claude's decision, and for `PreToolUse` under a permission
-//! mode the daemon does not allow, answer `ask`. It must never fail Claude or change what
-//! Claude does by accident: every error is one line on stderr and exit status 0, and nothing is
-//! printed on stdout (the hook protocol) except a decision the daemon actually made.
+//! mode the daemon does not allow, answer `ask`. As `cohost-hook --home <home> <EventName>` it
+//! is the machine-wide hook of `cohost hooks install` instead ([`installed`]). It must never
+//! fail Claude or change what Claude does by accident: every error is one line on stderr and
+//! exit status 0, and nothing is printed on stdout (the hook protocol) except a decision the
+//! daemon actually made.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use cohost_protocol::boundary;
 // The hook uses the transport only (not the file name or the CLI's error mapping).
+mod installed;
 #[allow(dead_code)]
 #[path = "../../src/local_socket.rs"]
 mod local_socket;
@@ -20,7 +23,7 @@ mod record;
 use std::io::Write;
 
 /// The event whose hook waits for the daemon and may answer on stdout.
-const PERMISSION_EVENT: &str = "PermissionRequest";
+pub(crate) const PERMISSION_EVENT: &str = "PermissionRequest";
 
 fn main() {
     // A panic must not turn into a non-zero status: Claude treats exit 2 as "block".
@@ -29,7 +32,13 @@ fn main() {
 }
 
 fn run() {
-    let argv_event = std::env::args().nth(1);
+    let mut args = std::env::args().skip(1);
+    let argv_event = args.next();
+    if argv_event.as_deref() == Some("--home") {
+        let home = args.next();
+        installed::run(home.as_deref(), args.next(), warn);
+        return;
+    }
     let input = record::read_stdin(std::io::stdin().lock());
     let payload = record::payload_of(input);
     let event = match argv_event {
@@ -84,7 +93,7 @@ fn run() {
 }
 
 /// One line of hook output on stdout.
-fn print_line(out: &str) {
+pub(crate) fn print_line(out: &str) {
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = stdout
         .write_all(out.as_bytes())

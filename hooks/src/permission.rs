@@ -83,38 +83,68 @@ fn daemon_wait() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
-/// Asks the daemon. `Ok(None)` is its "ask"; `Err` is any failure (also "no decision").
+/// Asks the daemon of a hosted session (everything from the environment cohost gave Claude).
+/// `Ok(None)` is its "ask"; `Err` is any failure (also "no decision").
 pub fn ask_daemon(request_id: &str, payload: &Value) -> Result<Option<Decision>, String> {
     let socket = env("COHOST_SOCKET")?;
     let session_id = env("COHOST_SESSION_ID")?;
     let token_file = env("COHOST_TOKEN_FILE")?;
-    let token = std::fs::read_to_string(&token_file)
-        .map_err(|e| format!("cannot read the token file {token_file}: {e}"))?;
+    let token = read_token(std::path::Path::new(&token_file))?;
+    ask(&Relay {
+        socket: socket.into(),
+        token: &token,
+        session_id,
+        request_id,
+        payload,
+        wait: daemon_wait(),
+    })
+}
+
+/// The daemon's bearer token from `path`, trimmed.
+pub fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let token = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
     let token = token.trim();
     if token.is_empty() {
-        return Err(format!("the token file {token_file} is empty"));
+        return Err(format!("the token file {} is empty", path.display()));
     }
+    Ok(token.to_string())
+}
 
+/// One relayed `PermissionRequest`: where to, under which cohost session, for how long.
+pub struct Relay<'a> {
+    pub socket: std::path::PathBuf,
+    pub token: &'a str,
+    pub session_id: String,
+    pub request_id: &'a str,
+    pub payload: &'a Value,
+    /// How long the daemon holds the request (the hook waits [`TIMEOUT_MARGIN`] more).
+    pub wait: Duration,
+}
+
+/// Relays the request and waits for the daemon's decision. `Ok(None)` is its "ask".
+pub fn ask(relay: &Relay<'_>) -> Result<Option<Decision>, String> {
     let body = serde_json::to_vec(&PermissionAsk {
-        session_id,
-        request_id: request_id.to_string(),
-        payload: payload.clone(),
+        session_id: relay.session_id.clone(),
+        request_id: relay.request_id.to_string(),
+        payload: relay.payload.clone(),
     })
     .map_err(|e| format!("cannot encode the request: {e}"))?;
 
     // Over the daemon's socket, checked to be served by this user; never through a proxy
     // (Claude's env often carries HTTP(S)_PROXY). See `local_socket`.
     let agent = crate::local_socket::agent(
-        socket.into(),
+        relay.socket.clone(),
         ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_global(Some(daemon_wait() + TIMEOUT_MARGIN)),
+            .timeout_global(Some(relay.wait + TIMEOUT_MARGIN)),
     );
     let endpoint = format!(
         "{}/api/claude/permission",
         crate::local_socket::SOCKET_ORIGIN
     );
+    let token = relay.token;
     let mut response = agent
         .post(&endpoint)
         .header("Authorization", &format!("Bearer {token}"))

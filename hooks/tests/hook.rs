@@ -536,3 +536,199 @@ fn the_settings_template_is_json_once_filled_in() {
         }
     }
 }
+
+// ---------------------------------------------------------------- the machine-wide hook
+
+/// A cohost home for the machine-wide hook: its token, and (when `listen`) a fake daemon on
+/// its socket answering each request in turn with the next of `replies` (`None`: never
+/// answer). Every request is reported on the channel.
+struct FakeHome {
+    dir: tempfile::TempDir,
+    seen: mpsc::Receiver<Received>,
+}
+
+fn fake_home(replies: Vec<Option<&'static str>>) -> FakeHome {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+    let listener = UnixListener::bind(dir.path().join("cohost.sock")).unwrap();
+    let (seen_tx, seen) = mpsc::channel();
+    thread::spawn(move || {
+        for reply in replies {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            let received = read_request(&stream);
+            let _ = seen_tx.send(received);
+            let Some(body) = reply else {
+                // Hold the connection open without answering.
+                thread::sleep(Duration::from_secs(30));
+                return;
+            };
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    FakeHome { dir, seen }
+}
+
+fn machine_hook(
+    home: &Path,
+    event: &str,
+    stdin: &[u8],
+    env: &[(&str, String)],
+) -> (Output, Duration) {
+    let start = Instant::now();
+    let mut cmd = Command::new(HOOK);
+    cmd.args(["--home", home.to_str().unwrap(), event])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    thread::spawn(move || {
+        let _ = pipe.write_all(&stdin);
+    });
+    let out = finish(child, Duration::from_secs(20));
+    (out, start.elapsed())
+}
+
+/// What Claude 2.1.197 sends a `PermissionRequest` hook, with a large tool input.
+fn permission_payload() -> Value {
+    let mut payload = sample_payload();
+    payload["permission_mode"] = json!("default");
+    payload["tool_input"]["content"] = json!("x".repeat(200_000));
+    payload
+}
+
+#[test]
+fn machine_hook_in_a_hosted_claude_does_nothing() {
+    let home = fake_home(vec![Some(r#"{"tracked":true}"#)]);
+    let session = tempfile::tempdir().unwrap();
+    let (out, elapsed) = machine_hook(
+        home.dir.path(),
+        "PermissionRequest",
+        permission_payload().to_string().as_bytes(),
+        &[("COHOST_SESSION_DIR", session.path().display().to_string())],
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+    assert!(
+        home.seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "it reported"
+    );
+    assert!(!session.path().join("hooks.jsonl").exists());
+}
+
+#[test]
+fn machine_hook_without_a_daemon_exits_at_once_and_silently() {
+    // No socket at all, then a socket file nobody listens on (a killed daemon leaves one).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), TOKEN).unwrap();
+    for _ in 0..2 {
+        let (out, elapsed) = machine_hook(
+            dir.path(),
+            "PermissionRequest",
+            permission_payload().to_string().as_bytes(),
+            &[],
+        );
+        assert!(out.status.success());
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+        if !dir.path().join("cohost.sock").exists() {
+            drop(UnixListener::bind(dir.path().join("cohost.sock")).unwrap());
+        }
+    }
+}
+
+#[test]
+fn machine_hook_reports_the_status_fields_and_prints_nothing_when_not_driven() {
+    let home = fake_home(vec![Some(r#"{"tracked":true}"#)]);
+    let before = now_ms();
+    let (out, _) = machine_hook(
+        home.dir.path(),
+        "PermissionRequest",
+        permission_payload().to_string().as_bytes(),
+        &[("HTTP_PROXY", "http://127.0.0.1:9".into())],
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let received = home.seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(received.request_line, "POST /api/claude/hook HTTP/1.1");
+    assert_eq!(
+        received.header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    let body = &received.body;
+    assert_eq!(body["event"], "PermissionRequest");
+    let at = body["receivedAt"].as_u64().unwrap();
+    assert!(at >= before && at <= now_ms());
+    assert_eq!(body["requestId"].as_str().unwrap().len(), 32);
+    // The status fields only: no tool input.
+    assert_eq!(
+        body["payload"],
+        json!({
+            "session_id": "3c74e8a3-0d49-463f-801d-b8088269916a",
+            "transcript_path": "/tmp/x.jsonl",
+            "cwd": "/tmp/ws",
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "permission_mode": "default",
+        })
+    );
+    assert!(
+        home.seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "relayed though the daemon did not say so"
+    );
+}
+
+#[test]
+fn machine_hook_relays_a_permission_request_the_daemon_claims() {
+    let home = fake_home(vec![
+        Some(r#"{"tracked":true,"relayTo":"cs_adopted"}"#),
+        Some(r#"{"behavior":"allow"}"#),
+    ]);
+    let payload = permission_payload();
+    let (out, _) = machine_hook(
+        home.dir.path(),
+        "PermissionRequest",
+        payload.to_string().as_bytes(),
+        &[],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\",\"decision\":{\"behavior\":\"allow\"}}}\n"
+    );
+    let report = home.seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    let relay = home.seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(relay.request_line, "POST /api/claude/permission HTTP/1.1");
+    assert_eq!(
+        relay.body,
+        json!({"sessionId": "cs_adopted", "requestId": report.body["requestId"], "payload": payload})
+    );
+}
+
+#[test]
+fn machine_hook_gives_up_on_a_daemon_that_does_not_answer() {
+    let home = fake_home(vec![None]);
+    let (out, elapsed) = machine_hook(
+        home.dir.path(),
+        "PreToolUse",
+        br#"{"session_id":"s","hook_event_name":"PreToolUse"}"#,
+        &[],
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(
+        elapsed >= Duration::from_millis(1500) && elapsed < Duration::from_secs(6),
+        "{elapsed:?}"
+    );
+    assert!(home.seen.recv_timeout(Duration::from_secs(1)).is_ok());
+}

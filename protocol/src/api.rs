@@ -265,6 +265,14 @@ pub struct InstanceView {
     /// Who reported the instance: `api`, `hosted`, `watcher:<agent>`.
     #[serde(default)]
     pub source: String,
+    /// How cohost knows it: `watched` (a watcher follows its files; nothing drives it),
+    /// `adopted` (a person started it by hand and a cohost session drives it now) or `hosted`
+    /// (a cohost session started it); absent for an instance reported over the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<super::Control>,
+    /// The cohost session that drives it (adopted or hosted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -359,6 +367,29 @@ pub struct EventsPage {
     pub gaps: Vec<super::SeqRange>,
 }
 
+/// `GET /api/sessions/{id}/events?last=N` and `?before=SEQ&limit=N`: a window of one
+/// session's events read backwards, in seq order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsWindow {
+    pub events: Vec<super::Event>,
+    /// The last seq the window covers (the head for `last`, `before - 1` otherwise): follow the
+    /// session on with `after` = `next`.
+    pub next: u64,
+    /// The newest seq in the log when the window was read.
+    pub head: u64,
+    /// Seqs the window covers with no stored event (a damaged log): from its first event (from
+    /// seq 1 when nothing is older) to `next`, so paging back reports each once; absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<super::SeqRange>,
+    /// Whether the session has events before this window.
+    pub has_older: bool,
+    /// The window's first seq when `hasOlder`: the `before` of the previous window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_before: Option<u64>,
+}
+
 /// Every error response: `{"error":{"code":"snake_case","message":"…"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorBody {
@@ -436,11 +467,19 @@ pub struct HostedSessionView {
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
-    /// The tmux pane of the session's terminal (claude sessions, co-driven codex sessions).
+    /// The tmux pane of the session's terminal (claude sessions, co-driven codex and opencode
+    /// sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pane_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tmux_session: Option<String>,
+    /// How cohost came to drive it: `hosted` (cohost started the agent) or `adopted` (a person
+    /// started it by hand; `adopted` says what cohost checked).
+    #[serde(default)]
+    pub control: super::Control,
+    /// An adopted session's evidence: the instance, pane and process it drives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<super::SessionAdopted>,
     /// Who drives the session: the task queue (`managed`) or a human.
     #[serde(default)]
     pub lease: super::task::Lease,

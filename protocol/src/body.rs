@@ -29,11 +29,12 @@ pub struct CreateBody {
     /// `bypassPermissions` only where the daemon's owner allows them.
     #[serde(default)]
     pub permission_mode: Option<String>,
-    /// The tmux session to open the pane in (default `cohost`): claude always, codex with
-    /// `terminal: true`.
+    /// The tmux session to open the pane in (default `cohost`): claude always, codex and
+    /// opencode with `terminal: true`.
     #[serde(default)]
     pub tmux_session: Option<String>,
-    /// codex: also open the real codex TUI on the thread in a tmux pane (co-driving).
+    /// codex, opencode: also open the runtime's own TUI on the session in a tmux pane
+    /// (co-driving: `codex --remote … resume`, `opencode attach`).
     #[serde(default)]
     pub terminal: bool,
 }

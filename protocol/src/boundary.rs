@@ -108,7 +108,9 @@ pub fn running_child<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<u32
     running
 }
 
-/// One line of `SESSION_DIR/hooks.jsonl`, appended by `cohost-hook <Event>`.
+/// One line of `SESSION_DIR/hooks.jsonl`, appended by `cohost-hook <Event>`; also the body of
+/// `POST /api/claude/hook`, where the machine-wide `cohost-hook --home <home> <Event>` reports
+/// an event (its payload cut to the fields a status needs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HookLine {
@@ -162,6 +164,22 @@ pub enum PermissionAnswer {
     },
     /// No decision: Claude shows its own dialog.
     Ask,
+}
+
+/// The daemon's answer to `POST /api/claude/hook`, where the machine-wide hook (`cohost hooks
+/// install`) reports a [`HookLine`] of a Claude cohost does not host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookAnswer {
+    /// The Claude watcher took the event's status for the Claude session.
+    #[serde(default)]
+    pub tracked: bool,
+    /// `PermissionRequest` only: the cohost session that drives this Claude through the
+    /// machine-wide hook. The hook then relays the request under it to
+    /// `/api/claude/permission`. Absent: not cohost's to decide, and the hook prints nothing
+    /// (Claude asks in its TUI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_to: Option<String>,
 }
 
 #[cfg(test)]

@@ -104,6 +104,21 @@ pub const CLAUDE_ERROR: &str = "claude_error";
 pub const OPENCODE_ERROR: &str = "opencode_error";
 pub const PI_ERROR: &str = "pi_error";
 
+// Adopting an agent a person started by hand (and giving it back).
+
+/// The instance's tmux pane is gone.
+pub const PANE_GONE: &str = "pane_gone";
+/// The agent's process exited (its pane may show a shell now).
+pub const AGENT_EXITED: &str = "agent_exited";
+/// The pane no longer runs the agent the watcher placed there (another process owns it).
+pub const PANE_CHANGED: &str = "pane_changed";
+/// A cohost session already drives the instance (it is hosted or adopted).
+pub const ALREADY_DRIVEN: &str = "already_driven";
+/// The instance cannot be adopted: not in a pane, no process known, reported over the API.
+pub const NOT_ADOPTABLE: &str = "not_adoptable";
+/// `disown` of a session cohost started itself (only an adopted one can be given back).
+pub const NOT_ADOPTED: &str = "not_adopted";
+
 // Tasks.
 
 pub const TASK_NOT_FOUND: &str = "task_not_found";
@@ -169,6 +184,12 @@ pub const ALL: &[&str] = &[
     CLAUDE_ERROR,
     OPENCODE_ERROR,
     PI_ERROR,
+    PANE_GONE,
+    AGENT_EXITED,
+    PANE_CHANGED,
+    ALREADY_DRIVEN,
+    NOT_ADOPTABLE,
+    NOT_ADOPTED,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,

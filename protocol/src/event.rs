@@ -2,11 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::request::{InputRequested, InputResolved, Notification, SessionAttention, SessionMode};
+use super::request::{
+    InputRequested, InputResolved, Notification, SessionAttention, SessionMode, SessionModel,
+};
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
-    MessageSent, PermissionModeSeen, SessionBound, SessionClosed, SessionCreated, SessionPane,
-    SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
+    MessageSent, PermissionModeSeen, SessionAdopted, SessionBound, SessionClosed, SessionCreated,
+    SessionPane, SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -86,6 +88,9 @@ pub enum EventKind {
     PermissionModeSeen(PermissionModeSeen),
     #[serde(rename = "session.pane")]
     SessionPane(SessionPane),
+    /// The session drives an agent a person started by hand (see `SessionAdopted`).
+    #[serde(rename = "session.adopted")]
+    SessionAdopted(SessionAdopted),
     #[serde(rename = "turn.started")]
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
@@ -113,6 +118,9 @@ pub enum EventKind {
     /// The collaboration mode the session's next turn runs in.
     #[serde(rename = "session.mode")]
     SessionMode(SessionMode),
+    /// The model the session's next turns run on, switched after it was created.
+    #[serde(rename = "session.model")]
+    SessionModel(SessionModel),
     /// The agent said it waits for a person (Claude's `Notification` hook).
     #[serde(rename = "session.attention")]
     SessionAttention(SessionAttention),
@@ -173,6 +181,7 @@ impl EventKind {
             EventKind::SessionStatus(_) => "session.status",
             EventKind::SessionClosed(_) => "session.closed",
             EventKind::SessionPane(_) => "session.pane",
+            EventKind::SessionAdopted(_) => "session.adopted",
             EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",
@@ -185,6 +194,7 @@ impl EventKind {
             EventKind::InputRequested(_) => "input.requested",
             EventKind::InputResolved(_) => "input.resolved",
             EventKind::SessionMode(_) => "session.mode",
+            EventKind::SessionModel(_) => "session.model",
             EventKind::SessionAttention(_) => "session.attention",
             EventKind::Notification(_) => "notification",
             EventKind::Usage(_) => "usage",
@@ -233,10 +243,14 @@ pub struct LogDamage {
     /// The seqs of the first and last event the log holds now (0 when it holds none).
     pub log_first_seq: u64,
     pub log_last_seq: u64,
-    /// Seqs once written and no longer in the log, in order.
+    /// Seqs once written and no longer in the log, in order: the first 100 ranges (every
+    /// range is also a `gap` record in `quarantineFile`).
     pub missing: Vec<MissingRange>,
-    /// How many seqs `missing` spans.
+    /// How many seqs are missing, in all ranges.
     pub missing_count: u64,
+    /// How many ranges are missing (`missing` lists the first 100).
+    #[serde(default)]
+    pub missing_ranges: u64,
     /// Lines moved out of the log into `quarantineFile` (the first 100; all are counted).
     pub quarantined: Vec<QuarantinedLine>,
     pub quarantined_count: u64,

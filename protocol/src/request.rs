@@ -119,7 +119,8 @@ pub struct InputRequested {
     /// `permissions`: the permissions asked for (codex's `RequestPermissionProfile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<serde_json::Value>,
-    /// The decisions this request takes (empty for `question`, answered with `answers`).
+    /// The decisions this request takes. A `question` is answered with `answers`; the
+    /// decisions it lists (opencode: `decline`, which dismisses it) take no answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<String>,
 }
@@ -223,6 +224,15 @@ pub struct InputAnswer {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMode {
     pub mode: String,
+}
+
+/// `session.model`: the model the session's next turns run on, switched after it was created
+/// (`PUT …/model` on an opencode session); the session view's `model` shows it from then on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionModel {
+    /// `provider/model`.
+    pub model: String,
 }
 
 /// `session.attention`: the agent said it waits for a person (Claude's `Notification` hook:
@@ -333,11 +343,32 @@ impl InputAnswer {
     pub fn check(&self, request: &InputRequested) -> Result<(), super::FieldError> {
         let kind = request.kind;
         if kind == InputKind::Question {
-            if self.decision.is_some() {
-                return Err(invalid(
-                    super::Field::Decision,
-                    "a question is answered with `answers`, not a decision",
-                ));
+            if let Some(decision) = &self.decision {
+                // A question that can be dismissed (opencode's) lists `decline`.
+                if !request.decisions.contains(decision) {
+                    return Err(invalid(
+                        super::Field::Decision,
+                        if request.decisions.is_empty() {
+                            "a question is answered with `answers`, not a decision".to_string()
+                        } else {
+                            format!(
+                                "`{decision}` is not a decision for this question: give `answers`, or one of {:?}",
+                                request.decisions
+                            )
+                        },
+                    ));
+                }
+                if self.answers.is_some()
+                    || self.feedback.is_some()
+                    || self.mode.is_some()
+                    || self.content.is_some()
+                {
+                    return Err(invalid(
+                        super::Field::Decision,
+                        format!("a question answered with `{decision}` takes nothing else"),
+                    ));
+                }
+                return Ok(());
             }
             let Some(answers) = &self.answers else {
                 return Err(invalid(
@@ -626,6 +657,36 @@ mod tests {
             crate::Field::Content
         );
         assert!(serde_json::from_value::<InputAnswer>(json!({"answer": "x"})).is_err());
+    }
+
+    #[test]
+    fn a_question_that_lists_decline_can_be_declined_and_takes_nothing_else() {
+        let mut q = question(false);
+        assert_eq!(
+            answer(json!({"decision": "decline"}))
+                .check(&q)
+                .unwrap_err()
+                .field,
+            crate::Field::Decision
+        );
+        q.decisions = vec!["decline".into()];
+        assert!(answer(json!({"decision": "decline"})).check(&q).is_ok());
+        assert!(
+            answer(json!({"answers": {"color": "Red"}}))
+                .check(&q)
+                .is_ok()
+        );
+        for body in [
+            json!({"decision": "accept"}),
+            json!({"decision": "decline", "answers": {"color": "Red"}}),
+            json!({"decision": "decline", "feedback": "no"}),
+        ] {
+            assert_eq!(
+                answer(body.clone()).check(&q).unwrap_err().field,
+                crate::Field::Decision,
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::boundary::{HookLine, Launch, PermissionAnswer, PermissionAsk, RunnerEvent};
+use super::boundary::{HookAnswer, HookLine, Launch, PermissionAnswer, PermissionAsk, RunnerEvent};
 use super::*;
 
 const FIXTURE: &str = "../docs/protocol.schema.json";
@@ -38,6 +38,7 @@ fn contract() -> Value {
         Accepted,
         StateView,
         EventsPage,
+        EventsWindow,
         ErrorBody,
         Health,
         HostedSessionView,
@@ -94,6 +95,7 @@ fn contract() -> Value {
         Launch,
         RunnerEvent,
         HookLine,
+        HookAnswer,
         PermissionAsk,
         PermissionAnswer,
     );

@@ -154,6 +154,60 @@ pub struct SessionPane {
     pub runner_pid: u32,
 }
 
+/// `session.adopted`: the session drives an agent a person started by hand (not through
+/// cohost), in the pane it runs in; logged right after the session's `session.created`, with
+/// what cohost checked before it adopted it. cohost types into that pane only while the pane
+/// still has this process (`panePid`) and the agent (`pid`, started at `pidStart`) still runs
+/// under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAdopted {
+    /// The tracker instance that was adopted (`claude-code:<Claude session id>`).
+    pub key: String,
+    /// The agent's own session id (Claude's), as its session file named it.
+    pub agent_session_id: String,
+    pub tmux_session: String,
+    pub pane_id: String,
+    /// The pane's own process when it was adopted: the shell the person started the agent from
+    /// (or the agent itself, when the pane runs it directly).
+    pub pane_pid: u32,
+    /// The agent's process.
+    pub pid: u32,
+    /// The agent process's start time (clock ticks since boot): with `pid`, its identity, so a
+    /// reused pid is never taken for it.
+    pub pid_start: u64,
+    /// The agent's status file that named the session id and directory
+    /// (`~/.claude/sessions/<pid>.json`).
+    pub session_file: String,
+    /// The transcript cohost follows for the session's turns and messages.
+    pub transcript: String,
+}
+
+/// How cohost came to drive a session, or how it knows of an agent instance.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    /// cohost started the agent (its pane, its hooks): a hosted session.
+    #[default]
+    Hosted,
+    /// A person started the agent by hand and cohost adopted it (`session.adopted`).
+    Adopted,
+    /// An instance a passive watcher follows from the agent's own files; nothing drives it.
+    Watched,
+}
+
+impl Control {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Control::Hosted => "hosted",
+            Control::Adopted => "adopted",
+            Control::Watched => "watched",
+        }
+    }
+}
+
 /// `session.permission_mode`: the permission mode a claude session's own records report (its
 /// hooks and transcript), logged when it changes — Claude may run in another mode than it was
 /// launched in (a human cycles modes with shift+tab). `allowed: false` means the daemon does not

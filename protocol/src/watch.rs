@@ -31,6 +31,17 @@ pub struct ExplainView {
     /// session's instance suppressed the watcher's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watcher: Option<WatchedView>,
+    /// How cohost knows the instance: `watched`, `adopted` or `hosted` (absent for one reported
+    /// over the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<super::Control>,
+    /// The cohost session that drives it (adopted or hosted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// An adopted instance: what cohost checked when it adopted it (its pane, its process, the
+    /// agent's session file and transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<super::SessionAdopted>,
 }
 
 /// One thread as a watcher follows it.

@@ -1,5 +1,5 @@
 //! The commands that fit cohost into a person's setup, for living with it every day: the config file, shell completions
-//! and the man page, the systemd user service, and the tmux status segment and jump key. Clap
+//! and the man page, the systemd user service, the machine-wide Claude hook, and the tmux status segment and jump key. Clap
 //! structs only; each runs in `crate::commands`.
 
 use clap::Subcommand;
@@ -20,6 +20,10 @@ pub enum IntegrationCommand {
     /// Start `cohost serve` at login: a systemd user unit (`cohost.service`).
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// The opt-in Claude hook for every Claude on this machine (your `~/.claude/settings.json`,
+    /// or `$CLAUDE_CONFIG_DIR/settings.json`): install, uninstall, status.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Count the agents: running, waiting for you, finished and unseen (one request).
     /// `--tmux` prints a short segment for tmux's `status-right`.
     Status {
@@ -69,6 +73,23 @@ pub enum ServiceCommand {
     /// Stop and disable the unit, and remove its file.
     Uninstall,
     /// Whether the unit is installed, enabled and running, and whether the daemon answers.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add cohost's hook to your Claude settings, after your own hooks (a backup first; a
+    /// second install changes nothing). Every Claude started afterwards reports its status to
+    /// this daemon; one no cohost session drives, or with no daemon running, goes on unchanged.
+    Install,
+    /// Take cohost's hook out again: the file as it was before the install, byte for byte, when
+    /// nothing else changed it since; else only cohost's entries are removed.
+    Uninstall,
+    /// Whether cohost's hook is installed, not installed, or stale (a moved binary, another
+    /// home), and in which file.
     Status {
         #[arg(long)]
         json: bool,

@@ -33,6 +33,16 @@ pub fn explain(client: &Client, session: String, agent: String, json: bool) -> a
     Ok(())
 }
 
+pub fn adopt(client: &Client, session: String, agent: String, json: bool) -> anyhow::Result<()> {
+    let reply = client.adopt(&session, &agent)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reply)?);
+    } else {
+        println!("{}", reply.session.id);
+    }
+    Ok(())
+}
+
 pub fn events(
     client: &Client,
     id: Option<String>,

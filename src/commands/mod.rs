@@ -1,12 +1,13 @@
 //! Every `cohost` command but the parsing (`cli.rs`) and the dispatch (`main.rs`): `serve`
 //! ([`serve`]); the agents and the daemon ([`agents`]); hosted sessions ([`sessions`]); tasks
 //! ([`tasks`]); `log verify` ([`log`]); `cohost mcp`'s stdio bridge ([`mcp_bridge`]); and here,
-//! the everyday commands — `config show|path`, `completions`, `man`, `service`, `status`,
-//! `next` (clap structs in `cli/integration.rs`). Each runs once and prints to stdout; the clients
+//! the everyday commands — `config show|path`, `completions`, `man`, `service`, `hooks`,
+//! `status`, `next` (clap structs in `cli/integration.rs`). Each runs once and prints to stdout; the clients
 //! reach the daemon through `client.rs`.
 
 pub mod agents;
 mod config;
+mod hooks;
 pub mod log;
 pub mod mcp_bridge;
 pub mod serve;
@@ -93,6 +94,7 @@ pub fn run(home: Option<PathBuf>, command: IntegrationCommand) -> anyhow::Result
             &mut out,
         ),
         IntegrationCommand::Service(command) => service::run(home, command, &mut out),
+        IntegrationCommand::Hooks(command) => hooks::run(home, command, &mut out),
         IntegrationCommand::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;

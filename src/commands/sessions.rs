@@ -370,7 +370,7 @@ pub fn attach(client: &Client, id: String) -> anyhow::Result<()> {
     let (Some(pane), Some(tmux_session)) = (view["paneId"].as_str(), view["tmuxSession"].as_str())
     else {
         anyhow::bail!(
-            "session {id} has no terminal (codex: `cohost start codex --terminal`, or POST /api/sessions/{id}/terminal)"
+            "session {id} has no terminal (codex, opencode: `cohost start codex|opencode --terminal`, or POST /api/sessions/{id}/terminal)"
         );
     };
     let tmux = client.tmux_command();
@@ -386,6 +386,12 @@ pub fn attach(client: &Client, id: String) -> anyhow::Result<()> {
     if !status.success() {
         anyhow::bail!("tmux could not switch to {tmux_session} ({pane})");
     }
+    Ok(())
+}
+
+pub fn disown(client: &Client, id: String) -> anyhow::Result<()> {
+    let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/disown"), &json!({}))?;
+    println!("{id} ended; the agent keeps running in its pane, watched only");
     Ok(())
 }
 

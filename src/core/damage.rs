@@ -10,6 +10,10 @@ use crate::protocol::{LogDamage, MissingRange, QuarantinedLine, SeqRange};
 
 /// The most quarantined lines a `log.damaged` event lists (all are counted).
 const MAX_LISTED_QUARANTINED: usize = 100;
+/// The most missing ranges a `log.damaged` event lists (all are counted, and the rest are
+/// `gap` records in the quarantine file): 10,000 scattered damaged lines made a 500 KB event
+/// every reader received.
+const MAX_LISTED_MISSING: usize = 100;
 
 /// Compares what the log holds (`recovery`) with the snapshot taken at `snapshot_seq`, and says
 /// what is missing or was quarantined; `None` when nothing is. `notes` are findings in words
@@ -88,6 +92,7 @@ pub fn damage_report(
         log_first_seq: recovery.first_seq,
         log_last_seq: recovery.last_seq,
         missing_count: missing.iter().map(|range| range.to - range.from + 1).sum(),
+        missing_ranges: missing.len() as u64,
         missing,
         quarantined: fresh
             .iter()
@@ -150,7 +155,7 @@ pub fn verify(home: &std::path::Path) -> anyhow::Result<Verification> {
         }
     };
     let dir = home.join("log");
-    let recovery = event_log::scan(&dir)
+    let recovery = event_log::scan(&dir, &home.join("quarantine.jsonl"))
         .with_context(|| format!("failed to read the event log in {}", dir.display()))?;
     let daemon_running = home_lock::home_is_locked(home);
     let damage = damage_report(
@@ -245,22 +250,30 @@ impl Verification {
     }
 }
 
-/// Logs a damage report: one error line with the totals and one warning naming the missing
-/// ranges (the first few; every range is in the `log.damaged` event). One warning per range
-/// buried the output when thousands of scattered lines were damaged.
-pub(super) fn log_damage(damage: &LogDamage) {
+/// Splits a damage report into the `log.damaged` event (the first [`MAX_LISTED_MISSING`]
+/// ranges) and the ranges it counts but does not list, which go to the quarantine file.
+pub(super) fn for_event(damage: &LogDamage) -> (LogDamage, Vec<SeqRange>) {
+    let mut event = damage.clone();
+    let unlisted = event
+        .missing
+        .split_off(MAX_LISTED_MISSING.min(event.missing.len()))
+        .into_iter()
+        .map(|range| SeqRange {
+            from: range.from,
+            to: range.to,
+        })
+        .collect();
+    (event, unlisted)
+}
+
+/// Logs a damage report as one line: the totals, the first few missing ranges (every range is
+/// in the `log.damaged` event or the quarantine file), the quarantined lines in words
+/// (`quarantined`, from the scan) and the notes. One warning per line or range buried the
+/// output when thousands of scattered lines were damaged; three kinds of warning were still
+/// three lines.
+pub(super) fn log_damage(damage: &LogDamage, quarantined: Option<&str>) {
     const LISTED: usize = 5;
-    tracing::error!(
-        missing = damage.missing_count,
-        quarantined = damage.quarantined_count,
-        snapshot = damage.snapshot_seq,
-        log_first = damage.log_first_seq,
-        log_last = damage.log_last_seq,
-        quarantine_file = %damage.quarantine_file,
-        "the event log is damaged: {} event(s) missing, {} line(s) quarantined (see the log.damaged event)",
-        damage.missing_count,
-        damage.quarantined_count,
-    );
+    let mut parts = Vec::new();
     if !damage.missing.is_empty() {
         let in_snapshot = damage.missing.iter().filter(|r| r.in_snapshot).count();
         let mut listed: Vec<String> = damage
@@ -272,17 +285,25 @@ pub(super) fn log_damage(damage: &LogDamage) {
         if damage.missing.len() > LISTED {
             listed.push(format!("and {} more", damage.missing.len() - LISTED));
         }
-        tracing::warn!(
-            ranges = damage.missing.len(),
-            events = damage.missing_count,
-            ranges_in_snapshot = in_snapshot,
-            "events missing from the event log: {} ({} of {} range(s) still reflected by the snapshot, the others missing from the state too)",
+        parts.push(format!(
+            "missing seqs {} ({in_snapshot} of {} range(s) still reflected by the snapshot, the others missing from the state too)",
             listed.join(", "),
-            in_snapshot,
             damage.missing.len(),
-        );
+        ));
     }
-    for note in &damage.notes {
-        tracing::warn!("{note}");
-    }
+    parts.extend(quarantined.map(str::to_string));
+    parts.extend(damage.notes.iter().cloned());
+    tracing::error!(
+        missing = damage.missing_count,
+        ranges = damage.missing.len(),
+        quarantined = damage.quarantined_count,
+        snapshot = damage.snapshot_seq,
+        log_first = damage.log_first_seq,
+        log_last = damage.log_last_seq,
+        quarantine_file = %damage.quarantine_file,
+        "the event log is damaged: {} event(s) missing, {} line(s) quarantined (see the log.damaged event): {}",
+        damage.missing_count,
+        damage.quarantined_count,
+        parts.join("; "),
+    );
 }

@@ -556,3 +556,72 @@ fn the_report_is_logged_as_an_event_after_daemon_started() {
     thread.join().unwrap();
     let _ = Path::new("");
 }
+
+// See: issue 29 — "a 508 KB `log.damaged` event every reader receives" when 10,000 scattered
+// lines were damaged. The event lists the first 100 ranges and counts them all; the rest are
+// `gap` records in the quarantine file, so the next start knows them as reported.
+#[test]
+fn many_scattered_gaps_are_counted_listed_in_part_and_news_once() {
+    let home = home_with(500, 1000, None, encoded);
+    let text = fs::read_to_string(home.segment(1)).unwrap();
+    let damaged: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(index, line)| {
+            let seq = index as u64 + 1;
+            // Every other line from seq 2 to 400: 200 one-seq gaps.
+            if seq.is_multiple_of(2) && seq <= 400 {
+                line.replacen(&format!("\"m{seq}\""), &format!("\"x{seq}\""), 1)
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    fs::write(home.segment(1), damaged.join("\n") + "\n").unwrap();
+
+    let started = start(&home);
+    let damage = started.info.damage.expect("a report");
+    assert_eq!(damage.missing.len(), 200, "the start knows every range");
+    assert_eq!(damage.missing_ranges, 200);
+    assert_eq!(damage.missing_count, 200);
+    let logged = fs::read_to_string(home.segment(1)).unwrap();
+    let event: Event = logged
+        .lines()
+        .filter(|line| line.contains("\"type\":\"log.damaged\""))
+        .map(|line| serde_json::from_str(&log_line::decode(line.as_bytes()).unwrap().json).unwrap())
+        .next()
+        .expect("a log.damaged event");
+    let EventKind::LogDamaged(listed) = event.kind else {
+        panic!("{event:?}")
+    };
+    assert_eq!(listed.missing, damage.missing[..100].to_vec());
+    assert_eq!(listed.missing_ranges, 200);
+    assert_eq!(listed.missing_count, 200);
+    let quarantine = fs::read_to_string(home.home.join("quarantine.jsonl")).unwrap();
+    let gaps: Vec<(u64, u64)> = quarantine
+        .lines()
+        .filter_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            Some((
+                record["gap"]["from"].as_u64()?,
+                record["gap"]["to"].as_u64()?,
+            ))
+        })
+        .collect();
+    let expected: Vec<(u64, u64)> = (202..=400).step_by(2).map(|seq| (seq, seq)).collect();
+    assert_eq!(gaps, expected);
+
+    // The next start reports nothing new; readers still cross every gap.
+    let again = start(&home);
+    assert!(again.info.damage.is_none(), "{:?}", again.info.damage);
+    let kept: Vec<u64> = again
+        .seqs
+        .iter()
+        .copied()
+        .filter(|seq| *seq <= 500)
+        .collect();
+    let expected: Vec<u64> = (1..=500)
+        .filter(|s: &u64| !s.is_multiple_of(2) || *s > 400)
+        .collect();
+    assert_eq!(kept, expected);
+}

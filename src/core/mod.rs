@@ -43,7 +43,7 @@ use event_log::{LogConfig, LogLine};
 pub use ring::{RING_BYTES, RING_CAPACITY};
 use sessions::Sessions;
 pub use snapshot::Snapshot;
-pub use store::{ReadPage, SessionPage, Store, gaps_between};
+pub use store::{ReadPage, SessionPage, SessionWindow, Store, gaps_between};
 pub use streaming::Streaming;
 use tracker::{Tracker, TrackerConfig};
 pub use writer::{StartInfo, daemon_info, start};

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequested, ApprovalResolved, Event, EventKind, HostedSessionView,
+    ApprovalId, ApprovalRequested, ApprovalResolved, Control, Event, EventKind, HostedSessionView,
     InputKind, InputRequested, InputResolved, MessageSent, ResolvedBy, SessionCreated,
     SessionState, TurnCompleted,
 };
@@ -60,6 +60,10 @@ pub struct SessionRecord {
     /// The collaboration mode set for the session's next turns (`session.mode`).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The model switched to after creation (`session.model`); `None`: the one it was created
+    /// with.
+    #[serde(default)]
+    pub model: Option<String>,
     /// Items started and not completed yet (a command waiting for its approval, a tool running),
     /// so a restart can close them when their turn turns out to be over.
     #[serde(default)]
@@ -70,6 +74,9 @@ pub struct SessionRecord {
     /// claude: the permission mode its own records last reported.
     #[serde(default)]
     pub permission_mode_seen: Option<crate::protocol::PermissionModeSeen>,
+    /// An agent a person started by hand that this session drives (`session.adopted`).
+    #[serde(default)]
+    pub adopted: Option<crate::protocol::SessionAdopted>,
     /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).
     seen: HashSet<String>,
     /// Inject outcomes by idempotency key.
@@ -79,6 +86,15 @@ pub struct SessionRecord {
 impl SessionRecord {
     pub fn is_closed(&self) -> bool {
         self.state == SessionState::Closed
+    }
+
+    /// How cohost came to drive the session: it started the agent, or adopted one.
+    pub fn control(&self) -> Control {
+        if self.adopted.is_some() {
+            Control::Adopted
+        } else {
+            Control::Hosted
+        }
     }
 
     pub fn sent(&self, key: &str) -> Option<&MessageSent> {
@@ -103,13 +119,19 @@ impl SessionRecord {
         }
     }
 
+    /// The model the session's next turns run on: the one switched to, else the one it was
+    /// created with (`None`: the runtime's default).
+    pub fn current_model(&self) -> Option<String> {
+        self.model.clone().or_else(|| self.created.model.clone())
+    }
+
     pub fn view(&self) -> HostedSessionView {
         HostedSessionView {
             id: self.id.clone(),
             name: String::new(),
             runtime: self.created.runtime,
             cwd: self.created.cwd.clone(),
-            model: self.created.model.clone(),
+            model: self.current_model(),
             approval_policy: self
                 .created
                 .runtime
@@ -137,6 +159,8 @@ impl SessionRecord {
             forked_from: self.created.forked_from.clone(),
             pane_id: self.pane.as_ref().map(|p| p.pane_id.clone()),
             tmux_session: self.pane.as_ref().map(|p| p.tmux_session.clone()),
+            control: self.control(),
+            adopted: self.adopted.clone(),
             lease: Default::default(),
             waiting_tasks: 0,
             created_at: self.created_at,
@@ -217,6 +241,16 @@ impl Sessions {
         self.created_keys.get(key).and_then(|id| self.map.get(id))
     }
 
+    /// The one place that says which cohost session drives an agent's own session: the open
+    /// session (hosted, or adopted: `session.adopted` binds it to the agent's session id) whose
+    /// thread is `agent_session_id` (Claude's `session_id`, as its hooks and session file name
+    /// it). What a hook reports about a Claude session belongs to this session (an adopted one
+    /// — `adopted` is set — hears it through the machine-wide hook, a hosted one through its
+    /// own); `None`: no session drives it (a watched agent, or one cohost gave back).
+    pub fn driving(&self, agent_session_id: &str) -> Option<&SessionRecord> {
+        self.by_thread(agent_session_id)
+    }
+
     pub fn by_thread(&self, thread_id: &str) -> Option<&SessionRecord> {
         self.map
             .values()
@@ -261,9 +295,11 @@ impl Sessions {
                     approvals: BTreeMap::new(),
                     requests: BTreeMap::new(),
                     mode: None,
+                    model: None,
                     open_items: BTreeMap::new(),
                     pane: None,
                     permission_mode_seen: None,
+                    adopted: None,
                     seen: HashSet::new(),
                     sent: HashMap::new(),
                 },
@@ -289,6 +325,7 @@ impl Sessions {
                 record.state_message = status.message.clone();
             }
             EventKind::SessionPane(pane) => record.pane = Some(pane.clone()),
+            EventKind::SessionAdopted(adopted) => record.adopted = Some(adopted.clone()),
             EventKind::PermissionModeSeen(seen) => record.permission_mode_seen = Some(seen.clone()),
             EventKind::SessionClosed(closed) => {
                 record.state = SessionState::Closed;
@@ -373,6 +410,7 @@ impl Sessions {
                 }
             }
             EventKind::SessionMode(mode) => record.mode = Some(mode.mode.clone()),
+            EventKind::SessionModel(model) => record.model = Some(model.model.clone()),
             EventKind::GoalUpdated(goal) => record.goal = Some(goal.goal.clone()),
             EventKind::GoalCleared(_) => record.goal = None,
             EventKind::MessageSent(sent) => {
@@ -604,6 +642,16 @@ mod tests {
         assert_eq!(
             sessions.get("s1").unwrap().view().mode.as_deref(),
             Some("plan")
+        );
+        sessions.apply(&event(
+            10,
+            EventKind::SessionModel(crate::protocol::SessionModel {
+                model: "mock/mock-model-2".into(),
+            }),
+        ));
+        assert_eq!(
+            sessions.get("s1").unwrap().view().model.as_deref(),
+            Some("mock/mock-model-2")
         );
     }
 }

@@ -57,6 +57,17 @@ impl SessionIndex {
         &seqs[start..(start + limit).min(seqs.len())]
     }
 
+    /// Up to `limit` seqs of `session` before `before` (the last ones), and whether the
+    /// session has older seqs than those: a binary search, then a slice.
+    fn before(&self, session: &str, before: u64, limit: usize) -> (&[u64], bool) {
+        let Some(seqs) = self.seqs.get(session) else {
+            return (&[], false);
+        };
+        let end = seqs.partition_point(|seq| *seq < before);
+        let start = end.saturating_sub(limit);
+        (&seqs[start..end], start > 0)
+    }
+
     /// Forgets seqs below `oldest` (deleted by retention), and sessions left with none.
     fn trim(&mut self, oldest: u64) {
         self.seqs.retain(|_, seqs| {
@@ -85,6 +96,21 @@ pub struct SessionPage {
     pub next: u64,
     pub head: u64,
     pub gaps: Vec<SeqRange>,
+}
+
+/// A window of one session's events read backwards: the last ones before a seq.
+#[derive(Debug)]
+pub struct SessionWindow {
+    pub events: Vec<Arc<StoredEvent>>,
+    /// The last seq the window covers (the head for the session's last events): a forward
+    /// read or stream goes on after it.
+    pub next: u64,
+    pub head: u64,
+    /// Seqs the window covers with no stored event: from its first event (from seq 1 when
+    /// the session has nothing older) to `next`, so consecutive windows report each once.
+    pub gaps: Vec<SeqRange>,
+    /// The first event's seq when the session has older events: the next window's `before`.
+    pub older_before: Option<u64>,
 }
 
 /// The seqs missing between `after` and each of `events` (in seq order).
@@ -148,26 +174,7 @@ impl Store {
             .copied()
             .filter(|seq| *seq <= head)
             .collect();
-        let mut events = Vec::with_capacity(seqs.len());
-        let mut on_disk = Vec::new();
-        {
-            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
-            for &seq in &seqs {
-                match ring
-                    .after(seq - 1, 1)
-                    .next()
-                    .filter(|event| event.seq == seq)
-                {
-                    Some(event) => events.push(Arc::clone(event)),
-                    None => on_disk.push(seq),
-                }
-            }
-        }
-        if !on_disk.is_empty() {
-            let lines = self.reader.read_seqs(&on_disk)?;
-            events.extend(lines.into_iter().map(|line| Arc::new(line.into())));
-            events.sort_by_key(|event| event.seq);
-        }
+        let events = self.fetch(&seqs)?;
         // A full page ends at its last event; a short one has every event of the session up
         // to the head.
         let next = if seqs.len() == limit {
@@ -190,6 +197,90 @@ impl Store {
             head,
             gaps,
         })
+    }
+
+    /// The events of `seqs` (ascending, from the index): from the ring when it still holds
+    /// them (a binary search each), else from disk in one pass from the segment holding the
+    /// first one. A seq with no readable line is left out.
+    fn fetch(&self, seqs: &[u64]) -> Result<Vec<Arc<StoredEvent>>, ReadError> {
+        let mut events = Vec::with_capacity(seqs.len());
+        let mut on_disk = Vec::new();
+        {
+            let ring = self.ring.read().unwrap_or_else(|e| e.into_inner());
+            for &seq in seqs {
+                match ring
+                    .after(seq - 1, 1)
+                    .next()
+                    .filter(|event| event.seq == seq)
+                {
+                    Some(event) => events.push(Arc::clone(event)),
+                    None => on_disk.push(seq),
+                }
+            }
+        }
+        if !on_disk.is_empty() {
+            let lines = self.reader.read_seqs(&on_disk)?;
+            events.extend(lines.into_iter().map(|line| Arc::new(line.into())));
+            events.sort_by_key(|event| event.seq);
+        }
+        Ok(events)
+    }
+
+    /// The last `limit` events of `session` before seq `before` (`None`: the session's last
+    /// events), found through the session index: a binary search in the session's seqs, then
+    /// `limit` events from the ring or one pass on disk, whatever the session's length.
+    /// Blocking when it goes to disk: call through [`Store::read_window_async`].
+    pub fn read_window(
+        &self,
+        session: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<SessionWindow, ReadError> {
+        // The head first: every seq up to it is already in the index.
+        let head = self.head();
+        let end = before.map_or(head, |before| before.saturating_sub(1).min(head));
+        let (seqs, has_older) = {
+            let index = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+            let (seqs, has_older) = index.before(session, end + 1, limit);
+            (seqs.to_vec(), has_older)
+        };
+        let events = self.fetch(&seqs)?;
+        let older_before = has_older.then(|| seqs.first().copied()).flatten();
+        let from = older_before.unwrap_or(1);
+        let gaps = self
+            .lost
+            .iter()
+            .filter(|range| range.to >= from && range.from <= end)
+            .map(|range| SeqRange {
+                from: range.from.max(from),
+                to: range.to.min(end),
+            })
+            .collect();
+        Ok(SessionWindow {
+            events,
+            next: end,
+            head,
+            gaps,
+            older_before,
+        })
+    }
+
+    pub async fn read_window_async(
+        self: &Arc<Self>,
+        session: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<SessionWindow, ReadError> {
+        let store = Arc::clone(self);
+        let session = session.to_string();
+        match tokio::task::spawn_blocking(move || store.read_window(&session, before, limit)).await
+        {
+            Ok(result) => result,
+            Err(join) => Err(ReadError::Io {
+                path: PathBuf::from("<reader task>"),
+                source: std::io::Error::other(join),
+            }),
+        }
     }
 
     pub async fn read_session_async(
@@ -481,6 +572,52 @@ mod tests {
                 .filter(|seq| *seq != 12_000)
                 .collect::<Vec<_>>()
         );
+    }
+
+    /// A window of a session's last events, and the windows before it, read backwards
+    /// through the index: each event once, in order, each lost range reported once.
+    #[test]
+    fn a_session_window_reads_its_last_events_and_pages_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let of_a: Vec<u64> = (1..=20_000).filter(|seq| seq % 100 == 5).collect();
+        let store = sessions_store(dir.path(), 20_000, &of_a, 150);
+        let window = store.read_window("a", None, 3).unwrap();
+        assert_eq!(session_seqs_of(&window.events), [19_705, 19_805, 19_905]);
+        assert_eq!((window.next, window.head), (20_000, 20_000));
+        assert_eq!(window.older_before, Some(19_705));
+        assert!(window.gaps.is_empty());
+        // Paging back reaches the first event, every event once, in order.
+        let mut seen = window.events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        let mut gaps = Vec::new();
+        let mut before = window.older_before;
+        while let Some(cursor) = before {
+            let window = store.read_window("a", Some(cursor), 7).unwrap();
+            assert_eq!(window.next, cursor - 1);
+            assert!(window.events.iter().all(|e| e.seq < cursor));
+            let mut older: Vec<u64> = window.events.iter().map(|e| e.seq).collect();
+            older.append(&mut seen);
+            seen = older;
+            gaps.extend(window.gaps);
+            before = window.older_before;
+        }
+        assert_eq!(seen, of_a);
+        assert_eq!(gaps, [SeqRange { from: 6, to: 7 }]);
+        // Before the first event, and for a session with none: empty, nothing older.
+        let window = store.read_window("a", Some(5), 10).unwrap();
+        assert!(window.events.is_empty());
+        assert_eq!((window.next, window.older_before), (4, None));
+        let window = store.read_window("nobody", None, 10).unwrap();
+        assert!(window.events.is_empty());
+        assert_eq!((window.next, window.older_before), (20_000, None));
+        // A cursor past the head reads up to the head; a new event is in the next window.
+        store.push(&[in_session(20_001, "a")]);
+        let window = store.read_window("a", Some(30_000), 1).unwrap();
+        assert_eq!(session_seqs_of(&window.events), [20_001]);
+        assert_eq!(window.next, 20_001);
+    }
+
+    fn session_seqs_of(events: &[Arc<StoredEvent>]) -> Vec<u64> {
+        events.iter().map(|event| event.seq).collect()
     }
 
     #[test]

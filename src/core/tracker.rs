@@ -362,6 +362,8 @@ impl Tracker {
                 pane_id: instance.update.pane_id.clone(),
                 liveness: instance.update.liveness,
                 source: instance.update.source_name().to_string(),
+                control: None,
+                session_id: None,
             })
             .collect();
         agents.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));

@@ -6,8 +6,8 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::damage::{damage_report, log_damage};
-use super::event_log::EventLog;
+use super::damage::{damage_report, for_event, log_damage};
+use super::event_log::{self, EventLog};
 use super::snapshot::{self, Snapshot};
 use super::store::{SessionIndex, Store};
 use super::streaming::ephemeral_line;
@@ -97,8 +97,12 @@ pub fn start(
         ring.push(Arc::new(StoredEvent::from(line)));
     }
     let damage = damage_report(&recovery, snapshot_seq, &config.log.quarantine, notes);
-    if let Some(damage) = &damage {
-        log_damage(damage);
+    match (&damage, &recovery.quarantine_summary) {
+        (Some(damage), summary) => log_damage(damage, summary.as_deref()),
+        // Only lines an earlier start quarantined and could not take out: not news, but
+        // still in the segment.
+        (None, Some(summary)) => tracing::warn!("the event log: {summary}"),
+        (None, None) => {}
     }
     // Above every seq the log or the snapshot may have used: a seq a client has seen is
     // never given to another event.
@@ -144,12 +148,22 @@ pub fn start(
         EventKind::DaemonStarted(daemon_info()),
         None,
     )];
+    let mut unlisted = Vec::new();
     if let Some(damage) = damage {
-        first.push(Entry::stored(None, EventKind::LogDamaged(damage), None));
+        let (event, rest) = for_event(&damage);
+        unlisted = rest;
+        first.push(Entry::stored(None, EventKind::LogDamaged(event), None));
     }
     let started = core.write_batch(first);
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
+    }
+    if let Err(error) = event_log::record_gaps(&core.config.log.quarantine, &unlisted) {
+        tracing::warn!(
+            file = %core.config.log.quarantine.display(),
+            %error,
+            "could not record the missing ranges the log.damaged event does not list; the next start reports them again"
+        );
     }
     let thread = std::thread::Builder::new()
         .name("cohost-core".into())

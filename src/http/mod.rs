@@ -94,6 +94,10 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             "/api/state/{session}/agents/{key}/explain",
             get(watch::explain),
         )
+        .route(
+            "/api/state/{session}/agents/{key}/adopt",
+            post(watch::adopt),
+        )
         .route("/api/watch", get(watch::stats))
         .route("/api/agent-event", post(routes::agent_event))
         .route("/api/focus", post(routes::focus))
@@ -148,11 +152,13 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/command", post(sessions::command))
         .route("/api/sessions/{id}/relaunch", post(sessions::relaunch))
+        .route("/api/sessions/{id}/disown", post(sessions::disown))
         .route(
             "/api/sessions/{id}/terminal",
             get(sessions::terminal).post(sessions::open_terminal),
         )
         .route("/api/claude/permission", post(sessions::claude_permission))
+        .route("/api/claude/hook", post(sessions::claude_hook))
         .route("/api/models", get(sessions::models))
         .route("/api/doctor", get(sessions::doctor))
         .route("/api/runtimes", get(sessions::runtimes))

@@ -346,3 +346,106 @@ async fn a_stream_resumed_mid_message_sends_the_text_so_far_before_the_next_delt
     assert_eq!(first["delta"], "Hello world", "{text}");
     assert_eq!(data[1]["data"]["offset"], 9, "{text}");
 }
+
+/// `last=N` and `before=SEQ&limit=N`: a session's events read backwards, window by window,
+/// each once and in order; the wrong combinations are refused naming the parameter.
+#[tokio::test]
+async fn a_session_is_read_backwards_in_windows() {
+    use crate::protocol::{Empty, EventKind, Runtime, SessionCreated};
+    let fx = fixture();
+    let mut of_s1 = Vec::new();
+    for i in 0..25 {
+        let session = if i % 3 == 0 { "s2" } else { "s1" };
+        let kind = if i < 2 {
+            EventKind::SessionCreated(SessionCreated {
+                runtime: Runtime::Codex,
+                cwd: "/w".into(),
+                model: None,
+                approval_policy: None,
+                permission_mode: None,
+                sandbox: None,
+                budget: None,
+                forked_from: None,
+                idempotency_key: None,
+            })
+        } else {
+            EventKind::MetaLogCleared(Empty {})
+        };
+        let seq = fx.core.append(Some(session.into()), kind).await.unwrap();
+        if session == "s1" {
+            of_s1.push(seq);
+        }
+    }
+    let head = fx.core.store.head();
+    let read = |path: String| {
+        let fx = &fx;
+        async move {
+            fx.send(authed(get(&path)).body(Body::empty()).unwrap())
+                .await
+        }
+    };
+    let seqs = |body: &Value| -> Vec<u64> {
+        body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let sent = read("/api/sessions/s1/events?last=4".into()).await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    assert_eq!(seqs(&sent.body), of_s1[of_s1.len() - 4..]);
+    assert_eq!(sent.body["next"], head);
+    assert_eq!(sent.body["head"], head);
+    assert_eq!(sent.body["hasOlder"], true);
+    let mut before = sent.body["olderBefore"].as_u64().unwrap();
+    assert_eq!(before, of_s1[of_s1.len() - 4]);
+    assert!(sent.body.get("gaps").is_none());
+    // The answer is the protocol's window.
+    serde_json::from_value::<crate::protocol::EventsWindow>(sent.body.clone()).unwrap();
+    let mut seen = seqs(&sent.body);
+    loop {
+        let sent = read(format!("/api/sessions/s1/events?before={before}&limit=5")).await;
+        assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+        assert_eq!(sent.body["next"], before - 1);
+        let mut older = seqs(&sent.body);
+        older.append(&mut seen);
+        seen = older;
+        match sent.body["olderBefore"].as_u64() {
+            Some(next) => {
+                assert_eq!(sent.body["hasOlder"], true);
+                before = next;
+            }
+            None => {
+                assert_eq!(sent.body["hasOlder"], false);
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, of_s1);
+    // `before` alone takes the default limit.
+    let sent = read(format!("/api/sessions/s1/events?before={}", head + 1)).await;
+    assert_eq!(seqs(&sent.body), of_s1);
+    // Refusals, each naming its parameter.
+    for (query, field) in [
+        ("last=0", "last"),
+        ("last=1001", "last"),
+        ("last=x", "last"),
+        ("last=2&before=3", "before"),
+        ("last=2&limit=3", "limit"),
+        ("last=2&after=1", "after"),
+        ("before=3&wait=1", "wait"),
+        ("before=0", "before"),
+        ("before=999999", "before"),
+        ("before=3&limit=0", "limit"),
+    ] {
+        let sent = read(format!("/api/sessions/s1/events?{query}")).await;
+        refused(&sent, StatusCode::BAD_REQUEST, "invalid_field");
+        assert_eq!(sent.body["error"]["field"], field, "{query}: {}", sent.body);
+    }
+    let sent = read("/api/events?last=3".into()).await;
+    refused(&sent, StatusCode::BAD_REQUEST, "invalid_field");
+    assert_eq!(sent.body["error"]["field"], "last");
+    let sent = read("/api/sessions/nobody/events?last=3".into()).await;
+    refused(&sent, StatusCode::NOT_FOUND, "session_not_found");
+}

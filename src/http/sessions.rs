@@ -1,6 +1,6 @@
 //! Hosted-session routes: create, list, inject, interrupt, approvals, goal, fork, models,
-//! slash commands, terminals, relaunch, the permission hook's long-poll, and doctor — each a
-//! thin call into the service.
+//! slash commands, terminals, relaunch, disown (an adopted agent given back), the permission
+//! hook's long-poll, and doctor — each a thin call into the service.
 
 use crate::protocol::{
     CommandBody, CreateBody, DecisionBody, ForkBody, GoalBody, MessageBody, OpenTerminalBody,
@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
-use crate::protocol::boundary::PermissionAsk;
+use crate::protocol::boundary::{HookAnswer, HookLine, PermissionAsk};
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
@@ -215,6 +215,16 @@ pub async fn doctor(State(state): State<AppState>) -> Json<DoctorReport> {
 }
 
 /// `POST /api/sessions/{id}/relaunch`: start the session's TUI again on the same conversation.
+/// `POST /api/sessions/{id}/disown`: an adopted agent is given back (the session ends; the
+/// agent keeps running, watched only).
+pub async fn disown(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionReply>, ApiError> {
+    let session = state.service.disown(&id).await?;
+    Ok(Json(SessionReply { session }))
+}
+
 pub async fn relaunch(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -234,6 +244,15 @@ pub async fn claude_permission(
         .permission_request(&body.session_id, &body.request_id, body.payload)
         .await?;
     Ok(Json(answer))
+}
+
+/// `POST /api/claude/hook`: the machine-wide hook (`cohost hooks install`) reports one event of
+/// a Claude cohost does not host; answered at once.
+pub async fn claude_hook(
+    State(state): State<AppState>,
+    ApiJson(line): ApiJson<HookLine>,
+) -> Result<Json<HookAnswer>, ApiError> {
+    Ok(Json(state.service.claude_hook(line)?))
 }
 
 #[derive(Deserialize)]
@@ -264,7 +283,8 @@ pub async fn terminal(
     Ok(Json(state.service.terminal_spec(&id, include_token).await?))
 }
 
-/// `POST /api/sessions/{id}/terminal`: open the codex TUI on an existing session's thread.
+/// `POST /api/sessions/{id}/terminal`: open the runtime's TUI (codex, opencode) on an existing
+/// session, in a tmux pane.
 pub async fn open_terminal(
     State(state): State<AppState>,
     Path(id): Path<String>,

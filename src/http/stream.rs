@@ -31,6 +31,10 @@ pub struct EventsQuery {
     after: Option<String>,
     limit: Option<String>,
     wait: Option<String>,
+    /// A session's last N events (session route only).
+    last: Option<String>,
+    /// The events before this seq, `limit` of them (session route only).
+    before: Option<String>,
 }
 
 fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
@@ -47,6 +51,17 @@ pub async fn events(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
+    for (name, given) in [("last", &query.last), ("before", &query.before)] {
+        if given.is_some() {
+            return Err(ApiError::field(
+                codes::INVALID_FIELD,
+                name,
+                format!(
+                    "`{name}` reads one session's events backwards: use `GET /api/sessions/{{id}}/events?{name}=…`"
+                ),
+            ));
+        }
+    }
     events_for(state, query, None).await
 }
 
@@ -57,7 +72,92 @@ pub async fn session_events(
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     state.service.known_session(&id)?;
+    if query.last.is_some() || query.before.is_some() {
+        return window_for(state, query, id).await;
+    }
     events_for(state, query, Some(id)).await
+}
+
+/// `?last=N` or `?before=SEQ&limit=N`: a window of the session's events read backwards, with
+/// `hasOlder` and `olderBefore` (the next window's `before`).
+async fn window_for(state: AppState, query: EventsQuery, id: String) -> Result<Response, ApiError> {
+    let forward = |name: &str| {
+        ApiError::field(
+            codes::INVALID_FIELD,
+            name,
+            format!(
+                "`{name}` reads forward; `last` and `before` read backwards: give one or the other"
+            ),
+        )
+    };
+    if query.after.is_some() {
+        return Err(forward("after"));
+    }
+    if query.wait.is_some() {
+        return Err(forward("wait"));
+    }
+    let max = crate::service::MAX_LIMIT as u64;
+    let bounded = |name: &str, value: &str| -> Result<usize, ApiError> {
+        match parse_u64(name, value)? {
+            n if (1..=max).contains(&n) => Ok(n as usize),
+            _ => Err(ApiError::field(
+                codes::INVALID_FIELD,
+                name,
+                format!("`{name}` must be between 1 and {max}"),
+            )),
+        }
+    };
+    let (before, limit) = match (query.last.as_deref(), query.before.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::field(
+                codes::INVALID_FIELD,
+                "before",
+                "`last` and `before` do not go together: `last=N` is the session's last N events, `before=SEQ&limit=N` the N before a seq",
+            ));
+        }
+        (Some(last), None) => {
+            if query.limit.is_some() {
+                return Err(ApiError::field(
+                    codes::INVALID_FIELD,
+                    "limit",
+                    "`last` is the window's size: `limit` goes with `before`",
+                ));
+            }
+            (None, bounded("last", last)?)
+        }
+        (None, Some(before)) => {
+            let before = parse_u64("before", before)?;
+            let head = state.service.head();
+            if before == 0 || before > head + 1 {
+                return Err(ApiError::field(
+                    codes::INVALID_FIELD,
+                    "before",
+                    format!(
+                        "`before` must be between 1 and {} (the newest event + 1)",
+                        head + 1
+                    ),
+                ));
+            }
+            let limit = match query.limit.as_deref() {
+                Some(limit) => bounded("limit", limit)?,
+                None => crate::service::DEFAULT_LIMIT,
+            };
+            (Some(before), limit)
+        }
+        (None, None) => unreachable!("a window has `last` or `before`"),
+    };
+    let window = state.service.read_window(&id, before, limit).await?;
+    let older = match window.older_before {
+        Some(seq) => format!(",\"hasOlder\":true,\"olderBefore\":{seq}"),
+        None => ",\"hasOlder\":false".to_string(),
+    };
+    Ok(page_response(
+        &window.events,
+        window.next,
+        window.head,
+        &window.gaps,
+        &older,
+    ))
 }
 
 async fn events_for(
@@ -93,12 +193,20 @@ async fn events_for(
         page.next,
         page.head,
         &page.gaps,
+        "",
     ))
 }
 
 /// Builds `{"events":[…],"next":N,"head":H}` (plus `"gaps":[…]` when the read skipped missing
-/// seqs) from the stored lines without re-serializing them.
-fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64, gaps: &[SeqRange]) -> Response {
+/// seqs, and `more`: further fields, each with its leading comma) from the stored lines without
+/// re-serializing them.
+fn page_response(
+    events: &[Arc<StoredEvent>],
+    next: u64,
+    head: u64,
+    gaps: &[SeqRange],
+    more: &str,
+) -> Response {
     let mut body =
         String::with_capacity(64 + events.iter().map(|e| e.json.len() + 1).sum::<usize>());
     body.push_str("{\"events\":[");
@@ -113,6 +221,7 @@ fn page_response(events: &[Arc<StoredEvent>], next: u64, head: u64, gaps: &[SeqR
         body.push_str(",\"gaps\":");
         body.push_str(&serde_json::to_string(gaps).unwrap_or_else(|_| "[]".into()));
     }
+    body.push_str(more);
     body.push('}');
     (
         [(

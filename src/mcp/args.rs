@@ -70,6 +70,15 @@ pub struct SessionArgs {
     pub session_id: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdoptArgs {
+    /// The tmux session the instance shows in (see `tracker_state`).
+    pub tmux_session: String,
+    /// The instance's key (`claude-code:<session id>`, see `tracker_state`).
+    pub key: String,
+}
+
 /// The string values an MCP argument may take, as an enum so the schema lists them.
 macro_rules! arg_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
@@ -123,7 +132,8 @@ arg_enum!(
 );
 arg_enum!(
     /// An input request's answer: `approve`/`reject` a plan; `accept`, `decline` or `cancel`
-    /// an elicitation; `accept`, `acceptForSession` or `decline` permissions.
+    /// an elicitation; `accept`, `acceptForSession` or `decline` permissions; `decline` an
+    /// opencode question (dismissing it).
     AnswerDecisionArg {
         Approve = "approve",
         Reject = "reject",
@@ -262,6 +272,14 @@ pub struct EventsArgs {
     /// When there is nothing after `after`, wait up to this many seconds (0 to 60) for an event.
     #[serde(default)]
     pub wait_seconds: Option<f64>,
+    /// The session's last this many events (1 to 1000; needs `session_id`, not `after`): a
+    /// window read backwards, with `hasOlder` and `olderBefore`.
+    #[serde(default)]
+    pub last: Option<u64>,
+    /// The `limit` events of the session before this seq (needs `session_id`, not `after`):
+    /// the previous window, `before` = the last answer's `olderBefore`.
+    #[serde(default)]
+    pub before: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -37,7 +37,126 @@ const MAX_EVENTS: usize = 1000;
 /// The longest `wait_seconds` an `events` call may ask for.
 const MAX_WAIT_SECONDS: f64 = 60.0;
 
+/// The `events` answer for a window read backwards (`last`, `before`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LoggedWindow {
+    events: Vec<Value>,
+    next: u64,
+    head: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    gaps: Vec<crate::protocol::SeqRange>,
+    has_older: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    older_before: Option<u64>,
+}
+
 impl CohostMcp {
+    /// `events` with `last` or `before`: a window of one session's events read backwards. A
+    /// window cut to fit keeps its oldest events; `next` then is the last one kept.
+    async fn window(&self, args: EventsArgs) -> CallToolResult {
+        let Some(session) = args.session_id else {
+            return failure(
+                codes::INVALID_FIELD,
+                "`last` and `before` read one session's events: give `session_id`",
+            );
+        };
+        let conflict = if args.after.is_some() {
+            Some("after")
+        } else if args.wait_seconds.is_some() {
+            Some("wait_seconds")
+        } else if args.last.is_some() && args.before.is_some() {
+            Some("before")
+        } else if args.last.is_some() && args.limit.is_some() {
+            Some("limit")
+        } else {
+            None
+        };
+        if let Some(name) = conflict {
+            return failure(
+                codes::INVALID_FIELD,
+                &format!(
+                    "`{name}` does not go with this read: `last=N` alone, or `before` with `limit`"
+                ),
+            );
+        }
+        let (name, count) = match args.last {
+            Some(last) => ("last", last),
+            None => ("limit", args.limit.unwrap_or(DEFAULT_EVENTS as u64)),
+        };
+        if count == 0 || count > MAX_EVENTS as u64 {
+            return failure(
+                codes::INVALID_FIELD,
+                &format!("`{name}` must be between 1 and {MAX_EVENTS}"),
+            );
+        }
+        let head = self.service.head();
+        if let Some(before) = args.before
+            && (before == 0 || before > head + 1)
+        {
+            return failure(
+                codes::INVALID_FIELD,
+                &format!(
+                    "`before` must be between 1 and {} (the newest event + 1)",
+                    head + 1
+                ),
+            );
+        }
+        let window = match self
+            .service
+            .read_window(&session, args.before, count as usize)
+            .await
+        {
+            Ok(window) => window,
+            Err(error) => return failed(error),
+        };
+        let events: Vec<Value> = window
+            .events
+            .iter()
+            .filter_map(|e| serde_json::from_str(&e.json).ok())
+            .collect();
+        let total = events.len();
+        let mut gaps = window.gaps;
+        let answer = LoggedWindow {
+            events,
+            next: window.next,
+            head: window.head,
+            gaps: gaps.clone(),
+            has_older: window.older_before.is_some(),
+            older_before: window.older_before,
+        };
+        let bounded = match bound(to_value(answer), Some("events")) {
+            Ok(bounded) => bounded,
+            Err(failure) => return failure,
+        };
+        let mut value = bounded.value;
+        if bounded.kept < total {
+            let next = value["events"]
+                .as_array()
+                .and_then(|kept| kept.last())
+                .and_then(|last| last.get("seq"))
+                .and_then(Value::as_u64)
+                .unwrap_or(window.next);
+            value["next"] = json!(next);
+            gaps.retain(|gap| gap.from <= next);
+            for gap in &mut gaps {
+                gap.to = gap.to.min(next);
+            }
+            if gaps.is_empty() {
+                if let Some(object) = value.as_object_mut() {
+                    object.remove("gaps");
+                }
+            } else {
+                value["gaps"] = json!(gaps);
+            }
+            value["note"] = json!(format!(
+                "only {} of {total} events fit; read the rest with after={next}",
+                bounded.kept
+            ));
+        }
+        CallToolResult::structured(value)
+    }
+
     /// The refusal when a human holds the session's control lease (MCP acts only while the
     /// lease is managed, like `interrupt`).
     fn human_holds(&self, id: &str, what: &str) -> Option<CallToolResult> {
@@ -337,11 +456,14 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`.",
+        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`. With `session_id`, `last` (the session's last N events) or `before` (the `limit` events before a seq) read a window backwards: page back with `before` = the answer's `olderBefore` while `hasOlder`.",
         annotations(read_only_hint = true),
         output_schema = logged_output::<EventsPage>()
     )]
     async fn events(&self, Parameters(args): Parameters<EventsArgs>) -> ToolResult {
+        if args.last.is_some() || args.before.is_some() {
+            return Ok(self.window(args).await);
+        }
         let after = args.after.unwrap_or(0);
         let limit = args.limit.unwrap_or(DEFAULT_EVENTS as u64);
         if limit == 0 || limit > MAX_EVENTS as u64 {
@@ -538,6 +660,30 @@ impl CohostMcp {
     }
 
     #[tool(
+        description = "Adopt a Claude Code a person started by hand in a tmux pane (a claude-code instance of tracker_state, source watcher:claude-code): after checking that its pane still runs it, a new hosted session drives it there (send, interrupt, tasks, events). Refused with pane_gone, agent_exited, pane_changed, already_driven or not_adoptable; nothing is typed while checking.",
+        output_schema = output::<SessionReply>()
+    )]
+    async fn adopt(&self, Parameters(args): Parameters<AdoptArgs>) -> ToolResult {
+        Ok(
+            match self.service.adopt(&args.tmux_session, &args.key).await {
+                Ok(session) => answer(SessionReply { session }),
+                Err(error) => failed(error),
+            },
+        )
+    }
+
+    #[tool(
+        description = "Give an adopted agent back: its session ends, the agent keeps running in its pane and is watched only again. Only an adopted session can be disowned (not_adopted).",
+        output_schema = output::<SessionReply>()
+    )]
+    async fn disown(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        Ok(match self.service.disown(&args.session_id).await {
+            Ok(session) => answer(SessionReply { session }),
+            Err(error) => failed(error),
+        })
+    }
+
+    #[tool(
         description = "The models codex offers.",
         annotations(read_only_hint = true),
         output_schema = output::<Capability>()
@@ -566,7 +712,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]}; a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease.",
+        description = "Answer a pending input request (first answer wins): a question with answers {questionId: label or [labels]} (or, where it lists decline, an opencode question, decision decline to dismiss it); a plan with decision approve (optional mode) or reject (feedback); an elicitation with accept (content), decline or cancel; permissions with accept, acceptForSession or decline. Refused while a human holds the session's control lease.",
         output_schema = output::<RequestAnswered>()
     )]
     async fn answer_request(&self, Parameters(args): Parameters<AnswerArgs>) -> ToolResult {
@@ -622,7 +768,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Switch the model (and Pi's thinking level) of a hosted session's next turns: pi sessions. Refused while a human holds the session's control lease.",
+        description = "Switch the model (and Pi's thinking level) of a hosted session's next turns: pi and opencode sessions (an opencode model it does not know is refused and nothing changes). Refused while a human holds the session's control lease.",
         output_schema = output::<Capability>()
     )]
     async fn set_model(&self, Parameters(args): Parameters<ModelArgs>) -> ToolResult {

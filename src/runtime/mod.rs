@@ -84,9 +84,56 @@ pub enum HostError {
     /// The request was answered already (first answer wins), or made moot.
     #[error("input request `{0}` was already resolved")]
     RequestResolved(String),
+    /// An agent instance cannot be adopted (its pane is gone, its process exited, the pane
+    /// runs something else, …); nothing was typed.
+    #[error("{message}")]
+    CannotAdopt {
+        refusal: AdoptRefusal,
+        message: String,
+    },
+    /// Only a session that adopted an agent can give it back.
+    #[error("session `{0}` was not adopted: cohost started its agent (close it instead)")]
+    NotAdopted(String),
     /// Recording the outcome in the event log failed.
     #[error(transparent)]
     Core(#[from] CoreError),
+}
+
+/// Why an agent instance cannot be adopted (each is its own error code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdoptRefusal {
+    /// The instance's tmux pane is gone.
+    PaneGone,
+    /// The agent's process exited (or its session file is gone).
+    AgentExited,
+    /// The pane no longer runs that agent: another process owns it, or another session of the
+    /// agent runs there now.
+    PaneChanged,
+    /// Nothing says which process it is, or where it runs.
+    NotAdoptable,
+    /// A cohost session drives it already (hosted, or adopted before).
+    AlreadyDriven,
+}
+
+/// `POST /api/state/{session}/agents/{key}/adopt`: an agent instance as the tracker and the
+/// passive watcher know it. The host checks all of it again (pane, process tree, the agent's own
+/// files) before it adopts anything, and types nothing while it checks.
+#[derive(Debug, Clone)]
+pub struct AdoptRequest {
+    /// The tracker instance (`claude-code:<session id>`).
+    pub key: String,
+    /// The agent, as the tracker names it (`claude-code`).
+    pub agent: String,
+    /// The agent's own session (thread) id.
+    pub agent_session_id: String,
+    /// The tmux session and pane the watcher placed it in.
+    pub tmux_session: String,
+    pub pane_id: String,
+    /// The agent's process, as the watcher found it.
+    pub pid: Option<u32>,
+    pub cwd: Option<String>,
+    /// The agent's files the watcher reads (its transcript, its session file).
+    pub files: Vec<String>,
 }
 
 impl HostError {
@@ -384,6 +431,28 @@ pub trait SessionHost: Send + Sync {
         )))
     }
 
+    /// The tracker agent (`claude-code`) whose watched instances this host can adopt; `None`
+    /// (the default): it adopts none.
+    fn adopts(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Adopts an agent a person started by hand in a tmux pane: after checking that the pane
+    /// still runs it, a session of this runtime drives it there (`session.adopted`).
+    async fn adopt(&self, request: AdoptRequest) -> Result<HostedSessionView, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions cannot adopt a running {}",
+            self.runtime().as_str(),
+            request.agent
+        )))
+    }
+
+    /// Gives an adopted agent back: the session ends, the agent keeps running in its pane and
+    /// is watched only again.
+    async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        Err(HostError::NotAdopted(session.to_string()))
+    }
+
     /// The answer for an optional capability this runtime lacks.
     fn unsupported(&self, what: &str) -> Capability {
         Capability::fail(
@@ -438,9 +507,12 @@ impl Hosts {
                 park_timeout: codex::host::PARK_TIMEOUT,
             },
         );
-        let opencode =
-            opencode::host::OpencodeHost::new(core.clone(), config.home.join("opencode"));
-        let pi = pi::host::PiHost::new(core.clone(), config.home.join("pi"));
+        let opencode = opencode::host::OpencodeHost::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            config.home.join("opencode"),
+        );
+        let pi = pi::host::PiHost::new(core.clone(), Arc::clone(&tmux), config.home.join("pi"));
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,
@@ -469,6 +541,11 @@ impl Hosts {
     /// predates the other runtimes'); the others' are nested under their names.
     pub fn flattened_doctor(&self) -> Option<Runtime> {
         Some(Runtime::Codex).filter(|r| self.hosts.contains_key(r))
+    }
+
+    /// The host that adopts watched instances of `agent` (a tracker agent name), if one does.
+    pub fn adopter(&self, agent: &str) -> Option<&Arc<dyn SessionHost>> {
+        self.in_order().find(|host| host.adopts() == Some(agent))
     }
 
     pub fn get(&self, runtime: Runtime) -> Option<&Arc<dyn SessionHost>> {

@@ -27,6 +27,19 @@ pub struct EventsRead {
     pub wait: Duration,
 }
 
+/// A window of one session's events read backwards (`last=N`, `before=SEQ`).
+#[derive(Debug, Clone)]
+pub struct Window {
+    pub events: Vec<Arc<StoredEvent>>,
+    /// The last seq the window covers: a stream or forward read goes on after it.
+    pub next: u64,
+    pub head: u64,
+    /// Seqs the window covers with no stored event (consecutive windows report each once).
+    pub gaps: Vec<SeqRange>,
+    /// The `before` of the previous window, when the session has older events.
+    pub older_before: Option<u64>,
+}
+
 /// One page of events.
 #[derive(Debug, Clone)]
 pub struct Page {
@@ -148,6 +161,30 @@ impl Service {
             next: page.next,
             head: page.head,
             gaps: page.gaps,
+        })
+    }
+
+    /// The last `limit` events of `session` before seq `before` (its last events when
+    /// `None`): the session index's binary search and `limit` events read, whatever the
+    /// session's length. The caller checks `limit` (1 to [`MAX_LIMIT`]); a larger one is cut.
+    pub async fn read_window(
+        &self,
+        session: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Window, ServiceError> {
+        self.known_session(session)?;
+        let window = self
+            .core
+            .store
+            .read_window_async(session, before, limit.clamp(1, MAX_LIMIT))
+            .await?;
+        Ok(Window {
+            events: window.events,
+            next: window.next,
+            head: window.head,
+            gaps: window.gaps,
+            older_before: window.older_before,
         })
     }
 

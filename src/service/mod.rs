@@ -4,6 +4,8 @@
 //! [`ServiceError`] to their own answer in one place each (`http::error`, `mcp`). Nothing here
 //! knows HTTP or MCP, and runtimes are reached only through the [`Hosts`] registry.
 
+mod adopt;
+mod claude_hooks;
 mod events;
 mod keys;
 mod requests;
@@ -19,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 /// What the surfaces see of an event: its routing fields and its exact line.
 pub use crate::core::StoredEvent;
-pub use events::{EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page};
+pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
+pub use claude_hooks::{ClaudeDriver, HookRoute};
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;
 pub use tracker::RefreshAnswer;
@@ -30,7 +33,7 @@ use crate::core::CoreHandle;
 use crate::core::event_log::ReadError;
 use crate::protocol::codes;
 use crate::protocol::{Field, FieldError, Message, Runtime};
-use crate::runtime::{HostError, Hosts, SessionHost};
+use crate::runtime::{AdoptRefusal, HostError, Hosts, SessionHost};
 use crate::tasks::{TaskError, TaskManager};
 use crate::tmux::SessionCache;
 
@@ -266,6 +269,17 @@ impl From<HostError> for ServiceError {
             HostError::RequestResolved(_) => {
                 ServiceError::conflict(codes::REQUEST_RESOLVED, message)
             }
+            HostError::CannotAdopt { refusal, .. } => ServiceError::conflict(
+                match refusal {
+                    AdoptRefusal::PaneGone => codes::PANE_GONE,
+                    AdoptRefusal::AgentExited => codes::AGENT_EXITED,
+                    AdoptRefusal::PaneChanged => codes::PANE_CHANGED,
+                    AdoptRefusal::NotAdoptable => codes::NOT_ADOPTABLE,
+                    AdoptRefusal::AlreadyDriven => codes::ALREADY_DRIVEN,
+                },
+                message,
+            ),
+            HostError::NotAdopted(_) => ServiceError::conflict(codes::NOT_ADOPTED, message),
             HostError::Core(core) => ServiceError::from(core),
         }
     }

@@ -1030,3 +1030,213 @@ async fn two_thousand_and_one_tasks_of_one_session_leave_another_sessions_tasks_
     let busy_recent = fx.service.queue(&busy).unwrap().recent;
     assert!(!busy_recent.is_empty());
 }
+
+#[tokio::test]
+async fn the_machine_wide_hook_relays_only_for_a_claude_driven_through_it() {
+    use crate::protocol::boundary::HookLine;
+    let fx = fixture();
+    let hosted = fx.service.create(fx.request()).await.unwrap().session.id;
+    let line = |event: &str, claude: &str| HookLine {
+        received_at: 1,
+        event: event.into(),
+        request_id: (event == "PermissionRequest").then(|| "r1".into()),
+        payload: json!({"session_id": claude, "hook_event_name": event, "cwd": "/w"}),
+    };
+    // A hosted session is driven, through its own hook: the machine-wide one stays out.
+    let thread = format!("thread-{hosted}");
+    assert_eq!(
+        fx.service.claude_driver(&thread),
+        Some(crate::service::ClaudeDriver {
+            session_id: hosted.clone(),
+            route: crate::service::HookRoute::OwnHook,
+        })
+    );
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", &thread))
+        .unwrap();
+    assert_eq!(answer.relay_to, None);
+    // A Claude nobody drives: not ours, at once; no watcher runs here, so nothing is tracked.
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", "someone-elses"))
+        .unwrap();
+    assert_eq!((answer.tracked, answer.relay_to), (false, None));
+    // Adopted (logged `session.adopted`): its permission requests are relayed to the session
+    // through the machine-wide hook, and only those; once it ends, nobody drives that Claude.
+    let adopted = fx.session().await;
+    let claude = format!("thread-{adopted}");
+    let append = |kind: EventKind| fx.service.core.append(Some(adopted.clone()), kind);
+    append(EventKind::SessionAdopted(crate::protocol::SessionAdopted {
+        key: format!("claude-code:{claude}"),
+        agent_session_id: claude.clone(),
+        tmux_session: "work".into(),
+        pane_id: "%1".into(),
+        pane_pid: 1,
+        pid: 2,
+        pid_start: 3,
+        session_file: "/c/sessions/2.json".into(),
+        transcript: "/c/projects/w/t.jsonl".into(),
+    }))
+    .await
+    .unwrap();
+    assert_eq!(
+        fx.service.claude_driver(&claude),
+        Some(crate::service::ClaudeDriver {
+            session_id: adopted.clone(),
+            route: crate::service::HookRoute::MachineHook,
+        })
+    );
+    let answer = fx
+        .service
+        .claude_hook(line("PermissionRequest", &claude))
+        .unwrap();
+    assert_eq!(answer.relay_to.as_deref(), Some(adopted.as_str()));
+    let answer = fx.service.claude_hook(line("Stop", &claude)).unwrap();
+    assert_eq!(answer.relay_to, None);
+    append(EventKind::SessionClosed(crate::protocol::SessionClosed {
+        reason: "disowned".into(),
+    }))
+    .await
+    .unwrap();
+    assert_eq!(fx.service.claude_driver(&claude), None);
+    // Bad reports are refused, naming what is wrong.
+    let mut bad = line("Stop", "x");
+    bad.event = "Stop; rm".into();
+    assert_eq!(
+        fx.service.claude_hook(bad).unwrap_err().kind,
+        ErrorKind::Invalid
+    );
+    let mut bad = line("Stop", "x");
+    bad.payload = json!({"hook_event_name": "Stop"});
+    let error = fx.service.claude_hook(bad).unwrap_err();
+    assert!(error.to_string().contains("session_id"), "{error}");
+}
+
+/// An instance in the tracker's `:unplaced` list (no tmux in these tests), as `source` reports it.
+async fn report(fx: &Fixture, agent: &str, thread: &str, source: Option<&str>, pane: Option<&str>) {
+    fx.service
+        .core
+        .append(
+            Some(crate::protocol::UNPLACED_SESSION.to_string()),
+            EventKind::AgentUpdated(crate::protocol::AgentUpdate {
+                agent: agent.into(),
+                status: crate::protocol::AgentStatus::Idle,
+                ts: 1,
+                thread_id: Some(thread.into()),
+                thread_name: None,
+                last_user_prompt: None,
+                pane_id: pane.map(Into::into),
+                liveness: None,
+                source: source.map(Into::into),
+                tokenless: false,
+            }),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn only_a_watched_instance_in_a_pane_of_an_adopting_runtime_can_be_adopted() {
+    let fx = fixture();
+    let unplaced = crate::protocol::UNPLACED_SESSION;
+    let refused = |code: &'static str, error: ServiceError| {
+        assert_eq!(error.code, code, "{error}");
+    };
+    refused(
+        codes::INSTANCE_NOT_FOUND,
+        fx.service
+            .adopt(unplaced, "claude-code:nope")
+            .await
+            .unwrap_err(),
+    );
+    // Reported over the API: nothing says which process it is.
+    report(&fx, "claude-code", "t-api", None, Some("%1")).await;
+    refused(
+        codes::NOT_ADOPTABLE,
+        fx.service
+            .adopt(unplaced, "claude-code:t-api")
+            .await
+            .unwrap_err(),
+    );
+    // Watched, but no runtime of this daemon adopts that agent (the fake adopts none).
+    report(
+        &fx,
+        "claude-code",
+        "t-w",
+        Some("watcher:claude-code"),
+        Some("%1"),
+    )
+    .await;
+    refused(
+        codes::UNSUPPORTED,
+        fx.service
+            .adopt(unplaced, "claude-code:t-w")
+            .await
+            .unwrap_err(),
+    );
+    // A session drives it already.
+    let id = fx.session().await;
+    report(&fx, "codex", &format!("thread-{id}"), Some("hosted"), None).await;
+    refused(
+        codes::ALREADY_DRIVEN,
+        fx.service
+            .adopt(unplaced, &format!("codex:thread-{id}"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(fx.service.sessions().len(), 1, "nothing was created");
+    // Only an adopted session can be given back.
+    refused(
+        codes::NOT_ADOPTED,
+        fx.service.disown(&id).await.unwrap_err(),
+    );
+    assert_eq!(
+        fx.service
+            .session_driving(&format!("thread-{id}"))
+            .as_deref(),
+        Some(id.as_str())
+    );
+    assert_eq!(fx.service.session_driving("t-w"), None);
+}
+
+#[tokio::test]
+async fn the_state_says_how_each_instance_is_controlled() {
+    let fx = fixture();
+    let id = fx.session().await;
+    report(&fx, "codex", &format!("thread-{id}"), Some("hosted"), None).await;
+    report(&fx, "claude-code", "t-w", Some("watcher:claude-code"), None).await;
+    report(&fx, "my-script", "t-api", None, None).await;
+    let state = fx.service.state_view();
+    let control = |thread: &str| {
+        let instance = state
+            .unplaced
+            .iter()
+            .find(|i| i.thread_id.as_deref() == Some(thread))
+            .unwrap();
+        (instance.control, instance.session_id.clone())
+    };
+    assert_eq!(
+        control(&format!("thread-{id}")),
+        (Some(crate::protocol::Control::Hosted), Some(id.clone()))
+    );
+    assert_eq!(
+        control("t-w"),
+        (Some(crate::protocol::Control::Watched), None)
+    );
+    assert_eq!(control("t-api"), (None, None));
+    let explained = fx
+        .service
+        .explain(
+            crate::protocol::UNPLACED_SESSION,
+            &format!("codex:thread-{id}"),
+        )
+        .unwrap();
+    assert_eq!(explained.control, Some(crate::protocol::Control::Hosted));
+    assert_eq!(explained.session_id.as_deref(), Some(id.as_str()));
+    assert!(explained.adopted.is_none());
+    assert_eq!(
+        fx.service.session(&id).unwrap().control,
+        crate::protocol::Control::Hosted
+    );
+}

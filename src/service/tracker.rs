@@ -178,7 +178,10 @@ impl Service {
             .sessions
             .iter()
             .map(|session| {
-                let summary = tracker.session_view(&session.name);
+                let mut summary = tracker.session_view(&session.name);
+                for instance in &mut summary.agents {
+                    super::adopt::control_of(&core_state, instance);
+                }
                 SessionView {
                     name: session.name.clone(),
                     id: session.id.clone(),
@@ -197,9 +200,15 @@ impl Service {
             focused_session: tracker.focused().map(str::to_string),
             tmux_running: list.running,
             sessions,
-            unplaced: tracker
-                .session_view(crate::protocol::UNPLACED_SESSION)
-                .agents,
+            unplaced: {
+                let mut unplaced = tracker
+                    .session_view(crate::protocol::UNPLACED_SESSION)
+                    .agents;
+                for instance in &mut unplaced {
+                    super::adopt::control_of(&core_state, instance);
+                }
+                unplaced
+            },
         }
     }
 }

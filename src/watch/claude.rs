@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::format::{Decoder, FileKind, Format, Locator, Observation, WatchEnv, WatchedAgent};
 use crate::formats::claude::{
-    AssistantContentBlock, AssistantRecord, RecordHead, SessionFile, TitleRecord, TranscriptRecord,
-    UserContent, UserContentBlock, UserRecord,
+    AssistantContentBlock, AssistantRecord, HookEvent, HookPayload, RecordHead, SessionFile,
+    TitleRecord, TranscriptRecord, UserContent, UserContentBlock, UserRecord,
 };
 use crate::protocol::AgentStatus;
 
@@ -487,6 +487,44 @@ impl TranscriptDecoder {
     }
 }
 
+/// What a Claude hook says of its session's status, reported by the machine-wide hook
+/// (`cohost hooks install`; the daemon's `POST /api/claude/hook`): `UserPromptSubmit` →
+/// running, `PreToolUse` → tool-running, `PostToolUse` / `PostToolUseFailure` → running,
+/// `PermissionRequest` and a `permission_prompt` notification → waiting, `Stop` → done,
+/// `StopFailure` → error. `None` for an event that implies no status (`SessionStart`,
+/// `SessionEnd`, other notifications), or a payload without a `session_id`. `received_at` is
+/// the hook's own clock: records written before it do not override this status.
+pub fn hook_observation(event: &str, received_at: u64, payload: &Value) -> Option<Observation> {
+    let parsed = HookPayload::parse(event, payload);
+    let session_id = parsed.common.session_id.filter(|id| !id.is_empty())?;
+    let (status, rule) = match &parsed.event {
+        HookEvent::UserPromptSubmit(_) => (AgentStatus::Running, "UserPromptSubmit → running"),
+        HookEvent::PreToolUse(_) => (AgentStatus::ToolRunning, "PreToolUse → tool-running"),
+        HookEvent::PostToolUse(_) => (AgentStatus::Running, "PostToolUse → running"),
+        HookEvent::PostToolUseFailure(_) => (AgentStatus::Running, "PostToolUseFailure → running"),
+        HookEvent::PermissionRequest(_) => (AgentStatus::Waiting, "PermissionRequest → waiting"),
+        HookEvent::Notification(notification)
+            if notification.notification_type.as_deref() == Some("permission_prompt") =>
+        {
+            (
+                AgentStatus::Waiting,
+                "Notification permission_prompt → waiting",
+            )
+        }
+        HookEvent::Stop(_) => (AgentStatus::Done, "Stop → done"),
+        HookEvent::StopFailure(_) => (AgentStatus::Error, "StopFailure → error"),
+        _ => return None,
+    };
+    Some(Observation {
+        thread_id: session_id,
+        status: Some(status),
+        cwd: parsed.common.cwd.map(PathBuf::from),
+        rule: format!("claude-code hook: {rule}"),
+        record_ts: Some(received_at),
+        ..Observation::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,5 +827,58 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert!(out[1].ended);
         assert_eq!(out[1].thread_id, "3c74e8a3-0000-4000-8000-000000000001");
+    }
+
+    #[test]
+    fn hooks_say_the_status_of_their_session() {
+        // Literal payloads of Claude Code 2.1.197 (claude-code-observed.md §3), shortened.
+        let common = |event: &str| {
+            serde_json::json!({
+                "session_id": "3c74e8a3-0d49-463f-801d-b8088269916a",
+                "transcript_path": "/h/.claude/projects/-w/3c74e8a3-0d49-463f-801d-b8088269916a.jsonl",
+                "cwd": "/w",
+                "hook_event_name": event,
+            })
+        };
+        let cases = [
+            ("UserPromptSubmit", Some(AgentStatus::Running)),
+            ("PreToolUse", Some(AgentStatus::ToolRunning)),
+            ("PostToolUse", Some(AgentStatus::Running)),
+            ("PostToolUseFailure", Some(AgentStatus::Running)),
+            ("PermissionRequest", Some(AgentStatus::Waiting)),
+            ("Stop", Some(AgentStatus::Done)),
+            ("StopFailure", Some(AgentStatus::Error)),
+            ("SessionStart", None),
+            ("SessionEnd", None),
+            ("Notification", None),
+            ("PostToolBatch", None),
+        ];
+        for (event, want) in cases {
+            let obs = hook_observation(event, 1_795_957_500_794, &common(event));
+            assert_eq!(obs.as_ref().and_then(|o| o.status), want, "{event}");
+            if let Some(obs) = obs {
+                assert_eq!(obs.thread_id, "3c74e8a3-0d49-463f-801d-b8088269916a");
+                assert_eq!(obs.cwd, Some(PathBuf::from("/w")));
+                assert_eq!(obs.record_ts, Some(1_795_957_500_794));
+                assert!(obs.rule.starts_with("claude-code hook: "), "{}", obs.rule);
+                assert!(!obs.holds);
+            }
+        }
+        let mut asking = common("Notification");
+        asking["notification_type"] = "permission_prompt".into();
+        asking["message"] = "Claude needs your permission to use Bash".into();
+        assert_eq!(
+            hook_observation("Notification", 1, &asking).and_then(|o| o.status),
+            Some(AgentStatus::Waiting)
+        );
+        // No session, no observation.
+        assert_eq!(
+            hook_observation("Stop", 1, &serde_json::json!({"hook_event_name": "Stop"})),
+            None
+        );
+        assert_eq!(
+            hook_observation("Stop", 1, &serde_json::json!("text")),
+            None
+        );
     }
 }

@@ -210,8 +210,27 @@ impl OpenCodeFollower {
     }
 }
 
+/// Whether the database file's header says WAL mode (bytes 18 and 19 are 2; read with a plain
+/// read, which takes no SQLite lock). OpenCode creates its database in rollback-journal mode and
+/// migrates it before switching to WAL; a reader's shared lock in that phase made OpenCode's
+/// first start fail with "database is locked" (seen in CI: `opencode serve` exited while the
+/// watcher read a database whose `event` table did not exist yet). In WAL mode readers never
+/// block OpenCode's writes.
+fn in_wal_mode(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .is_ok_and(|()| header[18] == 2 && header[19] == 2)
+}
+
 impl TableFollower for OpenCodeFollower {
     fn poll(&mut self, out: &mut Vec<(Locator, Observation)>) -> anyhow::Result<()> {
+        if !in_wal_mode(&self.path) {
+            // Not read at all (not even opened) until OpenCode has put it in WAL mode.
+            self.connection = None;
+            return Ok(());
+        }
         if self.connection.is_none() {
             self.connection = Some(Self::open(&self.path)?);
         }
@@ -734,8 +753,9 @@ mod tests {
     fn a_missing_journal_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("opencode.db");
-        Connection::open(&db)
-            .unwrap()
+        let writer = Connection::open(&db).unwrap();
+        writer.pragma_update(None, "journal_mode", "wal").unwrap();
+        writer
             .execute_batch("CREATE TABLE session (id text)")
             .unwrap();
         let mut follower = OpenCode::default().follower(&db, None).unwrap();
@@ -745,6 +765,26 @@ mod tests {
             text.contains("event journal") && text.contains("opencode.db"),
             "{text}"
         );
+    }
+
+    /// OpenCode creates and migrates its database in rollback-journal mode before switching
+    /// to WAL: the follower must not read (and lock) it then, or OpenCode's first start fails
+    /// with "database is locked".
+    #[test]
+    fn a_database_not_yet_in_wal_mode_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        let writer = Connection::open(&db).unwrap();
+        writer.execute_batch(SCHEMA).unwrap();
+        append(&writer, 0..16);
+        let mut follower = OpenCode::default().follower(&db, None).unwrap();
+        assert!(poll(follower.as_mut()).is_empty());
+        // Nothing holds the file: a writer may take it exclusively at once.
+        writer.execute_batch("BEGIN EXCLUSIVE; COMMIT;").unwrap();
+        writer.pragma_update(None, "journal_mode", "wal").unwrap();
+        let out = poll(follower.as_mut());
+        let statuses: Vec<_> = out.iter().filter_map(|(_, o)| o.status).collect();
+        assert_eq!(statuses, [Running, Done]);
     }
 
     #[test]

@@ -14,9 +14,11 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 26] = [
+const TOOLS: [&str; 28] = [
+    "adopt",
     "answer_request",
     "cancel_task",
+    "disown",
     "edit_task",
     "events",
     "fork",
@@ -463,6 +465,9 @@ fn mcp_events_of_one_session_skip_50000_events_of_other_sessions() {
         { "tool": "events", "arguments": { "session_id": id, "after": 0, "limit": 5 } },
         { "tool": "events", "arguments": { "session_id": id, "after": 0, "limit": 5, "wait_seconds": 60 } },
         { "tool": "events", "arguments": { "session_id": id, "after": seqs[4], "limit": 100 } },
+        { "tool": "events", "arguments": { "session_id": id, "last": 4 } },
+        { "tool": "events", "arguments": { "session_id": id, "before": seqs[13], "limit": 20 } },
+        { "tool": "events", "arguments": { "session_id": id, "last": 4, "after": 0 } },
     ]);
     let run = run_client(&daemon, Transport::Http, &plan, |_| {});
     for index in [0, 1] {
@@ -493,6 +498,31 @@ fn mcp_events_of_one_session_skip_50000_events_of_other_sessions() {
     assert_eq!(got, seqs[5..], "{rest:#}");
     // The page ends short of the limit: the session has nothing else up to the head.
     assert_eq!(rest["next"], rest["head"], "{rest:#}");
+
+    // A window read backwards from the session's end, then the one before it.
+    let window_seqs = |page: &Value| -> Vec<u64> {
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let last = ok(run.one(3));
+    assert_eq!(window_seqs(last), seqs[seqs.len() - 4..], "{last:#}");
+    assert_eq!(last["hasOlder"], true, "{last:#}");
+    assert_eq!(last["olderBefore"], seqs[seqs.len() - 4], "{last:#}");
+    assert_eq!(last["next"], last["head"], "{last:#}");
+    let older = ok(run.one(4));
+    assert_eq!(window_seqs(older), seqs[..13], "{older:#}");
+    assert_eq!(older["hasOlder"], false, "{older:#}");
+    assert_eq!(older["next"], seqs[13] - 1, "{older:#}");
+    let error = refused(run.one(5));
+    assert_eq!(error["code"], "invalid_field", "{error:#}");
+    assert!(
+        error["message"].as_str().unwrap().contains("`after`"),
+        "{error:#}"
+    );
 
     // HTTP reads the same index.
     let page = daemon

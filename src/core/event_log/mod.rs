@@ -111,6 +111,8 @@ pub struct Recovery {
     /// Lines that failed their checksum, did not parse, or whose seq did not follow; moved to
     /// the quarantine file by `open` (only listed by a read-only [`scan`]).
     pub quarantined: Vec<Quarantined>,
+    /// Those lines in words (how many, why, where), for the one summary line start-up logs.
+    pub quarantine_summary: Option<String>,
     /// Seqs, from the oldest segment's name up to `head`, with no kept line, that no
     /// `log.damaged` event in the log has reported yet.
     pub missing: Vec<SeqRange>,
@@ -208,7 +210,12 @@ impl EventLog {
     pub fn open(config: LogConfig, after: u64) -> io::Result<(EventLog, Recovery)> {
         fs::create_dir_all(&config.dir)?;
         let mut segments = list_segments(&config.dir)?;
-        let recovery = scan_segments(&segments, after, Some(&config.quarantine))?;
+        let recovery = scan_segments(
+            &segments,
+            after,
+            Some(&config.quarantine),
+            &config.quarantine,
+        )?;
         for deferred in &recovery.deferred {
             if let Some(segment) = segments
                 .iter_mut()
@@ -362,18 +369,23 @@ impl EventLog {
 
 /// Reads the log in `dir` without changing anything: what [`EventLog::open`] would find and
 /// repair (`cohost log verify`). No lines are returned.
-pub fn scan(dir: &Path) -> io::Result<Recovery> {
+pub fn scan(dir: &Path, quarantine: &Path) -> io::Result<Recovery> {
     let segments = match list_segments(dir) {
         Ok(segments) => segments,
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(error),
     };
-    scan_segments(&segments, u64::MAX, None)
+    scan_segments(&segments, u64::MAX, None, quarantine)
 }
 
 /// Scans every segment in order. With `repair` (the quarantine file), damaged lines and a torn
 /// tail are moved there and their segments rewritten; without, nothing is written.
-fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io::Result<Recovery> {
+fn scan_segments(
+    segments: &[Segment],
+    after: u64,
+    repair: Option<&Path>,
+    quarantine: &Path,
+) -> io::Result<Recovery> {
     let mut recovery = Recovery {
         segments: segments.len(),
         oldest_segment: segments.first().map(|segment| segment.first_seq),
@@ -387,12 +399,10 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
     let mut previous_kept = state.previous;
     // Damaged lines after the last kept line: each may have held the next seq.
     let mut hidden_after_last = 0u64;
-    let mut acknowledged = Vec::new();
-    // What earlier starts moved to the quarantine file: never moved there twice.
-    let known = match repair {
-        Some(quarantine) => QuarantineIndex::load(quarantine)?,
-        None => QuarantineIndex::default(),
-    };
+    // What earlier starts moved to the quarantine file: never moved there twice; and the gaps
+    // they reported without listing them in their `log.damaged` event.
+    let known = QuarantineIndex::load(quarantine)?;
+    let mut acknowledged = known.gaps.clone();
     for (index, segment) in segments.iter().enumerate() {
         let bytes = fs::read(&segment.path)?;
         let name = segment_name(&segment.path);
@@ -557,17 +567,18 @@ fn scan_segments(segments: &[Segment], after: u64, repair: Option<&Path>) -> io:
     let (known, news) = split_known(std::mem::take(&mut recovery.missing), &acknowledged);
     recovery.missing = news;
     recovery.known_missing = known;
-    warn_quarantined(&recovery.quarantined, repair);
+    recovery.quarantine_summary = summarize_quarantined(&recovery.quarantined, repair);
     Ok(recovery)
 }
 
-/// The damaged lines found at start-up, as one warning: how many, why, where, and the first few
-/// (each line is a record in the quarantine file, and at debug level in this log). One warning
-/// per line buried the rest of the output when thousands were damaged.
-fn warn_quarantined(lines: &[Quarantined], repair: Option<&Path>) {
+/// The damaged lines found at start-up, in words for the one summary line start-up logs: how
+/// many, why, where, and the first few (each line is a record in the quarantine file, and at
+/// debug level in this log). One warning per line buried the rest of the output when thousands
+/// were damaged. `None` when there are none.
+fn summarize_quarantined(lines: &[Quarantined], repair: Option<&Path>) -> Option<String> {
     const LISTED: usize = 5;
     if lines.is_empty() {
-        return;
+        return None;
     }
     let mut reasons = std::collections::BTreeMap::<&str, usize>::new();
     let mut segments = std::collections::BTreeSet::<&str>::new();
@@ -585,28 +596,68 @@ fn warn_quarantined(lines: &[Quarantined], repair: Option<&Path>) {
         );
     }
     let reasons: Vec<String> = reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    let first: Vec<String> = lines
+    let mut first: Vec<String> = lines
         .iter()
         .take(LISTED)
         .map(|l| format!("{}:{} ({})", l.segment, l.line_number, l.fault.as_str()))
         .collect();
+    if lines.len() > LISTED {
+        first.push(format!("and {} more", lines.len() - LISTED));
+    }
     let seqs: Vec<u64> = lines.iter().filter_map(|l| l.claimed_seq).collect();
-    tracing::warn!(
-        lines = lines.len(),
-        already_in_quarantine = lines.iter().filter(|l| l.already).count(),
-        reasons = %reasons.join(", "),
-        segments = segments.len(),
-        claimed_seqs = %match (seqs.iter().min(), seqs.iter().max()) {
+    let already = lines.iter().filter(|l| l.already).count();
+    Some(format!(
+        "{} {} damaged line{} ({}; {} segment{}; claimed seqs {}; {}){} {}",
+        if repair.is_some() {
+            "quarantined"
+        } else {
+            "found"
+        },
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" },
+        reasons.join(", "),
+        segments.len(),
+        if segments.len() == 1 { "" } else { "s" },
+        match (seqs.iter().min(), seqs.iter().max()) {
             (Some(low), Some(high)) => format!("{low}..={high}"),
             _ => "none readable".to_string(),
         },
-        first = %first.join(", "),
-        quarantine = %repair.map(|path| path.display().to_string()).unwrap_or_else(|| "not written (read only)".into()),
-        "{} {} damaged event log line{}",
-        if repair.is_some() { "quarantined" } else { "found" },
-        lines.len(),
-        if lines.len() == 1 { "" } else { "s" }
-    );
+        first.join(", "),
+        match already {
+            0 => String::new(),
+            n => format!(" ({n} already in the quarantine file from an earlier start)"),
+        },
+        match repair {
+            Some(path) => format!("into {}", path.display()),
+            None => "(read only: nothing written)".to_string(),
+        },
+    ))
+}
+
+/// Records `ranges` as `gap` records in the quarantine file (appended, fsync'd): the missing
+/// ranges a `log.damaged` event counted but did not list. A later start reads them back as
+/// reported, so a gap is news once. Written after the event is logged: a crash in between
+/// reports those gaps again, never hides one.
+pub fn record_gaps(quarantine: &Path, ranges: &[SeqRange]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    let at = super::now_ms();
+    let mut out = Vec::new();
+    for range in ranges {
+        let record = serde_json::json!({"at": at, "gap": {"from": range.from, "to": range.to}});
+        out.extend_from_slice(record.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(quarantine)?;
+    file.write_all(&out)?;
+    file.sync_data()
 }
 
 /// Splits `ranges` into the seqs inside one of `known` and the rest, both in order.
@@ -655,10 +706,12 @@ fn segment_name(path: &Path) -> String {
 
 /// The lines the quarantine file holds, by segment, offset and a hash of their bytes: a line
 /// found again at the same place with the same bytes (a repair that could not finish) is the
-/// same line, and is not quarantined twice.
+/// same line, and is not quarantined twice. Its `gap` records are missing ranges an earlier
+/// start reported (see [`record_gaps`]).
 #[derive(Debug, Default)]
 struct QuarantineIndex {
     lines: std::collections::HashSet<(String, u64, u64)>,
+    gaps: Vec<SeqRange>,
 }
 
 impl QuarantineIndex {
@@ -683,6 +736,14 @@ impl QuarantineIndex {
             let Ok(record) = serde_json::from_slice::<serde_json::Value>(line) else {
                 continue;
             };
+            if let (Some(from), Some(to)) =
+                (record["gap"]["from"].as_u64(), record["gap"]["to"].as_u64())
+            {
+                if from <= to {
+                    index.gaps.push(SeqRange { from, to });
+                }
+                continue;
+            }
             let (Some(segment), Some(offset)) =
                 (record["segment"].as_str(), record["offset"].as_u64())
             else {

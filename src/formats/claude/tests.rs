@@ -576,3 +576,40 @@ fn a_queued_command_attachment_names_the_prompt_it_delivered() {
     );
     assert_eq!(prompt("[1]"), None);
 }
+
+#[test]
+fn the_project_folder_of_a_working_directory() {
+    // docs/peers.md: `$PROBE/ws_s01_basic` becomes `-probe-ws-s01-basic`.
+    assert_eq!(
+        project_dir_name("/probe/ws_s01_basic"),
+        "-probe-ws-s01-basic"
+    );
+    assert_eq!(project_dir_name("/home/me/my.proj"), "-home-me-my-proj");
+    // Over 200 characters: cut, and the base-36 absolute value of Java's string hash appended
+    // (Java's `"/" + "a" * 250` hashes to -931632369).
+    let long = format!("/{}", "a".repeat(250));
+    assert_eq!(
+        project_dir_name(&long),
+        format!("-{}-feo44x", "a".repeat(199))
+    );
+}
+
+#[test]
+fn a_submitted_prompt_is_a_typed_line_only() {
+    let user = |line: &str| match record(line) {
+        TranscriptRecord::User(_, user) => user,
+        other => panic!("not a user line: {other:?}"),
+    };
+    let typed = user(
+        r#"{"type":"user","promptId":"p1","message":{"role":"user","content":"Say hello"},"uuid":"u1"}"#,
+    );
+    assert_eq!(typed.submitted_prompt(), Some("Say hello"));
+    for line in [
+        r#"{"type":"user","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>x</local-command-caveat>"}}"#,
+        r#"{"type":"user","message":{"role":"user","content":"<command-name>/clear</command-name>"}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#,
+        r#"{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued"}}"#,
+    ] {
+        assert_eq!(user(line).submitted_prompt(), None, "{line}");
+    }
+}

@@ -204,6 +204,56 @@ impl UserRecord {
     pub fn is_compact_summary(&self) -> bool {
         self.is_compact_summary.is_some()
     }
+
+    /// The prompt a person (or cohost) submitted, when this line is one: string content that
+    /// is not harness-made (`isMeta`), a compaction summary, a slash command or its output.
+    pub fn submitted_prompt(&self) -> Option<&str> {
+        match self.content()? {
+            UserContent::Text(text)
+                if self.is_meta != Some(true)
+                    && !self.is_compact_summary()
+                    && !text.starts_with("<command-name>")
+                    && !text.starts_with("<local-command") =>
+            {
+                Some(text)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The folder under `<config>/projects/` that holds the transcripts of a session started in
+/// `cwd` (its real path): every UTF-16 unit outside `[a-zA-Z0-9]` becomes `-`; a name over 200
+/// characters is cut to 200 and `-<hash>` appended (the base-36 absolute value of Java's string
+/// hash of `cwd`), as Claude Code 2.1.197 and 2.1.332 name it.
+pub fn project_dir_name(cwd: &str) -> String {
+    const MAX: usize = 200;
+    let units: Vec<u16> = cwd.encode_utf16().collect();
+    let name: String = units
+        .iter()
+        .map(|&unit| match char::from_u32(u32::from(unit)) {
+            Some(c) if c.is_ascii_alphanumeric() => c,
+            _ => '-',
+        })
+        .collect();
+    if name.len() <= MAX {
+        return name;
+    }
+    let hash = units.iter().fold(0i32, |h, &unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    let mut value = i64::from(hash).unsigned_abs();
+    let mut digits = Vec::new();
+    loop {
+        let digit = (value % 36) as u32;
+        digits.push(char::from_digit(digit, 36).unwrap_or('0'));
+        value /= 36;
+        if value == 0 {
+            break;
+        }
+    }
+    let suffix: String = digits.into_iter().rev().collect();
+    format!("{}-{suffix}", &name[..MAX])
 }
 
 /// A user line's `message`.

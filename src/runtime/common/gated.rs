@@ -1,10 +1,10 @@
 //! Creating a session of a runtime that drives its peer through an API and gates the peer's
 //! tools by `approvalPolicy` (OpenCode, Pi): the create options such a runtime has no use for
-//! (`permissionMode`, `sandbox`, `budget`, a co-driving terminal) refused by field with the
-//! reason ([`Gated::check_create`]), the policy checked against its own, the model as
+//! (`permissionMode`, `sandbox`, `budget`, a co-driving terminal where there is none) refused
+//! by field with the reason ([`Gated::check_create`]), the policy checked against its own, the model as
 //! `provider/model`; and the session's record ([`Gated::created`]).
 
-use crate::protocol::{Field, ForkOrigin, Message, Piece, Runtime, SessionCreated, message};
+use crate::protocol::{Bare, Field, ForkOrigin, Message, Piece, Runtime, SessionCreated, message};
 use crate::runtime::{CreateSession, HostError};
 
 use super::hosted::a_runtime;
@@ -14,8 +14,9 @@ pub struct Gated {
     pub runtime: Runtime,
     /// Why `budget` does not apply (retries are the peer's own settings).
     pub budget: &'static str,
-    /// Why no terminal co-drives a session (`terminal`, `tmuxSession`).
-    pub terminal: &'static str,
+    /// Why no terminal co-drives a session (`terminal`, `tmuxSession`), or `None` when one
+    /// can (then `tmuxSession` needs `terminal: true`).
+    pub terminal: Option<&'static str>,
     /// The approval policies the runtime can run under.
     pub policies: &'static [&'static str],
     /// Why those and no others.
@@ -54,15 +55,29 @@ impl Gated {
         if request.budget.is_some() {
             return refuse(Field::Budget, vec![self.budget.into()]);
         }
-        if request.terminal || request.tmux_session.is_some() {
-            return refuse(
-                if request.terminal {
-                    Field::Terminal
-                } else {
-                    Field::TmuxSession
-                },
-                vec![self.terminal.into()],
-            );
+        match self.terminal {
+            Some(why) if request.terminal || request.tmux_session.is_some() => {
+                return refuse(
+                    if request.terminal {
+                        Field::Terminal
+                    } else {
+                        Field::TmuxSession
+                    },
+                    vec![why.into()],
+                );
+            }
+            None if request.tmux_session.is_some() && !request.terminal => {
+                return Err(HostError::field(
+                    Field::TmuxSession,
+                    message![
+                        Field::TmuxSession,
+                        " needs `",
+                        Bare(Field::Terminal),
+                        format!(": true` for {name} sessions")
+                    ],
+                ));
+            }
+            _ => {}
         }
         if let Some(policy) = &request.approval_policy
             && !self.policies.contains(&policy.as_str())

@@ -3,7 +3,9 @@
 //! open session of the runtime ([`check_open`]), waiting until a session is bound
 //! ([`wait_bound`]), its settings, and the appends every host makes — a status, an event whose
 //! duplicate counts as stored, an approval's answer (after [`check_decision`], or why there is
-//! nothing to answer: [`not_pending`]), one resolved by the runtime, the close.
+//! nothing to answer: [`not_pending`]), one resolved by the runtime, the close; and the
+//! pending requests a host holds by id for the session that owns them ([`take_pending`],
+//! [`take_all_pending`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -182,6 +184,25 @@ pub fn resolved_by_runtime(
     })
 }
 
+/// Takes request `id` out of `held` (id → the session it belongs to) when `session_id` owns
+/// it; whether it did. Whoever takes it is the one who resolves it.
+pub fn take_pending(held: &Mutex<HashMap<String, String>>, id: &str, session_id: &str) -> bool {
+    let mut held = lock(held);
+    match held.get(id) {
+        Some(owner) if owner == session_id => held.remove(id).is_some(),
+        _ => false,
+    }
+}
+
+/// Takes every request of `session_id` out of `held` (id → the session it belongs to), so
+/// no one else resolves them.
+pub fn take_all_pending(held: &Mutex<HashMap<String, String>>, session_id: &str) -> Vec<String> {
+    lock(held)
+        .extract_if(|_, owner| owner == session_id)
+        .map(|(id, _)| id)
+        .collect()
+}
+
 /// Records the session's close through the API.
 pub async fn record_closed(core: &CoreHandle, session_id: &str) -> Result<(), HostError> {
     core.append(
@@ -205,6 +226,21 @@ mod tests {
             .map(a_runtime)
             .collect();
         assert_eq!(names, ["a codex", "an opencode", "a pi"]);
+    }
+
+    #[test]
+    fn pending_requests_are_taken_only_by_their_session() {
+        let held = Mutex::new(HashMap::from([
+            ("a1".to_string(), "s1".to_string()),
+            ("a2".to_string(), "s1".to_string()),
+            ("b1".to_string(), "s2".to_string()),
+        ]));
+        assert!(!take_pending(&held, "b1", "s1"));
+        assert!(take_pending(&held, "a1", "s1"));
+        assert!(!take_pending(&held, "a1", "s1"));
+        assert_eq!(take_all_pending(&held, "s1"), ["a2"]);
+        assert!(take_all_pending(&held, "s1").is_empty());
+        assert_eq!(lock(&held).keys().collect::<Vec<_>>(), ["b1"]);
     }
 
     #[test]

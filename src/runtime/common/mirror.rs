@@ -1,10 +1,11 @@
 //! A hosted session is also an agent instance in the tracker: its host reports the agent's
 //! status as `agent.updated` in the tmux session the agent lives in — the one of its pane when
 //! it has one, else the one whose directory matches its working directory (sessions holding
-//! cohost's own panes are passed over for that).
+//! cohost's own panes are passed over for that). It shows once: reported in another tmux session
+//! than before (a pane opened since), it leaves the one it was in.
 
 use crate::core::{CoreHandle, now_ms};
-use crate::protocol::{AgentStatus, AgentUpdate, EventKind, Liveness};
+use crate::protocol::{AgentStatus, AgentUpdate, EventKind, InstanceRef, Liveness};
 use crate::tmux::SessionCache;
 
 /// Where a hosted agent shows in the tracker.
@@ -82,6 +83,25 @@ pub async fn report(core: &CoreHandle, tmux: &SessionCache, report: Report<'_>) 
     let name = core
         .read(|state| state.sessions.name_of(session_id))
         .unwrap_or_else(|| session_id.to_string());
+    let elsewhere: Vec<String> = core.read(|state| {
+        state
+            .tracker
+            .hosted_instances(thread_id)
+            .into_iter()
+            .filter(|(session, update, _)| *session != tmux_session && update.agent == agent)
+            .map(|(session, _, _)| session)
+            .collect()
+    });
+    for session in elsewhere {
+        let _ = core
+            .append(
+                Some(session),
+                EventKind::AgentPruned(InstanceRef {
+                    key: crate::protocol::instance_key(agent, Some(thread_id)),
+                }),
+            )
+            .await;
+    }
     let update = AgentUpdate {
         agent: agent.to_string(),
         status,

@@ -2,12 +2,18 @@
 //! the session's private directory holding `launch.json` (what to run, written here) and
 //! `runner.jsonl` (the runner's lifecycle, read here). cohost types only into a pane it verified:
 //! the pane id and runner pid recorded in `session.pane` must still match tmux's `#{pane_pid}`.
+//!
+//! A runtime whose TUI attaches to a session cohost hosts (codex, OpenCode) co-drives it with
+//! [`open_terminal`] (the runner, a `launch.json` from the runtime's terminal spec, the pane) and
+//! [`relaunch`]: the secrets the spec carries stay in the 0600 file and the TUI's environment,
+//! never in an argv.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::boundary::{self, Launch};
-use crate::protocol::{EventKind, SessionPane};
+use crate::protocol::{EventKind, Runtime, SessionPane};
+use crate::runtime::{HostError, TerminalSpec};
 use crate::tmux::{SessionCache, TmuxError};
 
 /// Why [`open`] opened no pane, or could not record the one it opened.
@@ -76,6 +82,104 @@ pub async fn open(
     )
     .await?;
     Ok(record)
+}
+
+/// The private directory of a session's terminal, `root/<session>` (0700): `launch.json`,
+/// `runner.jsonl`.
+pub fn terminal_dir(runtime: Runtime, root: &Path, session_id: &str) -> Result<PathBuf, HostError> {
+    let dir = root.join(session_id);
+    super::private_dir(&dir).map_err(|e| {
+        HostError::failed_by(runtime, format!("cannot create {}: {e}", dir.display()), e)
+    })?;
+    Ok(dir)
+}
+
+/// Writes `dir/launch.json` from a terminal spec (with its real secrets: the file is 0600, and
+/// they reach the TUI through its environment).
+pub fn write_spec(
+    runtime: Runtime,
+    dir: &Path,
+    session_id: &str,
+    spec: TerminalSpec,
+) -> Result<(), HostError> {
+    let mut argv = vec![spec.command];
+    argv.extend(spec.args);
+    let launch = Launch {
+        argv,
+        cwd: Some(PathBuf::from(spec.cwd)),
+        env: spec.env.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        seed_claude: None,
+        session_id: Some(session_id.to_string()),
+    };
+    write_launch(dir, &launch).map_err(|e| {
+        HostError::failed_by(
+            runtime,
+            format!("could not write {}: {e}", dir.join("launch.json").display()),
+            e,
+        )
+    })
+}
+
+/// Opens a co-driving pane for a session that has none: `cohost-runner dir` in a new window of
+/// `tmux_session` (default [`DEFAULT_TMUX_SESSION`](super::DEFAULT_TMUX_SESSION)), in `cwd`.
+/// The caller has written (or will write) `dir/launch.json`; a runner finding none waits.
+pub async fn open_terminal(
+    runtime: Runtime,
+    core: &CoreHandle,
+    tmux: &SessionCache,
+    session_id: &str,
+    tmux_session: Option<String>,
+    cwd: &Path,
+    dir: &Path,
+) -> Result<SessionPane, HostError> {
+    let runner = runner(runtime)?;
+    let tmux_session = tmux_session.unwrap_or_else(|| super::DEFAULT_TMUX_SESSION.to_string());
+    open(core, tmux, session_id, &tmux_session, cwd, &runner, dir)
+        .await
+        .map_err(|e| HostError::failed_by(runtime, e.to_string(), e))
+}
+
+/// `cohost-runner`, or why a pane cannot be opened without it.
+pub fn runner(runtime: Runtime) -> Result<PathBuf, HostError> {
+    super::sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
+        .map_err(|e| HostError::unavailable(runtime, e))
+}
+
+/// Refuses a second terminal for a session that has one.
+pub fn refuse_second(session_id: &str, pane_id: Option<&str>) -> Result<(), HostError> {
+    match pane_id {
+        Some(_) => Err(HostError::Invalid(format!(
+            "session `{session_id}` already has a terminal"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The session's pane, for a relaunch: it must still run the runner cohost started there.
+pub async fn relaunchable(
+    core: &CoreHandle,
+    tmux: &SessionCache,
+    session_id: &str,
+) -> Result<SessionPane, HostError> {
+    let pane = core
+        .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
+        .ok_or_else(|| HostError::Invalid(format!("session `{session_id}` has no terminal")))?;
+    if tmux.tmux().pane_pid(&pane.pane_id).await != Some(pane.runner_pid) {
+        return Err(HostError::Closed(session_id.to_string()));
+    }
+    Ok(pane)
+}
+
+/// Makes the runner in `dir` launch again from its (rewritten) `launch.json`: the TUI it runs,
+/// if any, is stopped, and the runner launches as soon as it is not running.
+pub fn relaunch(dir: &Path, runner_pid: u32) {
+    // Which TUI runs is read before the runner is woken: an idle runner launches at once on
+    // SIGUSR1, and reading after it would find (and stop) the TUI just launched.
+    let running = running_child(dir);
+    super::send_signal(runner_pid, libc::SIGUSR1);
+    if let Some(pid) = running {
+        super::send_signal(pid, libc::SIGTERM);
+    }
 }
 
 /// Why a session's pane cannot be typed into.

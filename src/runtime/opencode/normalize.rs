@@ -16,17 +16,21 @@
 //!   runs, completed when it is `completed` or `error` (`declined` when a person rejected it).
 //! - `permission.asked` is an approval (id `per_…`) cohost holds until it is answered;
 //!   `permission.replied` (by any client, the attached TUI included) settles it.
-//! - `question.asked`: cohost does not relay OpenCode's questions yet; it dismisses them (the
-//!   tool fails, the turn goes on) and says so in an `error` event, so no turn waits forever.
+//! - `question.asked` (the `question` tool) is an input request of kind `question` (id
+//!   `que_…`) cohost holds until it is answered (`POST /question/:id/reply`) or declined
+//!   (`…/reject`); `question.replied` / `question.rejected` (by any client, the attached TUI
+//!   included) resolve it. OpenCode's questions are positional: a question's id in cohost is
+//!   its text (made unique within the request).
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::wire::{Event, MessageInfo, MessageWithParts, Part, PermissionRequest};
+use super::wire::{Event, MessageInfo, MessageWithParts, Part, PermissionRequest, QuestionRequest};
 use crate::protocol::{
-    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemDelta, ItemEvent,
-    TurnCompleted, TurnSource, TurnStarted, TurnStatus,
+    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, InputKind, InputRequested, Item,
+    ItemDelta, ItemEvent, Question, QuestionOption, TurnCompleted, TurnSource, TurnStarted,
+    TurnStatus,
 };
 
 /// The most text of a streaming agent message kept to store if its turn ends first.
@@ -39,6 +43,10 @@ pub const DECISIONS: [&str; 4] = ["accept", "acceptForSession", "decline", "canc
 /// `cancel` rejects without a message, which ends the turn.
 pub const DECLINE_MESSAGE: &str =
     "The user declined this tool call through cohost. Do not retry it; continue without it.";
+
+/// What an OpenCode question takes besides `answers`: `decline` dismisses it (OpenCode's
+/// `reject`: the tool fails with "The user dismissed this question" and the turn ends).
+pub const QUESTION_DECISIONS: [&str; 1] = ["decline"];
 
 /// One thing the host does for an event, in the order given.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,8 +62,14 @@ pub enum Effect {
     /// OpenCode says the permission request was answered (by any client): what of ours still
     /// waits on it is resolved by the runtime.
     ApprovalSettled { approval_id: String },
-    /// Dismiss this question (`POST /question/:id/reject`).
-    DismissQuestion { request_id: String },
+    /// Store this question (`input.requested`) and keep it pending until it is answered.
+    AskQuestion(Box<InputRequested>),
+    /// OpenCode says the question was answered (`answers`, in its order) or dismissed (`None`),
+    /// by any client: what of ours still waits on it is resolved by the runtime.
+    QuestionSettled {
+        request_id: String,
+        answers: Option<Vec<Vec<String>>>,
+    },
 }
 
 /// The per-session tracking (see the module doc).
@@ -67,6 +81,9 @@ pub struct Forwarder {
     pub pending_api: usize,
     /// An interrupt was asked for the running turn.
     pub interrupt_requested: bool,
+    /// A co-driving pane is open on the session: a turn cohost did not send is the person's
+    /// in it (`terminal`), not another client's (`other`).
+    pub has_terminal: bool,
     /// Roles of the messages seen, by message id.
     roles: HashMap<String, String>,
     /// User text parts seen while no turn ran: their turn is the next `busy`.
@@ -99,7 +116,7 @@ pub fn tool_item(part: &Part) -> Option<Item> {
         "completed" => "completed",
         "error" => {
             let error = state.error.as_deref().unwrap_or_default();
-            if error.contains("rejected permission") {
+            if error.contains("rejected permission") || error.contains("dismissed this question") {
                 "declined"
             } else if error.contains("aborted") {
                 "interrupted"
@@ -188,6 +205,62 @@ pub fn approval(
     }
 }
 
+/// The input request a `question.asked` is, in the running turn `turn_id` (ids: see the
+/// module doc).
+pub fn question_request(
+    request: &QuestionRequest,
+    turn_id: Option<String>,
+    item_id: Option<String>,
+) -> InputRequested {
+    let mut ids: Vec<String> = Vec::new();
+    let questions = request
+        .questions
+        .iter()
+        .map(|q| {
+            let mut id = q.question.clone();
+            let mut n = 1;
+            while ids.contains(&id) {
+                n += 1;
+                id = format!("{} ({n})", q.question);
+            }
+            ids.push(id.clone());
+            Question {
+                id,
+                header: Some(q.header.clone()).filter(|h| !h.is_empty()),
+                question: q.question.clone(),
+                options: q
+                    .options
+                    .iter()
+                    .map(|o| QuestionOption {
+                        label: o.label.clone(),
+                        description: o.description.clone().filter(|d| !d.is_empty()),
+                    })
+                    .collect(),
+                is_other: q.custom.unwrap_or(true),
+                is_secret: false,
+                multi_select: q.multiple.unwrap_or(false),
+            }
+        })
+        .collect();
+    InputRequested {
+        request_id: request.id.clone(),
+        kind: InputKind::Question,
+        turn_id,
+        item_id,
+        questions,
+        plan: None,
+        message: None,
+        server: None,
+        schema: None,
+        url: None,
+        permissions: None,
+        decisions: QUESTION_DECISIONS
+            .iter()
+            .map(|d| (*d).to_string())
+            .collect(),
+    }
+}
+
 impl Forwarder {
     /// One event about the session → its effects.
     pub fn apply(&mut self, event: Event) -> Vec<Effect> {
@@ -259,16 +332,29 @@ impl Forwarder {
                 });
             }
             Event::QuestionAsked(question) => {
-                out.push(Effect::DismissQuestion {
-                    request_id: question.id.clone(),
-                });
-                out.push(Effect::Store(EventKind::Error(ErrorEvent {
-                    turn_id: self.current.clone(),
-                    id: Some(question.id),
-                    message: "opencode asked a question; cohost does not relay OpenCode's questions yet, so it was dismissed".into(),
-                    code: Some("question_dismissed".into()),
-                })));
+                let item_id = question
+                    .tool
+                    .as_ref()
+                    .and_then(|tool| self.calls.get(&tool.call_id).cloned());
+                out.push(Effect::AskQuestion(Box::new(question_request(
+                    &question,
+                    self.current.clone(),
+                    item_id,
+                ))));
+                out.push(Effect::Report(AgentStatus::Waiting));
             }
+            Event::QuestionReplied {
+                request_id,
+                answers,
+                ..
+            } => out.push(Effect::QuestionSettled {
+                request_id,
+                answers: Some(answers),
+            }),
+            Event::QuestionRejected { request_id, .. } => out.push(Effect::QuestionSettled {
+                request_id,
+                answers: None,
+            }),
             Event::SessionStatus { .. } | Event::ServerConnected | Event::Other { .. } => {}
         }
         out
@@ -299,6 +385,8 @@ impl Forwarder {
         let source = if self.pending_api > 0 {
             self.pending_api -= 1;
             TurnSource::Api
+        } else if self.has_terminal {
+            TurnSource::Terminal
         } else {
             TurnSource::Other
         };

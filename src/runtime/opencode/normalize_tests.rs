@@ -1,6 +1,7 @@
 //! The forwarder on the events of OpenCode 1.18.33 as `/event` sends them (shapes and order
 //! from `hosting-opencode-pi-observed.md` §1.4–1.7: a bash turn, an abort mid-stream, a
-//! permission asked and replied, a prompt folded into a running turn).
+//! permission asked and replied, a prompt folded into a running turn; a question asked,
+//! answered and dismissed, recorded from a live server).
 
 use super::*;
 use crate::protocol::{EventKind, Item, TurnStatus};
@@ -336,4 +337,167 @@ fn history_backfills_the_same_turns_and_closes_an_orphan_reply_as_interrupted() 
 
 fn history_events(messages: &[MessageWithParts]) -> Vec<EventKind> {
     super::history(messages)
+}
+
+/// `question.asked` and its tool part, recorded from OpenCode 1.18.33 (`opencode serve`, the
+/// `question` tool called by a mock model with one question): the part is `pending` before the
+/// question is asked and `running` while it waits.
+const QUESTION_PENDING: &str = r#"{"id":"evt_23aa6b028001TsJWXwKnOe0Nxh","type":"message.part.updated","properties":{"sessionID":"ses_dcc4b4745ffe","part":{"id":"prt_23aa6b0240014YCLENmQvKpAm2","messageID":"msg_23aa6a84900165n5Le6edJE7zA","sessionID":"ses_dcc4b4745ffe","type":"tool","tool":"question","callID":"toolu_q1","state":{"status":"pending","input":{},"raw":""}},"time":1796280332324}}"#;
+const QUESTION_ASKED: &str = r#"{"id":"evt_23aa6b04e002l6TikA3NvuB4vb","type":"question.asked","properties":{"id":"que_23aa6b04e001ClFYXKwgcn4fQv","sessionID":"ses_dcc4b4745ffe","questions":[{"question":"Which colour?","header":"Colour","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}],"tool":{"messageID":"msg_23aa6a84900165n5Le6edJE7zA","callID":"toolu_q1"}}}"#;
+const QUESTION_RUNNING: &str = r#"{"id":"evt_23aa6b057001Xnf820ne5XhpN6","type":"message.part.updated","properties":{"sessionID":"ses_dcc4b4745ffe","part":{"type":"tool","tool":"question","callID":"toolu_q1","state":{"status":"running","input":{"questions":[{"question":"Which colour?","header":"Colour","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]},"time":{"start":1796280332375}},"id":"prt_23aa6b0240014YCLENmQvKpAm2","sessionID":"ses_dcc4b4745ffe","messageID":"msg_23aa6a84900165n5Le6edJE7zA"},"time":1796280332375}}"#;
+/// `POST /question/:id/reply {"answers":[["Blue"]]}`.
+const QUESTION_REPLIED: &str = r#"{"id":"evt_23aa6c1a5001y5NqA6SVoraEq9","type":"question.replied","properties":{"sessionID":"ses_dcc4b4745ffe","requestID":"que_23aa6b04e001ClFYXKwgcn4fQv","answers":[["Blue"]]}}"#;
+const QUESTION_ANSWERED: &str = r#"{"id":"evt_23aa6c1c2001crb3vSyQr22A2v","type":"message.part.updated","properties":{"sessionID":"ses_dcc4b4745ffe","part":{"type":"tool","tool":"question","callID":"toolu_q1","state":{"status":"completed","input":{"questions":[{"question":"Which colour?","header":"Colour","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]},"output":"User has answered your questions: \"Which colour?\"=\"Blue\". You can now continue with the user's answers in mind.","metadata":{"answers":[["Blue"]],"truncated":false},"title":"Asked 1 question","time":{"start":1796280332375,"end":1796280336834}},"id":"prt_23aa6b0240014YCLENmQvKpAm2","sessionID":"ses_dcc4b4745ffe","messageID":"msg_23aa6a84900165n5Le6edJE7zA"},"time":1796280336834}}"#;
+/// `POST /question/:id/reject`: the part fails, and the turn ends without another model call.
+const QUESTION_REJECTED: &str = r#"{"id":"evt_23aa6fc470010gZay6WBzn7eno","type":"question.rejected","properties":{"sessionID":"ses_dcc4b4745ffe","requestID":"que_23aa6b04e001ClFYXKwgcn4fQv"}}"#;
+const QUESTION_DISMISSED: &str = r#"{"id":"evt_23aa6fc68001EubyyWsei7v8g6","type":"message.part.updated","properties":{"sessionID":"ses_dcc4b4745ffe","part":{"type":"tool","tool":"question","callID":"toolu_q1","state":{"status":"error","input":{"questions":[{"question":"Which colour?","header":"Colour","options":[{"label":"Red","description":"warm"},{"label":"Blue","description":"cold"}]}]},"error":"The user dismissed this question","time":{"start":1796280347535,"end":1796280351847}},"id":"prt_23aa6b0240014YCLENmQvKpAm2","sessionID":"ses_dcc4b4745ffe","messageID":"msg_23aa6a84900165n5Le6edJE7zA"},"time":1796280351848}}"#;
+
+fn question_turn() -> Vec<String> {
+    let mut lines = user("msg_u1", "prt_u1", "Ask me a colour");
+    lines.extend([
+        status("busy"),
+        assistant("msg_23aa6a84900165n5Le6edJE7zA", ""),
+        QUESTION_PENDING.to_string(),
+        QUESTION_ASKED.to_string(),
+        QUESTION_RUNNING.to_string(),
+    ]);
+    lines
+}
+
+#[test]
+fn a_question_asked_is_an_input_request_of_the_running_tool() {
+    let mut forwarder = Forwarder::default();
+    let effects = run(&mut forwarder, &question_turn());
+    let asked = effects
+        .iter()
+        .position(|e| matches!(e, Effect::AskQuestion(_)))
+        .unwrap_or_else(|| panic!("{effects:#?}"));
+    let Effect::AskQuestion(request) = &effects[asked] else {
+        unreachable!()
+    };
+    assert_eq!(request.request_id, "que_23aa6b04e001ClFYXKwgcn4fQv");
+    assert_eq!(request.kind, crate::protocol::InputKind::Question);
+    assert_eq!(request.turn_id.as_deref(), Some("msg_u1"));
+    // Asked while the part was still `pending`: its call id already names the item.
+    assert_eq!(
+        request.item_id.as_deref(),
+        Some("prt_23aa6b0240014YCLENmQvKpAm2")
+    );
+    assert_eq!(request.decisions, ["decline"]);
+    let [question] = request.questions.as_slice() else {
+        panic!("{request:#?}")
+    };
+    assert_eq!(question.id, "Which colour?");
+    assert_eq!(question.question, "Which colour?");
+    assert_eq!(question.header.as_deref(), Some("Colour"));
+    let labels: Vec<(&str, Option<&str>)> = question
+        .options
+        .iter()
+        .map(|o| (o.label.as_str(), o.description.as_deref()))
+        .collect();
+    assert_eq!(labels, [("Red", Some("warm")), ("Blue", Some("cold"))]);
+    // OpenCode takes a typed answer unless `custom: false`; one choice unless `multiple`.
+    assert!(question.is_other && !question.multi_select && !question.is_secret);
+    assert_eq!(effects[asked + 1], Effect::Report(AgentStatus::Waiting));
+    // The tool is an item of the turn, running while the question waits.
+    let kinds = stored(&effects);
+    let started: Vec<&Item> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::ItemStarted(item) => Some(&item.item),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(started.as_slice(), [Item::Tool { name, status, .. }] if name == "question" && status == "inProgress"),
+        "{started:#?}"
+    );
+}
+
+#[test]
+fn a_question_answered_or_dismissed_elsewhere_settles_it_and_its_tool() {
+    // Answered (here: in an attached TUI): settled with OpenCode's answers, the tool completes
+    // with what the model was told.
+    let mut forwarder = Forwarder::default();
+    run(&mut forwarder, &question_turn());
+    let effects = run(
+        &mut forwarder,
+        &[QUESTION_REPLIED.to_string(), QUESTION_ANSWERED.to_string()],
+    );
+    assert_eq!(
+        effects[0],
+        Effect::QuestionSettled {
+            request_id: "que_23aa6b04e001ClFYXKwgcn4fQv".into(),
+            answers: Some(vec![vec!["Blue".into()]]),
+        }
+    );
+    let completed = stored(&effects);
+    assert!(
+        matches!(&completed[..], [EventKind::ItemCompleted(ItemEvent { item: Item::Tool { status, output: Some(output), .. }, .. })]
+            if status == "completed" && output.contains(r#""Which colour?"="Blue""#)),
+        "{completed:#?}"
+    );
+
+    // Dismissed: settled without answers, the tool is declined, and the turn completes.
+    let mut forwarder = Forwarder::default();
+    run(&mut forwarder, &question_turn());
+    let effects = run(
+        &mut forwarder,
+        &[
+            QUESTION_REJECTED.to_string(),
+            QUESTION_DISMISSED.to_string(),
+            idle(),
+        ],
+    );
+    assert_eq!(
+        effects[0],
+        Effect::QuestionSettled {
+            request_id: "que_23aa6b04e001ClFYXKwgcn4fQv".into(),
+            answers: None,
+        }
+    );
+    let kinds = stored(&effects);
+    assert!(
+        matches!(&kinds[0], EventKind::ItemCompleted(ItemEvent { item: Item::Tool { status, .. }, .. }) if status == "declined"),
+        "{kinds:#?}"
+    );
+    assert!(
+        matches!(kinds.last(), Some(EventKind::TurnCompleted(done)) if done.status == TurnStatus::Completed),
+        "{kinds:#?}"
+    );
+}
+
+#[test]
+fn questions_with_the_same_text_get_distinct_ids_and_keep_their_flags() {
+    let request: crate::runtime::opencode::wire::QuestionRequest = serde_json::from_str(
+        r#"{"id":"que_1","sessionID":"ses_1","questions":[
+            {"question":"Pick","header":"","options":[],"custom":false},
+            {"question":"Pick","header":"Again","options":[{"label":"A","description":""}],"multiple":true}]}"#,
+    )
+    .unwrap();
+    let asked = question_request(&request, None, None);
+    let ids: Vec<&str> = asked.questions.iter().map(|q| q.id.as_str()).collect();
+    assert_eq!(ids, ["Pick", "Pick (2)"]);
+    assert!(!asked.questions[0].is_other && asked.questions[0].header.is_none());
+    assert!(asked.questions[1].multi_select && asked.questions[1].is_other);
+    assert_eq!(asked.questions[1].options[0].description, None);
+}
+
+#[test]
+fn a_turn_cohost_did_not_send_is_the_panes_when_one_is_open() {
+    let source = |has_terminal: bool| {
+        let mut forwarder = Forwarder {
+            has_terminal,
+            ..Forwarder::default()
+        };
+        let mut lines = user("msg_u9", "prt_u9", "typed by a person");
+        lines.push(status("busy"));
+        let kinds = stored(&run(&mut forwarder, &lines));
+        let Some(EventKind::TurnStarted(started)) = kinds.first() else {
+            panic!("{kinds:#?}")
+        };
+        started.source
+    };
+    assert_eq!(source(false), crate::protocol::TurnSource::Other);
+    assert_eq!(source(true), crate::protocol::TurnSource::Terminal);
 }

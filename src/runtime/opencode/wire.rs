@@ -1,6 +1,7 @@
 //! The part of `opencode serve`'s HTTP API cohost uses (1.18.33), typed with upstream names:
 //! the `/event` stream's events ([`Event`]), the session, message and part shapes they carry,
-//! and the bodies cohost sends (`POST /session`, `prompt_async`, a permission reply).
+//! and the bodies cohost sends (`POST /session`, `prompt_async`, a permission or question
+//! reply).
 //!
 //! Reading never fails on content: an event whose `properties` do not fit its type reads as
 //! [`Event::Other`] with its type kept (the stream goes on), and every field is optional.
@@ -269,13 +270,46 @@ pub struct PermissionTool {
     pub call_id: String,
 }
 
-/// `question.asked`'s properties (only what cohost needs to dismiss it).
+/// `question.asked`'s properties (and `GET /question`'s elements): the question tool waits
+/// for a person (`POST /question/:id/reply` or `…/reject`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct QuestionRequest {
+    /// `que_…`.
     pub id: String,
     #[serde(rename = "sessionID")]
     pub session_id: String,
+    pub questions: Vec<QuestionInfo>,
+    /// The tool call asking (absent when a plugin asks).
+    pub tool: Option<PermissionTool>,
+}
+
+/// One question of a [`QuestionRequest`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct QuestionInfo {
+    pub question: String,
+    /// A very short label (at most 30 characters).
+    pub header: String,
+    pub options: Vec<QuestionOption>,
+    /// More than one option may be chosen.
+    pub multiple: Option<bool>,
+    /// A typed answer is accepted (OpenCode's default: yes).
+    pub custom: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct QuestionOption {
+    pub label: String,
+    pub description: Option<String>,
+}
+
+/// `POST /question/:requestID/reply`: per question, in order, the labels chosen (or typed);
+/// an empty list reads "Unanswered" to the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionReplyBody {
+    pub answers: Vec<Vec<String>>,
 }
 
 /// One event of `GET /event`, by its `type`; the ones cohost does not read are `Other`.
@@ -316,6 +350,17 @@ pub enum Event {
         reply: String,
     },
     QuestionAsked(QuestionRequest),
+    /// `question.replied`: `{sessionID,requestID,answers}` (by any client).
+    QuestionReplied {
+        session_id: String,
+        request_id: String,
+        answers: Vec<Vec<String>>,
+    },
+    /// `question.rejected`: `{sessionID,requestID}` (dismissed, by any client).
+    QuestionRejected {
+        session_id: String,
+        request_id: String,
+    },
     Other {
         kind: String,
     },
@@ -344,7 +389,9 @@ impl Event {
             Event::SessionStatus { session_id, .. }
             | Event::SessionIdle { session_id }
             | Event::MessagePartDelta { session_id, .. }
-            | Event::PermissionReplied { session_id, .. } => Some(session_id),
+            | Event::PermissionReplied { session_id, .. }
+            | Event::QuestionReplied { session_id, .. }
+            | Event::QuestionRejected { session_id, .. } => Some(session_id),
             Event::SessionError { session_id, .. } => session_id.as_deref(),
             Event::MessageUpdated { info } => Some(&info.session_id),
             Event::MessagePartUpdated { part } => Some(&part.session_id),
@@ -403,6 +450,18 @@ impl Event {
                     reply: field(&p, "reply"),
                 },
                 "question.asked" => Event::QuestionAsked(serde_json::from_value(p.clone()).ok()?),
+                "question.replied" => Event::QuestionReplied {
+                    session_id: field(&p, "sessionID"),
+                    request_id: field(&p, "requestID"),
+                    answers: p
+                        .get("answers")
+                        .and_then(|a| serde_json::from_value(a.clone()).ok())
+                        .unwrap_or_default(),
+                },
+                "question.rejected" => Event::QuestionRejected {
+                    session_id: field(&p, "sessionID"),
+                    request_id: field(&p, "requestID"),
+                },
                 _ => return None,
             })
         };

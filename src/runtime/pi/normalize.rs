@@ -1,7 +1,7 @@
 //! The forwarder's state machine, one per live Pi session: what each RPC event means, as a
-//! list of [`Effect`]s (events to store or publish, dialogs to hold or dismiss). Pure: no I/O,
-//! no clock, no lock; unit-tested on the literal lines of Pi 0.73.1 and 1.6.0
-//! (`normalize_tests.rs`).
+//! list of [`Effect`]s (events to store or publish, the status to report to the tracker,
+//! dialogs to hold or dismiss). Pure: no I/O, no clock, no lock; unit-tested on the literal
+//! lines of Pi 0.73.1 and 1.6.0 (`normalize_tests.rs`).
 //!
 //! How Pi's events map onto cohost's vocabulary:
 //! - A cohost turn is one Pi *run*: from the prompt's user message to `agent_end` (0.73.1, no
@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use super::wire::{AssistantMessageEvent, ExtensionUiRequest, PiEvent, PiMessage, ToolResult};
 use crate::protocol::{
-    ApprovalRequested, ErrorEvent, EventKind, Item, ItemDelta, ItemEvent, TurnCompleted,
-    TurnSource, TurnStarted, TurnStatus,
+    AgentStatus, ApprovalRequested, ErrorEvent, EventKind, Item, ItemDelta, ItemEvent,
+    TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
 
 /// The most text of a streaming agent message kept to store if its turn ends first.
@@ -50,6 +50,8 @@ pub enum Effect {
     Store(EventKind),
     /// Broadcast this live-only event.
     Publish(EventKind),
+    /// Mirror the session's status into the tracker.
+    Report(AgentStatus),
     /// Keep gate dialog `approval_id` open until it is answered (or the turn is interrupted).
     HoldApproval { approval_id: String },
     /// Answer this dialog `cancelled` at once.
@@ -219,6 +221,7 @@ impl Forwarder {
                 out.push(Effect::Store(EventKind::ItemStarted(item_event(
                     &turn_id, item,
                 ))));
+                out.push(Effect::Report(AgentStatus::ToolRunning));
             }
             PiEvent::ToolExecutionEnd {
                 tool_call_id,
@@ -237,6 +240,7 @@ impl Forwarder {
                     &turn_id,
                     self.tool_ended(item, result.unwrap_or_default(), is_error),
                 ))));
+                out.push(Effect::Report(AgentStatus::Running));
             }
             PiEvent::ExtensionUiRequest(request) => {
                 if request.method == "confirm" && request.title.as_deref() == Some(GATE_TITLE) {
@@ -247,6 +251,7 @@ impl Forwarder {
                     out.push(Effect::Store(EventKind::ApprovalRequested(approval(
                         &request, &turn_id,
                     ))));
+                    out.push(Effect::Report(AgentStatus::Waiting));
                 } else if request.is_dialog() {
                     out.push(Effect::DismissDialog {
                         request_id: request.id.clone(),
@@ -302,6 +307,7 @@ impl Forwarder {
             turn_id: turn_id.clone(),
             source,
         })));
+        out.push(Effect::Report(AgentStatus::Running));
         turn_id
     }
 
@@ -486,6 +492,11 @@ impl Forwarder {
         } else {
             (TurnStatus::Completed, None)
         };
+        let report = match status {
+            TurnStatus::Completed => AgentStatus::Done,
+            TurnStatus::Interrupted => AgentStatus::Interrupted,
+            TurnStatus::Failed => AgentStatus::Error,
+        };
         out.extend(self.end_turn(TurnCompleted {
             turn_id,
             status,
@@ -493,6 +504,7 @@ impl Forwarder {
             duration_ms: None,
             lost: false,
         }));
+        out.push(Effect::Report(report));
     }
 
     /// The turn ended (`done`): closes what it left open, then stores its end. A text still

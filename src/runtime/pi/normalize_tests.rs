@@ -254,6 +254,23 @@ fn the_gates_confirm_is_an_approval_and_a_declined_call_is_declined() {
         stored(&effects).last().unwrap(),
         "item.completed command \"touch declined.txt\" declined None"
     );
+    // The tracker: running, the tool running, waiting for the answer, running again.
+    let reports: Vec<AgentStatus> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Report(status) => Some(*status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reports,
+        [
+            AgentStatus::Running,
+            AgentStatus::ToolRunning,
+            AgentStatus::Waiting,
+            AgentStatus::Running
+        ]
+    );
 }
 
 #[test]
@@ -290,10 +307,10 @@ fn a_failed_model_call_fails_the_turn() {
     ];
     let mut forwarder = Forwarder::default();
     let effects = run(&mut forwarder, &lines);
-    let last = effects.last().unwrap();
-    let Effect::Store(EventKind::TurnCompleted(done)) = last else {
+    let [.., Effect::Store(EventKind::TurnCompleted(done)), report] = effects.as_slice() else {
         panic!("{effects:?}")
     };
+    assert_eq!(*report, Effect::Report(AgentStatus::Error));
     assert_eq!(done.status, TurnStatus::Failed);
     assert_eq!(done.error.as_deref(), Some("400 mock failure"));
 }

@@ -35,6 +35,7 @@ impl Engine {
             && desired
                 .as_ref()
                 .is_none_or(|(e, _)| e.session != previous.session)
+            && shows_own(&self.core, &previous.session, key)
         {
             appends.push((
                 previous.session.clone(),
@@ -114,6 +115,20 @@ impl Engine {
             };
         }
     }
+}
+
+/// Whether the tracker's instance `key` in `session` is still the watcher's own: one a hosted
+/// (or adopted) session reports under the same key took its place, and is not the watcher's to
+/// remove.
+fn shows_own(core: &crate::core::CoreHandle, session: &str, key: &str) -> bool {
+    core.read(|state| {
+        state
+            .tracker
+            .instance(session, key)
+            .is_none_or(|(update, _)| {
+                update.source.as_deref() != Some(crate::protocol::SOURCE_HOSTED)
+            })
+    })
 }
 
 pub(super) fn source_of(agent: WatchedAgent) -> String {

@@ -64,7 +64,7 @@ use checkpoint::FileCheckpoint;
 use reading::FileState;
 use thread::Thread;
 
-use super::format::{FileKind, Format, WatchEnv, WatchedAgent};
+use super::format::{FileKind, Format, Observation, WatchEnv, WatchedAgent};
 use crate::core::CoreHandle;
 use crate::protocol::{AgentUpdate, ExplainView, WatchRootView, WatchStats, WatchedView};
 use crate::tmux::{PaneInfo, SessionCache, SessionList};
@@ -121,6 +121,11 @@ pub struct WatchConfig {
 enum Msg {
     Fs(notify::Result<notify::Event>),
     Exited(u32),
+    /// What an agent reported of itself (Claude's hooks, through the service).
+    Report(WatchedAgent, Box<Observation>),
+    /// Place thread `key` again and emit it as if it had never been shown (a session started
+    /// or stopped driving it: see [`WatchHandle::replace`]).
+    Replace(String),
     Stop,
 }
 
@@ -162,6 +167,8 @@ pub struct WatchHandle {
 }
 
 struct Inner {
+    /// The agents watched.
+    agents: Vec<WatchedAgent>,
     shared: Arc<Shared>,
     tx: SyncSender<Msg>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -187,6 +194,7 @@ impl WatchHandle {
             .iter()
             .filter_map(|agent| super::format_for(*agent))
             .collect();
+        let agents = formats.iter().map(|f| f.agent()).collect();
         let shared = Arc::new(Shared::default());
         let (tx, rx) = std::sync::mpsc::sync_channel(CHANNEL_CAPACITY);
         let watcher = {
@@ -220,6 +228,7 @@ impl WatchHandle {
             .spawn(move || engine.run(rx))?;
         Ok(WatchHandle {
             inner: Some(Arc::new(Inner {
+                agents,
                 shared,
                 tx,
                 thread: Mutex::new(Some(thread)),
@@ -242,6 +251,33 @@ impl WatchHandle {
             .take();
         if let Some(thread) = thread {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+
+    /// Gives the engine what `agent` reported of one of its threads itself (a Claude hook's
+    /// status: see [`crate::watch::claude::hook_observation`]): the thread's status from now
+    /// on, over any record its files wrote before. `false` when no watcher of `agent` runs, or
+    /// the engine's queue is full (the report is then dropped: the files still say it later).
+    pub fn report(&self, agent: WatchedAgent, observation: Observation) -> bool {
+        let Some(inner) = &self.inner else {
+            return false;
+        };
+        inner.agents.contains(&agent)
+            && inner
+                .tx
+                .try_send(Msg::Report(agent, Box::new(observation)))
+                .is_ok()
+    }
+
+    /// A cohost session started driving thread `key` (an adoption), or stopped (given back):
+    /// the engine places it again and emits what it shows now, as if it had never emitted it —
+    /// nothing while a session drives it, the watched instance again once none does. Returns at
+    /// once; the engine does it on its thread.
+    pub fn replace(&self, key: &str) {
+        if let Some(inner) = &self.inner
+            && let Err(error) = inner.tx.try_send(Msg::Replace(key.to_string()))
+        {
+            tracing::warn!(key, %error, "the watcher was not told to place an instance again");
         }
     }
 
@@ -295,6 +331,9 @@ impl WatchHandle {
             liveness: update.liveness,
             updated_at,
             watcher: self.watched(key),
+            control: None,
+            session_id: None,
+            adopted: None,
         }
     }
 }
@@ -432,11 +471,15 @@ impl Engine {
             self.shared.wakeups.fetch_add(1, Ordering::Relaxed);
             let mut paths = BTreeSet::new();
             let mut exited = Vec::new();
+            let mut reports = Vec::new();
+            let mut replaced = Vec::new();
             let mut stop = false;
             let mut handle = |message: Msg, paths: &mut BTreeSet<PathBuf>| match message {
                 Msg::Fs(Ok(event)) => paths.extend(event.paths),
                 Msg::Fs(Err(error)) => tracing::warn!(%error, "file watcher error"),
                 Msg::Exited(pid) => exited.push(pid),
+                Msg::Report(agent, observation) => reports.push((agent, observation)),
+                Msg::Replace(key) => replaced.push(key),
                 Msg::Stop => stop = true,
             };
             match message {
@@ -455,11 +498,21 @@ impl Engine {
                 paths.extend(self.dir_owner.keys().cloned());
             }
             self.refresh_placements_if_tmux_changed();
+            // The reports first: the files read in the same pass were written no earlier.
+            for (agent, observation) in reports {
+                self.report(agent, *observation);
+            }
             for path in paths {
                 self.check_path(&path);
             }
             for pid in exited {
                 self.process_exited(pid);
+            }
+            for key in replaced {
+                if let Some(thread) = self.threads.get_mut(&key) {
+                    thread.emitted = None;
+                    self.emit(&key);
+                }
             }
             self.timers();
             self.publish_view();

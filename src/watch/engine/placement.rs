@@ -1,7 +1,8 @@
 //! Placement: which tmux session (and pane) a thread shows in, and hosted-session dedup.
 //!
 //! The order, decided by [`decide`] from facts the engine gathered: a session cohost hosts
-//! (same thread id, same pane, or its runner among the agent's parents) suppresses the watched
+//! (same thread id, same pane, or its runner among the agent's parents — or, while it starts and
+//! its thread id is not known yet, the same agent in the same directory) suppresses the watched
 //! instance; else the pane whose process is the nearest of the agent's parents (for an agent that
 //! exited, the parents it had while it ran: its pane usually outlives it); else the tmux session
 //! whose directory matches the thread's cwd; else `:unplaced`. The engine keeps the pane list
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Engine;
-use crate::protocol::SessionPane;
+use crate::protocol::{SessionPane, SessionState};
 use crate::tmux::{PaneInfo, SessionList};
 use crate::watch::procs;
 
@@ -41,6 +42,9 @@ pub(super) struct Hosted<'a> {
     pub(super) id: &'a str,
     pub(super) thread_id: Option<&'a str>,
     pub(super) pane: Option<&'a SessionPane>,
+    /// While it starts (its runtime's session not bound, so its thread id unknown): its
+    /// runtime's name and its working directory.
+    pub(super) starting: Option<(&'a str, &'a Path)>,
 }
 
 /// The pane whose process is the first of `chain` (a process and its parents) to run one.
@@ -50,20 +54,38 @@ pub(super) fn pane_in_chain<'a>(chain: &[u32], panes: &'a [PaneInfo]) -> Option<
         .find_map(|pid| panes.iter().find(|pane| pane.pid == *pid))
 }
 
+/// The thread a watcher found, as [`hosted_by`] compares it with the hosted sessions.
+pub(super) struct Seen<'a> {
+    pub(super) thread_id: &'a str,
+    /// The watched agent's name (`opencode`, `pi`, …).
+    pub(super) agent: Option<&'a str>,
+    pub(super) cwd: Option<&'a Path>,
+    /// Its pane, if one of its parents runs one.
+    pub(super) pane: Option<&'a PaneInfo>,
+    /// The agent's process and its parents, nearest first.
+    pub(super) chain: &'a [u32],
+}
+
 /// The hosted session that is this thread, if one is: the same thread id, or the same pane (the
-/// agent's pane, or its runner among the agent's parents `chain`).
+/// agent's pane, or its runner among the agent's parents). A session still starting, whose
+/// runtime shares its records with the user's (an OpenCode server writes the user's database),
+/// can be seen by a watcher before cohost knows its thread id: a thread of the same agent in
+/// the same directory is taken to be it until it is bound (a person's own session started
+/// there in that instant shows at its next change).
 pub(super) fn hosted_by<'a>(
     hosted: impl IntoIterator<Item = Hosted<'a>>,
-    thread_id: &str,
-    pane: Option<&PaneInfo>,
-    chain: &[u32],
+    seen: &Seen<'_>,
 ) -> Option<String> {
     hosted.into_iter().find_map(|session| {
-        let same_thread = session.thread_id == Some(thread_id);
+        let same_thread = session.thread_id == Some(seen.thread_id);
         let same_pane = session.pane.is_some_and(|p| {
-            pane.is_some_and(|pane| pane.pane_id == p.pane_id) || chain.contains(&p.runner_pid)
+            seen.pane.is_some_and(|pane| pane.pane_id == p.pane_id)
+                || seen.chain.contains(&p.runner_pid)
         });
-        (same_thread || same_pane).then(|| session.id.to_string())
+        let starting_here = session
+            .starting
+            .is_some_and(|(runtime, cwd)| seen.agent == Some(runtime) && seen.cwd == Some(cwd));
+        (same_thread || same_pane || starting_here).then(|| session.id.to_string())
     })
 }
 
@@ -194,6 +216,7 @@ impl Engine {
         };
         let thread_id = thread.thread_id.clone();
         let cwd = thread.cwd.clone();
+        let agent = thread.agent.map(|agent| agent.as_str());
         // A live process's parents now; an exited one's as they were when its pid was learned
         // (the shell that started it, and its pane, usually outlive it).
         let ancestors = match thread.live_pid() {
@@ -201,6 +224,13 @@ impl Engine {
             None => thread.ancestry.clone(),
         };
         let pane = self.pane_of_chain(&ancestors);
+        let seen = Seen {
+            thread_id: &thread_id,
+            agent,
+            cwd: cwd.as_deref(),
+            pane: pane.as_ref(),
+            chain: &ancestors,
+        };
         let hosted = self.core.read(|state| {
             let hosted = state
                 .sessions
@@ -210,8 +240,18 @@ impl Engine {
                     id: &session.id,
                     thread_id: session.thread_id.as_deref(),
                     pane: session.pane.as_ref(),
+                    // A runtime's name is its watched agent's (but Claude's, whose hosted
+                    // sessions have panes).
+                    starting: (session.state == SessionState::Starting
+                        && session.thread_id.is_none())
+                    .then(|| {
+                        (
+                            session.created.runtime.as_str(),
+                            Path::new(&session.created.cwd),
+                        )
+                    }),
                 });
-            hosted_by(hosted, &thread_id, pane.as_ref(), &ancestors)
+            hosted_by(hosted, &seen)
         });
         decide(pane, hosted, cwd.as_deref(), &self.tmux.get())
     }
@@ -339,13 +379,21 @@ mod tests {
                 id: "s-1",
                 thread_id,
                 pane,
+                starting: None,
             }]
         };
         let panes = parse_list_panes(PANES);
         let in_pane = pane_in_chain(&[4242, 4200], &panes);
         let check = |sessions, pane: Option<&PaneInfo>, chain: &[u32], expect: Option<&str>| {
+            let seen = Seen {
+                thread_id: "t-1",
+                agent: Some("opencode"),
+                cwd: Some(Path::new("/home/me/proj")),
+                pane,
+                chain,
+            };
             assert_eq!(
-                hosted_by(sessions, "t-1", pane, chain).as_deref(),
+                hosted_by(sessions, &seen).as_deref(),
                 expect,
                 "chain {chain:?}"
             );
@@ -367,6 +415,23 @@ mod tests {
             Some("s-1"),
         );
         check(hosted(None, Some(&runner)), None, &[4242, 4300], None);
+        // Still starting: the same agent in the same directory, nothing else.
+        let starting = |runtime, cwd| {
+            [Hosted {
+                id: "s-1",
+                thread_id: None,
+                pane: None,
+                starting: Some((runtime, Path::new(cwd))),
+            }]
+        };
+        check(
+            starting("opencode", "/home/me/proj"),
+            None,
+            &[],
+            Some("s-1"),
+        );
+        check(starting("opencode", "/home/me/work"), None, &[], None);
+        check(starting("pi", "/home/me/proj"), None, &[], None);
     }
 
     #[test]

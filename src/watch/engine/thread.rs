@@ -1,7 +1,9 @@
 //! A thread as the engine knows it (keyed `agent:threadId`): its status (and which file holds
 //! it), title, prompt, cwd, process, evidence and what was last emitted for it; and how one
-//! observation from its files changes it ([`Engine::observe`]). A thread whose process has
-//! exited is emitted once after the read's last record.
+//! observation from its files ([`Engine::observe`]) or the agent's own report
+//! ([`Engine::report`]: Claude's hooks) changes it. A report's status stands against any record
+//! written before it; a thread whose process has exited is emitted once after the read's last
+//! record.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -67,10 +69,23 @@ pub(super) struct Thread {
     pub(super) record_ts: Option<u64>,
     pub(super) files: BTreeSet<PathBuf>,
     pub(super) evidence: VecDeque<EvidenceView>,
+    /// When the agent last reported a status itself (ms: its hook's clock): records its files
+    /// wrote before then do not override it (Claude flushes its transcript 100–250 ms after
+    /// the hook of the same moment).
+    #[serde(default)]
+    pub(super) reported_at: Option<u64>,
     /// What was last appended for it (`None`: nothing in the tracker).
     pub(super) emitted: Option<Emitted>,
     #[serde(skip)]
     pub(super) placement: Placement,
+}
+
+/// Where an observation comes from.
+enum Origin<'a> {
+    /// A record of one of the thread's files.
+    File(&'a Path, Locator),
+    /// The agent's own report ([`Engine::report`]).
+    Report,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,24 +179,47 @@ impl Engine {
         else {
             return;
         };
-        let agent = self.formats[format].agent();
-        let key = crate::protocol::instance_key(agent.as_str(), Some(&obs.thread_id));
         if obs.ended {
             // The agent exited (its session file is gone): what it wrote before is judged first.
             self.read_before_exit(format);
         }
+        self.apply(format, Origin::File(path, at), obs);
+    }
+
+    /// What the agent reported itself (Claude's hooks, through the daemon): the thread's status
+    /// now. `false` when no watcher of `agent` runs.
+    pub(super) fn report(&mut self, agent: WatchedAgent, obs: Observation) -> bool {
+        if obs.thread_id.is_empty() {
+            return false;
+        }
+        let Some(format) = self.format_of_agent(Some(agent)) else {
+            return false;
+        };
+        self.apply(format, Origin::Report, obs);
+        true
+    }
+
+    fn apply(&mut self, format: usize, origin: Origin<'_>, obs: Observation) {
+        let agent = self.formats[format].agent();
+        let key = crate::protocol::instance_key(agent.as_str(), Some(&obs.thread_id));
         let is_new = !self.threads.contains_key(&key);
         let thread = self.threads.entry(key.clone()).or_insert_with(|| Thread {
             agent: Some(agent),
             thread_id: obs.thread_id.clone(),
             ..Thread::default()
         });
-        thread.files.insert(path.to_path_buf());
+        let path = match &origin {
+            Origin::File(path, _) => {
+                thread.files.insert(path.to_path_buf());
+                Some(*path)
+            }
+            Origin::Report => None,
+        };
         thread.search_until = Some(now_ms() + PROCESS_SEARCH_MS);
         self.view_changed.insert(key.clone());
         let mut changed = false;
         let mut rule = obs.rule.clone();
-        if thread.held_by.as_deref() == Some(path) {
+        if path.is_some() && thread.held_by.as_deref() == path {
             thread.held_by = None;
             if let (None, Some(shadow)) = (obs.status, thread.shadow.take()) {
                 changed |= thread.status != Some(shadow);
@@ -192,8 +230,18 @@ impl Engine {
                 );
             }
         }
+        // A record written before the agent's last report of its own says nothing newer.
+        let outdated = match (path, obs.record_ts, thread.reported_at) {
+            (Some(_), Some(written), Some(reported)) => written < reported,
+            _ => false,
+        };
         if let Some(status) = obs.status {
-            if let Some(holder) = &thread.held_by {
+            if outdated {
+                rule = format!(
+                    "{rule} (kept aside: written before the agent's own report of {})",
+                    thread.status.map(|s| s.as_str()).unwrap_or("-")
+                );
+            } else if let (Some(holder), Some(_)) = (&thread.held_by, path) {
                 rule = format!(
                     "{rule} (kept aside: {} holds {})",
                     holder.display(),
@@ -209,8 +257,12 @@ impl Engine {
                 }
                 thread.derived_wait = false;
                 thread.status = Some(status);
-                thread.held_by = obs.holds.then(|| path.to_path_buf());
+                // The agent's own report is newer than any hold a file set.
+                thread.held_by = path.filter(|_| obs.holds).map(Path::to_path_buf);
                 thread.shadow = None;
+                if path.is_none() {
+                    thread.reported_at = Some(obs.record_ts.unwrap_or_else(now_ms));
+                }
             }
         }
         if let Some(title) = obs.title {
@@ -244,12 +296,15 @@ impl Engine {
         } else if obs.status.is_some() && thread.ended && obs.pid.is_some() {
             thread.ended = false;
         }
-        if obs.record_ts.is_some() {
+        if obs.record_ts.is_some() && !outdated {
             thread.record_ts = obs.record_ts;
         }
-        let locator = serde_json::to_value(&at).ok();
+        let (file, locator) = match &origin {
+            Origin::File(path, at) => (path.display().to_string(), serde_json::to_value(at).ok()),
+            Origin::Report => (format!("{} hook", agent.as_str()), None),
+        };
         thread.push_evidence(EvidenceView {
-            file: path.display().to_string(),
+            file,
             locator,
             rule,
             status: obs.status,

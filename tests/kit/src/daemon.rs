@@ -24,8 +24,11 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// `VERSION_TIMEOUT` and `READY_TIMEOUT`); on the CI's 2 loaded cores a start has taken over
 /// 15 s (a `claude --version` 19 s).
 const HTTP_TIMEOUT: Duration = Duration::from_secs(65);
-/// How long one `cohost` CLI command may take in a test.
-pub const CLI_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long one `cohost` CLI command may take in a test: a hung command's deadline, not a speed
+/// check. `cohost start` waits for the runtime's backend like an HTTP create, so it gets the same
+/// budget: 15 s was not enough for `cohost start opencode` with the 2 cores loaded to 12–15
+/// (`opencode --version` alone took 7–8 s).
+pub const CLI_TIMEOUT: Duration = HTTP_TIMEOUT;
 
 /// Environment variables that would change how the daemon or the CLI behave; removed from every
 /// child so the suite does not depend on the caller's shell. The benches remove these too.

@@ -1,7 +1,7 @@
 //! A daemon hosting sessions of a runtime cohost drives through the peer's own API (OpenCode,
 //! Pi) against the kit's Messages mock: the fixture both suites start from
 //! ([`HostedFixture`]: a private home the suite writes the peer's config into, the work
-//! directory, sessions created, prompted, answered and interrupted over HTTP, their events and
+//! directory, a private tmux server with a session `work` there, sessions created, prompted, answered and interrupted over HTTP, their events and
 //! waits on them), the filters their assertions read events with ([`of_type`], [`items`]), and
 //! the peers' config with the mock as their only provider, as the suites and the hosted bench
 //! write it ([`write_opencode_config`], [`write_pi_agent_dir`]). The scenarios both runtimes
@@ -17,28 +17,33 @@ use super::daemon::TestDaemon;
 use super::http::Resp;
 use super::mock_messages::MockMessages;
 use super::sessions::merged;
+use super::tmux::TmuxServer;
 
 /// How long a turn (or any state a test waits for) may take before it is a failure.
 pub const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The daemon (HOME = the private home, and what the suite's setup adds to its environment),
-/// the mock, and the sessions' working directory.
+/// the mock, the sessions' working directory and the tmux server the daemon uses (session
+/// `work` there, in the working directory).
 pub struct HostedFixture<B: Binaries> {
     /// The runtime's name on the API (`pi`, `opencode`).
     pub runtime: &'static str,
     pub daemon: TestDaemon<B>,
     pub mock: MockMessages,
     pub work: PathBuf,
+    pub tmux: TmuxServer,
     _dir: tempfile::TempDir,
 }
 
 impl<B: Binaries> HostedFixture<B> {
-    /// A temporary `home/` and `work/`, the Messages mock, and a daemon started with `args` and
-    /// `HOME` set to the home, then the environment `setup` returns — after it has written the
-    /// peer's config under the home (it is given the home and the mock).
+    /// A temporary `home/` and `work/`, the Messages mock, a tmux server with a session `work`
+    /// in `work/`, and a daemon on that server started with `args` and `HOME` set to the home,
+    /// then the environment `setup` returns — after it has written the peer's config under the
+    /// home (it is given the home and the mock) — then `extra_env`.
     pub fn start(
         runtime: &'static str,
         args: &[&str],
+        extra_env: &[(&str, &str)],
         setup: impl FnOnce(&Path, &MockMessages) -> Vec<(&'static str, String)>,
     ) -> HostedFixture<B> {
         let dir = tempfile::tempdir().unwrap();
@@ -48,13 +53,16 @@ impl<B: Binaries> HostedFixture<B> {
         let mock = MockMessages::start();
         let mut env = vec![("HOME", home.to_str().unwrap().to_string())];
         env.extend(setup(&home, &mock));
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let daemon = TestDaemon::start_with_env(None, args, &env);
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend_from_slice(extra_env);
+        let tmux = TmuxServer::with_sessions(&[("work", work.as_path())]);
+        let daemon = TestDaemon::start_with_env(Some(tmux.socket()), args, &env);
         HostedFixture {
             runtime,
             daemon,
             mock,
             work,
+            tmux,
             _dir: dir,
         }
     }

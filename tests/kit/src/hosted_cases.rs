@@ -213,19 +213,29 @@ pub fn the_queued_task_runs_as_a_turn_of_its_own<B: Binaries>(
 }
 
 /// Queues the mock's answers for [`check_mcp_approval_run`] and returns the plan of the MCP
-/// client: start a session in `project` under `untrusted`, send a prompt as a task, wait for
+/// client: start a session in `project` under `untrusted`, with `switch_to` switch it to that
+/// model (`set_model`, step 1; the later steps one further), send a prompt as a task, wait for
 /// its approval, list and accept it, wait for the task.
-pub fn mcp_approval_plan<B: Binaries>(fx: &HostedFixture<B>, peer: &Peer, project: &Path) -> Value {
+pub fn mcp_approval_plan<B: Binaries>(
+    fx: &HostedFixture<B>,
+    peer: &Peer,
+    project: &Path,
+    switch_to: Option<&str>,
+) -> Value {
     fx.mock
         .push(Step::tool_use(
             "bash",
             (peer.bash)("touch approved.txt", "Create approved.txt"),
         ))
         .push(Step::text("Created it.").when_tool_result());
-    json!([
+    let start = json!(
         { "tool": "start_session", "arguments": { "runtime": fx.runtime, "cwd": project,
           "approval_policy": "untrusted" },
-          "save": { "session": "/session/id" } },
+          "save": { "session": "/session/id" } });
+    let switch = switch_to.map(|model| {
+        json!({ "tool": "set_model", "arguments": { "session_id": "$session", "model": model } })
+    });
+    let rest = json!([
         { "tool": "send", "arguments": { "session_id": "$session", "prompt": "Create approved.txt" },
           "save": { "task": "/task/taskId" } },
         { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
@@ -235,19 +245,24 @@ pub fn mcp_approval_plan<B: Binaries>(fx: &HostedFixture<B>, peer: &Peer, projec
         { "tool": "resolve_approval", "arguments": { "session_id": "$session",
           "approval_id": "$approval", "decision": "accept" } },
         { "tool": "wait_task", "arguments": { "task_id": "$task", "timeout_seconds": 60 } },
-    ])
+    ]);
+    let mut plan = vec![start];
+    plan.extend(switch);
+    plan.extend(rest.as_array().unwrap().iter().cloned());
+    Value::Array(plan)
 }
 
+/// What an MCP tool answered, asserting it is no error.
 #[track_caller]
-fn structured(answer: &Value) -> &Value {
+pub fn structured(answer: &Value) -> &Value {
     assert_eq!(answer["isError"], false, "{answer:#}");
     &answer["structured"]
 }
 
 /// What a run of [`mcp_approval_plan`] must answer: `start_session` offers the runtime, the
 /// session starts under the policy (`started`, step 0), the approval is listed pending
-/// (`listed`, step 3), the task completes with the reply (`waited`, step 5), and the approved
-/// command ran in `project`.
+/// (`listed`, step 3), the task completes with the reply (`waited`, step 5; with a model
+/// switch, steps 4 and 6), and the approved command ran in `project`.
 pub fn check_mcp_approval_run<B: Binaries>(
     fx: &HostedFixture<B>,
     project: &Path,

@@ -1,6 +1,8 @@
-//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, and the watcher of Claude run by hand.
+//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, adopting such a Claude, and the machine-wide hook (`cohost hooks`).
 
+pub(crate) mod adopt;
 pub(crate) mod asks;
+pub(crate) mod hooks;
 pub(crate) mod host;
 pub(crate) mod lifecycle;
 pub(crate) mod smoke;

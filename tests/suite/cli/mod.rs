@@ -1,8 +1,9 @@
-//! The command line: commands, completions, the config file, install, JSON output, the service, tmux.
+//! The command line: commands, completions, the config file, the Claude hook, install, JSON output, the service, tmux.
 
 pub(crate) mod commands;
 pub(crate) mod completions;
 pub(crate) mod config;
+pub(crate) mod hooks;
 pub(crate) mod install;
 pub(crate) mod json;
 pub(crate) mod service;

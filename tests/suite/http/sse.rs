@@ -351,3 +351,81 @@ fn a_lagging_sse_client_still_gets_every_event_in_order() {
     }
     assert_eq!(daemon.head(), start + expected);
 }
+
+/// `GET /api/sessions/{id}/events?last=N`, then `?before=…&limit=N` window by window: a long
+/// session (with other sessions' traffic before and between its events, on disk across
+/// segments after a restart) read backwards from its end, every event once and in order, and
+/// the forward read from the window's `next` finds nothing missed.
+#[test]
+fn a_long_session_is_read_from_its_end_backwards_window_by_window() {
+    let (tmux, _) = tmux_with_sessions(&["s1"]);
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    daemon.stop();
+    let others = crate::support::web::others(daemon.home(), 3_000, &["s1"]);
+    let mut bytes = Vec::new();
+    for line in &others.lines {
+        cohost::core::log_line::encode(line, &mut bytes);
+    }
+    others.append(&bytes);
+    let long = crate::support::web::long_session(daemon.home(), 600, "cs_0000000000000600");
+    bytes.clear();
+    for line in &long.lines {
+        cohost::core::log_line::encode(line, &mut bytes);
+    }
+    long.append(&bytes);
+    daemon.start_again();
+    let id = &long.session;
+    let expected: Vec<u64> = long
+        .lines
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let seqs = |page: &Value| -> Vec<u64> {
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let head = daemon.head();
+    let window = daemon
+        .get(&format!("/api/sessions/{id}/events?last=200"))
+        .assert_ok();
+    assert_eq!(seqs(&window), expected[expected.len() - 200..], "{window}");
+    assert_eq!(window["next"], head, "{window}");
+    assert_eq!(window["hasOlder"], true, "{window}");
+    assert_eq!(window["events"][199]["type"], "session.closed");
+    let mut seen = seqs(&window);
+    let mut before = window["olderBefore"].as_u64().unwrap();
+    let mut windows = 1;
+    loop {
+        let page = daemon
+            .get(&format!(
+                "/api/sessions/{id}/events?before={before}&limit=700"
+            ))
+            .assert_ok();
+        windows += 1;
+        assert_eq!(page["next"], before - 1, "{page}");
+        let mut older = seqs(&page);
+        assert!(older.len() <= 700);
+        older.append(&mut seen);
+        seen = older;
+        if page["hasOlder"] == false {
+            assert!(page.get("olderBefore").is_none(), "{page}");
+            break;
+        }
+        before = page["olderBefore"].as_u64().unwrap();
+    }
+    assert_eq!(seen, expected);
+    assert_eq!(windows, 1 + (expected.len() - 200).div_ceil(700));
+    // The window's `next` is where a forward read (or the stream) goes on: nothing between.
+    let after = daemon
+        .get(&format!("/api/sessions/{id}/events?after={head}"))
+        .assert_ok();
+    assert_eq!(after["events"], json!([]), "{after}");
+}

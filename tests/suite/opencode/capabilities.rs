@@ -1,6 +1,7 @@
-//! What else a hosted OpenCode session does: models listed and chosen, doctor, fork, and a
-//! daemon killed mid-turn (the session is restored, the cut turn ends `interrupted`, nothing
-//! is stored twice, the next prompt completes).
+//! What else a hosted OpenCode session does: models listed, chosen and switched (an unknown
+//! one refused; the switch survives a daemon restart), doctor, fork, and a daemon killed
+//! mid-turn (the session is restored, the cut turn ends `interrupted`, nothing is stored twice,
+//! the next prompt completes).
 
 use std::collections::HashMap;
 
@@ -9,9 +10,18 @@ use crate::support::hosted_cases;
 use crate::support::json;
 use crate::support::mock_messages::Step;
 
+/// The model each main request the mock received asked for, oldest first.
+fn models_asked(fx: &OpencodeFixture) -> Vec<String> {
+    fx.mock
+        .main_requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 #[test]
 fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
-    let fx = OpencodeFixture::start();
+    let mut fx = OpencodeFixture::start();
     let doctor = fx.daemon.get("/api/doctor").assert_ok();
     let section = &doctor["opencode"];
     assert_eq!(section["found"], true, "{doctor}");
@@ -54,13 +64,108 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
     assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
     let request = fx.mock.main_requests().last().cloned().unwrap();
     assert_eq!(request.body["model"], "mock-model-2", "{:?}", request.body);
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["model"], "mock/mock-model-2", "{view}");
+
+    // Switched to the other model: the next turn's request names it, and the view says so.
+    let path = format!("/api/sessions/{id}/model");
+    let switched = fx
+        .daemon
+        .put(&path, &json!({ "model": "mock/mock-model" }))
+        .assert_ok();
+    assert_eq!(switched["ok"], true, "{switched}");
+    assert_eq!(switched["data"]["model"], "mock/mock-model", "{switched}");
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["model"], "mock/mock-model", "{view}");
+    let stored = fx.wait_event(&id, "session.model", |e| e["type"] == "session.model");
+    assert_eq!(stored["data"]["model"], "mock/mock-model", "{stored}");
+    fx.mock
+        .push(Step::text("From model one.").when_user_contains("And now?"));
+    let turn = fx.send(&id, "And now?")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert_eq!(
+        models_asked(&fx).last().map(String::as_str),
+        Some("mock-model"),
+        "{}",
+        fx.mock.summary()
+    );
+
+    // Refused by field, naming the model, and nothing changes: not `provider/model`, an
+    // unknown model of a known provider, an unknown provider (OpenCode itself would fail the
+    // prompt and every prompt after it).
+    for (model, names) in [
+        ("mock-model-2", "mock-model-2"),
+        ("mock/nope", "mock/nope"),
+        ("ghost/mock-model", "ghost"),
+    ] {
+        let error = fx
+            .daemon
+            .put(&path, &json!({ "model": model }))
+            .assert_error(400, "invalid_field", Some("model"));
+        assert!(
+            error["message"].as_str().unwrap_or("").contains(names),
+            "{error}"
+        );
+    }
+    fx.daemon
+        .put(
+            &path,
+            &json!({ "model": "mock/mock-model-2", "thinkingLevel": "high" }),
+        )
+        .assert_error(400, "invalid_request", None);
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["model"], "mock/mock-model", "{view}");
+    fx.mock
+        .push(Step::text("Still model one.").when_user_contains("After the refusals"));
+    let turn = fx.send(&id, "After the refusals")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert_eq!(
+        models_asked(&fx).last().map(String::as_str),
+        Some("mock-model"),
+        "{}",
+        fx.mock.summary()
+    );
+
+    // The switch is durable: after a daemon restart (a new server for the session, which was
+    // created on model two) the next prompt still names model one.
+    let before = fx.events(&id).last().and_then(|e| e["seq"].as_u64());
+    fx.daemon.kill9();
+    fx.daemon.start_again();
+    fx.wait_event(&id, "the session bound again", |e| {
+        e["type"] == "session.bound" && e["seq"].as_u64() > before
+    });
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["model"], "mock/mock-model", "{view}");
+    fx.mock
+        .push(Step::text("Model one again.").when_user_contains("After the restart"));
+    let turn = fx.send(&id, "After the restart")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    assert_eq!(
+        models_asked(&fx).last().map(String::as_str),
+        Some("mock-model"),
+        "{}",
+        fx.mock.summary()
+    );
 
     // Options that do not apply are refused by name.
     for (field, value) in [
         ("sandbox", json!("read-only")),
         ("permissionMode", json!("default")),
         ("approvalPolicy", json!("on-failure")),
-        ("terminal", json!(true)),
+        // A pane's tmux session, without a pane.
+        ("tmuxSession", json!("work")),
     ] {
         fx.assert_refused(field, value);
     }

@@ -1,8 +1,11 @@
 //! Hosted OpenCode sessions against the real `opencode serve` (the release `./scripts/test`
 //! pins, `COHOST_TEST_OPENCODE_BIN`) and the kit's Messages mock, with a private HOME holding
-//! OpenCode's config (provider `mock`, two models) and its database.
+//! OpenCode's config (provider `mock`, two models) and its database, and a private tmux server
+//! with a session `work` in the sessions' working directory.
 
+mod asks;
 mod capabilities;
+mod codrive;
 mod host;
 mod mcp;
 mod web;
@@ -27,8 +30,8 @@ pub const PEER: Peer = Peer {
     made_up_approval: "per_made_up",
 };
 
-/// The daemon (told where opencode is, with HOME = the private home), the mock and the
-/// session's working directory.
+/// The daemon (told where opencode is, with HOME = the private home), the mock, the
+/// session's working directory and the tmux server (session `work` there).
 pub struct OpencodeFixture(HostedFixture<Cohost>);
 
 impl Deref for OpencodeFixture {
@@ -67,24 +70,34 @@ impl OpencodeFixture {
 
     /// [`OpencodeFixture::start`] with more `cohost serve` arguments.
     pub fn start_with_args(args: &[&str]) -> OpencodeFixture {
+        OpencodeFixture::start_with(args, &[])
+    }
+
+    /// [`OpencodeFixture::start`] with more `cohost serve` arguments and environment.
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> OpencodeFixture {
         let bin = opencode_bin();
-        OpencodeFixture(HostedFixture::start("opencode", args, |home, mock| {
-            let config_dir = write_opencode_config(home, mock, &MOCK_MODELS).unwrap();
-            let on = |name| (name, "1".to_string());
-            vec![
-                // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode
-                // reads its config from there.
-                (
-                    "XDG_CONFIG_HOME",
-                    config_dir.parent().unwrap().to_str().unwrap().to_string(),
-                ),
-                ("COHOST_OPENCODE_BIN", bin.to_str().unwrap().to_string()),
-                on("OPENCODE_DISABLE_MODELS_FETCH"),
-                on("OPENCODE_DISABLE_AUTOUPDATE"),
-                on("OPENCODE_DISABLE_LSP_DOWNLOAD"),
-                on("OPENCODE_DISABLE_SHARE"),
-                on("OPENCODE_DISABLE_DEFAULT_PLUGINS"),
-            ]
-        }))
+        OpencodeFixture(HostedFixture::start(
+            "opencode",
+            args,
+            extra_env,
+            |home, mock| {
+                let config_dir = write_opencode_config(home, mock, &MOCK_MODELS).unwrap();
+                let on = |name| (name, "1".to_string());
+                vec![
+                    // The kit points the daemon's XDG_CONFIG_HOME at its own config: OpenCode
+                    // reads its config from there.
+                    (
+                        "XDG_CONFIG_HOME",
+                        config_dir.parent().unwrap().to_str().unwrap().to_string(),
+                    ),
+                    ("COHOST_OPENCODE_BIN", bin.to_str().unwrap().to_string()),
+                    on("OPENCODE_DISABLE_MODELS_FETCH"),
+                    on("OPENCODE_DISABLE_AUTOUPDATE"),
+                    on("OPENCODE_DISABLE_LSP_DOWNLOAD"),
+                    on("OPENCODE_DISABLE_SHARE"),
+                    on("OPENCODE_DISABLE_DEFAULT_PLUGINS"),
+                ]
+            },
+        ))
     }
 }

@@ -188,12 +188,25 @@ fn pi_refuses_what_it_cannot_do_and_says_why() {
         fx.assert_refused(field, value);
     }
     let id = fx.create(json!({ "approvalPolicy": "never" }));
-    let terminal = fx.daemon.get(&format!("/api/sessions/{id}/terminal"));
-    assert_eq!(terminal.status, 400, "{}", terminal.body);
+    // No terminal of any kind: the spec, a pane, a relaunch — each says why.
+    for resp in [
+        fx.daemon.get(&format!("/api/sessions/{id}/terminal")),
+        fx.daemon
+            .post(&format!("/api/sessions/{id}/terminal"), &json!({})),
+        fx.daemon
+            .post(&format!("/api/sessions/{id}/relaunch"), &json!({})),
+    ] {
+        let error = resp.assert_error(400, "unsupported", None);
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("cannot be co-driven")),
+            "{error}"
+        );
+    }
     assert!(
-        terminal.body.contains("cannot be co-driven"),
-        "{}",
-        terminal.body
+        fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["paneId"].is_null(),
+        "no pane was opened"
     );
     let doctor = fx.daemon.get("/api/doctor").assert_ok();
     let pi = &doctor["pi"];

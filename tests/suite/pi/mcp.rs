@@ -13,7 +13,7 @@ fn mcp_runs_a_pi_session_through_an_approval_to_its_result() {
     let fx = PiFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
     let project = root.join("proj");
     std::fs::create_dir_all(&project).unwrap();
-    let plan = mcp_approval_plan(&fx, &PEER, &project);
+    let plan = mcp_approval_plan(&fx, &PEER, &project, None);
     let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
     check_mcp_approval_run(
         &fx,

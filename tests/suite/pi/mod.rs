@@ -1,11 +1,13 @@
 //! Hosted Pi sessions against the real `pi --mode rpc` (the release of this run of the matrix,
 //! `COHOST_TEST_PI_BIN`, under `COHOST_TEST_PI_NODE`) and the kit's Messages mock, with a
 //! private HOME holding Pi's config (provider `mock`, two models), which the host copies into
-//! each session's own agent directory.
+//! each session's own agent directory, and a private tmux server with a session `work` in the
+//! sessions' working directory.
 
 mod capabilities;
 mod host;
 mod mcp;
+mod tracker;
 mod web;
 
 use std::ops::{Deref, DerefMut};
@@ -29,7 +31,8 @@ pub const PEER: Peer = Peer {
 };
 
 /// The daemon (told where pi is, with HOME = the private home and this run's node first on
-/// PATH), the mock and the session's working directory.
+/// PATH), the mock, the session's working directory and the tmux server (session `work`
+/// there).
 pub struct PiFixture(HostedFixture<Cohost>);
 
 impl Deref for PiFixture {
@@ -67,10 +70,15 @@ impl PiFixture {
 
     /// [`PiFixture::start`] with more `cohost serve` arguments.
     pub fn start_with_args(args: &[&str]) -> PiFixture {
+        PiFixture::start_with(args, &[])
+    }
+
+    /// [`PiFixture::start`] with more `cohost serve` arguments and environment.
+    pub fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> PiFixture {
         pinned_version(&PI);
         let bin = env_path("COHOST_TEST_PI_BIN");
         let node = env_path("COHOST_TEST_PI_NODE");
-        PiFixture(HostedFixture::start("pi", args, |home, mock| {
+        PiFixture(HostedFixture::start("pi", args, extra_env, |home, mock| {
             write_pi_agent_dir(home, mock, &MOCK_MODELS).unwrap();
             // Pi's launcher runs `env node`: this run's node first on PATH (the doctor finds it
             // there too), and pi's own directory after it.

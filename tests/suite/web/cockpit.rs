@@ -894,3 +894,76 @@ fn a_session_of_10000_events_opens_with_its_end_and_loads_older_on_scroll() {
     );
     b.assert_no_problems();
 }
+
+/// A session of more events than one window (the page reads 400 at a time from the daemon)
+/// opens at its end, and scrolling back to its start loads every older window exactly once:
+/// each question once, in order, each `before` cursor asked for once.
+#[test]
+fn a_session_longer_than_a_window_opens_at_its_end_and_pages_back_each_event_once() {
+    let tmux = TmuxServer::new();
+    let mut daemon = TestDaemon::start(&tmux, &[]);
+    let turns = 300;
+    let id = write_long_session(&mut daemon, turns);
+    let b = open(&daemon, Some(&id), DESKTOP);
+    b.wait_text("#entries", &format!("Answer {}", turns - 1), TURN);
+    let questions = |b: &Browser| -> Vec<String> {
+        b.exec(
+            "return Array.from(document.querySelectorAll('#entries .msg.user .text')).map((n) => n.textContent);",
+            vec![],
+        )
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+    };
+    let opened = questions(&b);
+    assert!(
+        !opened.is_empty() && opened.len() < turns,
+        "the page opens with the last window only: {} questions",
+        opened.len()
+    );
+    assert_eq!(opened.last().unwrap(), &format!("Question {}", turns - 1));
+    // A person scrolling up: each time the top is reached, older entries come.
+    b.wait_for("the session's first question", TURN, || {
+        b.exec("document.getElementById('log').scrollTop = 0;", vec![]);
+        questions(&b)
+            .first()
+            .is_some_and(|q| q == "Question 0")
+            .then_some(())
+    });
+    let all = questions(&b);
+    let expected: Vec<String> = (0..turns).map(|n| format!("Question {n}")).collect();
+    assert_eq!(all, expected);
+    b.wait_for("the older button gone", UI_TIMEOUT, || {
+        b.exec("return document.getElementById('older').hidden;", vec![])
+            .as_bool()
+            .unwrap()
+            .then_some(())
+    });
+    // Each window was read from the daemon once: the last one, then each `before` once.
+    let reads: Vec<String> = b
+        .exec(
+            "return performance.getEntriesByType('resource').map((e) => e.name).filter((n) => n.includes('/events?'));",
+            vec![],
+        )
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let lasts = reads.iter().filter(|r| r.contains("last=")).count();
+    let befores: Vec<&String> = reads.iter().filter(|r| r.contains("before=")).collect();
+    let mut unique = befores.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(lasts, 1, "{reads:#?}");
+    assert_eq!(
+        unique.len(),
+        befores.len(),
+        "a window read twice: {reads:#?}"
+    );
+    // 1,502 events, 400 a window: the last window and three before it.
+    assert_eq!(befores.len(), 3, "{reads:#?}");
+    b.assert_no_problems();
+}

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use super::adopt::AdoptedEnd;
 use super::{ClaudeHost, Command, Inner, Live, lock};
 use crate::core::now_ms;
 use crate::formats::claude::{HookLine, RecordHead, SessionFile};
@@ -72,15 +73,21 @@ impl Inner {
             hooks_tx,
             cancel.child_token(),
         );
-        tail::spawn_tail(
-            live.dir.join("runner.jsonl"),
-            tail::load_checkpoint(&checkpoints.join("runner.json"))
-                .await
-                .ok()
-                .flatten(),
-            runner_tx,
-            cancel.child_token(),
-        );
+        // An adopted Claude runs under no runner of ours.
+        if live.adopted.is_none() {
+            tail::spawn_tail(
+                live.dir.join("runner.jsonl"),
+                tail::load_checkpoint(&checkpoints.join("runner.json"))
+                    .await
+                    .ok()
+                    .flatten(),
+                runner_tx,
+                cancel.child_token(),
+            );
+        } else {
+            // Until a hook reaches it, the transcript says what the hooks say of a hosted one.
+            normalizer.lead_by_transcript();
+        }
         let mut transcript_cancel = cancel.child_token();
         if let Some(checkpoint) = transcript_checkpoint {
             inherit_fork_history(&live, &checkpoint.path, &mut normalizer);
@@ -98,13 +105,16 @@ impl Inner {
         let mut unsaved_since = tokio::time::Instant::now();
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut ticks: u32 = 0;
+        // How an adopted session ends, once something says so (and who waits for it).
+        let mut ending: Option<(AdoptedEnd, Option<oneshot::Sender<()>>)> = None;
         loop {
             // Each input yields outputs and, for a tailed line, the checkpoint to save once
             // they are stored.
             let (outputs, checkpoint) = tokio::select! {
                 _ = cancel.cancelled() => break,
                 Some(command) = commands.recv() => {
-                    apply_command(command, &mut normalizer, &mut fence, hooks_written());
+                    ending = ending.or(apply_command(command, &mut normalizer, &mut fence, hooks_written()));
                     (Vec::new(), None)
                 }
                 Some((item, checkpoint)) = hooks_rx.recv() => {
@@ -112,7 +122,7 @@ impl Inner {
                     // (a paste's text before the paste) could reach a file, but `select!` may
                     // find both ready and take the line.
                     while let Ok(command) = commands.try_recv() {
-                        apply_command(command, &mut normalizer, &mut fence, hooks_written());
+                        ending = ending.or(apply_command(command, &mut normalizer, &mut fence, hooks_written()));
                     }
                     let value = match &item {
                         TailItem::Line { line, .. } => serde_json::from_str::<Value>(line).ok(),
@@ -141,7 +151,7 @@ impl Inner {
                 }
                 Some((item, checkpoint)) = transcript_rx.recv() => {
                     while let Ok(command) = commands.try_recv() {
-                        apply_command(command, &mut normalizer, &mut fence, hooks_written());
+                        ending = ending.or(apply_command(command, &mut normalizer, &mut fence, hooks_written()));
                     }
                     let outputs = match item {
                         TailItem::Line { line, .. } => match serde_json::from_str::<Value>(&line) {
@@ -154,7 +164,15 @@ impl Inner {
                     (outputs, Some((checkpoints.join("transcript.json"), checkpoint)))
                 }
                 _ = tick.tick() => {
-                    let mut outputs = normalizer.tick(now_ms());
+                    ticks = ticks.wrapping_add(1);
+                    let mut outputs = Vec::new();
+                    if ending.is_none() {
+                        match self.check_adopted(&live, ticks, &mut normalizer).await {
+                            Ok(rebound) => outputs.extend(rebound),
+                            Err(end) => ending = Some((end, None)),
+                        }
+                    }
+                    outputs.extend(normalizer.tick(now_ms()));
                     if let Some(status) = self.session_file_status(&live) {
                         // Read after the session file: the hooks it waits for include its Stop.
                         let written = hooks_written();
@@ -209,6 +227,17 @@ impl Inner {
                 }
                 unsaved_since = tokio::time::Instant::now();
             }
+            if let Some((end, done)) = ending.take() {
+                for (file, checkpoint) in unsaved.drain() {
+                    let _ = tail::save_checkpoint(&file, &checkpoint).await;
+                }
+                self.end_adopted(&live, &end, &mut normalizer).await;
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+                live.cancel.cancel();
+                break;
+            }
             if let Some(path) = new_transcript {
                 inherit_fork_history(&live, Path::new(&path), &mut normalizer);
                 transcript_cancel.cancel();
@@ -224,7 +253,7 @@ impl Inner {
         tracing::debug!(session = %session_id, "claude session task exited");
     }
 
-    async fn apply(
+    pub(super) async fn apply(
         self: &Arc<Self>,
         live: &Arc<Live>,
         outputs: Vec<Output>,
@@ -412,14 +441,26 @@ impl Inner {
 
     /// `~/.claude/sessions/<claude pid>.json` `status`, when the TUI runs.
     pub(super) fn session_file_status(&self, live: &Live) -> Option<String> {
-        let pid = (*lock(&live.claude_pid))?;
-        let home = live.home.as_ref()?;
-        let bytes =
-            std::fs::read(home.join(".claude/sessions").join(format!("{pid}.json"))).ok()?;
-        SessionFile::from_slice(&bytes)?.status
+        self.session_file(live)?.status
     }
 
-    async fn report(&self, session_id: &str, status: AgentStatus) {
+    /// `~/.claude/sessions/<claude pid>.json`, when the TUI runs (an adopted Claude's: the one
+    /// it was adopted by).
+    pub(super) fn session_file(&self, live: &Live) -> Option<SessionFile> {
+        let path = match &live.adopted {
+            Some(adopted) => PathBuf::from(&adopted.session_file),
+            None => {
+                let pid = (*lock(&live.claude_pid))?;
+                live.home
+                    .as_ref()?
+                    .join(".claude/sessions")
+                    .join(format!("{pid}.json"))
+            }
+        };
+        SessionFile::from_slice(&std::fs::read(path).ok()?)
+    }
+
+    pub(super) async fn report(&self, session_id: &str, status: AgentStatus) {
         self.report_with(session_id, status, Liveness::Alive).await;
     }
 
@@ -489,19 +530,22 @@ fn parse_error(source: &str, offset: u64, error: &str) -> Output {
     }))
 }
 
-/// Applies one of cohost's own commands to the session's machines.
+/// Applies one of cohost's own commands to the session's machines; the end of an adopted
+/// session (and who waits for it) is the session task's to carry out.
 fn apply_command(
     command: Command,
     normalizer: &mut Normalizer,
     fence: &mut HookFence,
     written: u64,
-) {
+) -> Option<(AdoptedEnd, Option<oneshot::Sender<()>>)> {
     match command {
         Command::ExpectInjected(text) => normalizer.expect_injected(&text),
         Command::Interrupted(turn) => {
             fence.interrupted(turn, written, tokio::time::Instant::now());
         }
+        Command::End(end, done) => return Some((end, Some(done))),
     }
+    None
 }
 
 /// A prompt of ours Claude had queued ran (or was delivered into the running turn).

@@ -16,7 +16,8 @@
 //! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it with the pure
 //! `clearing.rs` machine), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay),
 //! `asks.rs` (questions, plans, modes), `queued.rs` (prompts Claude queued, followed until they
-//! run) and `follow.rs` (the session task).
+//! run), `follow.rs` (the session task) and `adopt.rs` (a Claude a person started by hand,
+//! driven in its own pane: the same session task, typing and interrupt, no runner).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,6 +37,7 @@ use crate::runtime::common::lock;
 use crate::runtime::common::pane::{self, PaneProblem};
 use crate::tmux::{SessionCache, Tmux};
 
+mod adopt;
 mod asks;
 mod clearing;
 mod draft;
@@ -91,6 +93,8 @@ struct Inner {
     permissions: Mutex<HashMap<String, (String, oneshot::Sender<String>)>>,
     /// `AskUserQuestion` / `ExitPlanMode` hooks waiting for a person's answer, by request id.
     inputs: Mutex<HashMap<String, asks::PendingInput>>,
+    /// Held through an adoption's checks and records (`adopt.rs`).
+    adopting: tokio::sync::Mutex<()>,
     cancel: CancellationToken,
 }
 
@@ -123,6 +127,9 @@ struct Live {
     queued: Mutex<Vec<String>>,
     /// A `queued.rs` watch runs for this session.
     queue_watch: std::sync::atomic::AtomicBool,
+    /// A Claude a person started by hand that this session drives in its own pane (`adopt.rs`):
+    /// no runner, its session file and process as adopted.
+    adopted: Option<crate::protocol::SessionAdopted>,
     commands: mpsc::Sender<Command>,
     cancel: CancellationToken,
 }
@@ -131,6 +138,8 @@ enum Command {
     ExpectInjected(String),
     /// cohost's Escape stopped this turn and the TUI is idle again.
     Interrupted(String),
+    /// An adopted session ends (given back): the session task closes it, then answers.
+    End(adopt::AdoptedEnd, oneshot::Sender<()>),
 }
 
 impl ClaudeHost {
@@ -143,6 +152,7 @@ impl ClaudeHost {
                 live: Mutex::new(HashMap::new()),
                 permissions: Mutex::new(HashMap::new()),
                 inputs: Mutex::new(HashMap::new()),
+                adopting: tokio::sync::Mutex::new(()),
                 cancel: CancellationToken::new(),
             }),
         }
@@ -193,9 +203,10 @@ impl ClaudeHost {
         }
     }
 
-    /// The session's pane, verified: it must still run the runner cohost started there.
+    /// The session's pane, verified: it must still run the runner cohost started there — or,
+    /// adopted, the process it had when it was adopted, with the adopted Claude under it.
     async fn verified_pane(&self, session_id: &str) -> Result<String, HostError> {
-        pane::verified(&self.inner.core, &self.inner.tmux, session_id)
+        let pane = pane::verified(&self.inner.core, &self.inner.tmux, session_id)
             .await
             .map_err(|problem| match problem {
                 PaneProblem::None => HostError::NotReady(session_id.to_string()),
@@ -207,7 +218,22 @@ impl ClaudeHost {
                 } => HostError::Invalid(format!(
                     "pane {pane_id} now runs pid {pid}, not the runner cohost started ({runner_pid}); refusing to type into it"
                 )),
-            })
+            })?;
+        let adopted = lock(&self.inner.live)
+            .get(session_id)
+            .and_then(|live| live.adopted.clone());
+        if let Some(adopted) = adopted
+            && let Some(end) = adopt::agent_problem(&adopted)
+        {
+            // The session task ends the session on its next tick; nothing is typed meanwhile.
+            tracing::info!(
+                session = session_id,
+                ?end,
+                "refusing to type into an adopted pane"
+            );
+            return Err(HostError::Closed(session_id.to_string()));
+        }
+        Ok(pane)
     }
 }
 
@@ -229,13 +255,21 @@ impl Inner {
     ) -> Arc<Live> {
         let (commands, command_rx) = mpsc::channel(16);
         let home = std::env::var_os("HOME").map(PathBuf::from);
+        let adopted = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .and_then(|s| s.adopted.clone())
+        });
         // After a daemon restart the runner's `started` line is behind the checkpoint: take the
-        // running claude from runner.jsonl, so its session file is followed again.
-        let running = if restored {
-            pane::running_child(&dir)
-        } else {
-            None
+        // running claude from runner.jsonl, so its session file is followed again. An adopted
+        // Claude has no runner: it is the process that was adopted.
+        let running = match &adopted {
+            Some(adopted) => Some(adopted.pid),
+            None if restored => pane::running_child(&dir),
+            None => None,
         };
+        let restored = restored || adopted.is_some();
         let fork_of = fork_parent(&dir);
         let live = Arc::new(Live {
             session_id: session_id.to_string(),
@@ -253,6 +287,7 @@ impl Inner {
             fork_of,
             queued: Mutex::new(Vec::new()),
             queue_watch: std::sync::atomic::AtomicBool::new(false),
+            adopted,
             commands,
             cancel: self.cancel.child_token(),
         });

@@ -9,7 +9,9 @@ use crate::protocol::{
     EventKind, Field, HostedSessionView, PolicyChoice, PolicyField, Runtime, RuntimeChoices,
     SessionClosed, message,
 };
-use crate::runtime::{AfterRestart, CreateSession, Forked, HostError, InjectOutcome, SessionHost};
+use crate::runtime::{
+    AdoptRequest, AfterRestart, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
+};
 
 #[async_trait::async_trait]
 impl SessionHost for ClaudeHost {
@@ -144,8 +146,13 @@ impl SessionHost for ClaudeHost {
     }
 
     /// Stops the session: the runner and the TUI go, the pane closes, `session.closed` is logged.
+    /// An adopted Claude runs in a person's own pane, which cohost never kills: closing its
+    /// session gives it back (`disown`).
     async fn close(&self, session_id: &str) -> Result<(), HostError> {
         let live = self.live_session(session_id)?;
+        if live.adopted.is_some() {
+            return ClaudeHost::disown(self, session_id).await.map(|_| ());
+        }
         if let Some(pane) = self
             .inner
             .core
@@ -233,7 +240,24 @@ impl SessionHost for ClaudeHost {
     }
 
     async fn relaunch(&self, session: &str) -> Result<(), HostError> {
+        if self.live_session(session)?.adopted.is_some() {
+            return Err(HostError::Unsupported(
+                "an adopted claude runs in a person's own pane: cohost does not relaunch it".into(),
+            ));
+        }
         ClaudeHost::relaunch(self, session).await
+    }
+
+    fn adopts(&self) -> Option<&'static str> {
+        Some(super::adopt::AGENT)
+    }
+
+    async fn adopt(&self, request: AdoptRequest) -> Result<HostedSessionView, HostError> {
+        ClaudeHost::adopt(self, request).await
+    }
+
+    async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        ClaudeHost::disown(self, session).await
     }
 
     fn after_restart(&self) -> AfterRestart {

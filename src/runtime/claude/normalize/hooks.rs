@@ -19,11 +19,14 @@ use crate::protocol::{
 impl Normalizer {
     /// One `hooks.jsonl` line: `{"receivedAt", "event", "payload", "requestId"?}`, as JSON.
     pub fn hook(&mut self, line: &Value, now: u64) -> Vec<Output> {
+        // A hook reports this session: the hooks lead from here on.
+        self.transcript_led = false;
         self.hook_line(&HookLine::from_value(line), now)
     }
 
     /// One `hooks.jsonl` line.
     pub fn hook_line(&mut self, line: &HookLine, now: u64) -> Vec<Output> {
+        self.now = self.now.max(now);
         let mut out = Vec::new();
         let HookPayload { common, event } = &line.payload;
         let session_end = matches!(event, HookEvent::SessionEnd(_));
@@ -261,6 +264,7 @@ impl Normalizer {
                             deadline: now + STOP_GRACE_MS,
                             awaited_reply,
                             ended_before_reply: false,
+                            by_idle: false,
                         });
                     }
                 }

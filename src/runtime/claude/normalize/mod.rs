@@ -27,6 +27,13 @@ pub use items::{
 /// How long a turn's end waits for the transcript to catch up before it is stored anyway.
 pub const STOP_GRACE_MS: u64 = 5000;
 
+/// Without hooks (an adopted Claude): how long a turn the session file shows ended (`idle`
+/// after `busy`) waits for the transcript to say how — `turn_duration` (completed) or the
+/// interrupt marker — before it ends `interrupted` (an Escape before the first token writes
+/// neither). Claude writes `idle` about 60 ms after its turn ends and flushes the transcript
+/// every 100 ms; seconds cover a loaded machine.
+pub const IDLE_GRACE_MS: u64 = 3000;
+
 /// What the host should do with a normalized input.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
@@ -89,7 +96,21 @@ pub struct Normalizer {
     /// end: Claude's idle prompt comes 1.5 s or more after its `Stop`, and a slow transcript
     /// read must not show "waiting for your input" before the turn has ended.
     held_attention: Vec<(String, Output)>,
+    /// No hook reports this session (an adopted Claude, until a hook line arrives): the
+    /// transcript opens turns and confirms prompts, the session file's status is the agent's,
+    /// and its `idle` ends a turn only once the transcript had [`IDLE_GRACE_MS`] to say how.
+    transcript_led: bool,
+    /// The last clock reading the machine was given (`tick`, a hook line), in ms.
+    now: u64,
+    /// The session file's last status (transcript-led: a change is the agent's new status).
+    file_status: Option<String>,
+    /// Transcript-led, lines of a turn read before its prompt line (Claude may flush a first
+    /// turn's reply above its prompt): replayed once a prompt opens the turn.
+    before_prompt: Vec<crate::formats::claude::TranscriptRecord>,
 }
+
+/// Lines held for a prompt line at most (a first turn's flush is a few dozen).
+const MAX_BEFORE_PROMPT: usize = 64;
 
 /// A turn `Stop` ended whose end waits for the transcript (its reply and `turn_duration`).
 #[derive(Debug, Clone)]
@@ -102,6 +123,9 @@ struct PendingEnd {
     /// The transcript wrote the turn's `turn_duration` before its reply: the end waits for the
     /// reply line (Claude flushes a batch of lines in no fixed order).
     ended_before_reply: bool,
+    /// No `Stop` ended it: the session file went `idle` (transcript-led). `done` says
+    /// `interrupted` until the transcript's `turn_duration` says it completed.
+    by_idle: bool,
 }
 
 /// Pending ends kept at most (a turn's end waits seconds; more is a stuck transcript).
@@ -131,6 +155,35 @@ impl Normalizer {
             turn,
             ..Normalizer::default()
         }
+    }
+
+    /// No hook reports this session: the transcript leads (see `transcript_led`). A hook line
+    /// read later hands the lead back to the hooks.
+    pub fn lead_by_transcript(&mut self) {
+        self.transcript_led = true;
+    }
+
+    /// Whether the transcript leads (no hook has reported this session).
+    pub fn transcript_led(&self) -> bool {
+        self.transcript_led
+    }
+
+    /// Claude's session id changed without a hook saying so (the session file of an adopted
+    /// Claude names another one after `/clear`): follow the new session and its transcript.
+    pub fn rebind(&mut self, claude_session: &str, transcript: &str) -> Vec<Output> {
+        let mut out = Vec::new();
+        if self.claude_session.as_deref() != Some(claude_session) {
+            self.claude_session = Some(claude_session.to_string());
+            out.push(Output::Bound {
+                claude_session_id: claude_session.to_string(),
+                transcript_path: Some(transcript.to_string()),
+            });
+        }
+        if self.transcript.as_deref() != Some(transcript) {
+            self.transcript = Some(transcript.to_string());
+            out.push(Output::Transcript(transcript.to_string()));
+        }
+        out
     }
 
     pub fn claude_session(&self) -> Option<&str> {
@@ -202,7 +255,24 @@ impl Normalizer {
                 }
                 None => TurnSource::Terminal,
             };
-            if from_hooks || self.turn.is_none() {
+            if from_hooks || self.turn.is_none() || self.transcript_led {
+                // Transcript-led, a new prompt means the turn before it is over: one still open
+                // ended without a word of the transcript (an Escape before its first token).
+                if self.transcript_led
+                    && let Some(open) = self.open_turn().map(str::to_string)
+                    && !self.ends_pending(&open)
+                {
+                    self.end_turn(
+                        TurnCompleted {
+                            turn_id: open,
+                            status: TurnStatus::Interrupted,
+                            error: None,
+                            duration_ms: None,
+                            lost: false,
+                        },
+                        out,
+                    );
+                }
                 self.turn = Some(turn_id.to_string());
                 self.turn_texts.clear();
             }
@@ -210,6 +280,14 @@ impl Normalizer {
                 turn_id: turn_id.to_string(),
                 source,
             })));
+            // No `UserPromptSubmit` confirms it: the transcript's prompt line does.
+            if self.transcript_led {
+                out.push(Output::PromptSubmitted {
+                    turn_id: turn_id.to_string(),
+                    text: text.to_string(),
+                });
+                out.push(Output::Status(AgentStatus::Running));
+            }
         }
     }
 
@@ -283,6 +361,7 @@ impl Normalizer {
 
     /// Time passes: a turn end held for the transcript is released after the grace period.
     pub fn tick(&mut self, now: u64) -> Vec<Output> {
+        self.now = self.now.max(now);
         let mut out = Vec::new();
         let due: Vec<TurnCompleted> = self
             .pending_ends
@@ -326,11 +405,23 @@ impl Normalizer {
 
     pub fn session_status(&mut self, status: &str) -> Vec<Output> {
         let mut out = Vec::new();
+        // Transcript-led, the file's status is the agent's (with hooks, the hooks say it).
+        if self.transcript_led && self.file_status.as_deref() != Some(status) {
+            self.file_status = Some(status.to_string());
+            match status {
+                "busy" => out.push(Output::Status(AgentStatus::Running)),
+                "waiting" => out.push(Output::Status(AgentStatus::Waiting)),
+                "shell" => out.push(Output::Status(AgentStatus::ToolRunning)),
+                _ => {}
+            }
+        }
         // Only the turn that was seen busy is ended by going idle: between a turn and the
         // queued prompt that follows it the file reads idle for a moment, when the hooks may
         // have started the next turn already.
         let busy_turn = self.busy_turn.take();
-        if status == "busy" {
+        let running =
+            status == "busy" || (self.transcript_led && matches!(status, "waiting" | "shell"));
+        if running {
             self.busy_turn = self.turn.clone();
         }
         tracing::debug!(
@@ -345,6 +436,24 @@ impl Normalizer {
             && !self.ends_pending(&turn)
             && busy_turn.as_deref() == Some(turn.as_str())
         {
+            if self.transcript_led {
+                // No `Stop` came before this `idle` (none comes without hooks): the transcript
+                // says how the turn ended, if it does so within the grace.
+                self.pending_ends.push_back(PendingEnd {
+                    done: TurnCompleted {
+                        turn_id: turn,
+                        status: TurnStatus::Interrupted,
+                        error: None,
+                        duration_ms: None,
+                        lost: false,
+                    },
+                    deadline: self.now + IDLE_GRACE_MS,
+                    awaited_reply: None,
+                    ended_before_reply: false,
+                    by_idle: true,
+                });
+                return out;
+            }
             self.end_turn(
                 TurnCompleted {
                     turn_id: turn,
@@ -360,5 +469,7 @@ impl Normalizer {
     }
 }
 
+#[cfg(test)]
+mod led_tests;
 #[cfg(test)]
 mod tests;

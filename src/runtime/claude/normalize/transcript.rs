@@ -13,6 +13,12 @@ use crate::protocol::{
     ErrorEvent, EventKind, Item, ItemEvent, TokenCounts, TurnCompleted, TurnStatus, Usage,
 };
 
+/// Whether `record` is a prompt a person (or cohost) submitted, which opens (or joins) a turn.
+fn is_prompt(record: &TranscriptRecord) -> bool {
+    matches!(record, TranscriptRecord::User(head, user)
+        if head.is_sidechain != Some(true) && user.prompt_id.is_some() && user.submitted_prompt().is_some())
+}
+
 impl Normalizer {
     /// The turn a transcript line belongs to: the last prompt the transcript wrote, else the
     /// turn the hooks started. Claude flushes a turn's lines in batches whose order is not
@@ -44,7 +50,32 @@ impl Normalizer {
                 text: unwrap_pasted(&prompt).into_owned(),
             }];
         }
-        self.record(&TranscriptRecord::from_value(line))
+        let record = TranscriptRecord::from_value(line);
+        // Transcript-led with no turn known yet, a reply or a turn's end waits for the prompt
+        // line that opens its turn (Claude may flush a first turn's lines above its prompt).
+        if self.transcript_led
+            && self.transcript_turn.is_none()
+            && self.turn.is_none()
+            && !is_prompt(&record)
+            && matches!(
+                record,
+                TranscriptRecord::Assistant(..)
+                    | TranscriptRecord::User(..)
+                    | TranscriptRecord::System(..)
+            )
+        {
+            if self.before_prompt.len() < super::MAX_BEFORE_PROMPT {
+                self.before_prompt.push(record);
+            }
+            return Vec::new();
+        }
+        let mut out = self.record(&record);
+        if is_prompt(&record) && !self.before_prompt.is_empty() {
+            for held in std::mem::take(&mut self.before_prompt) {
+                out.extend(self.record(&held));
+            }
+        }
+        out
     }
 
     /// One transcript record.
@@ -293,6 +324,10 @@ impl Normalizer {
             Some(index) => {
                 let pending = &mut self.pending_ends[index];
                 pending.done.duration_ms = duration;
+                // The session file's `idle` held it: the transcript says it completed.
+                if pending.by_idle {
+                    pending.done.status = TurnStatus::Completed;
+                }
                 if self.reply_written(&self.pending_ends[index]) {
                     let done = self.pending_ends[index].done.clone();
                     self.end_turn(done, out);

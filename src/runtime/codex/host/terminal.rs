@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use super::{CodexHost, wire};
 use crate::protocol::{HostedSessionView, Runtime};
 use crate::runtime::common::pane;
-use crate::runtime::common::{DEFAULT_TMUX_SESSION, private_dir, send_signal, sibling_binary};
 use crate::runtime::{HostError, TerminalSpec};
 
 /// The environment variable that carries the WebSocket token to the co-driving TUI.
@@ -120,13 +119,8 @@ impl CodexHost {
         session_id: &str,
         tmux_session: Option<String>,
     ) -> Result<HostedSessionView, HostError> {
-        let runner = sibling_binary("cohost-runner", "COHOST_RUNNER_BIN")
-            .map_err(|e| HostError::unavailable(Runtime::Codex, e))?;
-        if self.view(session_id)?.pane_id.is_some() {
-            return Err(HostError::Invalid(format!(
-                "session `{session_id}` already has a terminal"
-            )));
-        }
+        pane::runner(Runtime::Codex)?;
+        pane::refuse_second(session_id, self.view(session_id)?.pane_id.as_deref())?;
         // codex cannot resume a thread that has no rollout ("no rollout found"). Naming the
         // thread writes one without any model call, so the TUI can attach at once; should that
         // fail, the runner waits without a launch.json and the TUI starts when the first turn
@@ -140,19 +134,17 @@ impl CodexHost {
                 .store(true, std::sync::atomic::Ordering::Release);
             self.terminal_dir(session_id)?
         };
-        let tmux_session = tmux_session.unwrap_or_else(|| DEFAULT_TMUX_SESSION.to_string());
         let cwd = PathBuf::from(self.view(session_id)?.cwd);
-        pane::open(
+        pane::open_terminal(
+            Runtime::Codex,
             &self.inner.core,
             &self.inner.tmux,
             session_id,
-            &tmux_session,
+            tmux_session,
             &cwd,
-            &runner,
             &dir,
         )
-        .await
-        .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        .await?;
         self.view(session_id)
     }
 
@@ -161,42 +153,17 @@ impl CodexHost {
     async fn write_terminal_launch(&self, session_id: &str) -> Result<PathBuf, HostError> {
         let spec = self.terminal_spec(session_id, true).await?;
         let dir = self.terminal_dir(session_id)?;
-        let mut argv = vec![spec.command.clone()];
-        argv.extend(spec.args.iter().cloned());
-        let launch = crate::protocol::boundary::Launch {
-            argv,
-            cwd: Some(PathBuf::from(&spec.cwd)),
-            env: spec.env.into_iter().map(|(k, v)| (k, Some(v))).collect(),
-            seed_claude: None,
-            session_id: Some(session_id.to_string()),
-        };
-        pane::write_launch(&dir, &launch).map_err(|e| {
-            HostError::failed_by(
-                Runtime::Codex,
-                format!("could not write {}: {e}", dir.join("launch.json").display()),
-                e,
-            )
-        })?;
+        pane::write_spec(Runtime::Codex, &dir, session_id, spec)?;
         Ok(dir)
     }
 
     /// The private directory of a session's terminal (launch.json, runner.jsonl).
     fn terminal_dir(&self, session_id: &str) -> Result<PathBuf, HostError> {
-        let dir = self
-            .inner
-            .config
-            .cohost_home
-            .join("codex")
-            .join("sessions")
-            .join(session_id);
-        private_dir(&dir).map_err(|e| {
-            HostError::failed_by(
-                Runtime::Codex,
-                format!("cannot create {}: {e}", dir.display()),
-                e,
-            )
-        })?;
-        Ok(dir)
+        pane::terminal_dir(
+            Runtime::Codex,
+            &self.inner.config.cohost_home.join("codex").join("sessions"),
+            session_id,
+        )
     }
 
     /// Relaunches the session's TUI (after it exited, or stopping it first), against the
@@ -205,23 +172,9 @@ impl CodexHost {
         &self,
         session_id: &str,
     ) -> Result<(), HostError> {
-        let pane = self
-            .inner
-            .core
-            .read(|state| state.sessions.get(session_id).and_then(|s| s.pane.clone()))
-            .ok_or_else(|| HostError::Invalid(format!("session `{session_id}` has no terminal")))?;
-        if self.inner.tmux.tmux().pane_pid(&pane.pane_id).await != Some(pane.runner_pid) {
-            return Err(HostError::Closed(session_id.to_string()));
-        }
+        let pane = pane::relaunchable(&self.inner.core, &self.inner.tmux, session_id).await?;
         let dir = self.write_terminal_launch(session_id).await?;
-        // Which TUI runs is read before the runner is woken: an idle runner launches at once on
-        // SIGUSR1, and reading after it would find (and stop) the TUI just launched.
-        let running = pane::running_child(&dir);
-        // SIGUSR1: the runner launches again as soon as the TUI is not running.
-        send_signal(pane.runner_pid, libc::SIGUSR1);
-        if let Some(pid) = running {
-            send_signal(pid, libc::SIGTERM);
-        }
+        pane::relaunch(&dir, pane.runner_pid);
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! The dispatch task of one session: reads its server's `/event` stream, runs each event of
-//! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order;
+//! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order
+//! (its status reported to the tracker among them);
 //! when the stream ends, the running turn ends `interrupted` (`lost`) and the session `lost`.
 
 use std::sync::Arc;
@@ -8,10 +9,10 @@ use super::super::client::next_chunk;
 use super::super::normalize::Effect;
 use super::super::sse::SseDecoder;
 use super::super::wire::Event;
-use super::{Binding, Inner, Live, path_segment};
-use crate::protocol::{SessionState, TurnCompleted, TurnStatus};
+use super::{Binding, Inner, Live};
+use crate::protocol::{AgentStatus, SessionState, TurnCompleted, TurnStatus};
 use crate::runtime::common::child::tail_suffix;
-use crate::runtime::common::hosted::resolved_by_runtime;
+use crate::runtime::common::hosted::{resolved_by_runtime, take_all_pending};
 use crate::runtime::common::lock;
 
 /// The session's dispatch task: reads the server's stream until it ends or the session is
@@ -70,26 +71,18 @@ pub(super) async fn dispatch(
         for effect in effects {
             perform(&inner, &live, &binding, effect).await;
         }
+        inner
+            .report(&live.session_id, AgentStatus::Interrupted)
+            .await;
     }
     live.binding.send_replace(None);
-    // Its pending permissions went with it: no answer can reach them any more.
-    let orphaned: Vec<String> = {
-        let mut approvals = lock(&inner.approvals);
-        let ids: Vec<String> = approvals
-            .iter()
-            .filter(|(_, owner)| **owner == live.session_id)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &ids {
-            approvals.remove(id);
-        }
-        ids
-    };
-    for approval_id in orphaned {
+    // Its pending permissions and questions went with it: no answer can reach them any more.
+    for approval_id in take_all_pending(&inner.approvals, &live.session_id) {
         inner
             .store(&live.session_id, resolved_by_runtime(approval_id, None))
             .await;
     }
+    inner.orphan_questions(&live.session_id).await;
     tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
         .status(
@@ -108,7 +101,7 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
     match effect {
         Effect::Store(kind) => inner.store(&live.session_id, kind).await,
         Effect::Publish(kind) => inner.core.publish(Some(live.session_id.clone()), kind),
-        Effect::Report(_) => {}
+        Effect::Report(status) => inner.report(&live.session_id, status).await,
         Effect::HoldApproval { approval_id } => {
             let interrupting = lock(&live.forwarder).interrupt_requested;
             if interrupting {
@@ -126,17 +119,14 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
                     .await;
             }
         }
-        Effect::DismissQuestion { request_id } => {
-            let Ok(id) = path_segment(&request_id) else {
-                return;
-            };
-            if let Err(error) = binding
-                .client()
-                .post(&format!("/question/{id}/reject"), &serde_json::json!({}))
+        Effect::AskQuestion(request) => inner.hold_question(live, binding, *request).await,
+        Effect::QuestionSettled {
+            request_id,
+            answers,
+        } => {
+            inner
+                .question_settled(&live.session_id, &request_id, answers)
                 .await
-            {
-                tracing::warn!(%error, "could not dismiss an opencode question");
-            }
         }
     }
 }

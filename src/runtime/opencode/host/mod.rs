@@ -9,13 +9,18 @@
 //!
 //! One dispatch task per session reads the stream, runs each event of the session through its
 //! [`Forwarder`] and performs the effects in order, so a session's events are stored in
-//! OpenCode's order.
+//! OpenCode's order, and reports the session's status to the tracker.
+//!
+//! A person co-drives a session with `opencode attach` on its server, in a pane cohost opens
+//! (`terminal.rs`).
 //!
 //! **Safety:** every session gets a permission ruleset from its approval policy
 //! ([`ruleset`]), checked in OpenCode's answer before the session is used. An interrupt first
-//! rejects every permission the session has pending (OpenCode keeps them past an abort, and a
-//! late "once" would run the tool), under the same lock an approval's answer takes, so a late
-//! answer can never reach OpenCode: it gets `409` from cohost.
+//! rejects every permission and question the session has pending (OpenCode keeps a permission
+//! past an abort, and a late "once" would run the tool), under the same lock an answer takes,
+//! so a late answer can never reach OpenCode: it gets `409` from cohost.
+//!
+//! Questions (the `question` tool) and the model a session is switched to are in [`asks`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,8 +41,10 @@ use super::wire::{
 };
 use dispatch::dispatch;
 
+mod asks;
 mod dispatch;
 mod session_host;
+mod terminal;
 use crate::core::CoreHandle;
 use crate::protocol::{
     EventKind, ForkOrigin, HostedSessionView, Runtime, SessionBound, SessionCreated, SessionState,
@@ -46,6 +53,7 @@ use crate::runtime::common::gated::Gated;
 use crate::runtime::common::hosted::{self, resolved_by_runtime};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{CreateSession, HostError};
+use crate::tmux::SessionCache;
 
 /// The approval policies an OpenCode session can run under (see [`ruleset`]).
 pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
@@ -64,7 +72,7 @@ fn is_model(model: &str) -> bool {
 const GATED: Gated = Gated {
     runtime: Runtime::Opencode,
     budget: "retries are the provider's settings in opencode.json",
-    terminal: "a co-driving terminal for opencode sessions is not available yet",
+    terminal: None,
     policies: &APPROVAL_POLICIES,
     policies_why: "opencode cannot ask only after a failure",
     model_ok: is_model,
@@ -87,9 +95,12 @@ const READ_ONLY: [&str; 7] = [
 /// matches, and a session's rules come after the config's, so the session's rules win:
 /// - `never`: `*` allow (tools act without asking);
 /// - `untrusted`, `on-request`: `*` ask, then the read-only tools allow;
-/// - always: `question` deny (cohost does not relay OpenCode's questions yet) and `task` deny
+/// - always: `question` allow (cohost relays its questions as input requests) and `task` deny
 ///   unless `never` (a subagent's permissions are asked in a child session cohost does not
-///   follow, so they could not be answered).
+///   follow, so they could not be answered). A subagent's session does not inherit the
+///   `question` allow (OpenCode 1.18.33 passes a child only the parent's `deny` and
+///   `external_directory` rules), and its agents (`general`, `explore`) deny `question`, so no
+///   question is asked where cohost could not relay it.
 pub fn ruleset(policy: &str) -> Vec<PermissionRule> {
     let mut rules = Vec::new();
     if policy == "never" {
@@ -99,7 +110,7 @@ pub fn ruleset(policy: &str) -> Vec<PermissionRule> {
         rules.extend(READ_ONLY.iter().map(|p| PermissionRule::new(p, "allow")));
         rules.push(PermissionRule::new("task", "deny"));
     }
-    rules.push(PermissionRule::new("question", "deny"));
+    rules.push(PermissionRule::new("question", "allow"));
     rules
 }
 
@@ -137,12 +148,15 @@ pub struct OpencodeHost {
 
 struct Inner {
     core: CoreHandle,
+    tmux: Arc<SessionCache>,
     /// `$COHOST_HOME/opencode`: where a server started only to list models runs.
     scratch: PathBuf,
     bin: Result<PathBuf, String>,
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// Permission requests waiting for an answer, by request id (`per_…`) → cohost session.
     approvals: Mutex<HashMap<String, String>>,
+    /// Questions waiting for an answer, by request id (`que_…`) → cohost session.
+    questions: Mutex<HashMap<String, String>>,
 }
 
 /// What a live session is bound to: its server and OpenCode's session id there.
@@ -191,7 +205,7 @@ pub struct OpencodeDoctor {
 }
 
 impl OpencodeHost {
-    pub fn new(core: CoreHandle, scratch: PathBuf) -> Self {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, scratch: PathBuf) -> Self {
         let bin = find_opencode();
         if let Err(error) = &bin {
             tracing::info!(%error, "opencode not found; opencode sessions are unavailable");
@@ -199,10 +213,12 @@ impl OpencodeHost {
         OpencodeHost {
             inner: Arc::new(Inner {
                 core,
+                tmux,
                 scratch,
                 bin,
                 live: Mutex::new(HashMap::new()),
                 approvals: Mutex::new(HashMap::new()),
+                questions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -313,6 +329,17 @@ impl OpencodeHost {
             server: Arc::clone(&server),
             opencode_session: opencode_session.clone(),
         };
+        // A session restored with its pane: a turn cohost did not send is the person's there.
+        lock(&live.forwarder).has_terminal = self
+            .inner
+            .core
+            .read(|state| {
+                state
+                    .sessions
+                    .get(&live.session_id)
+                    .map(|s| s.pane.is_some())
+            })
+            .unwrap_or(false);
         // Follow the stream before anything can be prompted.
         let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
         let body = client.stream("/event").await?;
@@ -387,24 +414,13 @@ impl OpencodeHost {
     }
 
     async fn settle_pending(&self, live: &Live, binding: &Binding) {
-        let ids: Vec<String> = {
-            let mut approvals = lock(&self.inner.approvals);
-            let ids: Vec<String> = approvals
-                .iter()
-                .filter(|(_, session)| **session == live.session_id)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &ids {
-                approvals.remove(id);
-            }
-            ids
-        };
-        for id in ids {
+        for id in hosted::take_all_pending(&self.inner.approvals, &live.session_id) {
             self.inner.reject(binding, &id).await;
             self.inner
                 .store(&live.session_id, resolved_by_runtime(id, Some("cancel")))
                 .await;
         }
+        self.inner.settle_questions(live, binding).await;
     }
 
     async fn do_interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
@@ -427,16 +443,18 @@ impl OpencodeHost {
         if turn.is_some_and(|wanted| wanted != current) {
             return Ok(false);
         }
-        // Settle every pending permission first: OpenCode keeps them past an abort, and a
-        // late "once" would run the tool.
+        // Settle every pending permission and question first: OpenCode keeps a permission
+        // past an abort, and a late "once" would run the tool.
         self.settle_pending(&live, &binding).await;
         let path = format!(
             "/session/{}/abort",
             path_segment(&binding.opencode_session)?
         );
         binding.client().post(&path, &serde_json::json!({})).await?;
-        // A permission asked in the instant before the abort landed: reject it too.
+        // A permission or question asked in the instant before the abort landed: reject it
+        // too.
         self.inner.sweep_permissions(&live, &binding).await;
+        self.inner.sweep_questions(&live, &binding).await;
         Ok(true)
     }
 }
@@ -612,7 +630,17 @@ mod tests {
             }
             assert!(rules.contains(&PermissionRule::new("task", "deny")));
         }
-        assert!(never.contains(&PermissionRule::new("question", "deny")));
+        // Questions are relayed under every policy; the last rule for `question` allows it.
+        for policy in APPROVAL_POLICIES {
+            let rules = ruleset(policy);
+            let last = rules
+                .iter()
+                .rev()
+                .find(|r| r.permission == "*" || r.permission == "question")
+                .unwrap();
+            assert_eq!(*last, PermissionRule::new("question", "allow"), "{policy}");
+        }
+        assert!(!never.contains(&PermissionRule::new("task", "deny")));
     }
 
     #[test]

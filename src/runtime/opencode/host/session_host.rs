@@ -1,16 +1,18 @@
-//! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals, close,
-//! fork, doctor — the seam's methods over the host's own (`mod.rs`).
+//! [`SessionHost`] for [`OpencodeHost`]: create, restore, inject, interrupt, approvals,
+//! questions, model, close, fork, co-driving (`terminal.rs`), doctor — the seam's methods over
+//! the host's own (`mod.rs`, `asks.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::super::normalize::{self, DECISIONS, DECLINE_MESSAGE};
-use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, PromptBody};
+use super::super::wire::{MessageWithParts, PermissionReplyBody, PromptBody};
 use super::{
     APPROVAL_POLICIES, DEFAULT_POLICY, GATED, Live, OpencodeDoctor, OpencodeHost, path_segment,
 };
 use crate::protocol::{
-    EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionState, message,
+    EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer, InputRequested, Runtime,
+    SessionState, message,
 };
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{hosted, inject, lock};
@@ -81,7 +83,12 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
-        self.create_session(request, None).await
+        let (terminal, tmux_session) = (request.terminal, request.tmux_session.clone());
+        let view = self.create_session(request, None).await?;
+        if terminal {
+            return self.open_pane(&view.id, tmux_session).await;
+        }
+        Ok(view)
     }
 
     fn restore(&self) {
@@ -104,6 +111,16 @@ impl SessionHost for OpencodeHost {
                         "the session was never bound to an opencode session",
                     )),
                 };
+                // The pane's TUI was attached to the server that went with the daemon: attach
+                // it to the new one.
+                if result.is_ok()
+                    && host
+                        .view(&live.session_id)
+                        .is_ok_and(|v| v.pane_id.is_some())
+                    && let Err(error) = host.relaunch_pane(&live.session_id).await
+                {
+                    tracing::warn!(session = %live.session_id, %error, "could not relaunch the opencode terminal");
+                }
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the opencode session");
                     host.inner
@@ -133,11 +150,10 @@ impl SessionHost for OpencodeHost {
             return Ok(earlier);
         }
         let binding = self.inner.wait_bound(&live).await?;
-        let model = self
-            .inner
-            .settings(session)
-            .and_then(|s| s.model)
-            .and_then(|m| ModelRef::parse(&m));
+        // Every prompt names the session's model (created with, or switched to: the one its
+        // view shows). OpenCode's choice is sticky, but another client (an attached TUI) can
+        // change it; cohost's prompts run on cohost's.
+        let model = self.inner.current_model(session);
         let message_id = message_id();
         // A prompt while a turn runs: OpenCode queues it and folds it into the running loop's
         // next model call, and one `session.idle` ends both — it joins the running turn.
@@ -184,14 +200,7 @@ impl SessionHost for OpencodeHost {
         hosted::check_decision(decision, &DECISIONS)?;
         let live = self.inner.live_session(session)?;
         let _decide = live.decide.lock().await;
-        let pending = {
-            let mut approvals = lock(&self.inner.approvals);
-            match approvals.get(approval) {
-                Some(owner) if owner == session => approvals.remove(approval),
-                _ => None,
-            }
-        };
-        if pending.is_none() {
+        if !hosted::take_pending(&self.inner.approvals, approval, session) {
             return Err(hosted::not_pending(&self.inner.core, session, approval));
         }
         let Some(binding) = live.binding.borrow().clone() else {
@@ -237,6 +246,7 @@ impl SessionHost for OpencodeHost {
         }
         lock(&self.inner.live).remove(session);
         lock(&self.inner.approvals).retain(|_, owner| owner != session);
+        lock(&self.inner.questions).retain(|_, owner| owner != session);
         hosted::record_closed(&self.inner.core, session).await
     }
 
@@ -274,7 +284,10 @@ impl SessionHost for OpencodeHost {
         };
         let request = CreateSession {
             cwd: PathBuf::from(&created.cwd),
-            model: created.model.clone(),
+            model: self
+                .inner
+                .current_model(session)
+                .map(|m| format!("{}/{}", m.provider_id, m.model_id)),
             approval_policy: created
                 .approval_policy
                 .as_ref()
@@ -302,42 +315,20 @@ impl SessionHost for OpencodeHost {
         session: &str,
         include_token: bool,
     ) -> Result<crate::runtime::TerminalSpec, HostError> {
-        let live = self.inner.live_session(session)?;
-        let binding = self.inner.wait_bound(&live).await?;
-        let bin = self.bin()?.clone();
-        let cwd = self.view(session)?.cwd;
-        let mut env = std::collections::BTreeMap::new();
-        env.insert(
-            "OPENCODE_SERVER_USERNAME".to_string(),
-            super::super::process::USERNAME.to_string(),
-        );
-        env.insert(
-            "OPENCODE_SERVER_PASSWORD".to_string(),
-            if include_token {
-                binding.server.password.clone()
-            } else {
-                "<redacted>".to_string()
-            },
-        );
-        Ok(crate::runtime::TerminalSpec {
-            command: bin.to_string_lossy().into_owned(),
-            args: vec![
-                "attach".to_string(),
-                format!("http://127.0.0.1:{}", binding.client().port()),
-                "--session".to_string(),
-                binding.opencode_session.clone(),
-                "--dir".to_string(),
-                cwd.clone(),
-            ],
-            cwd,
-            env,
-        })
+        self.spec(session, include_token).await
     }
 
-    async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
-        Err(HostError::Unsupported(
-            "opencode sessions have no TUI of their own to relaunch".into(),
-        ))
+    /// A tmux pane running `opencode attach` on the session's server.
+    async fn open_terminal(
+        &self,
+        session: &str,
+        tmux_session: Option<String>,
+    ) -> Result<HostedSessionView, HostError> {
+        self.open_pane(session, tmux_session).await
+    }
+
+    async fn relaunch(&self, session: &str) -> Result<(), HostError> {
+        self.relaunch_pane(session).await
     }
 
     fn after_restart(&self) -> AfterRestart {
@@ -395,6 +386,24 @@ impl SessionHost for OpencodeHost {
                 binding.server.stop().await;
             }
         }
+    }
+
+    async fn answer_request(
+        &self,
+        session: &str,
+        request: &InputRequested,
+        answer: InputAnswer,
+    ) -> Result<Option<String>, HostError> {
+        self.answer_question(session, request, answer).await
+    }
+
+    async fn set_model(
+        &self,
+        session: &str,
+        model: &str,
+        thinking_level: Option<&str>,
+    ) -> Result<Capability, HostError> {
+        self.switch_model(session, model, thinking_level).await
     }
 
     async fn models(&self) -> Result<Capability, HostError> {

@@ -1,7 +1,7 @@
 //! The dispatch task of one session: reads its Pi's events, runs each through the
 //! [`Forwarder`](super::Forwarder) and performs the effects in order; when Pi's output ends,
 //! the running turn ends `interrupted` (`lost`), its open dialogs are resolved by the runtime
-//! and the session is `lost`.
+//! and the session is `lost`. The session's status goes to the tracker ([`Inner::report`]).
 
 use std::sync::Arc;
 
@@ -11,10 +11,11 @@ use super::super::normalize::Effect;
 use super::super::process::PiProcess;
 use super::super::wire::{ExtensionUiResponse, PiEvent};
 use super::{Inner, Live};
-use crate::protocol::{EventKind, SessionState, TurnCompleted, TurnStatus};
+use crate::protocol::{AgentStatus, EventKind, Liveness, SessionState, TurnCompleted, TurnStatus};
 use crate::runtime::common::child::tail_suffix;
 use crate::runtime::common::hosted::resolved_by_runtime;
 use crate::runtime::common::lock;
+use crate::runtime::common::mirror::{self, Placement, Report};
 
 pub(super) async fn dispatch(
     inner: Arc<Inner>,
@@ -37,6 +38,7 @@ pub(super) async fn dispatch(
                     if cancelled.as_deref() == Some(asked.approval_id.as_str()) => {}
                 Effect::Store(kind) => inner.store(&live.session_id, kind).await,
                 Effect::Publish(kind) => inner.core.publish(Some(live.session_id.clone()), kind),
+                Effect::Report(status) => inner.report(&live.session_id, status).await,
                 Effect::HoldApproval { approval_id } => {
                     let interrupting = {
                         let mut dialogs = lock(&live.dialogs);
@@ -80,6 +82,9 @@ pub(super) async fn dispatch(
                 inner.store(&live.session_id, kind).await;
             }
         }
+        inner
+            .report(&live.session_id, AgentStatus::Interrupted)
+            .await;
     }
     let _ = live.process.send_if_modified(|current| {
         if current.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
@@ -117,5 +122,33 @@ async fn answer_cancelled(process: &PiProcess, id: &str) {
         .await
     {
         tracing::warn!(%error, "could not cancel a pi dialog");
+    }
+}
+
+impl Inner {
+    /// Mirrors the session's status into the tracker as agent `pi`, keyed by Pi's session id,
+    /// in the tmux session whose directory holds the session's cwd (Pi runs in no pane).
+    async fn report(&self, session_id: &str, status: AgentStatus) {
+        let Some((cwd, Some(thread))) = self.core.read(|state| {
+            state
+                .sessions
+                .get(session_id)
+                .map(|s| (s.created.cwd.clone(), s.thread_id.clone()))
+        }) else {
+            return;
+        };
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: "pi",
+                thread_id: &thread,
+                session_id,
+                placement: Placement::Cwd(&cwd),
+                status,
+                liveness: Liveness::Alive,
+            },
+        )
+        .await;
     }
 }

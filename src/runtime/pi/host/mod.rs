@@ -7,7 +7,9 @@
 //! and, when the policy asks, `gate.ts` (cohost's approval gate, loaded with `-e`).
 //!
 //! One dispatch task per session reads Pi's events, runs each through its [`Forwarder`] and
-//! performs the effects in order, so a session's events are stored in Pi's order.
+//! performs the effects in order, so a session's events are stored in Pi's order, and reports
+//! the session's status to the tracker (in the tmux session whose directory holds its cwd: a
+//! Pi session has no pane).
 //!
 //! **Safety:** Pi has no permission system: under `on-request` and `untrusted` the gate asks
 //! cohost before every tool call but the read-only built-ins (`read`, `grep`, `find`, `ls`),
@@ -42,6 +44,7 @@ use crate::runtime::common::gated::Gated;
 use crate::runtime::common::hosted::{self, resolved_by_runtime};
 use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
 use crate::runtime::{CreateSession, HostError};
+use crate::tmux::SessionCache;
 
 /// The approval policies a Pi session can run under.
 pub const APPROVAL_POLICIES: [&str; 3] = ["untrusted", "on-request", "never"];
@@ -78,7 +81,7 @@ fn is_model(model: &str) -> bool {
 const GATED: Gated = Gated {
     runtime: Runtime::Pi,
     budget: "retries are pi's own settings",
-    terminal: NO_TERMINAL,
+    terminal: Some(NO_TERMINAL),
     policies: &APPROVAL_POLICIES,
     policies_why: "pi's gate asks before a tool runs; it cannot ask only after a failure",
     model_ok: is_model,
@@ -102,6 +105,7 @@ pub struct PiHost {
 
 struct Inner {
     core: CoreHandle,
+    tmux: Arc<SessionCache>,
     /// `$COHOST_HOME/pi`.
     root: PathBuf,
     bin: Result<PathBuf, String>,
@@ -172,7 +176,7 @@ fn io_failure(what: &str, path: &Path, error: std::io::Error) -> HostError {
 }
 
 impl PiHost {
-    pub fn new(core: CoreHandle, root: PathBuf) -> Self {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, root: PathBuf) -> Self {
         let bin = find_pi();
         if let Err(error) = &bin {
             tracing::info!(%error, "pi not found; pi sessions are unavailable");
@@ -180,6 +184,7 @@ impl PiHost {
         PiHost {
             inner: Arc::new(Inner {
                 core,
+                tmux,
                 root,
                 bin,
                 version: Mutex::new(None),

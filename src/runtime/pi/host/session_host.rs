@@ -228,9 +228,7 @@ impl SessionHost for PiHost {
     }
 
     async fn relaunch(&self, _session: &str) -> Result<(), HostError> {
-        Err(HostError::Unsupported(
-            "pi sessions have no TUI of their own to relaunch".into(),
-        ))
+        Err(HostError::Unsupported(NO_TERMINAL.into()))
     }
 
     fn after_restart(&self) -> AfterRestart {
