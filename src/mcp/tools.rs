@@ -157,6 +157,33 @@ impl CohostMcp {
         CallToolResult::structured(value)
     }
 
+    /// `edit_task` and `supersede_task`: a waiting task's prompt replaced `how`, if its
+    /// revision is still `args.revision`.
+    async fn revise_task(&self, args: EditArgs, how: Revise) -> CallToolResult {
+        let EditArgs {
+            task_id,
+            revision,
+            prompt,
+            idempotency_key,
+        } = args;
+        let revised = match how {
+            Revise::InPlace => {
+                self.service
+                    .edit_task(&task_id, revision, &prompt, idempotency_key)
+                    .await
+            }
+            Revise::Supersede => {
+                self.service
+                    .supersede_task(&task_id, revision, &prompt, idempotency_key)
+                    .await
+            }
+        };
+        match revised {
+            Ok(revised) => answer(revised),
+            Err(error) => failed(error),
+        }
+    }
+
     /// The refusal when a human holds the session's control lease (MCP acts only while the
     /// lease is managed, like `interrupt`).
     fn human_holds(&self, id: &str, what: &str) -> Option<CallToolResult> {
@@ -168,6 +195,14 @@ impl CohostMcp {
             )
         })
     }
+}
+
+/// How `revise_task` replaces a waiting task's prompt.
+enum Revise {
+    /// In place: the same task, id and queue position (`edit_task`).
+    InPlace,
+    /// The task cancelled and a new one queued in its position (`supersede_task`).
+    Supersede,
 }
 
 fn failed(error: impl Into<ServiceError>) -> CallToolResult {
@@ -416,21 +451,7 @@ impl CohostMcp {
         output_schema = output::<EditResult>()
     )]
     async fn edit_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
-                .edit_task(
-                    &args.task_id,
-                    args.revision,
-                    &args.prompt,
-                    args.idempotency_key,
-                )
-                .await
-            {
-                Ok(edited) => answer(edited),
-                Err(error) => failed(error),
-            },
-        )
+        Ok(self.revise_task(args, Revise::InPlace).await)
     }
 
     #[tool(
@@ -438,21 +459,7 @@ impl CohostMcp {
         output_schema = output::<EditResult>()
     )]
     async fn supersede_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
-                .supersede_task(
-                    &args.task_id,
-                    args.revision,
-                    &args.prompt,
-                    args.idempotency_key,
-                )
-                .await
-            {
-                Ok(replaced) => answer(replaced),
-                Err(error) => failed(error),
-            },
-        )
+        Ok(self.revise_task(args, Revise::Supersede).await)
     }
 
     #[tool(
