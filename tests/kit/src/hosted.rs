@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::Binaries;
 use super::daemon::TestDaemon;
 use super::http::Resp;
-use super::mock_messages::MockMessages;
+use super::mock_messages::{MockMessages, Step};
 use super::sessions::merged;
 use super::tmux::TmuxServer;
 
@@ -97,6 +97,17 @@ impl<B: Binaries> HostedFixture<B> {
         sent["turnId"].as_str().unwrap().to_string()
     }
 
+    /// Runs a turn: `prompt` sent (the mock answers it with `reply`) until it completed;
+    /// returns the turn.
+    #[track_caller]
+    pub fn run_turn(&self, id: &str, prompt: &str, reply: &str) -> String {
+        self.mock.push(Step::text(reply).when_user_contains(prompt));
+        let turn = self.start_turn(id, prompt);
+        let done = self.wait_turn(id, &turn);
+        assert_eq!(done["data"]["status"], "completed", "{}", self.dump(id));
+        turn
+    }
+
     pub fn decide(&self, id: &str, approval: &str, decision: &str) -> Resp {
         self.daemon.post(
             &format!("/api/sessions/{id}/approvals/{approval}"),
@@ -142,6 +153,24 @@ impl<B: Binaries> HostedFixture<B> {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The status of the tracker's instance `key` in tmux session `tmux_session`, if it is
+    /// there.
+    pub fn tracker_status(&self, tmux_session: &str, key: &str) -> Option<String> {
+        self.daemon
+            .instance(tmux_session, key)
+            .and_then(|i| i["status"].as_str().map(str::to_string))
+    }
+
+    /// Waits until the tracker's instance `key` in tmux session `tmux_session` is `status`.
+    #[track_caller]
+    pub fn wait_tracker_status(&self, tmux_session: &str, key: &str, status: &str) {
+        self.daemon.wait_for(
+            &format!("the instance {status} in `{tmux_session}`"),
+            TURN_TIMEOUT,
+            |_| (self.tracker_status(tmux_session, key).as_deref() == Some(status)).then_some(()),
+        );
     }
 
     /// Waits for the `turn.completed` of `turn`.

@@ -2,8 +2,8 @@
 //! passes alike, on a [`HostedFixture`]: approvals answered (accept runs the tool once, decline
 //! never, a second answer refused), an interrupt settling a pending approval (a late answer
 //! never runs the tool), a queued task run as a turn of its own, a session driven over MCP
-//! through an approval (the plan and what its run must answer), and the web page's New session
-//! form. Where the runtimes differ — the input of the model's `bash` call, the decisions an
+//! through an approval (the plan and what its run must answer), the session's instance in the
+//! tracker through an approval, and the web page's New session form. Where the runtimes differ — the input of the model's `bash` call, the decisions an
 //! approval offers, the shape of an approval id — the suite says so in its [`Peer`].
 
 use std::path::Path;
@@ -15,14 +15,30 @@ use super::browser::{Browser, UI_TIMEOUT};
 use super::hosted::{HostedFixture, TURN_TIMEOUT, items, of_type};
 use super::mock_messages::Step;
 
+/// Whether `id` is a random (version 4) UUID as JavaScript's `crypto.randomUUID()` writes it:
+/// lowercase hex in groups of 8-4-4-4-12, the third group starting with `4`, the fourth with
+/// `8`, `9`, `a` or `b`.
+pub fn is_random_uuid(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    lens == [8, 4, 4, 4, 12]
+        && groups
+            .iter()
+            .all(|g| g.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+        && groups[2].starts_with('4')
+        && groups[3].starts_with(['8', '9', 'a', 'b'])
+}
+
 /// How a runtime's sessions look where the shared scenarios meet them.
 pub struct Peer {
     /// The input of the model's `bash` call running `command` (and saying what it does).
     pub bash: fn(command: &str, description: &str) -> Value,
     /// The decisions an approval offers.
     pub decisions: &'static [&'static str],
-    /// How the runtime's approval ids start (empty: anything).
-    pub approval_prefix: &'static str,
+    /// The shape of the runtime's approval ids, in words, for failure messages.
+    pub approval_id: &'static str,
+    /// Whether an approval id has that shape.
+    pub approval_id_ok: fn(&str) -> bool,
     /// An approval id of the runtime's shape that no session ever had.
     pub made_up_approval: &'static str,
 }
@@ -59,7 +75,11 @@ pub fn approvals_run_the_tool_once_accepted_and_never_when_declined<B: Binaries>
     let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
     let data = &requested["data"];
     let approval = approval_id(&requested);
-    assert!(approval.starts_with(peer.approval_prefix), "{requested}");
+    assert!(
+        (peer.approval_id_ok)(&approval),
+        "the approval id is not {}: {requested}",
+        peer.approval_id
+    );
     assert_eq!(data["kind"], "command", "{requested}");
     assert_eq!(data["turnId"], turn.as_str(), "{requested}");
     assert_eq!(data["command"], "touch approved.txt", "{requested}");
@@ -212,6 +232,70 @@ pub fn the_queued_task_runs_as_a_turn_of_its_own<B: Binaries>(
     assert_eq!(of_type(&fx.events(id), "turn.started").len(), 2);
 }
 
+/// A hosted session as the tracker shows it: cohost's session id, the peer's own session id
+/// (`threadId`) and the instance's key (`RUNTIME:THREAD`).
+pub struct Tracked {
+    pub id: String,
+    pub thread: String,
+    pub key: String,
+}
+
+/// A session created in the work directory is an instance of the runtime's agent in tmux
+/// session `work` (source `hosted`, no pane), which follows a turn whose tool asks first:
+/// `waiting` while the approval is pending, `done` and unseen once it is accepted and the turn
+/// completed; the tracker said `running` first, `waiting` after it, and `done` last.
+pub fn the_tracker_follows_a_session_through_an_approval<B: Binaries>(
+    fx: &HostedFixture<B>,
+    peer: &Peer,
+) -> Tracked {
+    let id = fx.create(json!({}));
+    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    let thread = view["threadId"].as_str().unwrap().to_string();
+    let key = format!("{}:{thread}", fx.runtime);
+
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            (peer.bash)("touch tracked.txt", "Create tracked.txt"),
+        ))
+        .push(Step::text("Tracked and done.").when_tool_result());
+    let turn = fx.start_turn(&id, "Create tracked.txt");
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    fx.wait_tracker_status("work", &key, "waiting");
+    let instance = fx.daemon.instance("work", &key).unwrap();
+    assert_eq!(instance["agent"], fx.runtime, "{instance}");
+    assert_eq!(instance["source"], "hosted", "{instance}");
+    assert_eq!(instance["threadId"], thread.as_str(), "{instance}");
+    assert!(instance["paneId"].is_null(), "{instance}");
+    fx.decide(&id, &approval_id(&requested), "accept")
+        .assert_ok();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    fx.wait_tracker_status("work", &key, "done");
+    assert_eq!(fx.daemon.instance("work", &key).unwrap()["unseen"], true);
+    // What the tracker showed, in order: running, the tool, waiting for its answer, then done.
+    let reported: Vec<String> = fx
+        .daemon
+        .events_after(0)
+        .iter()
+        .filter(|e| e["type"] == "agent.updated" && e["data"]["threadId"] == thread.as_str())
+        .map(|e| e["data"]["status"].as_str().unwrap().to_string())
+        .collect();
+    let first = |s: &str| reported.iter().position(|r| r == s);
+    assert_eq!(
+        reported.first().map(String::as_str),
+        Some("running"),
+        "{reported:?}"
+    );
+    assert!(first("waiting") > first("running"), "{reported:?}");
+    assert_eq!(
+        reported.last().map(String::as_str),
+        Some("done"),
+        "{reported:?}"
+    );
+    Tracked { id, thread, key }
+}
+
 /// Queues the mock's answers for [`check_mcp_approval_run`] and returns the plan of the MCP
 /// client: start a session in `project` under `untrusted`, with `switch_to` switch it to that
 /// model (`set_model`, step 1; the later steps one further), send a prompt as a task, wait for
@@ -353,4 +437,27 @@ pub fn the_new_session_form_starts_a_session<B: Binaries>(fx: &HostedFixture<B>)
     assert_eq!(created["runtime"], runtime, "{sessions}");
     assert_eq!(created["approvalPolicy"], "never", "{sessions}");
     b.assert_no_problems();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_random_uuid;
+
+    #[test]
+    fn only_a_version_4_uuid_is_a_random_uuid() {
+        // A dialog id Pi wrote (docs: hosting-opencode-pi-observed.md, 2.9).
+        assert!(is_random_uuid("18039491-5b6d-4c90-9cd0-419f0fbc012a"));
+        for not in [
+            "",
+            "made-up",
+            "per_233b645b5001",
+            "18039491-5b6d-1c90-9cd0-419f0fbc012a",
+            "18039491-5b6d-4c90-7cd0-419f0fbc012a",
+            "18039491-5B6D-4c90-9cd0-419f0fbc012a",
+            "18039491-5b6d-4c90-9cd0-419f0fbc012",
+            "180394915b6d4c909cd0419f0fbc012a",
+        ] {
+            assert!(!is_random_uuid(not), "{not}");
+        }
+    }
 }

@@ -26,7 +26,8 @@ pub use crate::support::hosted::{TURN_TIMEOUT, items, of_type};
 pub const PEER: Peer = Peer {
     bash: |command, description| json!({ "command": command, "description": description }),
     decisions: &["accept", "acceptForSession", "decline", "cancel"],
-    approval_prefix: "per_",
+    approval_id: "OpenCode's permission request id, `per_…`",
+    approval_id_ok: |id| id.len() > "per_".len() && id.starts_with("per_"),
     made_up_approval: "per_made_up",
 };
 

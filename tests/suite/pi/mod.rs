@@ -16,17 +16,21 @@ use std::path::{Path, PathBuf};
 use cohost::peers::PI;
 
 use crate::support::hosted::{HostedFixture, MOCK_MODELS, write_pi_agent_dir};
-use crate::support::hosted_cases::Peer;
+use crate::support::hosted_cases::{Peer, is_random_uuid};
 use crate::support::{Cohost, json, pinned_version};
 
 pub use crate::support::hosted::{TURN_TIMEOUT, items, of_type};
 
 /// What Pi's sessions look like to the shared scenarios: its `bash` tool takes the command
-/// only, its gate offers no `acceptForSession`, and its approval ids are the dialogs' own.
+/// only, its gate offers no `acceptForSession`, and its approval ids are the dialogs' own
+/// (random UUIDs).
 pub const PEER: Peer = Peer {
     bash: |command, _| json!({ "command": command }),
     decisions: &["accept", "decline", "cancel"],
-    approval_prefix: "",
+    // The gate's `confirm` dialog's id: Pi names each `extension_ui_request` with
+    // `crypto.randomUUID()` (0.73.1 and 1.6.0 alike).
+    approval_id: "the gate dialog's random UUID",
+    approval_id_ok: is_random_uuid,
     made_up_approval: "made-up",
 };
 
