@@ -15,6 +15,27 @@ use super::claude_env::{ClaudeEnv, is_running};
 use super::mock_messages::MockMessages;
 use super::tmux::TmuxServer;
 
+/// Makes a suite's rig, a struct with a `claude: ClaudePanes` field and what else the suite
+/// needs, read and used as its [`ClaudePanes`] (`Deref`, `DerefMut`).
+#[macro_export]
+macro_rules! rig_of_claude_panes {
+    ($rig:ty) => {
+        impl ::std::ops::Deref for $rig {
+            type Target = $crate::claude_panes::ClaudePanes;
+
+            fn deref(&self) -> &Self::Target {
+                &self.claude
+            }
+        }
+
+        impl ::std::ops::DerefMut for $rig {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.claude
+            }
+        }
+    };
+}
+
 /// One claude TUI in a pane.
 pub struct Tui {
     pub pane: String,

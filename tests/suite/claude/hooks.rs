@@ -4,7 +4,6 @@
 //! hook of the person's own, talking to the scripted [`MockMessages`]. The daemon watches
 //! Claude (`--watchers claude-code`); the hooks add their statuses to what the watcher reads.
 
-use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::thread;
@@ -33,19 +32,7 @@ struct Rig {
     _work: tempfile::TempDir,
 }
 
-impl Deref for Rig {
-    type Target = ClaudePanes;
-
-    fn deref(&self) -> &ClaudePanes {
-        &self.claude
-    }
-}
-
-impl DerefMut for Rig {
-    fn deref_mut(&mut self) -> &mut ClaudePanes {
-        &mut self.claude
-    }
-}
+cohost_testkit::rig_of_claude_panes!(Rig);
 
 impl Rig {
     fn new() -> Rig {

@@ -6,7 +6,6 @@
 //!
 //! Each test owns its mock, tmux server, `HOME` and daemon, so they run in parallel.
 
-use std::ops::{Deref, DerefMut};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,19 +29,7 @@ struct Rig {
     _work: tempfile::TempDir,
 }
 
-impl Deref for Rig {
-    type Target = ClaudePanes;
-
-    fn deref(&self) -> &ClaudePanes {
-        &self.claude
-    }
-}
-
-impl DerefMut for Rig {
-    fn deref_mut(&mut self) -> &mut ClaudePanes {
-        &mut self.claude
-    }
-}
+cohost_testkit::rig_of_claude_panes!(Rig);
 
 impl Rig {
     fn new() -> Rig {
