@@ -558,6 +558,59 @@ fn modules_import_only_what_their_layer_allows() {
     assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
 }
 
+/// What the Matrix bridge (`matrix/`, the `cohost-matrix` binary) may use of the library: the
+/// daemon's HTTP client, the config file's reader (and the home), the redaction. It is a client
+/// of the HTTP API and a reader of the event stream, never a second writer (docs/matrix.md).
+const BRIDGE_MAY_USE: [&str; 3] = ["client", "config", "redact"];
+
+/// The paths of `code` (a file of the bridge) into the library beyond [`BRIDGE_MAY_USE`].
+fn bridge_refs_beyond_the_client(code: &str) -> Result<Vec<String>, String> {
+    let refs = references(&[], code)?;
+    Ok(refs
+        .written
+        .iter()
+        .filter(|path| path.first().map(|s| s.trim_start_matches("::")) == Some("cohost"))
+        .filter(|path| {
+            !path
+                .get(1)
+                .is_some_and(|m| BRIDGE_MAY_USE.contains(&m.as_str()))
+        })
+        .map(|path| path.join("::"))
+        .collect())
+}
+
+#[test]
+fn the_matrix_bridge_uses_only_the_client_side_of_the_library() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix/src");
+    let mut broken = Vec::new();
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        read += 1;
+        let code = std::fs::read_to_string(&path).unwrap();
+        for hit in bridge_refs_beyond_the_client(&code)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        {
+            broken.push(format!("{} refers to `{hit}`", path.display()));
+        }
+    }
+    assert!(read > 0, "no bridge sources under {}", dir.display());
+    assert!(
+        broken.is_empty(),
+        "the Matrix bridge uses only {BRIDGE_MAY_USE:?} of the library:\n{}",
+        broken.join("\n")
+    );
+    // The rule sees a use, a call path and a glob.
+    let code = "use cohost::service::Service;\nfn f() { cohost::core::start(); let _ = cohost::client::Client::new(None); }\nuse cohost::*;\n";
+    assert_eq!(
+        bridge_refs_beyond_the_client(code).unwrap(),
+        ["cohost::service::Service", "cohost::core::start", "cohost"]
+    );
+}
+
 /// Every source file starts with a `//!` paragraph saying what it owns.
 #[test]
 fn every_module_has_a_doc_paragraph() {

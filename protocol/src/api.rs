@@ -273,6 +273,11 @@ pub struct InstanceView {
     /// The cohost session that drives it (adopted or hosted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// A watched instance `POST /api/state/{session}/agents/{key}/adopt` may take: an agent a
+    /// runtime adopts, of a known session, in a tmux pane, not exited (the adoption still
+    /// checks the pane and the process). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adoptable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

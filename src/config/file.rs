@@ -22,6 +22,10 @@ use crate::cli::{Cli, Command, ServeArgs};
 /// The environment variable naming the config file (instead of the XDG default).
 pub const CONFIG_ENV: &str = "COHOST_CONFIG";
 
+/// The config file's table for the chat bridges (`[bridge.matrix]`, read by `cohost-matrix`):
+/// the daemon skips it.
+pub const BRIDGE_TABLE: &str = "bridge";
+
 /// The config file's path, and whether it was named explicitly (`COHOST_CONFIG`): a named file
 /// must exist, the default one may be absent.
 pub fn locate() -> anyhow::Result<(PathBuf, bool)> {
@@ -426,6 +430,10 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
             .subcommand_matches("serve")
             .context("not a `serve` command line")?;
         for (key, value) in table {
+            // `[bridge.*]`: the chat bridges' own settings (docs/matrix.md), read by them.
+            if key == BRIDGE_TABLE {
+                continue;
+            }
             let Some(arg) = keys.iter().find(|arg| &key_of(arg) == key) else {
                 let known: Vec<String> = keys.iter().map(key_of).collect();
                 bail!(

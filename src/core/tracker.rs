@@ -364,6 +364,7 @@ impl Tracker {
                 source: instance.update.source_name().to_string(),
                 control: None,
                 session_id: None,
+                adoptable: false,
             })
             .collect();
         agents.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));

@@ -144,6 +144,17 @@ impl Service {
         }
     }
 
+    /// Whether `adopt` may take `instance` (its `control` set): a watched instance of an agent a
+    /// runtime adopts, naming its agent's session, in a pane, not exited. What `adopt` checks
+    /// again, with the pane and the process, before anything is typed.
+    pub(super) fn adoptable(&self, instance: &InstanceView) -> bool {
+        instance.control == Some(Control::Watched)
+            && instance.thread_id.is_some()
+            && instance.pane_id.is_some()
+            && instance.liveness != Some(crate::protocol::Liveness::Exited)
+            && self.hosts.adopter(&instance.agent).is_some()
+    }
+
     /// The cohost session (hosted or adopted, not closed) that drives the agent session
     /// `agent_session_id` (Claude's `session_id`), if one does: where what a hook reports about
     /// that agent session belongs.

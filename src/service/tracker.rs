@@ -181,6 +181,7 @@ impl Service {
                 let mut summary = tracker.session_view(&session.name);
                 for instance in &mut summary.agents {
                     super::adopt::control_of(&core_state, instance);
+                    instance.adoptable = self.adoptable(instance);
                 }
                 SessionView {
                     name: session.name.clone(),

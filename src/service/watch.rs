@@ -28,6 +28,7 @@ impl Service {
                 source: update.source_name().to_string(),
                 control: None,
                 session_id: None,
+                adoptable: false,
             };
             super::adopt::control_of(state, &mut instance);
             let adopted = instance

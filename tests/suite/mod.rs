@@ -4,6 +4,7 @@ mod claude;
 mod cli;
 mod codex;
 mod http;
+mod matrix;
 mod mcp;
 mod opencode;
 mod pi;

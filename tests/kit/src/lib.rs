@@ -3,11 +3,12 @@
 //! clients ([`daemon`], [`http`]), the scripted mock model servers ([`mock_server`] with
 //! [`mock_responses`] for codex and [`mock_messages`] for Claude), the offline peer homes
 //! ([`codex_home`], [`claude_env`]), Claude TUIs started by hand in panes ([`claude_panes`]),
-//! the hosted-session routes as the fixtures drive them ([`sessions`]), the codex and claude fixtures ([`codex_host`], [`claude_host`]), the fixture
-//! of the runtimes driven through the peer's API, OpenCode and Pi ([`hosted`]), with the
-//! scenarios both pass alike ([`hosted_cases`]), a co-driving pane's screen and runner journal
-//! ([`panes`]), a headless Chromium for the web page's tests
-//! ([`browser`]), and what the benches share ([`bench`]).
+//! the hosted-session routes as the fixtures drive them ([`sessions`]), the codex and claude
+//! fixtures ([`codex_host`], [`claude_host`]), the fixture of the runtimes driven through the
+//! peer's API, OpenCode and Pi ([`hosted`]), with the scenarios both pass alike
+//! ([`hosted_cases`]), a co-driving pane's screen and runner journal ([`panes`]), a real Matrix
+//! homeserver ([`synapse`]), a headless Chromium for the web page's tests ([`browser`]), and
+//! what the benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
@@ -31,6 +32,7 @@ pub mod mock_responses;
 pub mod mock_server;
 pub mod panes;
 pub mod sessions;
+pub mod synapse;
 pub mod tmux;
 pub mod web;
 

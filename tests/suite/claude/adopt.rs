@@ -17,26 +17,26 @@ use crate::support::claude_env::is_running;
 use crate::support::claude_host::ClaudeFixture;
 use crate::support::mock_messages::Step;
 
-const AGENT: &str = "claude-code";
-const HAND: &str = "hand";
+pub(crate) const AGENT: &str = "claude-code";
+pub(crate) const HAND: &str = "hand";
 /// How long the TUI, the watcher and a turn get on a loaded 2-core machine.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A daemon with the claude-code watcher on, in the TUI's `HOME`.
-fn fixture() -> ClaudeFixture {
+pub(crate) fn fixture() -> ClaudeFixture {
     ClaudeFixture::start_with(&[], &[("COHOST_WATCHERS", AGENT)])
 }
 
 /// Claude started by hand: a shell in a new pane (tmux session `hand`) runs `claude`, and stays
 /// once it exits (`claude-exit=<status>`, then an interactive shell). Waits for a ready box.
-struct ByHand {
-    pane: String,
+pub(crate) struct ByHand {
+    pub(crate) pane: String,
     /// The pane's own process: the shell.
-    shell: u32,
+    pub(crate) shell: u32,
 }
 
 impl ByHand {
-    fn start(fx: &ClaudeFixture) -> ByHand {
+    pub(crate) fn start(fx: &ClaudeFixture) -> ByHand {
         let argv: Vec<String> = vec![
             "sh".into(),
             "-c".into(),
@@ -52,12 +52,12 @@ impl ByHand {
         hand
     }
 
-    fn screen(&self, fx: &ClaudeFixture) -> String {
+    pub(crate) fn screen(&self, fx: &ClaudeFixture) -> String {
         fx.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
     }
 
     #[track_caller]
-    fn wait_screen(&self, fx: &ClaudeFixture, what: &str, check: impl Fn(&str) -> bool) {
+    pub(crate) fn wait_screen(&self, fx: &ClaudeFixture, what: &str, check: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + WAIT;
         loop {
             let screen = self.screen(fx);
@@ -72,7 +72,7 @@ impl ByHand {
     }
 
     /// Claude's pid, from its session file (the one whose pid runs under the pane's shell).
-    fn claude_pid(&self, fx: &ClaudeFixture) -> Option<u32> {
+    pub(crate) fn claude_pid(&self, fx: &ClaudeFixture) -> Option<u32> {
         fx.env
             .session_files()
             .into_iter()
@@ -107,7 +107,7 @@ impl ByHand {
         }
     }
 
-    fn keys(&self, fx: &ClaudeFixture, keys: &[&str]) {
+    pub(crate) fn keys(&self, fx: &ClaudeFixture, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", self.pane.as_str()];
         args.extend_from_slice(keys);
         fx.tmux.run(&args);
@@ -128,7 +128,11 @@ impl ByHand {
 
 /// The claude-code instance in tmux session `hand` once `check` holds for it.
 #[track_caller]
-fn wait_instance(fx: &ClaudeFixture, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_instance(
+    fx: &ClaudeFixture,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     fx.daemon.wait_for(what, WAIT, |daemon| {
         let state = daemon.state();
         state["sessions"]
@@ -142,7 +146,7 @@ fn wait_instance(fx: &ClaudeFixture, what: &str, check: impl Fn(&Value) -> bool)
     })
 }
 
-fn adopt(fx: &ClaudeFixture, key: &str) -> (u16, Value) {
+pub(crate) fn adopt(fx: &ClaudeFixture, key: &str) -> (u16, Value) {
     let resp = fx
         .daemon
         .post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
@@ -151,7 +155,7 @@ fn adopt(fx: &ClaudeFixture, key: &str) -> (u16, Value) {
 
 /// The session's `turn.completed` for `turn`, once stored.
 #[track_caller]
-fn wait_turn_end(fx: &ClaudeFixture, id: &str, turn: &str) -> Value {
+pub(crate) fn wait_turn_end(fx: &ClaudeFixture, id: &str, turn: &str) -> Value {
     fx.wait_event(id, &format!("turn {turn} to end"), |e| {
         e["type"] == "turn.completed" && e["data"]["turnId"] == turn
     })
@@ -444,6 +448,7 @@ fn adoption_is_refused_for_a_pane_whose_claude_exited_and_shows_a_shell() {
         i["liveness"] == "exited" && i["paneId"] == hand.pane.as_str()
     });
     let key = exited["key"].as_str().unwrap().to_string();
+    assert!(exited.get("adoptable").is_none(), "{exited:#}");
     let screen = hand.screen(&fx);
     let (status, refused) = adopt(&fx, &key);
     assert_eq!(status, 409, "{refused:#}");

@@ -1,6 +1,8 @@
-//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, adopting such a Claude, and the machine-wide hook (`cohost hooks`).
+//! Claude Code sessions in tmux: smoke, the host, their lifecycle, questions and plans, the watcher of Claude run by hand, adopting such a Claude (relaying its approvals; over MCP too), and the machine-wide hook (`cohost hooks`).
 
 pub(crate) mod adopt;
+pub(crate) mod adopt_approvals;
+pub(crate) mod adopt_mcp;
 pub(crate) mod asks;
 pub(crate) mod hooks;
 pub(crate) mod host;

@@ -166,9 +166,9 @@ fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
         fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok()["paneId"],
         pane.as_str()
     );
-    // The new TUI shows the session's history once it has loaded it (a reply streamed while
-    // it still loads is shown without the history above it: seen under load), and then what
-    // runs on the new server, below that history.
+    // The new TUI shows the session's history once it has loaded it (under load its start
+    // takes seconds: a turn run before it subscribed would reach it only in part), and then
+    // what runs on the new server.
     wait_screen(&fx, &pane, "Reply from before the restart.");
     fx.run_turn(&id, "After the restart", "Reply from after the restart.");
     let screen = wait_screen(&fx, &pane, "Reply from after the restart.");
