@@ -32,15 +32,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::client::conn::http1::SendRequest;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
-use hyper::{Method, Request, StatusCode};
+use hyper::body::Incoming;
+use hyper::header::AUTHORIZATION;
+use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use cohost_testkit::bench::{self, Daemon, loadavg, ms, percentile};
+use cohost_testkit::bench::{self, Conn, Daemon, loadavg, ms, percentile, sorted};
 use cohost_testkit::codex_home::{
     CODEX_BIN_ENV, MOCK_API_KEY, MOCK_API_KEY_ENV, try_write_codex_home,
 };
@@ -970,148 +968,64 @@ fn start_daemon(
 }
 
 async fn connect(daemon: &Daemon) -> anyhow::Result<Conn> {
-    Ok(Conn {
-        sender: bench::handshake(daemon.addr).await?,
-        host: daemon.host.clone(),
-        bearer: format!("Bearer {}", daemon.token),
-    })
-}
-
-/// One keep-alive HTTP/1.1 connection to the daemon, with the token.
-struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    host: String,
-    bearer: String,
-}
-
-impl Conn {
-    async fn send(
-        &mut self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> anyhow::Result<hyper::Response<Incoming>> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, &self.host)
-            .header(AUTHORIZATION, &self.bearer);
-        let body = match body {
-            Some(body) => {
-                request = request.header(CONTENT_TYPE, "application/json");
-                Full::new(Bytes::from(body.to_string()))
-            }
-            None => Full::new(Bytes::new()),
-        };
-        self.sender.ready().await?;
-        Ok(self.sender.send_request(request.body(body)?).await?)
-    }
-
-    /// A request whose answer must have status `expect`; returns the JSON body.
-    async fn call(
-        &mut self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-        expect: StatusCode,
-    ) -> anyhow::Result<Value> {
-        let what = format!("{method} {path}");
-        let exchange = async {
-            let response = self.send(method, path, body).await?;
-            let status = response.status();
-            let bytes = response.into_body().collect().await?.to_bytes();
-            anyhow::Ok((status, bytes))
-        };
-        let (status, bytes) = tokio::time::timeout(HTTP_TIMEOUT, exchange)
-            .await
-            .with_context(|| format!("{what}: no answer within {HTTP_TIMEOUT:?}"))??;
-        if status != expect {
-            bail!(
-                "{what} answered {status}: {}",
-                String::from_utf8_lossy(&bytes)
-            );
-        }
-        serde_json::from_slice(&bytes).with_context(|| format!("{what}: the answer is not JSON"))
-    }
+    Conn::open(daemon, HTTP_TIMEOUT).await
 }
 
 /// `POST /api/sessions`, timed from the request to the whole 201 answer, which must show a live
 /// session with a thread. Returns the session id and the time.
 async fn create_session(conn: &mut Conn, work: &Path) -> anyhow::Result<(String, Duration)> {
     let body = json!({"runtime": "codex", "cwd": work.to_string_lossy()});
-    let started = Instant::now();
-    let answer = conn
-        .call(
-            Method::POST,
-            "/api/sessions",
-            Some(&body),
-            StatusCode::CREATED,
-        )
-        .await?;
-    let elapsed = started.elapsed();
+    let (answer, elapsed) = conn.create_timed(&body).await?;
     let session = &answer["session"];
     if session["state"] != "live" || !session["threadId"].is_string() {
         bail!("POST /api/sessions answered 201 without a live thread: {answer}");
     }
-    let id = session["id"]
-        .as_str()
-        .with_context(|| format!("no session id in {answer}"))?
-        .to_string();
-    Ok((id, elapsed))
+    Ok((bench::session_id(&answer)?, elapsed))
 }
 
 /// Reads a session's SSE stream until `turn.completed`, timestamping each `data:` line with the
 /// arrival of the frame that completed it.
-async fn read_stream(mut body: Incoming) -> anyhow::Result<TurnResult> {
+async fn read_stream(body: Incoming) -> anyhow::Result<TurnResult> {
     let mut result = TurnResult::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut has_id = false;
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("the SSE stream ended before turn.completed");
-        };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            if line.is_empty() {
-                has_id = false; // end of one SSE event
-            } else if line.starts_with(b"id:") {
-                has_id = true;
-            } else if let Some(data) = line.strip_prefix(b"data:") {
-                let event: Value = serde_json::from_slice(data)
-                    .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
-                match event["type"].as_str() {
-                    Some("item.delta") => {
-                        result.misrouted += usize::from(has_id);
-                        record(
-                            &mut result,
-                            true,
-                            event["data"]["delta"].as_str(),
-                            received,
-                            None,
-                        );
-                    }
-                    Some("item.completed") => {
-                        let payload = event["data"]["item"]["text"].as_str();
-                        if payload.and_then(parse_stamp).is_some() && !has_id {
-                            result.misrouted += 1;
-                        }
-                        let sequenced = event["ts"].as_i64();
-                        record(&mut result, false, payload, received, sequenced);
-                    }
-                    Some("turn.completed") => return Ok(result),
-                    _ => {}
+    let ended = bench::read_lines_until(body, |received, line| {
+        if line.is_empty() {
+            has_id = false; // end of one SSE event
+        } else if line.starts_with(b"id:") {
+            has_id = true;
+        } else if let Some(data) = line.strip_prefix(b"data:") {
+            let event: Value = serde_json::from_slice(data)
+                .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
+            match event["type"].as_str() {
+                Some("item.delta") => {
+                    result.misrouted += usize::from(has_id);
+                    record(
+                        &mut result,
+                        true,
+                        event["data"]["delta"].as_str(),
+                        received,
+                        None,
+                    );
                 }
+                Some("item.completed") => {
+                    let payload = event["data"]["item"]["text"].as_str();
+                    if payload.and_then(parse_stamp).is_some() && !has_id {
+                        result.misrouted += 1;
+                    }
+                    let sequenced = event["ts"].as_i64();
+                    record(&mut result, false, payload, received, sequenced);
+                }
+                Some("turn.completed") => return Ok(Some(())),
+                _ => {}
             }
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("the SSE stream ended before turn.completed");
     }
+    Ok(result)
 }
 
 /// Sends one turn through the daemon and collects the session's events over SSE.
@@ -1411,15 +1325,7 @@ async fn fake_daemon(
         warm.push(elapsed);
         extra.push(id);
     }
-    for id in &extra {
-        conn.call(
-            Method::DELETE,
-            &format!("/api/sessions/{id}"),
-            None,
-            StatusCode::OK,
-        )
-        .await?;
-    }
+    conn.close_sessions(&extra).await?;
     Ok((daemon, session, cold, warm))
 }
 
@@ -1599,25 +1505,11 @@ async fn creation(
             warm.push(elapsed);
             ids.push(id);
         }
-        for id in &ids {
-            conn.call(
-                Method::DELETE,
-                &format!("/api/sessions/{id}"),
-                None,
-                StatusCode::OK,
-            )
-            .await?;
-        }
+        conn.close_sessions(&ids).await?;
         drop(conn);
         daemon.stop(STOP_GRACE)?;
     }
     Ok((cold, warm))
-}
-
-fn sorted(values: &[Duration]) -> Vec<Duration> {
-    let mut values = values.to_vec();
-    values.sort_unstable();
-    values
 }
 
 fn list_ms(values: &[Duration]) -> String {

@@ -30,16 +30,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::client::conn::http1::SendRequest;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::header::{AUTHORIZATION, HOST};
 use hyper::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use cohost_testkit::bench::{self, Daemon, loadavg, ms, percentile};
+use cohost_testkit::bench::{self, Conn, CpuUse, Daemon, loadavg, ms, percentile, sorted};
 use cohost_testkit::codex_home::{
     CODEX_BIN_ENV, MOCK_API_KEY, MOCK_API_KEY_ENV, try_write_codex_home,
 };
+use cohost_testkit::hosted::{MOCK_MODELS, write_opencode_config, write_pi_agent_dir};
 use cohost_testkit::mock_messages::{MockMessages, Step, now_ns};
 use cohost_testkit::{SCRUBBED_ENV, TmuxServer};
 
@@ -143,33 +143,11 @@ impl Peers {
 }
 
 /// A private HOME for the peers: OpenCode's config (`.config/opencode/opencode.json`) and Pi's
-/// agent directory (`.pi/agent`), both with the mock as their only provider, as
-/// `tests/suite/opencode/mod.rs` and `tests/suite/pi/mod.rs` write them.
+/// agent directory (`.pi/agent`), both with the mock as their only provider and its first
+/// model, as the suites write them (`cohost_testkit::hosted`).
 fn write_peer_home(home: &Path, mock: &MockMessages) -> anyhow::Result<()> {
-    let config_dir = home.join(".config/opencode");
-    std::fs::create_dir_all(&config_dir)?;
-    let model = |name: &str| json!({"name": name, "tool_call": true, "limit": {"context": 200000, "output": 8000}});
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
-        "model": "mock/mock-model", "small_model": "mock/mock-model",
-        "provider": {"mock": {"npm": "@ai-sdk/anthropic", "name": "Mock Anthropic",
-            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "sk-ant-mock-0000"},
-            "models": {"mock-model": model("Mock Model")}}}
-    });
-    std::fs::write(config_dir.join("opencode.json"), config.to_string())?;
-    let agent_dir = home.join(".pi/agent");
-    std::fs::create_dir_all(&agent_dir)?;
-    std::fs::write(
-        agent_dir.join("models.json"),
-        json!({"providers": {"mock": {
-            "baseUrl": mock.base_url(), "api": "anthropic-messages", "apiKey": "sk-ant-mock-0000",
-            "models": [{"id": "mock-model", "name": "Mock Model", "contextWindow": 200000, "maxTokens": 8000}]}}})
-        .to_string(),
-    )?;
-    std::fs::write(
-        agent_dir.join("settings.json"),
-        r#"{"defaultProvider":"mock","defaultModel":"mock-model"}"#,
-    )?;
+    write_opencode_config(home, mock, &MOCK_MODELS[..1])?;
+    write_pi_agent_dir(home, mock, &MOCK_MODELS[..1])?;
     Ok(())
 }
 
@@ -314,72 +292,6 @@ impl Setup {
     }
 }
 
-/// One keep-alive HTTP/1.1 connection to the daemon, with the token.
-struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    host: String,
-    bearer: String,
-}
-
-impl Conn {
-    async fn open(daemon: &Daemon) -> anyhow::Result<Conn> {
-        Ok(Conn {
-            sender: bench::handshake(daemon.addr).await?,
-            host: daemon.host.clone(),
-            bearer: format!("Bearer {}", daemon.token),
-        })
-    }
-
-    async fn send(
-        &mut self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> anyhow::Result<hyper::Response<Incoming>> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, &self.host)
-            .header(AUTHORIZATION, &self.bearer);
-        let body = match body {
-            Some(body) => {
-                request = request.header(CONTENT_TYPE, "application/json");
-                Full::new(Bytes::from(body.to_string()))
-            }
-            None => Full::new(Bytes::new()),
-        };
-        self.sender.ready().await?;
-        Ok(self.sender.send_request(request.body(body)?).await?)
-    }
-
-    /// A request whose answer must have status `expect`; returns the JSON body.
-    async fn call(
-        &mut self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-        expect: StatusCode,
-    ) -> anyhow::Result<Value> {
-        let what = format!("{method} {path}");
-        let exchange = async {
-            let response = self.send(method, path, body).await?;
-            let status = response.status();
-            let bytes = response.into_body().collect().await?.to_bytes();
-            anyhow::Ok((status, bytes))
-        };
-        let (status, bytes) = tokio::time::timeout(HTTP_TIMEOUT, exchange)
-            .await
-            .with_context(|| format!("{what}: no answer within {HTTP_TIMEOUT:?}"))??;
-        if status != expect {
-            bail!(
-                "{what} answered {status}: {}",
-                String::from_utf8_lossy(&bytes)
-            );
-        }
-        serde_json::from_slice(&bytes).with_context(|| format!("{what}: the answer is not JSON"))
-    }
-}
-
 /// `POST /api/sessions`, timed from the request to the whole 201 answer, which must show a
 /// live session (codex: with its thread). Returns the session id and the time.
 async fn create_session(
@@ -392,26 +304,15 @@ async fn create_session(
         // No gate extension, as the directly driven Pi of part 2 (no tool runs here anyway).
         body["approvalPolicy"] = json!("never");
     }
-    let started = Instant::now();
-    let answer = conn
-        .call(
-            Method::POST,
-            "/api/sessions",
-            Some(&body),
-            StatusCode::CREATED,
-        )
+    let (answer, elapsed) = conn
+        .create_timed(&body)
         .await
         .with_context(|| format!("creating a {runtime} session"))?;
-    let elapsed = started.elapsed();
     let session = &answer["session"];
     if session["state"] != "live" || (runtime == "codex" && !session["threadId"].is_string()) {
         bail!("POST /api/sessions ({runtime}) answered 201 without a live session: {answer}");
     }
-    let id = session["id"]
-        .as_str()
-        .with_context(|| format!("no session id in {answer}"))?
-        .to_string();
-    Ok((id, elapsed))
+    Ok((bench::session_id(&answer)?, elapsed))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -439,7 +340,7 @@ async fn session_start(
                 .find(|(kind, _)| *kind == target.daemon)
                 .map(|(_, daemon)| daemon)
                 .context("no daemon for a target")?;
-            let mut conn = Conn::open(daemon).await?;
+            let mut conn = Conn::open(daemon, HTTP_TIMEOUT).await?;
             conn.call(Method::GET, "/api/health", None, StatusCode::OK)
                 .await?;
             let work = &setup.work[target.runtime];
@@ -452,15 +353,7 @@ async fn session_start(
                 times[index].1.push(elapsed);
                 ids.push(id);
             }
-            for id in &ids {
-                conn.call(
-                    Method::DELETE,
-                    &format!("/api/sessions/{id}"),
-                    None,
-                    StatusCode::OK,
-                )
-                .await?;
-            }
+            conn.close_sessions(&ids).await?;
         }
         for (_, mut daemon) in daemons {
             daemon.stop(STOP_GRACE)?;
@@ -600,41 +493,32 @@ fn paired(cohost: &[Stamp], direct: &[Stamp]) -> Vec<i64> {
 
 /// Reads a session's SSE stream until `turn.completed`, timestamping each `data:` line with
 /// the arrival of the frame that completed it.
-async fn read_cohost(mut body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
+async fn read_cohost(body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
     let mut seen = TurnSeen::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("cohost's SSE stream ended before turn.completed");
+    let ended = bench::read_lines_until(body, |received, line| {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return Ok(None);
         };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
-        };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let event: Value = serde_json::from_slice(data)
-                .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
-            let data = &event["data"];
-            match event["type"].as_str() {
-                Some("item.delta") => {
-                    seen.delta(turn, data["delta"].as_str().unwrap_or_default(), received)
-                }
-                Some("item.completed") if data["item"]["type"] == "agentMessage" => {
-                    seen.completed(turn, data["item"]["text"].as_str(), received)
-                }
-                Some("turn.completed") => return Ok(seen),
-                _ => {}
+        let event: Value = serde_json::from_slice(data)
+            .with_context(|| format!("bad SSE data {:?}", String::from_utf8_lossy(data)))?;
+        let data = &event["data"];
+        match event["type"].as_str() {
+            Some("item.delta") => {
+                seen.delta(turn, data["delta"].as_str().unwrap_or_default(), received)
             }
+            Some("item.completed") if data["item"]["type"] == "agentMessage" => {
+                seen.completed(turn, data["item"]["text"].as_str(), received)
+            }
+            Some("turn.completed") => return Ok(Some(())),
+            _ => {}
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("cohost's SSE stream ended before turn.completed");
     }
+    Ok(seen)
 }
 
 /// Subscribes to the session's cohost stream; the reader runs until the turn completes.
@@ -643,7 +527,7 @@ async fn subscribe_cohost(
     session: &str,
     turn: usize,
 ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<TurnSeen>>> {
-    let mut conn = Conn::open(daemon).await?;
+    let mut conn = Conn::open(daemon, HTTP_TIMEOUT).await?;
     let path = format!("/api/sessions/{session}/events/stream");
     let response = conn.send(Method::GET, &path, None).await?;
     let body = bench::stream_body(response, &format!("GET {path}")).await?;
@@ -678,7 +562,7 @@ fn push_step(mock: &MockMessages, marker: &str) {
 }
 
 async fn post_prompt(daemon: &Daemon, session: &str, text: &str) -> anyhow::Result<()> {
-    let mut conn = Conn::open(daemon).await?;
+    let mut conn = Conn::open(daemon, HTTP_TIMEOUT).await?;
     conn.call(
         Method::POST,
         &format!("/api/sessions/{session}/messages"),
@@ -795,48 +679,39 @@ async fn subscribe_opencode(
     }))
 }
 
-async fn read_opencode(mut body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
+async fn read_opencode(body: Incoming, turn: usize) -> anyhow::Result<TurnSeen> {
     let mut seen = TurnSeen::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    loop {
-        let Some(frame) = body.frame().await else {
-            bail!("opencode's /event stream ended before session.idle");
+    let ended = bench::read_lines_until(body, |received, line| {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return Ok(None);
         };
-        let received = now_ns();
-        let Ok(data) = frame?.into_data() else {
-            continue;
+        let Ok(event) = serde_json::from_slice::<Value>(data) else {
+            return Ok(None);
         };
-        buf.extend_from_slice(&data);
-        let mut start = 0;
-        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
-            let line = &buf[start..start + end];
-            start += end + 1;
-            let Some(data) = line.strip_prefix(b"data:") else {
-                continue;
-            };
-            let Ok(event) = serde_json::from_slice::<Value>(data) else {
-                continue;
-            };
-            let p = &event["properties"];
-            match event["type"].as_str() {
-                Some("message.part.delta") if p["field"] == "text" => {
-                    seen.delta(turn, p["delta"].as_str().unwrap_or_default(), received)
-                }
-                Some("message.part.updated")
-                    if p["part"]["type"] == "text" && p["part"]["time"]["end"].is_number() =>
-                {
-                    let text = p["part"]["text"].as_str();
-                    if seen.completed.is_empty() {
-                        seen.completed(turn, text, received)
-                    }
-                }
-                Some("session.idle") => return Ok(seen),
-                Some("session.status") if p["status"]["type"] == "idle" => return Ok(seen),
-                _ => {}
+        let p = &event["properties"];
+        match event["type"].as_str() {
+            Some("message.part.delta") if p["field"] == "text" => {
+                seen.delta(turn, p["delta"].as_str().unwrap_or_default(), received)
             }
+            Some("message.part.updated")
+                if p["part"]["type"] == "text" && p["part"]["time"]["end"].is_number() =>
+            {
+                let text = p["part"]["text"].as_str();
+                if seen.completed.is_empty() {
+                    seen.completed(turn, text, received)
+                }
+            }
+            Some("session.idle") => return Ok(Some(())),
+            Some("session.status") if p["status"]["type"] == "idle" => return Ok(Some(())),
+            _ => {}
         }
-        buf.drain(..start);
+        Ok(None)
+    })
+    .await?;
+    if ended.is_none() {
+        bail!("opencode's /event stream ended before session.idle");
     }
+    Ok(seen)
 }
 
 // ---- Pi: a `pi --mode rpc` driven here ----
@@ -970,13 +845,13 @@ async fn latency(setup: &Setup, tmux: &TmuxServer, mock: &MockMessages) -> anyho
     for kind in setup.daemon_kinds() {
         daemons.push(setup.start(kind, tmux)?);
     }
-    let mut conn = Conn::open(&daemons[0]).await?;
+    let mut conn = Conn::open(&daemons[0], HTTP_TIMEOUT).await?;
     let (opencode, _) = create_session(&mut conn, "opencode", &setup.work["opencode"]).await?;
     let server = find_opencode_server(&daemons[0])?;
     let mut pis = Vec::new();
     for (index, pi) in setup.peers.pis.iter().enumerate() {
         let daemon = &daemons[index.min(daemons.len() - 1)];
-        let mut conn = Conn::open(daemon).await?;
+        let mut conn = Conn::open(daemon, HTTP_TIMEOUT).await?;
         let (session, _) = create_session(&mut conn, "pi", &setup.work["pi"]).await?;
         let direct = DirectPi::start(setup, pi, &format!("pi-{index}"))?;
         pis.push((index, session, direct));
@@ -1046,12 +921,6 @@ async fn latency(setup: &Setup, tmux: &TmuxServer, mock: &MockMessages) -> anyho
 
 // ---------------------------------------------------------------------------------------------
 // the report
-
-fn sorted(values: &[Duration]) -> Vec<Duration> {
-    let mut values = values.to_vec();
-    values.sort_unstable();
-    values
-}
 
 fn list_ms(values: &[Duration]) -> String {
     values
@@ -1143,67 +1012,14 @@ fn paired_row(name: &str, diffs: &[i64]) {
     );
 }
 
-/// CPU time (clock ticks) of the whole machine and of this process tree (this process, the
-/// daemons and peers it waited for, and the live ones), so that the run says how busy the rest
-/// of the machine was.
-fn cpu_sample() -> Option<(u64, u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .strip_prefix("cpu ")?
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3)? + fields.get(4)?;
-    let times = |pid: u32| -> Option<(u32, u64)> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let after = text.rsplit_once(')')?.1.to_owned();
-        let f: Vec<&str> = after.split_whitespace().collect();
-        let ppid = f.get(1)?.parse().ok()?;
-        let sum = (11..=14)
-            .map(|i| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
-            .sum();
-        Some((ppid, sum))
-    };
-    let me = std::process::id();
-    let mut parents = HashMap::new();
-    let mut cpu = HashMap::new();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        if let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok())
-            && let Some((ppid, sum)) = times(pid)
-        {
-            parents.insert(pid, ppid);
-            cpu.insert(pid, sum);
-        }
-    }
-    let ours: u64 = cpu
-        .iter()
-        .filter(|(pid, _)| {
-            let mut pid = **pid;
-            for _ in 0..64 {
-                if pid == me {
-                    return true;
-                }
-                match parents.get(&pid) {
-                    Some(&parent) if parent != 0 => pid = parent,
-                    _ => return false,
-                }
-            }
-            false
-        })
-        .map(|(_, sum)| *sum)
-        .sum();
-    Some((total, total.saturating_sub(idle), ours))
-}
-
-fn others(start: Option<(u64, u64, u64)>, end: Option<(u64, u64, u64)>, cpus: usize) -> String {
+/// How many CPUs processes outside this bench's tree kept busy on average between `start` and
+/// `end` ([`CpuUse::sample_tree`]), and how many the bench, its daemons and peers did.
+fn others(start: Option<CpuUse>, end: Option<CpuUse>, cpus: usize) -> String {
     match (start, end) {
-        (Some(start), Some(end)) if end.0 > start.0 => {
-            let busy = end.1.saturating_sub(start.1);
-            let ours = end.2.saturating_sub(start.2);
-            let elapsed = (end.0 - start.0) as f64 / cpus.max(1) as f64;
+        (Some(start), Some(end)) if end.total > start.total => {
+            let busy = end.busy.saturating_sub(start.busy);
+            let ours = end.ours.saturating_sub(start.ours);
+            let elapsed = (end.total - start.total) as f64 / cpus.max(1) as f64;
             format!(
                 "{:.2} of {cpus} CPUs busy with processes outside this bench's tree, {:.2} with the bench, its daemons and peers",
                 busy.saturating_sub(ours) as f64 / elapsed,
@@ -1217,7 +1033,7 @@ fn others(start: Option<(u64, u64, u64)>, end: Option<(u64, u64, u64)>, cpus: us
 async fn run() -> anyhow::Result<bool> {
     let cpus = bench::cpus();
     let started = Instant::now();
-    let cpu_start = cpu_sample();
+    let cpu_start = CpuUse::sample_tree();
     println!(
         "cohost hosted-runtimes benchmark ({cpus} CPUs, release build); load average at start: {}",
         loadavg()
@@ -1381,7 +1197,7 @@ async fn run() -> anyhow::Result<bool> {
     println!(
         "load average at the end: {}; {}; total bench time {:.1} s",
         loadavg(),
-        others(cpu_start, cpu_sample(), cpus),
+        others(cpu_start, CpuUse::sample_tree(), cpus),
         started.elapsed().as_secs_f64()
     );
     drop(tmux);

@@ -157,6 +157,30 @@ impl CohostMcp {
         CallToolResult::structured(value)
     }
 
+    /// `edit_task` and `supersede_task`: a waiting task's prompt replaced `how`, if its
+    /// revision is still `args.revision`.
+    async fn revise_task(&self, args: EditArgs, how: Revise) -> ToolResult {
+        let EditArgs {
+            task_id,
+            revision,
+            prompt,
+            idempotency_key,
+        } = args;
+        let revised = match how {
+            Revise::InPlace => {
+                self.service
+                    .edit_task(&task_id, revision, &prompt, idempotency_key)
+                    .await
+            }
+            Revise::Supersede => {
+                self.service
+                    .supersede_task(&task_id, revision, &prompt, idempotency_key)
+                    .await
+            }
+        };
+        answered(revised)
+    }
+
     /// The refusal when a human holds the session's control lease (MCP acts only while the
     /// lease is managed, like `interrupt`).
     fn human_holds(&self, id: &str, what: &str) -> Option<CallToolResult> {
@@ -168,6 +192,22 @@ impl CohostMcp {
             )
         })
     }
+}
+
+/// How `revise_task` replaces a waiting task's prompt.
+enum Revise {
+    /// In place: the same task, id and queue position (`edit_task`).
+    InPlace,
+    /// The task cancelled and a new one queued in its position (`supersede_task`).
+    Supersede,
+}
+
+/// A service's answer as the tool's: the value, or the error mapped as every tool maps it.
+fn answered<T: serde::Serialize, E: Into<ServiceError>>(result: Result<T, E>) -> ToolResult {
+    Ok(match result {
+        Ok(value) => answer(value),
+        Err(error) => failed(error),
+    })
 }
 
 fn failed(error: impl Into<ServiceError>) -> CallToolResult {
@@ -205,10 +245,11 @@ impl CohostMcp {
         output_schema = output::<SessionReply>()
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.session(&args.session_id) {
-            Ok(session) => answer(SessionReply { session }),
-            Err(error) => failed(error),
-        })
+        answered(
+            self.service
+                .session(&args.session_id)
+                .map(|session| SessionReply { session }),
+        )
     }
 
     #[tool(
@@ -241,10 +282,7 @@ impl CohostMcp {
             pane_id: args.pane_id,
             liveness: args.liveness.map(LivenessArg::into_liveness),
         };
-        Ok(match self.service.agent_event(params, false).await {
-            Ok(accepted) => answer(accepted),
-            Err(error) => failed(error),
-        })
+        answered(self.service.agent_event(params, false).await)
     }
 
     #[tool(
@@ -297,20 +335,15 @@ impl CohostMcp {
         output_schema = output::<SendResult>()
     )]
     async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
+        answered(
+            self.service
                 .queue_task(
                     &args.session_id,
                     &args.prompt,
                     args.idempotency_key,
                     Source::Mcp,
                 )
-                .await
-            {
-                Ok(sent) => answer(sent),
-                Err(error) => failed(error),
-            },
+                .await,
         )
     }
 
@@ -343,10 +376,11 @@ impl CohostMcp {
         output_schema = output::<TaskReply>()
     )]
     async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
-        Ok(match self.service.task(&args.task_id) {
-            Ok(task) => answer(TaskReply { task }),
-            Err(error) => failed(error),
-        })
+        answered(
+            self.service
+                .task(&args.task_id)
+                .map(|task| TaskReply { task }),
+        )
     }
 
     #[tool(
@@ -399,15 +433,10 @@ impl CohostMcp {
         output_schema = output::<CancelResult>()
     )]
     async fn cancel_task(&self, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
+        answered(
+            self.service
                 .cancel_task(&args.task_id, args.lease_generation)
-                .await
-            {
-                Ok(cancelled) => answer(cancelled),
-                Err(error) => failed(error),
-            },
+                .await,
         )
     }
 
@@ -416,21 +445,7 @@ impl CohostMcp {
         output_schema = output::<EditResult>()
     )]
     async fn edit_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
-                .edit_task(
-                    &args.task_id,
-                    args.revision,
-                    &args.prompt,
-                    args.idempotency_key,
-                )
-                .await
-            {
-                Ok(edited) => answer(edited),
-                Err(error) => failed(error),
-            },
-        )
+        self.revise_task(args, Revise::InPlace).await
     }
 
     #[tool(
@@ -438,21 +453,7 @@ impl CohostMcp {
         output_schema = output::<EditResult>()
     )]
     async fn supersede_task(&self, Parameters(args): Parameters<EditArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
-                .supersede_task(
-                    &args.task_id,
-                    args.revision,
-                    &args.prompt,
-                    args.idempotency_key,
-                )
-                .await
-            {
-                Ok(replaced) => answer(replaced),
-                Err(error) => failed(error),
-            },
-        )
+        self.revise_task(args, Revise::Supersede).await
     }
 
     #[tool(
@@ -549,10 +550,12 @@ impl CohostMcp {
                 "a human holds this session's control lease; only they interrupt its turns",
             ));
         }
-        Ok(match self.service.interrupt(id).await {
-            Ok(interrupted) => answer(Interrupted { interrupted }),
-            Err(error) => failed(error),
-        })
+        answered(
+            self.service
+                .interrupt(id)
+                .await
+                .map(|interrupted| Interrupted { interrupted }),
+        )
     }
 
     #[tool(
@@ -598,10 +601,7 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_get(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.goal_get(&args.session_id).await {
-            Ok(capability) => answer(capability),
-            Err(error) => failed(error),
-        })
+        answered(self.service.goal_get(&args.session_id).await)
     }
 
     #[tool(
@@ -609,20 +609,15 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_set(&self, Parameters(args): Parameters<GoalSetArgs>) -> ToolResult {
-        Ok(
-            match self
-                .service
+        answered(
+            self.service
                 .goal_set(
                     &args.session_id,
                     args.objective,
                     args.status,
                     args.token_budget,
                 )
-                .await
-            {
-                Ok(capability) => answer(capability),
-                Err(error) => failed(error),
-            },
+                .await,
         )
     }
 
@@ -631,10 +626,7 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_clear(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.goal_clear(&args.session_id).await {
-            Ok(capability) => answer(capability),
-            Err(error) => failed(error),
-        })
+        answered(self.service.goal_clear(&args.session_id).await)
     }
 
     #[tool(
@@ -664,11 +656,11 @@ impl CohostMcp {
         output_schema = output::<SessionReply>()
     )]
     async fn adopt(&self, Parameters(args): Parameters<AdoptArgs>) -> ToolResult {
-        Ok(
-            match self.service.adopt(&args.tmux_session, &args.key).await {
-                Ok(session) => answer(SessionReply { session }),
-                Err(error) => failed(error),
-            },
+        answered(
+            self.service
+                .adopt(&args.tmux_session, &args.key)
+                .await
+                .map(|session| SessionReply { session }),
         )
     }
 
@@ -677,10 +669,12 @@ impl CohostMcp {
         output_schema = output::<SessionReply>()
     )]
     async fn disown(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.disown(&args.session_id).await {
-            Ok(session) => answer(SessionReply { session }),
-            Err(error) => failed(error),
-        })
+        answered(
+            self.service
+                .disown(&args.session_id)
+                .await
+                .map(|session| SessionReply { session }),
+        )
     }
 
     #[tool(
@@ -689,10 +683,7 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn list_models(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        Ok(match self.service.models(None).await {
-            Ok(capability) => answer(capability),
-            Err(error) => failed(error),
-        })
+        answered(self.service.models(None).await)
     }
 
     // -- What the agent asks a person: input requests and the collaboration mode.
@@ -761,10 +752,7 @@ impl CohostMcp {
         if let Some(refused) = self.human_holds(id, "changes its mode") {
             return Ok(refused);
         }
-        Ok(match self.service.set_mode(id, args.mode.as_str()).await {
-            Ok(capability) => answer(capability),
-            Err(error) => failed(error),
-        })
+        answered(self.service.set_mode(id, args.mode.as_str()).await)
     }
 
     #[tool(
@@ -776,15 +764,10 @@ impl CohostMcp {
         if let Some(refused) = self.human_holds(id, "changes its model") {
             return Ok(refused);
         }
-        Ok(
-            match self
-                .service
+        answered(
+            self.service
                 .set_model(id, &args.model, args.thinking_level.as_deref())
-                .await
-            {
-                Ok(capability) => answer(capability),
-                Err(error) => failed(error),
-            },
+                .await,
         )
     }
 }

@@ -639,25 +639,16 @@ fn summarize_quarantined(lines: &[Quarantined], repair: Option<&Path>) -> Option
 /// reported, so a gap is news once. Written after the event is logged: a crash in between
 /// reports those gaps again, never hides one.
 pub fn record_gaps(quarantine: &Path, ranges: &[SeqRange]) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
     if ranges.is_empty() {
         return Ok(());
     }
     let at = super::now_ms();
-    let mut out = Vec::new();
-    for range in ranges {
-        let record = serde_json::json!({"at": at, "gap": {"from": range.from, "to": range.to}});
-        out.extend_from_slice(record.to_string().as_bytes());
-        out.push(b'\n');
-    }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(quarantine)?;
-    file.write_all(&out)?;
-    file.sync_data()
+    append_records(
+        quarantine,
+        ranges.iter().map(
+            |range| serde_json::json!({"at": at, "gap": {"from": range.from, "to": range.to}}),
+        ),
+    )
 }
 
 /// Splits `ranges` into the seqs inside one of `known` and the rest, both in order.
@@ -782,10 +773,8 @@ fn append_quarantine(
     ranges: &[(std::ops::Range<usize>, &str)],
 ) -> io::Result<()> {
     use base64::Engine as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut out = Vec::new();
     let lines = line_numbers(bytes, ranges.iter().map(|(range, _)| range.start));
-    for ((range, reason), line) in ranges.iter().zip(lines) {
+    let records = ranges.iter().zip(lines).map(|((range, reason), line)| {
         let raw = &bytes[range.clone()];
         let mut record = serde_json::json!({
             "at": super::now_ms(),
@@ -804,15 +793,24 @@ fn append_quarantine(
                 record["base64"] = base64::engine::general_purpose::STANDARD.encode(raw).into();
             }
         }
+        record
+    });
+    append_records(quarantine, records)
+}
+
+/// Appends `records` to the quarantine file at `path` (the damaged lines and the gaps), one
+/// JSON object a line, in one write, then syncs it; the file is opened as a segment is
+/// ([`open_segment`]).
+fn append_records(
+    path: &Path,
+    records: impl IntoIterator<Item = serde_json::Value>,
+) -> io::Result<()> {
+    let mut out = Vec::new();
+    for record in records {
         out.extend_from_slice(record.to_string().as_bytes());
         out.push(b'\n');
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(quarantine)?;
+    let mut file = open_segment(path, true)?;
     file.write_all(&out)?;
     file.sync_data()
 }
@@ -835,9 +833,9 @@ fn line_numbers(bytes: &[u8], offsets: impl Iterator<Item = usize>) -> Vec<usize
     lines
 }
 
-/// Opens a segment for appending, `create`-ing a new one: never through a link, and private
-/// (0600) like every file of the home; an existing segment readable by others (an earlier
-/// release wrote 0644) is tightened through its descriptor.
+/// Opens a segment (or the quarantine file) for appending, `create`-ing a new one: never
+/// through a link, and private (0600) like every file of the home; an existing one readable by
+/// others (an earlier release wrote 0644) is tightened through its descriptor.
 fn open_segment(path: &Path, create: bool) -> io::Result<File> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let file = OpenOptions::new()

@@ -1,8 +1,14 @@
-//! What every pane-hosted runtime shares: session ids, finding the helper programs, the pane a
-//! runtime's TUI runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the
-//! idempotent-inject bookkeeping ([`inject`]) and the mirror of a hosted session into the
-//! tracker ([`mirror`]). Runtimes import this; it imports no runtime.
+//! What the runtimes share: session ids, finding the helper programs, the pane a runtime's TUI
+//! runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the idempotent-inject
+//! bookkeeping ([`inject`]), the mirror of a hosted session into the tracker ([`mirror`]), the
+//! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
+//! output tail), the live sessions and the appends of the hosts that keep one per session
+//! ([`hosted`]), and the create options of the runtimes that gate tools by approval policy
+//! ([`gated`]). Runtimes import this; it imports no runtime.
 
+pub mod child;
+pub mod gated;
+pub mod hosted;
 pub mod inject;
 pub mod mirror;
 pub mod pane;

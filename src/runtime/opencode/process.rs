@@ -1,14 +1,12 @@
 //! One `opencode serve` child: spawned on loopback with a generated password (never in argv:
 //! `OPENCODE_SERVER_PASSWORD` in its environment), its port read from its stdout line
 //! `opencode server listening on http://127.0.0.1:PORT`, its version probed on
-//! `/global/health` (a release outside `peers::OPENCODE` is refused), supervised: its own
-//! process group, a parent-death signal, the whole group killed when the handle is dropped,
-//! and the last lines of its stderr kept for error messages.
+//! `/global/health` (a release outside `peers::OPENCODE` is refused), supervised
+//! (`common::child`): its own process group, a parent-death signal, the whole group killed when
+//! the handle is dropped, and the last lines of its stderr (and stdout) kept for error messages.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -16,19 +14,23 @@ use tokio::process::Command;
 
 use super::client::Client;
 use super::wire::Health;
-use crate::runtime::common::lock;
+use crate::runtime::common::child::{
+    ChildLog, Group, OutputTail, Supervised, supervise, tail_suffix,
+};
 
 /// How long the server may take to print its port and answer `/global/health` (it answered
 /// 5–6 s after spawn on two loaded cores).
 const START_TIMEOUT: Duration = Duration::from_secs(90);
-/// How many of its last stderr (and stdout) lines are kept.
-const TAIL_LINES: usize = 30;
-/// The longest line kept.
-const TAIL_LINE_MAX: usize = 400;
 /// How long a stopped server gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// The Basic-auth user (OpenCode's default; `OPENCODE_SERVER_USERNAME` sets it).
 pub const USERNAME: &str = "opencode";
+
+/// The server's stderr lines (debug) and its exit, in this module's log.
+const LOG: ChildLog = ChildLog {
+    line: |pid, line| tracing::debug!(pid, "opencode: {line}"),
+    exit: |pid, status| tracing::info!(pid, ?status, "opencode serve exited"),
+};
 
 /// Why a server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -52,41 +54,6 @@ pub enum SpawnError {
         supported: String,
         newest: &'static str,
     },
-}
-
-fn tail_suffix(tail: &str) -> String {
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; its last output:\n{tail}")
-    }
-}
-
-/// The bounded tail of a child's output.
-#[derive(Clone, Default)]
-pub struct OutputTail(Arc<Mutex<VecDeque<String>>>);
-
-impl OutputTail {
-    fn push(&self, line: &str) {
-        let mut line = line.trim_end().to_string();
-        if line.len() > TAIL_LINE_MAX {
-            let mut cut = TAIL_LINE_MAX;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
-        let mut lines = lock(&self.0);
-        if lines.len() == TAIL_LINES {
-            lines.pop_front();
-        }
-        lines.push_back(line);
-    }
-
-    pub fn render(&self) -> String {
-        lock(&self.0).iter().cloned().collect::<Vec<_>>().join("\n")
-    }
 }
 
 /// Finds `opencode`: `COHOST_OPENCODE_BIN` if set, else PATH.
@@ -122,9 +89,9 @@ pub struct ServerProcess {
     pub version: String,
     /// The generated password (for `opencode attach -p`, never logged).
     pub password: String,
+    /// The last lines of its stderr (and stdout).
     pub tail: OutputTail,
-    exited: tokio::sync::watch::Receiver<bool>,
-    guard: KillGroupOnDrop,
+    group: Group,
 }
 
 impl std::fmt::Debug for ServerProcess {
@@ -155,32 +122,20 @@ impl ServerProcess {
             .env("OPENCODE_SERVER_PASSWORD", &password)
             .env("OPENCODE_SERVER_USERNAME", USERNAME)
             .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        set_parent_death_signal(&mut command);
-        let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
+            .stdin(Stdio::null());
+        let Supervised {
+            pid,
+            tail,
+            stdout,
+            group,
+            ..
+        } = supervise(&mut command, LOG).map_err(|source| SpawnError::Spawn {
             bin: bin.to_path_buf(),
             source,
         })?;
-        let pid = child.id().unwrap_or_default();
-        let guard = KillGroupOnDrop { pgid: pid };
         tracing::info!(pid, bin = %bin.display(), cwd = %cwd.display(), "spawned opencode serve");
-        let tail = OutputTail::default();
-        if let Some(stderr) = child.stderr.take() {
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(pid, "opencode: {line}");
-                    tail.push(&line);
-                }
-            });
-        }
         let (port_tx, mut port_rx) = tokio::sync::watch::channel(None::<u16>);
-        if let Some(stdout) = child.stdout.take() {
+        if let Some(stdout) = stdout {
             let tail = tail.clone();
             tokio::spawn(async move {
                 let mut lines = BufReader::new(stdout).lines();
@@ -192,17 +147,10 @@ impl ServerProcess {
                 }
             });
         }
-        let (exited_tx, exited) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            tracing::info!(pid, ?status, "opencode serve exited");
-            let _ = exited_tx.send(true);
-        });
-        let mut exited_rx = exited.clone();
         let port = tokio::time::timeout(START_TIMEOUT, async {
             tokio::select! {
                 port = port_rx.wait_for(Option::is_some) => port.ok().and_then(|p| *p),
-                _ = exited_rx.wait_for(|e| *e) => None,
+                () = group.exited() => None,
             }
         })
         .await;
@@ -238,22 +186,19 @@ impl ServerProcess {
             version,
             password,
             tail,
-            exited,
-            guard,
+            group,
         })
     }
 
     /// Whether the server has exited.
     pub fn has_exited(&self) -> bool {
-        *self.exited.borrow()
+        self.group.has_exited()
     }
 
     /// Stops the server: SIGTERM to its group, then SIGKILL after a grace period.
     pub async fn stop(&self) {
-        signal_group(self.guard.pgid, libc::SIGTERM);
-        let mut exited = self.exited.clone();
-        let _ = tokio::time::timeout(STOP_GRACE, exited.wait_for(|e| *e)).await;
-        signal_group(self.guard.pgid, libc::SIGKILL);
+        self.group.signal(libc::SIGTERM);
+        self.group.kill_after(STOP_GRACE).await;
     }
 }
 
@@ -282,58 +227,6 @@ pub fn listening_port(line: &str) -> Option<u16> {
     let (_, port) = rest.rsplit_once(':')?;
     port.trim_end_matches('/').parse().ok()
 }
-
-struct KillGroupOnDrop {
-    pgid: u32,
-}
-
-impl Drop for KillGroupOnDrop {
-    fn drop(&mut self) {
-        signal_group(self.pgid, libc::SIGKILL);
-    }
-}
-
-fn signal_group(pgid: u32, signal: i32) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    if pgid <= 1 {
-        return;
-    }
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) takes two integers and touches no memory of ours.
-    let _ = unsafe { libc::kill(-pgid, signal) };
-}
-
-#[cfg(target_os = "linux")]
-fn set_parent_death_signal(command: &mut Command) {
-    let parent_pid = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-    #[allow(unsafe_code)]
-    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed: prctl(2) and getppid(2) (plain syscalls) and an io::Error from a raw
-    // OS code — no allocation, no locks. `parent_pid` is a copied integer.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent_pid {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests {

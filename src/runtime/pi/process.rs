@@ -4,14 +4,14 @@
 //! order through a bounded channel. The child runs in the session's directory with its own
 //! agent directory (`PI_CODING_AGENT_DIR`: its config, copied from the user's) and session
 //! directory (`--session-dir`), Pi's offline switches, and cohost's gate extension (`-e`) when
-//! the session's policy asks before tools act. Supervision: its own process group, a
-//! parent-death signal, the whole group killed when the handle is dropped, the last lines of
-//! its stderr kept for error messages, lines read through the crate's bounded line buffer.
+//! the session's policy asks before tools act. Supervision (`common::child`): its own process
+//! group, a parent-death signal, the whole group killed when the handle is dropped, the last
+//! lines of its stderr kept for error messages; lines read through the crate's bounded line
+//! buffer.
 //!
 //! Pi is run through its launcher, which runs the first `node` on the daemon's `PATH` — the
 //! node `cohost doctor` reports (Pi 1.x needs Node ≥ 22.19).
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,11 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 use super::wire::{ExtensionUiResponse, Line, PiEvent, RpcCommand, RpcResponse};
+use crate::runtime::common::child::{
+    ChildLog, Group, OutputTail, Supervised, supervise, tail_suffix,
+};
 use crate::runtime::common::lock;
 use crate::tail::{LineBuffer, Piece};
 
@@ -36,12 +39,14 @@ const EVENT_CAPACITY: usize = 1024;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `pi --version` may take (0.73.1 took ~2 s on two loaded cores).
 const VERSION_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many of its last stderr lines are kept.
-const TAIL_LINES: usize = 30;
-/// The longest stderr line kept.
-const TAIL_LINE_MAX: usize = 400;
 /// How long a stopped Pi gets between closing its stdin and SIGKILL (it exits in ~0.03 s).
 const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Pi's stderr lines (debug) and its exit, in this module's log.
+const LOG: ChildLog = ChildLog {
+    line: |pid, line| tracing::debug!(pid, "pi: {line}"),
+    exit: |pid, status| tracing::info!(pid, ?status, "pi exited"),
+};
 
 /// Why Pi could not be run or answered.
 #[derive(Debug, thiserror::Error)]
@@ -72,41 +77,6 @@ impl PiError {
             PiError::Refused { message, .. } => Some(message),
             _ => None,
         }
-    }
-}
-
-fn tail_suffix(tail: &str) -> String {
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; its last output:\n{tail}")
-    }
-}
-
-/// The bounded tail of a child's stderr.
-#[derive(Clone, Default)]
-pub struct OutputTail(Arc<Mutex<VecDeque<String>>>);
-
-impl OutputTail {
-    fn push(&self, line: &str) {
-        let mut line = line.trim_end().to_string();
-        if line.len() > TAIL_LINE_MAX {
-            let mut cut = TAIL_LINE_MAX;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
-        }
-        let mut lines = lock(&self.0);
-        if lines.len() == TAIL_LINES {
-            lines.pop_front();
-        }
-        lines.push_back(line);
-    }
-
-    pub fn render(&self) -> String {
-        lock(&self.0).iter().cloned().collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -189,8 +159,7 @@ pub struct PiProcess {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     pending: Arc<Mutex<Vec<Pending>>>,
     next_id: AtomicU64,
-    exited: watch::Receiver<bool>,
-    guard: KillGroupOnDrop,
+    group: Group,
 }
 
 impl std::fmt::Debug for PiProcess {
@@ -220,42 +189,23 @@ impl PiProcess {
             .env("PI_OFFLINE", "1")
             .env("PI_SKIP_VERSION_CHECK", "1")
             .env("PI_TELEMETRY", "0")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        set_parent_death_signal(&mut command);
-        let mut child = command.spawn().map_err(|source| PiError::Spawn {
+            .stdin(Stdio::piped());
+        let Supervised {
+            pid,
+            tail,
+            stdin,
+            stdout,
+            group,
+        } = supervise(&mut command, LOG).map_err(|source| PiError::Spawn {
             bin: launch.bin.clone(),
             source,
         })?;
-        let pid = child.id().unwrap_or_default();
-        let guard = KillGroupOnDrop { pgid: pid };
         tracing::info!(pid, bin = %launch.bin.display(), cwd = %launch.cwd.display(), "spawned pi --mode rpc");
-        let tail = OutputTail::default();
-        if let Some(stderr) = child.stderr.take() {
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(pid, "pi: {line}");
-                    tail.push(&line);
-                }
-            });
-        }
         let pending: Arc<Mutex<Vec<Pending>>> = Arc::default();
         let (events_tx, events_rx) = mpsc::channel(EVENT_CAPACITY);
-        if let Some(stdout) = child.stdout.take() {
+        if let Some(stdout) = stdout {
             tokio::spawn(read_lines(pid, stdout, Arc::clone(&pending), events_tx));
         }
-        let stdin = child.stdin.take();
-        let (exited_tx, exited) = watch::channel(false);
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            tracing::info!(pid, ?status, "pi exited");
-            let _ = exited_tx.send(true);
-        });
         Ok((
             Arc::new(PiProcess {
                 pid,
@@ -263,8 +213,7 @@ impl PiProcess {
                 stdin: tokio::sync::Mutex::new(stdin),
                 pending,
                 next_id: AtomicU64::new(1),
-                exited,
-                guard,
+                group,
             }),
             events_rx,
         ))
@@ -328,15 +277,13 @@ impl PiProcess {
     }
 
     pub fn has_exited(&self) -> bool {
-        *self.exited.borrow()
+        self.group.has_exited()
     }
 
     /// Stops Pi: its stdin closed (it exits), then SIGKILL to its group after a grace period.
     pub async fn stop(&self) {
         lock_take(&self.stdin).await;
-        let mut exited = self.exited.clone();
-        let _ = tokio::time::timeout(STOP_GRACE, exited.wait_for(|e| *e)).await;
-        signal_group(self.guard.pgid, libc::SIGKILL);
+        self.group.kill_after(STOP_GRACE).await;
     }
 }
 
@@ -403,55 +350,3 @@ async fn read_lines(
     }
     lock(&pending).clear();
 }
-
-struct KillGroupOnDrop {
-    pgid: u32,
-}
-
-impl Drop for KillGroupOnDrop {
-    fn drop(&mut self) {
-        signal_group(self.pgid, libc::SIGKILL);
-    }
-}
-
-fn signal_group(pgid: u32, signal: i32) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    if pgid <= 1 {
-        return;
-    }
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) takes two integers and touches no memory of ours.
-    let _ = unsafe { libc::kill(-pgid, signal) };
-}
-
-#[cfg(target_os = "linux")]
-fn set_parent_death_signal(command: &mut Command) {
-    let parent_pid = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-    #[allow(unsafe_code)]
-    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed: prctl(2) and getppid(2) (plain syscalls) and an io::Error from a raw
-    // OS code — no allocation, no locks. `parent_pid` is a copied integer.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent_pid {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command) {}

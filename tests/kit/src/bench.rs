@@ -1,6 +1,8 @@
 //! What the benchmarks share: the runtime around their `run`, a `cohost serve` process
-//! ([`Daemon`], started on a [`crate::TmuxServer`]), an HTTP/1.1 connection, failure counting and
-//! report helpers.
+//! ([`Daemon`], started on a [`crate::TmuxServer`]), an HTTP/1.1 connection (and [`Conn`], one
+//! with the daemon's token: requests whose status is checked, sessions created and timed),
+//! lines of a streamed body stamped with their arrival ([`read_lines_until`]), failure counting
+//! and report helpers, and the CPU use of the machine ([`CpuUse`]).
 //!
 //! The benches (`benches/*.rs`, each its own `harness = false` binary) use only part of it. Unlike
 //! [`crate::TestDaemon`], [`Daemon`] reports errors instead of panicking, leaves the daemon's
@@ -21,13 +23,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use http_body_util::{BodyExt, Full};
-use hyper::StatusCode;
 use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::SendRequest;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
+use serde_json::Value;
 use tokio::net::TcpStream;
 
 use crate::TmuxServer;
+use crate::mock_messages::now_ns;
 
 /// Runs `run` to its end on a multi-threaded tokio runtime and turns its outcome into the exit
 /// code: `Ok(false)` is a failed run (`failed` says where to look), `Err` an aborted one. On
@@ -232,6 +237,115 @@ pub async fn handshake(addr: SocketAddr) -> anyhow::Result<SendRequest<Full<Byte
     Ok(sender)
 }
 
+/// One keep-alive HTTP/1.1 connection to a [`Daemon`], with its token.
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+    bearer: String,
+    /// How long a [`Conn::call`] may wait for the whole answer.
+    timeout: Duration,
+}
+
+impl Conn {
+    /// Connects to `daemon` ([`handshake`]); a call gets `timeout` for its whole answer.
+    pub async fn open(daemon: &Daemon, timeout: Duration) -> anyhow::Result<Conn> {
+        Ok(Conn {
+            sender: handshake(daemon.addr).await?,
+            host: daemon.host.clone(),
+            bearer: format!("Bearer {}", daemon.token),
+            timeout,
+        })
+    }
+
+    /// Sends a request (`body` as JSON) and returns the response as its headers arrive.
+    pub async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> anyhow::Result<hyper::Response<Incoming>> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, &self.host)
+            .header(AUTHORIZATION, &self.bearer);
+        let body = match body {
+            Some(body) => {
+                request = request.header(CONTENT_TYPE, "application/json");
+                Full::new(Bytes::from(body.to_string()))
+            }
+            None => Full::new(Bytes::new()),
+        };
+        self.sender.ready().await?;
+        Ok(self.sender.send_request(request.body(body)?).await?)
+    }
+
+    /// A request whose answer must have status `expect`; returns the JSON body.
+    pub async fn call(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        expect: StatusCode,
+    ) -> anyhow::Result<Value> {
+        let what = format!("{method} {path}");
+        let timeout = self.timeout;
+        let exchange = async {
+            let response = self.send(method, path, body).await?;
+            let status = response.status();
+            let bytes = response.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, bytes))
+        };
+        let (status, bytes) = tokio::time::timeout(timeout, exchange)
+            .await
+            .with_context(|| format!("{what}: no answer within {timeout:?}"))??;
+        if status != expect {
+            bail!(
+                "{what} answered {status}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        serde_json::from_slice(&bytes).with_context(|| format!("{what}: the answer is not JSON"))
+    }
+
+    /// `POST /api/sessions` with `body`, timed from the request to the whole 201 answer.
+    /// Returns the answer and the time.
+    pub async fn create_timed(&mut self, body: &Value) -> anyhow::Result<(Value, Duration)> {
+        let started = Instant::now();
+        let answer = self
+            .call(
+                Method::POST,
+                "/api/sessions",
+                Some(body),
+                StatusCode::CREATED,
+            )
+            .await?;
+        Ok((answer, started.elapsed()))
+    }
+
+    /// Closes each session of `ids` (`DELETE /api/sessions/{id}`).
+    pub async fn close_sessions(&mut self, ids: &[String]) -> anyhow::Result<()> {
+        for id in ids {
+            self.call(
+                Method::DELETE,
+                &format!("/api/sessions/{id}"),
+                None,
+                StatusCode::OK,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The id of the session in a create's answer.
+pub fn session_id(answer: &Value) -> anyhow::Result<String> {
+    Ok(answer["session"]["id"]
+        .as_str()
+        .with_context(|| format!("no session id in {answer}"))?
+        .to_string())
+}
+
 /// The body of an SSE stream's response (`what` is its request, for the error), which must be
 /// 200: by the time its headers arrive, the daemon has subscribed the stream.
 pub async fn stream_body(
@@ -244,6 +358,35 @@ pub async fn stream_body(
         bail!("{what}: {status}: {}", String::from_utf8_lossy(&body));
     }
     Ok(response.into_body())
+}
+
+/// Reads a streamed body line by line (each without its `\n`), stamping every line with the
+/// arrival ([`now_ns`]) of the frame that completed it, until `on_line` returns something
+/// (returned) or fails; `None` when the body ends first.
+pub async fn read_lines_until<T>(
+    mut body: Incoming,
+    mut on_line: impl FnMut(i64, &[u8]) -> anyhow::Result<Option<T>>,
+) -> anyhow::Result<Option<T>> {
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    loop {
+        let Some(frame) = body.frame().await else {
+            return Ok(None);
+        };
+        let received = now_ns();
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        buf.extend_from_slice(&data);
+        let mut start = 0;
+        while let Some(end) = buf[start..].iter().position(|b| *b == b'\n') {
+            let line = &buf[start..start + end];
+            start += end + 1;
+            if let Some(found) = on_line(received, line)? {
+                return Ok(Some(found));
+            }
+        }
+        buf.drain(..start);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,6 +428,13 @@ impl Failures {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+}
+
+/// `values`, sorted.
+pub fn sorted(values: &[Duration]) -> Vec<Duration> {
+    let mut values = values.to_vec();
+    values.sort_unstable();
+    values
 }
 
 /// The `p`th percentile (nearest rank) of `sorted`; zero when it is empty.
@@ -333,17 +483,7 @@ impl CpuUse {
     /// Now; `ours` counts this process and the daemon `daemon` if given. None when a figure
     /// cannot be read.
     pub fn sample(daemon: Option<u32>) -> Option<CpuUse> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let fields: Vec<u64> = stat
-            .lines()
-            .next()?
-            .strip_prefix("cpu ")?
-            .split_whitespace()
-            .filter_map(|v| v.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal (guest time is inside user).
-        let total: u64 = fields.iter().take(8).sum();
-        let idle = fields.get(3)? + fields.get(4)?;
+        let (total, busy) = machine_ticks()?;
         let process = |path: String| -> Option<u64> {
             let text = std::fs::read_to_string(path).ok()?;
             // Fields after `(comm)`: utime and stime are the 12th and 13th.
@@ -355,11 +495,53 @@ impl CpuUse {
         if let Some(pid) = daemon {
             ours += process(format!("/proc/{pid}/stat"))?;
         }
-        Some(CpuUse {
-            total,
-            busy: total.saturating_sub(idle),
-            ours,
-        })
+        Some(CpuUse { total, busy, ours })
+    }
+
+    /// Now; `ours` counts this process and every process under it (the daemons, the peers they
+    /// run, and the children each has waited for).
+    pub fn sample_tree() -> Option<CpuUse> {
+        let (total, busy) = machine_ticks()?;
+        let times = |pid: u32| -> Option<(u32, u64)> {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after = text.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = after.split_whitespace().collect();
+            let ppid = f.get(1)?.parse().ok()?;
+            // utime, stime, cutime, cstime.
+            let sum = (11..=14)
+                .map(|i| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
+                .sum();
+            Some((ppid, sum))
+        };
+        let me = std::process::id();
+        let mut parents = std::collections::HashMap::new();
+        let mut cpu = std::collections::HashMap::new();
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            if let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok())
+                && let Some((ppid, sum)) = times(pid)
+            {
+                parents.insert(pid, ppid);
+                cpu.insert(pid, sum);
+            }
+        }
+        let ours: u64 = cpu
+            .iter()
+            .filter(|(pid, _)| {
+                let mut pid = **pid;
+                for _ in 0..64 {
+                    if pid == me {
+                        return true;
+                    }
+                    match parents.get(&pid) {
+                        Some(&parent) if parent != 0 => pid = parent,
+                        _ => return false,
+                    }
+                }
+                false
+            })
+            .map(|(_, sum)| *sum)
+            .sum();
+        Some(CpuUse { total, busy, ours })
     }
 
     /// How many CPUs other processes kept busy on average between `start` and `end`.
@@ -377,4 +559,20 @@ impl CpuUse {
             _ => "CPU use by other processes unknown".into(),
         }
     }
+}
+
+/// The machine's CPU time in clock ticks (`/proc/stat`): all of it, and the busy part.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3)? + fields.get(4)?;
+    Some((total, total.saturating_sub(idle)))
 }

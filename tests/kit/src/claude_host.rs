@@ -102,22 +102,7 @@ impl<B: Binaries> ClaudeFixture<B> {
 
     /// Every stored event of the session so far.
     pub fn events(&self, id: &str) -> Vec<Value> {
-        let mut after = 0;
-        let mut out = Vec::new();
-        loop {
-            let page = self
-                .daemon
-                .get(&format!(
-                    "/api/sessions/{id}/events?after={after}&limit=1000"
-                ))
-                .assert_ok();
-            out.extend(page["events"].as_array().cloned().unwrap_or_default());
-            let next = page["next"].as_u64().unwrap();
-            if next >= page["head"].as_u64().unwrap() || next == after {
-                return out;
-            }
-            after = next;
-        }
+        self.daemon.session_events(id)
     }
 
     /// Fails with the daemon's stderr, the session events and the screen of every pane.

@@ -10,6 +10,7 @@ use super::Binaries;
 use super::codex_home::{codex_bin, write_codex_home};
 use super::daemon::TestDaemon;
 use super::mock_responses::MockResponses;
+use super::sessions::merged;
 use super::tmux::TmuxServer;
 use super::{temp_dir, wait_until};
 
@@ -82,53 +83,19 @@ impl<B: Binaries> CodexFixture<B> {
 
     /// Creates a codex session with `extra` fields merged into the body; returns its id.
     pub fn create(&self, extra: Value) -> String {
-        let mut body = json!({ "runtime": "codex", "cwd": self.work });
-        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
-            for (key, value) in extra {
-                body.insert(key.clone(), value.clone());
-            }
-        }
-        let resp = self.daemon.post("/api/sessions", &body);
-        if resp.status != 201 {
-            self.daemon
-                .fail(&format!("create answered {}: {}", resp.status, resp.body));
-        }
-        let answer = resp.json();
-        answer["session"]["id"]
-            .as_str()
-            .unwrap_or_else(|| self.daemon.fail(&format!("no session id in {answer}")))
-            .to_string()
+        self.daemon.create_session(&merged(
+            json!({ "runtime": "codex", "cwd": self.work }),
+            &extra,
+        ))
     }
 
     pub fn send(&self, id: &str, text: &str) -> Value {
-        let resp = self.daemon.post(
-            &format!("/api/sessions/{id}/messages"),
-            &json!({ "text": text }),
-        );
-        if resp.status != 200 {
-            self.daemon
-                .fail(&format!("send answered {}: {}", resp.status, resp.body));
-        }
-        resp.json()
+        self.daemon.send_message(id, text)
     }
 
     /// Every stored event of the session so far.
     pub fn events(&self, id: &str) -> Vec<Value> {
-        let mut after = 0;
-        let mut out = Vec::new();
-        loop {
-            let resp = self.daemon.get(&format!(
-                "/api/sessions/{id}/events?after={after}&limit=1000"
-            ));
-            let page = resp.assert_ok();
-            let events = page["events"].as_array().cloned().unwrap_or_default();
-            out.extend(events.iter().cloned());
-            let next = page["next"].as_u64().unwrap();
-            if next >= page["head"].as_u64().unwrap() || next == after {
-                return out;
-            }
-            after = next;
-        }
+        self.daemon.session_events(id)
     }
 
     /// Waits until the session has an event matching `pred`, and returns it.

@@ -2,10 +2,13 @@
 //! (`benches/`): a private tmux server ([`tmux`]), a spawned `cohost serve` with its HTTP/SSE
 //! clients ([`daemon`], [`http`]), the scripted mock model servers ([`mock_server`] with
 //! [`mock_responses`] for codex and [`mock_messages`] for Claude), the offline peer homes
-//! ([`codex_home`], [`claude_env`]), the codex and claude fixtures ([`codex_host`],
-//! [`claude_host`]), a real Matrix homeserver ([`synapse`]), a real `nats-server` with
-//! JetStream for the federation tests ([`nats`]), a headless Chromium for the web page's tests
-//! ([`browser`]), and what the benches share ([`bench`]).
+//! ([`codex_home`], [`claude_env`]), Claude TUIs started by hand in panes ([`claude_panes`]),
+//! the hosted-session routes as the fixtures drive them ([`sessions`]), the codex and claude
+//! fixtures ([`codex_host`], [`claude_host`]), the fixture of the runtimes driven through the
+//! peer's API, OpenCode and Pi ([`hosted`]), with the scenarios both pass alike
+//! ([`hosted_cases`]), a co-driving pane's screen and runner journal ([`panes`]), a real Matrix
+//! homeserver ([`synapse`]), a real `nats-server` with JetStream ([`nats`]), a headless Chromium for the web page's tests ([`browser`]), and
+//! what the benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
@@ -17,14 +20,19 @@ pub mod bench;
 pub mod browser;
 pub mod claude_env;
 pub mod claude_host;
+pub mod claude_panes;
 pub mod codex_home;
 pub mod codex_host;
 pub mod daemon;
+pub mod hosted;
+pub mod hosted_cases;
 pub mod http;
 pub mod mock_messages;
 pub mod mock_responses;
 pub mod mock_server;
 pub mod nats;
+pub mod panes;
+pub mod sessions;
 pub mod synapse;
 pub mod tmux;
 pub mod web;

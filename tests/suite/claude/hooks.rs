@@ -5,7 +5,7 @@
 //! Claude (`--watchers claude-code`); the hooks add their statuses to what the watcher reads.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use crate::suite::watch::common::{
     daemon_watching, explain, in_order, instance_events, rules, statuses, wait_instance,
 };
-use crate::support::claude_env::{ClaudeEnv, is_running};
+use crate::support::claude_env::ClaudeEnv;
+use crate::support::claude_panes::ClaudePanes;
 use crate::support::mock_messages::{MockMessages, Step};
-use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, run_with_timeout, temp_dir};
 
 const AGENT: &str = "claude-code";
@@ -24,22 +24,15 @@ const WAIT: Duration = Duration::from_secs(45);
 
 /// A private Claude config (`CLAUDE_CONFIG_DIR`), tmux server and mock, and one claude TUI.
 struct Rig {
-    // Field order is drop order: the tmux server (and claude with it) goes first.
-    tmux: TmuxServer,
-    env: ClaudeEnv,
-    mock: MockMessages,
+    claude: ClaudePanes,
     /// `CLAUDE_CONFIG_DIR`.
     config: PathBuf,
     /// Where the person's own hook writes a line per event it ran for.
     user_log: PathBuf,
-    tuis: Vec<u32>,
     _work: tempfile::TempDir,
 }
 
-struct Tui {
-    pane: String,
-    pid: u32,
-}
+cohost_testkit::rig_of_claude_panes!(Rig);
 
 impl Rig {
     fn new() -> Rig {
@@ -52,13 +45,13 @@ impl Rig {
         std::fs::copy(env.claude_json(), config.join(".claude.json")).expect("copy .claude.json");
         env.set_var("CLAUDE_CONFIG_DIR", &config.to_string_lossy());
         let user_log = work.path().join("user-hook.log");
+        let mut claude = ClaudePanes::new(env, mock, WAIT);
+        claude.sessions_dir = config.join("sessions");
+        claude.shown_on_timeout.push(user_log.clone());
         Rig {
-            tmux: TmuxServer::new(),
-            env,
-            mock,
+            claude,
             config,
             user_log,
-            tuis: Vec::new(),
             _work: work,
         }
     }
@@ -125,105 +118,6 @@ impl Rig {
             String::from_utf8_lossy(&output.stderr)
         );
         String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    /// Starts claude (permission mode `default`: it asks before `touch`) as tmux session
-    /// `session` and waits until its input box is ready.
-    fn start(&mut self, session: &str) -> Tui {
-        let argv = vec![
-            self.env.claude_bin().to_string_lossy().into_owned(),
-            "--permission-mode".into(),
-            "default".into(),
-        ];
-        let (pane, pid) = self
-            .tmux
-            .launch(session, self.env.workdir(), &self.env.env(), &argv);
-        self.tuis.push(pid);
-        let tui = Tui { pane, pid };
-        self.wait_ready(&tui);
-        tui
-    }
-
-    fn screen(&self, tui: &Tui) -> String {
-        self.tmux.run(&["capture-pane", "-p", "-t", &tui.pane])
-    }
-
-    /// The TUI's `sessions/<pid>.json` status, in the config dir.
-    fn status_of(&self, tui: &Tui) -> Option<String> {
-        let file = self
-            .config
-            .join("sessions")
-            .join(format!("{}.json", tui.pid));
-        let text = std::fs::read_to_string(file).ok()?;
-        let value: Value = serde_json::from_str(&text).ok()?;
-        value["status"].as_str().map(str::to_owned)
-    }
-
-    #[track_caller]
-    fn wait(&self, tui: &Tui, what: &str, mut check: impl FnMut() -> bool) {
-        let deadline = Instant::now() + WAIT;
-        while !check() {
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {WAIT:?} waiting for {what}\n--- screen ---\n{}\n--- mock: {}\n--- user hook: {:?}",
-                self.screen(tui),
-                self.mock.summary(),
-                self.user_hook_lines()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The input box is on screen and the session file says idle, for half a second.
-    fn wait_ready(&self, tui: &Tui) {
-        let mut since: Option<Instant> = None;
-        self.wait(tui, "a ready input box", || {
-            let ready = self.screen(tui).contains("❯\u{a0}")
-                && self.status_of(tui).as_deref() == Some("idle");
-            if !ready {
-                since = None;
-                return false;
-            }
-            since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_millis(500)
-        });
-    }
-
-    fn keys(&self, tui: &Tui, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", tui.pane.as_str()];
-        args.extend_from_slice(keys);
-        self.tmux.run(&args);
-    }
-
-    /// Pastes `text` (one line), waits until the box shows it, presses Enter.
-    fn submit(&self, tui: &Tui, text: &str) {
-        let path = self.env.scratch().join("paste.txt");
-        std::fs::write(&path, text).expect("write paste file");
-        self.tmux.run(&[
-            "load-buffer",
-            "-b",
-            "inj",
-            path.to_str().expect("utf-8 path"),
-        ]);
-        self.tmux
-            .run(&["paste-buffer", "-p", "-d", "-b", "inj", "-t", &tui.pane]);
-        self.wait(tui, "the pasted prompt in the box", || {
-            self.screen(tui).contains(text)
-        });
-        self.keys(tui, &["Enter"]);
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        for pid in &self.tuis {
-            if is_running(*pid) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .stderr(std::process::Stdio::null())
-                    .status();
-            }
-        }
-        let _ = self.tmux.command(&["kill-server"]);
     }
 }
 

@@ -6,7 +6,6 @@
 //!
 //! Each test owns its mock, tmux server, `HOME` and daemon, so they run in parallel.
 
-use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,29 +15,21 @@ use crate::suite::watch::common::{
     STATUS_WAIT, assert_no_repeats, daemon_watching, explain, headless_argv, in_order,
     instance_events, instances, rules, statuses, wait_caught_up, wait_instance,
 };
-use crate::support::claude_env::{ClaudeEnv, is_running};
+use crate::support::claude_env::ClaudeEnv;
+use crate::support::claude_panes::{ClaudePanes, Tui};
 use crate::support::mock_messages::{MockMessages, Step};
-use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, temp_dir};
 
 const AGENT: &str = "claude-code";
 const WAIT: Duration = Duration::from_secs(30);
 
-/// One claude TUI in a pane (session `session` of `tmux`).
-struct Tui {
-    pane: String,
-    pid: u32,
-}
-
 /// A private HOME, tmux server and mock for claude TUIs.
 struct Rig {
-    // Field order is drop order: the tmux server (and claude with it) goes first.
-    tmux: TmuxServer,
-    env: ClaudeEnv,
-    mock: MockMessages,
-    tuis: Vec<u32>,
+    claude: ClaudePanes,
     _work: tempfile::TempDir,
 }
+
+cohost_testkit::rig_of_claude_panes!(Rig);
 
 impl Rig {
     fn new() -> Rig {
@@ -46,103 +37,16 @@ impl Rig {
         let work = temp_dir("cohost-watch-claude-");
         let env = ClaudeEnv::new(&mock.base_url(), &work.path().join("ws"));
         Rig {
-            tmux: TmuxServer::new(),
-            env,
-            mock,
-            tuis: Vec::new(),
+            claude: ClaudePanes::new(env, mock, WAIT),
             _work: work,
         }
-    }
-
-    /// Starts claude (permission mode `default`: it asks before `touch`) as tmux session
-    /// `session` and waits until its input box is ready.
-    fn start(&mut self, session: &str) -> Tui {
-        let argv = vec![
-            self.env.claude_bin().to_string_lossy().into_owned(),
-            "--permission-mode".into(),
-            "default".into(),
-        ];
-        let (pane, pid) = self
-            .tmux
-            .launch(session, self.env.workdir(), &self.env.env(), &argv);
-        self.tuis.push(pid);
-        let tui = Tui { pane, pid };
-        self.wait_ready(&tui);
-        tui
     }
 
     /// Runs `claude ARGS…` the way a script does, from a shell in a new pane of tmux session
     /// `session`; the shell then prints `headless-exit=<status>` and stays, so the pane does.
     fn start_headless(&mut self, session: &str, args: &[&str]) -> Tui {
         let argv = headless_argv(&self.env.claude_bin(), args);
-        let (pane, pid) = self
-            .tmux
-            .launch(session, self.env.workdir(), &self.env.env(), &argv);
-        self.tuis.push(pid);
-        Tui { pane, pid }
-    }
-
-    fn screen(&self, tui: &Tui) -> String {
-        self.tmux.run(&["capture-pane", "-p", "-t", &tui.pane])
-    }
-
-    fn status_of(&self, tui: &Tui) -> Option<String> {
-        self.env
-            .session_files()
-            .into_iter()
-            .find(|(_, v)| v["pid"].as_u64() == Some(u64::from(tui.pid)))
-            .and_then(|(_, v)| v["status"].as_str().map(str::to_owned))
-    }
-
-    fn wait(&self, tui: &Tui, what: &str, mut check: impl FnMut() -> bool) {
-        let deadline = Instant::now() + WAIT;
-        while !check() {
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {WAIT:?} waiting for {what}\n--- screen ---\n{}\n--- mock: {}",
-                self.screen(tui),
-                self.mock.summary()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The input box is on screen and the session file says idle, for half a second.
-    fn wait_ready(&self, tui: &Tui) {
-        let mut since: Option<Instant> = None;
-        self.wait(tui, "a ready input box", || {
-            let ready = self.screen(tui).contains("❯\u{a0}")
-                && self.status_of(tui).as_deref() == Some("idle");
-            if !ready {
-                since = None;
-                return false;
-            }
-            since.get_or_insert_with(Instant::now).elapsed() >= Duration::from_millis(500)
-        });
-    }
-
-    fn keys(&self, tui: &Tui, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", tui.pane.as_str()];
-        args.extend_from_slice(keys);
-        self.tmux.run(&args);
-    }
-
-    /// Pastes `text` (one line), waits until the box shows it, presses Enter.
-    fn submit(&self, tui: &Tui, text: &str) {
-        let path = self.env.scratch().join("paste.txt");
-        std::fs::write(&path, text).expect("write paste file");
-        self.tmux.run(&[
-            "load-buffer",
-            "-b",
-            "inj",
-            path.to_str().expect("utf-8 path"),
-        ]);
-        self.tmux
-            .run(&["paste-buffer", "-p", "-d", "-b", "inj", "-t", &tui.pane]);
-        self.wait(tui, "the pasted prompt in the box", || {
-            self.screen(tui).contains(text)
-        });
-        self.keys(tui, &["Enter"]);
+        self.launch(session, &argv)
     }
 
     /// Presses `key` in a dialog once it has been up for a second (2.1.332 ignores a key sent
@@ -150,21 +54,6 @@ impl Rig {
     fn answer_dialog(&self, tui: &Tui, key: &str) {
         thread::sleep(Duration::from_secs(1));
         self.keys(tui, &[key]);
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        for pid in &self.tuis {
-            if is_running(*pid) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .stderr(std::process::Stdio::null())
-                    .status();
-            }
-        }
-        let _ = self.tmux.command(&["kill-server"]);
-        self.env.kill_leftover_processes();
     }
 }
 

@@ -10,23 +10,12 @@ use crate::suite::codex::host::{dump, of_type, words};
 use crate::suite::codex::recovery::{backend_pids, kill_group};
 use crate::support::codex_host::{CodexFixture, TURN_TIMEOUT, eventually};
 use crate::support::mock_responses::Step;
+use crate::support::panes;
 
 /// Waits until the pane shows `needle`, failing with the screen.
 #[track_caller]
 pub fn wait_screen(fx: &CodexFixture, pane: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let screen = fx.tmux.run(&["capture-pane", "-p", "-t", pane]);
-        if screen.contains(needle) {
-            return screen;
-        }
-        if Instant::now() >= deadline {
-            fx.daemon.fail(&format!(
-                "the TUI never showed {needle:?}; screen:\n{screen}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    panes::wait_screen(&fx.daemon, &fx.tmux, pane, Duration::from_secs(30), needle)
 }
 
 /// Types like a human: the text, a pause (or the TUI takes it as a paste), then Enter.
@@ -150,10 +139,6 @@ fn pane_of(fx: &CodexFixture, id: &str) -> String {
         .to_string()
 }
 
-fn screen(fx: &CodexFixture, pane: &str) -> String {
-    fx.tmux.run(&["capture-pane", "-p", "-t", pane])
-}
-
 /// Waits until the TUI has resumed the thread: `history` on screen with the composer, and no
 /// "Resuming session…" (the placeholder shows before the resume is done).
 #[track_caller]
@@ -178,18 +163,7 @@ fn wait_screen_until(
     what: &str,
     pred: impl Fn(&str) -> bool,
 ) -> String {
-    let deadline = Instant::now() + TURN_TIMEOUT;
-    loop {
-        let screen = screen(fx, pane);
-        if pred(&screen) {
-            return screen;
-        }
-        if Instant::now() >= deadline {
-            fx.daemon
-                .fail(&format!("the TUI never showed {what}; screen:\n{screen}"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    panes::wait_screen_until(&fx.daemon, &fx.tmux, pane, TURN_TIMEOUT, what, pred)
 }
 
 /// A session with `extra` settings whose first turn (`prompt` → `reply`, from the API) is done
@@ -211,26 +185,12 @@ pub fn session_with_tui(fx: &CodexFixture, extra: Value, reply: &str) -> (String
 
 /// The lines of the session's `runner.jsonl`.
 fn journal(fx: &CodexFixture, id: &str) -> Vec<Value> {
-    let path = fx
-        .daemon
-        .home()
-        .join("codex/sessions")
-        .join(id)
-        .join("runner.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+    panes::runner_journal(&fx.daemon, "codex", id)
 }
 
 /// The pids of the runner's `started` lines, in order.
 fn started_pids(fx: &CodexFixture, id: &str) -> Vec<u32> {
-    journal(fx, id)
-        .iter()
-        .filter(|e| e["event"] == "started")
-        .map(|e| e["pid"].as_u64().unwrap() as u32)
-        .collect()
+    panes::started_pids(&fx.daemon, "codex", id)
 }
 
 /// Waits until the runner has started the TUI more than `before` times; returns the new pid.

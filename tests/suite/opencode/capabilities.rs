@@ -6,16 +6,15 @@
 use std::collections::HashMap;
 
 use super::{OpencodeFixture, items, of_type};
+use crate::support::hosted_cases;
 use crate::support::json;
 use crate::support::mock_messages::Step;
 
-/// The model each main request the mock received asked for, oldest first.
-fn models_asked(fx: &OpencodeFixture) -> Vec<String> {
-    fx.mock
-        .main_requests()
-        .iter()
-        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
-        .collect()
+/// Asserts the last main request the mock received asked for `model`.
+#[track_caller]
+fn assert_asked_last(fx: &OpencodeFixture, model: &str) {
+    let request = fx.mock.main_requests().last().cloned().unwrap();
+    assert_eq!(request.body["model"], model, "{}", fx.mock.summary());
 }
 
 #[test]
@@ -54,15 +53,8 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
         )
         .assert_error(400, "invalid_field", Some("model"));
     let id = fx.create(json!({ "model": "mock/mock-model-2", "approvalPolicy": "never" }));
-    fx.mock.push(Step::text("From model two."));
-    let turn = fx.send(&id, "Which model?")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    let request = fx.mock.main_requests().last().cloned().unwrap();
-    assert_eq!(request.body["model"], "mock-model-2", "{:?}", request.body);
+    fx.run_turn(&id, "Which model?", "From model two.");
+    assert_asked_last(&fx, "mock-model-2");
     let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["model"], "mock/mock-model-2", "{view}");
 
@@ -78,20 +70,8 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
     assert_eq!(view["model"], "mock/mock-model", "{view}");
     let stored = fx.wait_event(&id, "session.model", |e| e["type"] == "session.model");
     assert_eq!(stored["data"]["model"], "mock/mock-model", "{stored}");
-    fx.mock
-        .push(Step::text("From model one.").when_user_contains("And now?"));
-    let turn = fx.send(&id, "And now?")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert_eq!(
-        models_asked(&fx).last().map(String::as_str),
-        Some("mock-model"),
-        "{}",
-        fx.mock.summary()
-    );
+    fx.run_turn(&id, "And now?", "From model one.");
+    assert_asked_last(&fx, "mock-model");
 
     // Refused by field, naming the model, and nothing changes: not `provider/model`, an
     // unknown model of a known provider, an unknown provider (OpenCode itself would fail the
@@ -118,20 +98,8 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
         .assert_error(400, "invalid_request", None);
     let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["model"], "mock/mock-model", "{view}");
-    fx.mock
-        .push(Step::text("Still model one.").when_user_contains("After the refusals"));
-    let turn = fx.send(&id, "After the refusals")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert_eq!(
-        models_asked(&fx).last().map(String::as_str),
-        Some("mock-model"),
-        "{}",
-        fx.mock.summary()
-    );
+    fx.run_turn(&id, "After the refusals", "Still model one.");
+    assert_asked_last(&fx, "mock-model");
 
     // The switch is durable: after a daemon restart (a new server for the session, which was
     // created on model two) the next prompt still names model one.
@@ -143,20 +111,8 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
     });
     let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["model"], "mock/mock-model", "{view}");
-    fx.mock
-        .push(Step::text("Model one again.").when_user_contains("After the restart"));
-    let turn = fx.send(&id, "After the restart")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert_eq!(
-        models_asked(&fx).last().map(String::as_str),
-        Some("mock-model"),
-        "{}",
-        fx.mock.summary()
-    );
+    fx.run_turn(&id, "After the restart", "Model one again.");
+    assert_asked_last(&fx, "mock-model");
 
     // Options that do not apply are refused by name.
     for (field, value) in [
@@ -166,12 +122,7 @@ fn models_are_listed_a_chosen_model_is_used_and_doctor_reports_opencode() {
         // A pane's tmux session, without a pane.
         ("tmuxSession", json!("work")),
     ] {
-        fx.daemon
-            .post(
-                "/api/sessions",
-                &json!({"runtime": "opencode", "cwd": fx.work, field: value}),
-            )
-            .assert_error(400, "invalid_field", Some(field));
+        fx.assert_refused(field, value);
     }
 }
 
@@ -207,14 +158,7 @@ fn a_fork_continues_the_conversation_in_a_session_of_its_own() {
             .assert_ok()["threadId"]
     );
 
-    fx.mock
-        .push(Step::text("fork reply").when_user_contains("fork prompt"));
-    let turn = fx.send(&child, "fork prompt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&child, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&child));
+    fx.run_turn(&child, "fork prompt", "fork reply");
     let request = fx.mock.main_requests().last().cloned().unwrap();
     let body = request.body.to_string();
     assert!(
@@ -361,31 +305,7 @@ fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
     assert_eq!(replies.last(), Some(&"Saw the steer."), "{}", fx.dump(&id));
 
     // The queued task: delivered after the turn, as a turn of its own.
-    let task_id = task["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no task id in {task}"))
-        .to_string();
-    let accepted = fx.wait_event(&id, "the task accepted", |e| {
-        e["type"] == "task.accepted" && e["data"]["taskId"] == task_id.as_str()
-    });
-    let task_turn = accepted["data"]["turnId"].as_str().unwrap().to_string();
-    assert_ne!(task_turn, turn);
-    assert_eq!(accepted["data"]["acceptedAs"], "turn", "{accepted}");
-    let done = fx.wait_turn(&id, &task_turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    // The registry finishes the task from its turn's end (no event of its own).
-    let finished = fx
-        .daemon
-        .wait_for("the task finished", super::TURN_TIMEOUT, |d| {
-            let view = d.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
-            (view["phase"] == "finished").then_some(view)
-        });
-    assert_eq!(finished["state"], "completed", "{finished}");
-    assert!(
-        finished.to_string().contains("Queued task done."),
-        "the task's result is its turn's reply: {finished}"
-    );
-    assert_eq!(of_type(&fx.events(&id), "turn.started").len(), 2);
+    hosted_cases::the_queued_task_runs_as_a_turn_of_its_own(&fx, &id, &task, &turn);
 }
 
 /// `opencode attach` on the session's own server: the spec names the server and the

@@ -8,28 +8,17 @@
 //! database) suppressing its own instance of the same session.
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
 
-use super::{OpencodeFixture, TURN_TIMEOUT};
+use super::{OpencodeFixture, PEER, TURN_TIMEOUT};
+use crate::support::hosted_cases::{Tracked, the_tracker_follows_a_session_through_an_approval};
 use crate::support::mock_messages::Step;
+use crate::support::panes;
 use crate::support::{Value, json};
 
 /// Waits until the pane shows `needle`, failing with the screen.
 #[track_caller]
 fn wait_screen(fx: &OpencodeFixture, pane: &str, needle: &str) -> String {
-    let deadline = Instant::now() + TURN_TIMEOUT;
-    loop {
-        let screen = fx.tmux.run(&["capture-pane", "-p", "-t", pane]);
-        if screen.contains(needle) {
-            return screen;
-        }
-        if Instant::now() >= deadline {
-            fx.daemon.fail(&format!(
-                "the attached TUI never showed {needle:?}; screen:\n{screen}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    panes::wait_screen(&fx.daemon, &fx.tmux, pane, TURN_TIMEOUT, needle)
 }
 
 /// Types like a person: the text, until the TUI shows it, then Enter.
@@ -37,15 +26,6 @@ fn type_prompt(fx: &OpencodeFixture, pane: &str, text: &str) {
     fx.tmux.run(&["send-keys", "-t", pane, "-l", text]);
     wait_screen(fx, pane, text);
     fx.tmux.run(&["send-keys", "-t", pane, "Enter"]);
-}
-
-/// Runs an API turn `prompt` → `reply` to its end.
-fn api_turn(fx: &OpencodeFixture, id: &str, prompt: &str, reply: &str) {
-    fx.mock.push(Step::text(reply).when_user_contains(prompt));
-    let sent = fx.send(id, prompt);
-    let turn = sent["turnId"].as_str().unwrap().to_string();
-    let done = fx.wait_turn(id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(id));
 }
 
 /// `POST …/terminal`: a pane for the session; returns its view.
@@ -64,29 +44,19 @@ fn open_pane(fx: &OpencodeFixture, id: &str) -> Value {
 
 /// The lines of the pane's `runner.jsonl`.
 fn journal(fx: &OpencodeFixture, id: &str) -> Vec<Value> {
-    let path = fx
-        .daemon
-        .home()
-        .join("opencode/sessions")
-        .join(id)
-        .join("runner.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+    panes::runner_journal(&fx.daemon, "opencode", id)
+}
+
+/// The pids the runner started the TUI with, in order.
+fn started_pids(fx: &OpencodeFixture, id: &str) -> Vec<u32> {
+    panes::started_pids(&fx.daemon, "opencode", id)
 }
 
 #[test]
 fn a_pane_attaches_opencodes_tui_to_the_sessions_server() {
     let fx = OpencodeFixture::start();
     let id = fx.create(json!({ "approvalPolicy": "never" }));
-    api_turn(
-        &fx,
-        &id,
-        "Before the pane",
-        "Reply from before the pane opened.",
-    );
+    fx.run_turn(&id, "Before the pane", "Reply from before the pane opened.");
 
     let view = open_pane(&fx, &id);
     let pane = view["paneId"].as_str().unwrap().to_string();
@@ -94,12 +64,7 @@ fn a_pane_attaches_opencodes_tui_to_the_sessions_server() {
     // The TUI attached to the session: it shows the turn that ran before it opened...
     wait_screen(&fx, &pane, "Reply from before the pane opened.");
     // ... and a turn sent through the API while it is attached.
-    api_turn(
-        &fx,
-        &id,
-        "While attached",
-        "Reply while the TUI is attached.",
-    );
+    fx.run_turn(&id, "While attached", "Reply while the TUI is attached.");
     wait_screen(&fx, &pane, "Reply while the TUI is attached.");
 
     // A prompt typed in the TUI is the person's turn: `terminal`, and the session is theirs.
@@ -158,15 +123,6 @@ fn a_pane_attaches_opencodes_tui_to_the_sessions_server() {
     assert_eq!(again["paneId"], pane.as_str(), "{again}");
 }
 
-/// The pids the runner started the TUI with, in order.
-fn started_pids(fx: &OpencodeFixture, id: &str) -> Vec<u32> {
-    journal(fx, id)
-        .iter()
-        .filter(|e| e["event"] == "started")
-        .map(|e| e["pid"].as_u64().unwrap() as u32)
-        .collect()
-}
-
 #[test]
 fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
     let mut fx = OpencodeFixture::start();
@@ -175,12 +131,7 @@ fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
         .as_str()
         .unwrap()
         .to_string();
-    api_turn(
-        &fx,
-        &id,
-        "Before the restart",
-        "Reply from before the restart.",
-    );
+    fx.run_turn(&id, "Before the restart", "Reply from before the restart.");
     wait_screen(&fx, &pane, "Reply from before the restart.");
     let first = fx
         .daemon
@@ -219,12 +170,7 @@ fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
     // takes seconds: a turn run before it subscribed would reach it only in part), and then
     // what runs on the new server.
     wait_screen(&fx, &pane, "Reply from before the restart.");
-    api_turn(
-        &fx,
-        &id,
-        "After the restart",
-        "Reply from after the restart.",
-    );
+    fx.run_turn(&id, "After the restart", "Reply from after the restart.");
     let screen = wait_screen(&fx, &pane, "Reply from after the restart.");
     assert!(
         screen.contains("Reply from before the restart."),
@@ -235,65 +181,7 @@ fn a_daemon_restart_attaches_the_panes_tui_to_the_new_server() {
 #[test]
 fn the_tracker_follows_a_hosted_opencode_session_and_the_watcher_does_not_repeat_it() {
     let fx = OpencodeFixture::start_with(&[], &[("COHOST_WATCHERS", "opencode")]);
-    let id = fx.create(json!({}));
-    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-    let thread = view["threadId"].as_str().unwrap().to_string();
-    let key = format!("opencode:{thread}");
-    let status = |session: &str| -> Option<String> {
-        fx.daemon
-            .instance(session, &key)
-            .and_then(|i| i["status"].as_str().map(str::to_string))
-    };
-
-    // A turn that asks before it acts: running, waiting while the approval is pending.
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch tracked.txt", "description": "Create tracked.txt"}),
-        ))
-        .push(Step::text("Tracked and done.").when_tool_result());
-    let turn = fx.send(&id, "Create tracked.txt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    fx.daemon
-        .wait_for("the instance waiting in `work`", TURN_TIMEOUT, |_| {
-            (status("work").as_deref() == Some("waiting")).then_some(())
-        });
-    let instance = fx.daemon.instance("work", &key).unwrap();
-    assert_eq!(instance["agent"], "opencode", "{instance}");
-    assert_eq!(instance["source"], "hosted", "{instance}");
-    assert_eq!(instance["threadId"], thread.as_str(), "{instance}");
-    assert!(instance["paneId"].is_null(), "{instance}");
-    let approval = requested["data"]["approvalId"].as_str().unwrap();
-    fx.decide(&id, approval, "accept").assert_ok();
-    fx.wait_turn(&id, &turn);
-    fx.daemon
-        .wait_for("the instance done in `work`", TURN_TIMEOUT, |_| {
-            (status("work").as_deref() == Some("done")).then_some(())
-        });
-    assert_eq!(fx.daemon.instance("work", &key).unwrap()["unseen"], true);
-    // What the tracker showed, in order: running, the tool, waiting, then done.
-    let reported: Vec<String> = fx
-        .daemon
-        .events_after(0)
-        .iter()
-        .filter(|e| e["type"] == "agent.updated" && e["data"]["threadId"] == thread.as_str())
-        .map(|e| e["data"]["status"].as_str().unwrap().to_string())
-        .collect();
-    let first = |s: &str| reported.iter().position(|r| r == s);
-    assert_eq!(
-        reported.first().map(String::as_str),
-        Some("running"),
-        "{reported:?}"
-    );
-    assert!(first("waiting") > first("running"), "{reported:?}");
-    assert_eq!(
-        reported.last().map(String::as_str),
-        Some("done"),
-        "{reported:?}"
-    );
+    let Tracked { id, key, .. } = the_tracker_follows_a_session_through_an_approval(&fx, &PEER);
 
     // OpenCode's watcher reads the database the session's server writes, follows the same
     // session, and leaves it to the hosted instance.
@@ -328,16 +216,12 @@ fn the_tracker_follows_a_hosted_opencode_session_and_the_watcher_does_not_repeat
                 .filter(|i| i["paneId"] == pane.as_str())
         });
     assert!(fx.daemon.instance("work", &key).is_none());
-    api_turn(&fx, &id, "Again with a pane", "Done with a pane.");
-    fx.daemon.wait_for(
-        "the instance done in the pane's session",
-        TURN_TIMEOUT,
-        |_| (status("cohost").as_deref() == Some("done")).then_some(()),
-    );
+    fx.run_turn(&id, "Again with a pane", "Done with a pane.");
+    fx.wait_tracker_status("cohost", &key, "done");
     assert!(fx.daemon.instance("work", &key).is_none());
     // Seen, it waits for its next prompt.
     fx.daemon
         .post("/api/focus", &json!({ "session": "cohost" }))
         .assert_ok();
-    assert_eq!(status("cohost").as_deref(), Some("idle"));
+    assert_eq!(fx.tracker_status("cohost", &key).as_deref(), Some("idle"));
 }

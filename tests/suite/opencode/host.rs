@@ -3,15 +3,10 @@
 //! a second answer is refused), and interrupts (mid-stream; with an approval pending, whose
 //! late answer never runs the tool).
 
-use super::{OpencodeFixture, items, of_type};
+use super::{OpencodeFixture, PEER, items, of_type};
+use crate::support::hosted_cases;
 use crate::support::json;
 use crate::support::mock_messages::Step;
-
-fn interrupt(fx: &OpencodeFixture, id: &str) -> serde_json::Value {
-    fx.daemon
-        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
-        .assert_ok()
-}
 
 #[test]
 fn a_session_starts_over_http_and_runs_a_tool_turn() {
@@ -72,116 +67,17 @@ fn a_session_starts_over_http_and_runs_a_tool_turn() {
 
 #[test]
 fn approvals_run_the_tool_once_accepted_and_never_when_declined() {
-    let fx = OpencodeFixture::start();
-    let id = fx.create(json!({}));
-    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-    assert_eq!(
-        view["approvalPolicy"], "on-request",
-        "the default policy asks: {view}"
+    hosted_cases::approvals_run_the_tool_once_accepted_and_never_when_declined(
+        &OpencodeFixture::start(),
+        &PEER,
     );
-
-    // Accept: the command runs once.
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch approved.txt", "description": "Create approved.txt"}),
-        ))
-        .push(Step::text("Created it.").when_tool_result());
-    let turn = fx.send(&id, "Create approved.txt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    let data = &requested["data"];
-    let approval = data["approvalId"].as_str().unwrap().to_string();
-    assert!(approval.starts_with("per_"), "{requested}");
-    assert_eq!(data["kind"], "command", "{requested}");
-    assert_eq!(data["turnId"], turn.as_str(), "{requested}");
-    assert_eq!(data["command"], "touch approved.txt", "{requested}");
-    assert_eq!(
-        data["decisions"],
-        json!(["accept", "acceptForSession", "decline", "cancel"])
-    );
-    assert!(
-        !fx.work.join("approved.txt").exists(),
-        "nothing runs before the answer"
-    );
-    fx.decide(&id, &approval, "maybe")
-        .assert_error(400, "invalid_field", Some("decision"));
-    fx.decide(&id, &approval, "accept").assert_ok();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(fx.work.join("approved.txt").exists(), "the command ran");
-    let events = fx.events(&id);
-    let command = items(&events, &turn, "command");
-    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(command[0]["status"], "completed");
-    assert_eq!(
-        data["itemId"], command[0]["id"],
-        "the approval names its item"
-    );
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(resolved[0]["data"]["decision"], "accept");
-    assert_eq!(resolved[0]["data"]["by"], "api");
-    // A second answer.
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    fx.decide(&id, "per_made_up", "accept")
-        .assert_error(404, "approval_not_found", None);
-
-    // Decline: the command does not run, and the model's next request says it was refused.
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch declined.txt", "description": "Create declined.txt"}),
-        ))
-        .push(Step::text("Fine, I did not.").when_tool_result());
-    let turn2 = fx.send(&id, "Create declined.txt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let requested = fx.wait_event(&id, "the second approval", |e| {
-        e["type"] == "approval.requested" && e["data"]["turnId"] == turn2.as_str()
-    });
-    let declined = requested["data"]["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    fx.decide(&id, &declined, "decline").assert_ok();
-    let done = fx.wait_turn(&id, &turn2);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(
-        !fx.work.join("declined.txt").exists(),
-        "a declined command must not run"
-    );
-    let events = fx.events(&id);
-    let command = items(&events, &turn2, "command");
-    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(command[0]["status"], "declined", "{}", fx.dump(&id));
-    let last = fx.mock.main_requests().last().cloned().unwrap();
-    let results = last.tool_results();
-    let refusal = results
-        .iter()
-        .find(|r| {
-            r.to_string()
-                .contains("declined this tool call through cohost")
-        })
-        .unwrap_or_else(|| panic!("the model was not told: {results:?}"));
-    assert_eq!(refusal["is_error"], true, "{refusal}");
-    assert_eq!(
-        items(&events, &turn2, "agentMessage")[0]["text"],
-        "Fine, I did not."
-    );
-    fx.decide(&id, &declined, "accept")
-        .assert_error(409, "approval_resolved", None);
 }
 
 #[test]
 fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
     let fx = OpencodeFixture::start();
     let id = fx.create(json!({ "approvalPolicy": "never" }));
-    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": false }));
+    assert_eq!(fx.interrupt(&id), json!({ "interrupted": false }));
 
     fx.mock.push(Step::text("Once upon a time\n").then_hang());
     let turn = fx.send(&id, "Tell me a long story")["turnId"]
@@ -192,7 +88,7 @@ fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
         e["type"] == "item.started" && e["data"]["item"]["type"] == "agentMessage"
     });
     fx.mock.wait_for_requests(1, super::TURN_TIMEOUT);
-    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": true }));
+    assert_eq!(fx.interrupt(&id), json!({ "interrupted": true }));
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
 
@@ -215,51 +111,10 @@ fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
 
 #[test]
 fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool() {
-    let fx = OpencodeFixture::start();
-    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch late.txt", "description": "Create late.txt"}),
-        ))
-        .push(Step::text("Ran it.").when_tool_result());
-    let turn = fx.send(&id, "Create late.txt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    let approval = requested["data"]["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-
-    assert_eq!(interrupt(&fx, &id), json!({ "interrupted": true }));
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
-    let events = fx.events(&id);
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(resolved[0]["data"]["approvalId"], approval.as_str());
-    assert_eq!(resolved[0]["data"]["decision"], "cancel");
-    assert_eq!(resolved[0]["data"]["by"], "runtime");
-
-    // The late answer is refused, and nothing runs the tool: a next turn completes and the
-    // file is still not there.
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    fx.mock.push(Step::text("Nothing else."));
-    let turn2 = fx.send(&id, "Anything else?")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let done = fx.wait_turn(&id, &turn2);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(
-        !fx.work.join("late.txt").exists(),
-        "the tool must never run"
+    hosted_cases::an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool(
+        &OpencodeFixture::start(),
+        &PEER,
     );
-    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-    assert_eq!(view["pendingApprovals"], 0, "{view}");
 }
 
 /// The session's server dies while an approval waits: the turn ends `interrupted` (`lost`),

@@ -4,7 +4,8 @@
 //! approval pending, whose late answer never runs the tool), steering and a queued task, and
 //! what Pi sessions cannot do (refused, or `unsupported` with the reason).
 
-use super::{PiFixture, TURN_TIMEOUT, items, of_type};
+use super::{PEER, PiFixture, TURN_TIMEOUT, items, of_type};
+use crate::support::hosted_cases;
 use crate::support::json;
 use crate::support::mock_messages::Step;
 
@@ -69,99 +70,10 @@ fn a_session_starts_over_http_and_runs_a_streamed_tool_turn() {
 
 #[test]
 fn approvals_run_the_tool_once_accepted_and_never_when_declined() {
-    let fx = PiFixture::start();
-    let id = fx.create(json!({}));
-    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-    assert_eq!(
-        view["approvalPolicy"], "on-request",
-        "the default policy asks: {view}"
+    hosted_cases::approvals_run_the_tool_once_accepted_and_never_when_declined(
+        &PiFixture::start(),
+        &PEER,
     );
-
-    // Accept: the command runs once.
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch approved.txt"}),
-        ))
-        .push(Step::text("Created it.").when_tool_result());
-    let turn = fx.start_turn(&id, "Create approved.txt");
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    let data = &requested["data"];
-    let approval = data["approvalId"].as_str().unwrap().to_string();
-    assert_eq!(data["kind"], "command", "{requested}");
-    assert_eq!(data["turnId"], turn.as_str(), "{requested}");
-    assert_eq!(data["command"], "touch approved.txt", "{requested}");
-    assert_eq!(data["decisions"], json!(["accept", "decline", "cancel"]));
-    assert!(
-        !fx.work.join("approved.txt").exists(),
-        "nothing runs before the answer"
-    );
-    fx.decide(&id, &approval, "maybe")
-        .assert_error(400, "invalid_field", Some("decision"));
-    fx.decide(&id, &approval, "accept").assert_ok();
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(fx.work.join("approved.txt").exists(), "the command ran");
-    let events = fx.events(&id);
-    let command = items(&events, &turn, "command");
-    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(command[0]["status"], "completed");
-    assert_eq!(
-        data["itemId"], command[0]["id"],
-        "the approval names its item"
-    );
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(resolved[0]["data"]["decision"], "accept");
-    assert_eq!(resolved[0]["data"]["by"], "api");
-    // A second answer, and one to an approval that never was.
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    fx.decide(&id, "made-up", "accept")
-        .assert_error(404, "approval_not_found", None);
-
-    // Decline: the command does not run, and the model's next request says it was refused.
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch declined.txt"}),
-        ))
-        .push(Step::text("Fine, I did not.").when_tool_result());
-    let turn2 = fx.start_turn(&id, "Create declined.txt");
-    let requested = fx.wait_event(&id, "the second approval", |e| {
-        e["type"] == "approval.requested" && e["data"]["turnId"] == turn2.as_str()
-    });
-    let declined = requested["data"]["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    fx.decide(&id, &declined, "decline").assert_ok();
-    let done = fx.wait_turn(&id, &turn2);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(
-        !fx.work.join("declined.txt").exists(),
-        "a declined command must not run"
-    );
-    let events = fx.events(&id);
-    let command = items(&events, &turn2, "command");
-    assert_eq!(command.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(command[0]["status"], "declined", "{}", fx.dump(&id));
-    let last = fx.mock.main_requests().last().cloned().unwrap();
-    let results = last.tool_results();
-    let refusal = results
-        .iter()
-        .find(|r| {
-            r.to_string()
-                .contains("declined this tool call through cohost")
-        })
-        .unwrap_or_else(|| panic!("the model was not told: {results:?}"));
-    assert_eq!(refusal["is_error"], true, "{refusal}");
-    assert_eq!(
-        items(&events, &turn2, "agentMessage")[0]["text"],
-        "Fine, I did not."
-    );
-    fx.decide(&id, &declined, "accept")
-        .assert_error(409, "approval_resolved", None);
 }
 
 #[test]
@@ -203,42 +115,10 @@ fn an_interrupt_mid_stream_ends_the_turn_and_the_next_prompt_completes() {
 /// never runs.
 #[test]
 fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool() {
-    let fx = PiFixture::start();
-    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
-    fx.mock
-        .push(Step::tool_use("bash", json!({"command": "touch late.txt"})))
-        .push(Step::text("Ran it.").when_tool_result());
-    let turn = fx.start_turn(&id, "Create late.txt");
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    let approval = requested["data"]["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-
-    assert_eq!(fx.interrupt(&id), json!({ "interrupted": true }));
-    let done = fx.wait_turn(&id, &turn);
-    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
-    let events = fx.events(&id);
-    let resolved = of_type(&events, "approval.resolved");
-    assert_eq!(resolved.len(), 1, "{}", fx.dump(&id));
-    assert_eq!(resolved[0]["data"]["approvalId"], approval.as_str());
-    assert_eq!(resolved[0]["data"]["decision"], "cancel");
-    assert_eq!(resolved[0]["data"]["by"], "runtime");
-
-    // The late answer is refused, and nothing runs the tool: a next turn completes and the
-    // file is still not there.
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    fx.mock.push(Step::text("Nothing else."));
-    let turn2 = fx.start_turn(&id, "Anything else?");
-    let done = fx.wait_turn(&id, &turn2);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    assert!(
-        !fx.work.join("late.txt").exists(),
-        "the tool must never run"
+    hosted_cases::an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool(
+        &PiFixture::start(),
+        &PEER,
     );
-    let view = fx.daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-    assert_eq!(view["pendingApprovals"], 0, "{view}");
 }
 
 /// A prompt sent while a turn runs steers it (Pi's `steer`: the next model call of the same
@@ -290,28 +170,7 @@ fn a_prompt_while_busy_steers_the_turn_and_a_queued_task_waits_for_its_end() {
         fx.dump(&id)
     );
 
-    let task_id = task["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no task id in {task}"))
-        .to_string();
-    let accepted = fx.wait_event(&id, "the task accepted", |e| {
-        e["type"] == "task.accepted" && e["data"]["taskId"] == task_id.as_str()
-    });
-    let task_turn = accepted["data"]["turnId"].as_str().unwrap().to_string();
-    assert_ne!(task_turn, turn);
-    assert_eq!(accepted["data"]["acceptedAs"], "turn", "{accepted}");
-    let done = fx.wait_turn(&id, &task_turn);
-    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
-    let finished = fx.daemon.wait_for("the task finished", TURN_TIMEOUT, |d| {
-        let view = d.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
-        (view["phase"] == "finished").then_some(view)
-    });
-    assert_eq!(finished["state"], "completed", "{finished}");
-    assert!(
-        finished.to_string().contains("Queued task done."),
-        "the task's result is its turn's reply: {finished}"
-    );
-    assert_eq!(of_type(&fx.events(&id), "turn.started").len(), 2);
+    hosted_cases::the_queued_task_runs_as_a_turn_of_its_own(&fx, &id, &task, &turn);
 }
 
 /// What does not apply to Pi is refused by field, and what Pi cannot do answers
@@ -326,12 +185,7 @@ fn pi_refuses_what_it_cannot_do_and_says_why() {
         ("terminal", json!(true)),
         ("model", json!("mock-model-2")),
     ] {
-        fx.daemon
-            .post(
-                "/api/sessions",
-                &json!({"runtime": "pi", "cwd": fx.work, field: value}),
-            )
-            .assert_error(400, "invalid_field", Some(field));
+        fx.assert_refused(field, value);
     }
     let id = fx.create(json!({ "approvalPolicy": "never" }));
     // No terminal of any kind: the spec, a pane, a relaunch — each says why.

@@ -2,16 +2,9 @@
 //! an approval policy, a prompt sent as a task, the gate's approval listed and answered, the
 //! task waited for.
 
-use super::PiFixture;
+use super::{PEER, PiFixture};
 use crate::suite::mcp::{Transport, run_client};
-use crate::support::json;
-use crate::support::mock_messages::Step;
-
-#[track_caller]
-fn structured(answer: &serde_json::Value) -> &serde_json::Value {
-    assert_eq!(answer["isError"], false, "{answer:#}");
-    &answer["structured"]
-}
+use crate::support::hosted_cases::{check_mcp_approval_run, mcp_approval_plan};
 
 #[test]
 fn mcp_runs_a_pi_session_through_an_approval_to_its_result() {
@@ -20,50 +13,12 @@ fn mcp_runs_a_pi_session_through_an_approval_to_its_result() {
     let fx = PiFixture::start_with_args(&["--mcp-allowed-root", root.to_str().unwrap()]);
     let project = root.join("proj");
     std::fs::create_dir_all(&project).unwrap();
-    fx.mock
-        .push(Step::tool_use(
-            "bash",
-            json!({"command": "touch approved.txt"}),
-        ))
-        .push(Step::text("Created it.").when_tool_result());
-    let plan = json!([
-        { "tool": "start_session", "arguments": { "runtime": "pi", "cwd": project,
-          "approval_policy": "untrusted" },
-          "save": { "session": "/session/id" } },
-        { "tool": "send", "arguments": { "session_id": "$session", "prompt": "Create approved.txt" },
-          "save": { "task": "/task/taskId" } },
-        { "tool": "events", "arguments": { "session_id": "$session", "after": 0, "wait_seconds": 10 },
-          "until_type": "approval.requested", "max_calls": 30 },
-        { "tool": "list_approvals", "arguments": { "session_id": "$session" },
-          "save": { "approval": "/approvals/0/request/approvalId" } },
-        { "tool": "resolve_approval", "arguments": { "session_id": "$session",
-          "approval_id": "$approval", "decision": "accept" } },
-        { "tool": "wait_task", "arguments": { "task_id": "$task", "timeout_seconds": 60 } },
-    ]);
+    let plan = mcp_approval_plan(&fx, &PEER, &project, None);
     let run = run_client(&fx.daemon, Transport::Http, &plan, |_| {});
-    let start_tool = run
-        .tools
-        .iter()
-        .find(|t| t["name"] == "start_session")
-        .unwrap();
-    assert!(
-        start_tool.to_string().contains("\"pi\""),
-        "start_session's schema lists pi: {start_tool}"
-    );
-    let started = structured(run.one(0));
-    assert_eq!(started["session"]["runtime"], "pi", "{started:#}");
-    assert_eq!(
-        started["session"]["approvalPolicy"], "untrusted",
-        "{started:#}"
-    );
-    let listed = structured(run.one(3));
-    assert_eq!(listed["approvals"][0]["pending"], true, "{listed:#}");
-    let waited = structured(run.one(5));
-    assert_eq!(waited["finished"], true, "{waited:#}");
-    assert_eq!(waited["task"]["state"], "completed", "{waited:#}");
-    assert_eq!(waited["task"]["resultExcerpt"], "Created it.", "{waited:#}");
-    assert!(
-        project.join("approved.txt").exists(),
-        "the approved command ran"
+    check_mcp_approval_run(
+        &fx,
+        &project,
+        &run.tools,
+        [run.one(0), run.one(3), run.one(5)],
     );
 }

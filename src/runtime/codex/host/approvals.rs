@@ -9,9 +9,8 @@ use std::sync::Arc;
 use super::super::normalize;
 use super::super::rpc::RequestId;
 use super::{Backend, CodexHost, Inner, lock, wire};
-use crate::core::CoreError;
-use crate::protocol::{ApprovalResolved, EventKind};
 use crate::runtime::HostError;
+use crate::runtime::common::hosted;
 
 impl CodexHost {
     /// Answers a pending approval. The first answer wins; later ones get a clear error.
@@ -22,12 +21,7 @@ impl CodexHost {
         decision: &str,
         by: &str,
     ) -> Result<(), HostError> {
-        if !normalize::DECISIONS.contains(&decision) {
-            return Err(HostError::Invalid(format!(
-                "decision must be one of {}, got `{decision}`",
-                normalize::DECISIONS.join(", ")
-            )));
-        }
+        hosted::check_decision(decision, &normalize::DECISIONS)?;
         self.inner.live_session(session_id)?;
         let pending = {
             let mut approvals = lock(&self.inner.approvals);
@@ -37,17 +31,11 @@ impl CodexHost {
             }
         };
         let Some(pending) = pending else {
-            let known = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .and_then(|s| s.approvals.get(approval_id))
-                    .map(|a| a.resolved.is_some())
-            });
-            return Err(match known {
-                Some(true) => HostError::ApprovalResolved(approval_id.to_string()),
-                _ => HostError::UnknownApproval(approval_id.to_string()),
-            });
+            return Err(hosted::not_pending(
+                &self.inner.core,
+                session_id,
+                approval_id,
+            ));
         };
         pending
             .backend
@@ -59,23 +47,7 @@ impl CodexHost {
                 },
             )
             .await?;
-        let resolved = ApprovalResolved {
-            approval_id: approval_id.into(),
-            decision: Some(decision.into()),
-            by: by.into(),
-        };
-        match self
-            .inner
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::ApprovalResolved(resolved),
-            )
-            .await
-        {
-            Ok(_) | Err(CoreError::Duplicate) => Ok(()),
-            Err(error) => Err(error.into()),
-        }
+        hosted::record_resolved(&self.inner.core, session_id, approval_id, decision, by).await
     }
 }
 
@@ -102,15 +74,8 @@ impl Inner {
         };
         self.input_withdrawn(backend, session_id, request_id).await;
         if let Some(approval_id) = approval {
-            self.store(
-                session_id,
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval_id.into(),
-                    decision: None,
-                    by: "runtime".into(),
-                }),
-            )
-            .await;
+            self.store(session_id, hosted::resolved_by_runtime(approval_id, None))
+                .await;
         }
     }
 

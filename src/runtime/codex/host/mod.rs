@@ -27,15 +27,14 @@ use tokio_util::sync::CancellationToken;
 use super::process::{AppServerProcess, CodexBin};
 use super::rpc::{RequestId, RpcClient, RpcError};
 use super::wire;
-use crate::core::{CoreError, CoreHandle};
+use crate::core::CoreHandle;
 use crate::protocol::{
-    AgentStatus, Budget, EventKind, HostedSessionView, Runtime, SessionClosed, SessionCreated,
-    SessionState, SessionStatus,
+    AgentStatus, Budget, EventKind, HostedSessionView, Runtime, SessionCreated, SessionState,
 };
 use crate::runtime::HostError;
-use crate::runtime::common::lock;
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::new_session_id;
+use crate::runtime::common::{hosted, lock};
 use crate::tmux::SessionCache;
 use forwarder::Forwarder;
 
@@ -279,103 +278,57 @@ impl CodexHost {
             lock(&binding.backend.threads).remove(&binding.thread_id);
         }
         lock(&self.inner.live).remove(session_id);
-        self.inner
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: "closed through the API".into(),
-                }),
-            )
-            .await?;
-        Ok(())
+        hosted::record_closed(&self.inner.core, session_id).await
     }
 }
 
 impl Inner {
     fn live_for(&self, session_id: &str) -> Arc<Live> {
-        Arc::clone(
-            lock(&self.live)
-                .entry(session_id.to_string())
-                .or_insert_with(|| {
-                    Arc::new(Live {
-                        session_id: session_id.to_string(),
-                        terminal_pending: std::sync::atomic::AtomicBool::new(false),
-                        binding: watch::channel(None).0,
-                        inject: tokio::sync::Mutex::new(()),
-                        model: Mutex::new(None),
-                        // Items a previous run left open are closed when their turn ends.
-                        turn: Mutex::new(Forwarder::with_open_items(self.core.read(|state| {
-                            state
-                                .sessions
-                                .get(session_id)
-                                .map(|s| {
-                                    s.open_items
-                                        .iter()
-                                        .map(|(id, item)| {
-                                            (id.clone(), (item.turn_id.clone(), item.item.clone()))
-                                        })
-                                        .collect()
-                                })
-                                .unwrap_or_default()
-                        }))),
+        hosted::live_entry(&self.live, session_id, || Live {
+            session_id: session_id.to_string(),
+            terminal_pending: std::sync::atomic::AtomicBool::new(false),
+            binding: watch::channel(None).0,
+            inject: tokio::sync::Mutex::new(()),
+            model: Mutex::new(None),
+            // Items a previous run left open are closed when their turn ends.
+            turn: Mutex::new(Forwarder::with_open_items(self.core.read(|state| {
+                state
+                    .sessions
+                    .get(session_id)
+                    .map(|s| {
+                        s.open_items
+                            .iter()
+                            .map(|(id, item)| {
+                                (id.clone(), (item.turn_id.clone(), item.item.clone()))
+                            })
+                            .collect()
                     })
-                }),
-        )
+                    .unwrap_or_default()
+            }))),
+        })
     }
 
     /// The live session, or why there is none.
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
-        let record = self.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .map(|s| (s.is_closed(), s.created.runtime))
-        });
-        match record {
-            None => Err(HostError::UnknownSession(session_id.to_string())),
-            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
-            Some((false, Runtime::Codex)) => Ok(self.live_for(session_id)),
-            Some((false, _)) => Err(HostError::Invalid(format!(
-                "session `{session_id}` is not a codex session"
-            ))),
-        }
+        hosted::check_open(&self.core, session_id, Runtime::Codex)?;
+        Ok(self.live_for(session_id))
     }
 
     async fn wait_bound(&self, live: &Live) -> Result<Binding, HostError> {
-        let mut rx = live.binding.subscribe();
-        let wait = rx.wait_for(|binding| binding.is_some());
-        match tokio::time::timeout(self.config.park_timeout, wait).await {
-            Ok(Ok(binding)) => binding
-                .clone()
-                .ok_or_else(|| HostError::NotReady(live.session_id.clone())),
-            _ => Err(HostError::NotReady(live.session_id.clone())),
-        }
+        hosted::wait_bound(&live.binding, self.config.park_timeout, &live.session_id).await
     }
 
     async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
-        let _ = self
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionStatus(SessionStatus { state, message }),
-            )
-            .await;
+        hosted::status(&self.core, session_id, state, message).await
     }
 
     fn settings(&self, session_id: &str) -> Option<SessionCreated> {
-        self.core
-            .read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+        hosted::settings(&self.core, session_id)
     }
 
     /// Appends, treating a duplicate (already stored) as success.
     async fn store(&self, session_id: &str, kind: EventKind) {
-        match self.core.append(Some(session_id.to_string()), kind).await {
-            Ok(_) | Err(CoreError::Duplicate) => {}
-            Err(error) => {
-                tracing::error!(session = session_id, %error, "could not store a codex event")
-            }
-        }
+        hosted::store(&self.core, session_id, kind, Runtime::Codex).await
     }
 
     /// Mirrors the session's state into the tracker as agent `codex` in the tmux session whose

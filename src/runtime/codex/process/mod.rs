@@ -4,9 +4,9 @@
 //! [`find_codex`] resolves the binary (`COHOST_CODEX_BIN`, else `codex` on `PATH`) and, when it is
 //! the npm package's node launcher (`@openai/codex/bin/codex.js`), the native binary that launcher
 //! would run — spawning it directly saves a node process per backend. [`AppServerProcess::spawn`]
-//! starts the child in its own process group, killed on drop and (on Linux) when the daemon dies,
-//! drains its stderr into a bounded [`StderrTail`] for error messages, and hands back a connected
-//! [`RpcClient`]. This module never interprets codex's JSON-RPC methods beyond reaching a
+//! starts the child in its own process group (`common::child`), killed on drop and (on Linux)
+//! when the daemon dies, drains its stderr into a bounded [`StderrTail`] for error messages, and
+//! hands back a connected [`RpcClient`]. This module never interprets codex's JSON-RPC methods beyond reaching a
 //! connection, never touches the developer's environment (children get their env through
 //! `Command::env`), and never signals a process it did not start.
 
@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::rpc::{Incoming, LineEvent, LineReader, RpcClient, RpcError};
+use crate::runtime::common::child::{KillGroupOnDrop, signal_group, spawn_in_group};
 
 /// How many of a child's last stderr lines are kept for error messages. Codex's fatal errors
 /// (config problems, panics with a backtrace header) fit comfortably; older lines are in the
@@ -228,12 +229,9 @@ impl AppServerProcess {
         command
             .stdin(piped())
             .stdout(piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
-        set_parent_death_signal(&mut command);
+            .stderr(Stdio::piped());
 
-        let mut child = command.spawn().map_err(|source| SpawnError::Spawn {
+        let mut child = spawn_in_group(&mut command).map_err(|source| SpawnError::Spawn {
             bin: bin.path.clone(),
             source,
         })?;
@@ -258,10 +256,7 @@ impl AppServerProcess {
         // If the supervisor is dropped before it reaps the child (the runtime shutting down, even
         // before the task first ran), the guard it owns takes the whole group down:
         // `kill_on_drop` alone would kill only the leader.
-        let group_guard = KillGroupOnDrop {
-            pgid: pid,
-            armed: true,
-        };
+        let group_guard = KillGroupOnDrop::new(pid);
         tokio::spawn(supervise(child, pid, commands_rx, state_tx, group_guard));
 
         let (rpc, incoming, ws_url) = match (stdio, &listen) {
@@ -397,7 +392,7 @@ async fn supervise(
         }
     };
     // The leader is gone; take down whatever it left running in its group.
-    group_guard.armed = false;
+    group_guard.disarm();
     signal_group(pid, libc::SIGKILL);
     let status = match waited {
         Ok(status) => {
@@ -411,73 +406,6 @@ async fn supervise(
     };
     state.send_replace(ChildState::Exited(status));
 }
-
-/// SIGKILLs a process group when dropped while armed.
-struct KillGroupOnDrop {
-    pgid: u32,
-    armed: bool,
-}
-
-impl Drop for KillGroupOnDrop {
-    fn drop(&mut self) {
-        if self.armed {
-            signal_group(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
-/// Sends `signal` to the process group `pgid` (the child's pid, as it leads its own group).
-fn signal_group(pgid: u32, signal: libc::c_int) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    if pgid <= 1 {
-        return; // never signal "every process" or init by accident
-    }
-    // `kill` with a negative pid signals the group; it is a plain syscall with no memory
-    // safety concerns, which the libc crate nevertheless marks unsafe.
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) takes two integers and touches no memory of ours.
-    let result = unsafe { libc::kill(-pgid, signal) };
-    if result == -1 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ESRCH) {
-            tracing::warn!(pgid, signal, %err, "signalling codex process group failed");
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn set_parent_death_signal(command: &mut Command) {
-    let parent_pid = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
-    #[allow(unsafe_code)]
-    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed: it calls prctl(2) and getppid(2) (plain syscalls), reads errno, and
-    // builds an io::Error from a raw OS code — no allocation, no locks, nothing shared with
-    // other threads of the parent. `parent_pid` is a copied integer.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The daemon may have died between fork and prctl; then no signal will ever come.
-            if libc::getppid() != parent_pid {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_parent_death_signal(_command: &mut Command) {}
 
 fn read_token(path: &Path) -> Result<String, SpawnError> {
     let token = std::fs::read_to_string(path).map_err(|source| SpawnError::TokenFile {

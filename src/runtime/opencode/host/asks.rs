@@ -21,13 +21,12 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::super::wire::{ConfigProviders, ModelRef, QuestionReplyBody, QuestionRequest};
-use super::{Binding, Inner, Live, OpencodeHost, path_segment};
-use crate::core::CoreError;
+use super::{Binding, GATED, Inner, Live, OpencodeHost, path_segment};
 use crate::protocol::{
     EventKind, Field, InputAnswer, InputKind, InputRequested, InputResolved, ResolvedBy,
     SessionModel, message,
 };
-use crate::runtime::common::lock;
+use crate::runtime::common::{hosted, lock};
 use crate::runtime::{Capability, HostError};
 
 /// How a question cohost held ended without an answer through cohost.
@@ -137,18 +136,7 @@ impl Inner {
 
     /// Rejects every question of the session cohost holds, resolving each by the runtime.
     pub(super) async fn settle_questions(&self, live: &Live, binding: &Binding) {
-        let ids: Vec<String> = {
-            let mut questions = lock(&self.questions);
-            let ids: Vec<String> = questions
-                .iter()
-                .filter(|(_, owner)| **owner == live.session_id)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &ids {
-                questions.remove(id);
-            }
-            ids
-        };
+        let ids = hosted::take_all_pending(&self.questions, &live.session_id);
         for id in ids {
             self.reject_question(binding, &id).await;
             self.question_ended(&live.session_id, &id, Ended::Withdrawn)
@@ -181,18 +169,7 @@ impl Inner {
 
     /// The server went away with the session's questions: none can be answered any more.
     pub(super) async fn orphan_questions(&self, session_id: &str) {
-        let ids: Vec<String> = {
-            let mut questions = lock(&self.questions);
-            let ids: Vec<String> = questions
-                .iter()
-                .filter(|(_, owner)| *owner == session_id)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &ids {
-                questions.remove(id);
-            }
-            ids
-        };
+        let ids = hosted::take_all_pending(&self.questions, session_id);
         for id in ids {
             self.question_ended(session_id, &id, Ended::Withdrawn).await;
         }
@@ -217,14 +194,7 @@ impl OpencodeHost {
         let live = self.inner.live_session(session_id)?;
         let _decide = live.decide.lock().await;
         let request_id = request.request_id.clone();
-        let taken = {
-            let mut questions = lock(&self.inner.questions);
-            match questions.get(&request_id) {
-                Some(owner) if owner == session_id => questions.remove(&request_id),
-                _ => None,
-            }
-        };
-        if taken.is_none() {
+        if !hosted::take_pending(&self.inner.questions, &request_id, session_id) {
             return Err(HostError::RequestResolved(request_id));
         }
         let put_back = || {
@@ -270,18 +240,9 @@ impl OpencodeHost {
             .by
             .as_deref()
             .map_or(ResolvedBy::Api, ResolvedBy::from);
-        match self
-            .inner
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::InputResolved(answer.record(request, by)),
-            )
-            .await
-        {
-            Ok(_) | Err(CoreError::Duplicate) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
+        let resolved = EventKind::InputResolved(answer.record(request, by));
+        hosted::append_once(&self.inner.core, session_id, resolved).await?;
+        Ok(None)
     }
 
     /// Switches the model the session's next prompts name (see `SessionHost::set_model`).
@@ -297,14 +258,7 @@ impl OpencodeHost {
             ));
         }
         let Some(wanted) = ModelRef::parse(model) else {
-            return Err(HostError::field(
-                Field::Model,
-                message![
-                    "an opencode ",
-                    Field::Model,
-                    format!(" is `provider/model`, got `{model}`")
-                ],
-            ));
+            return Err(GATED.model_refused(model));
         };
         let live = self.inner.live_session(session_id)?;
         let binding = self.inner.wait_bound(&live).await?;

@@ -10,9 +10,9 @@ use super::super::normalize::Effect;
 use super::super::sse::SseDecoder;
 use super::super::wire::Event;
 use super::{Binding, Inner, Live};
-use crate::protocol::{
-    AgentStatus, ApprovalResolved, EventKind, SessionState, TurnCompleted, TurnStatus,
-};
+use crate::protocol::{AgentStatus, SessionState, TurnCompleted, TurnStatus};
+use crate::runtime::common::child::tail_suffix;
+use crate::runtime::common::hosted::{resolved_by_runtime, take_all_pending};
 use crate::runtime::common::lock;
 
 /// The session's dispatch task: reads the server's stream until it ends or the session is
@@ -77,32 +77,12 @@ pub(super) async fn dispatch(
     }
     live.binding.send_replace(None);
     // Its pending permissions and questions went with it: no answer can reach them any more.
-    let orphaned: Vec<String> = {
-        let mut approvals = lock(&inner.approvals);
-        let ids: Vec<String> = approvals
-            .iter()
-            .filter(|(_, owner)| **owner == live.session_id)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &ids {
-            approvals.remove(id);
-        }
-        ids
-    };
-    for approval_id in orphaned {
+    for approval_id in take_all_pending(&inner.approvals, &live.session_id) {
         inner
-            .store(
-                &live.session_id,
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval_id.into(),
-                    decision: None,
-                    by: "runtime".into(),
-                }),
-            )
+            .store(&live.session_id, resolved_by_runtime(approval_id, None))
             .await;
     }
     inner.orphan_questions(&live.session_id).await;
-    let tail = binding.server.tail.render();
     tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
         .status(
@@ -111,11 +91,7 @@ pub(super) async fn dispatch(
             Some(format!(
                 "the opencode server (pid {}) went away{}",
                 binding.server.pid,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its last output:\n{tail}")
-                }
+                tail_suffix(&binding.server.tail.render())
             )),
         )
         .await;
@@ -139,14 +115,7 @@ async fn perform(inner: &Arc<Inner>, live: &Arc<Live>, binding: &Binding, effect
             let ours = lock(&inner.approvals).remove(&approval_id).is_some();
             if ours {
                 inner
-                    .store(
-                        &live.session_id,
-                        EventKind::ApprovalResolved(ApprovalResolved {
-                            approval_id: approval_id.into(),
-                            decision: None,
-                            by: "runtime".into(),
-                        }),
-                    )
+                    .store(&live.session_id, resolved_by_runtime(approval_id, None))
                     .await;
             }
         }

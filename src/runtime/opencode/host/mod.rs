@@ -36,8 +36,8 @@ use super::client::{Client, ClientError};
 use super::normalize::{self, Forwarder};
 use super::process::{ServerProcess, SpawnError, find_opencode};
 use super::wire::{
-    self, ForkBody, MessageWithParts, PermissionReplyBody, PermissionRequest, PermissionRule,
-    SessionCreateBody,
+    self, ForkBody, MessageWithParts, ModelRef, PermissionReplyBody, PermissionRequest,
+    PermissionRule, SessionCreateBody,
 };
 use dispatch::dispatch;
 
@@ -45,11 +45,12 @@ mod asks;
 mod dispatch;
 mod session_host;
 mod terminal;
-use crate::core::{CoreError, CoreHandle};
+use crate::core::CoreHandle;
 use crate::protocol::{
-    ApprovalResolved, EventKind, ForkOrigin, HostedSessionView, Runtime, SessionBound,
-    SessionCreated, SessionState, SessionStatus,
+    EventKind, ForkOrigin, HostedSessionView, Runtime, SessionBound, SessionCreated, SessionState,
 };
+use crate::runtime::common::gated::Gated;
+use crate::runtime::common::hosted::{self, resolved_by_runtime};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{CreateSession, HostError};
 use crate::tmux::SessionCache;
@@ -62,6 +63,20 @@ pub const DEFAULT_POLICY: &str = "on-request";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an inject waits for a session being restored to be bound.
 const PARK_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn is_model(model: &str) -> bool {
+    ModelRef::parse(model).is_some()
+}
+
+/// What an OpenCode session takes, and why it takes nothing else.
+const GATED: Gated = Gated {
+    runtime: Runtime::Opencode,
+    budget: "retries are the provider's settings in opencode.json",
+    terminal: None,
+    policies: &APPROVAL_POLICIES,
+    policies_why: "opencode cannot ask only after a failure",
+    model_ok: is_model,
+};
 
 /// The permissions that only read (allowed under every policy). Anything else — `bash`,
 /// `edit` (which also covers `write` and `patch`), `webfetch`, `websearch`,
@@ -356,20 +371,15 @@ impl OpencodeHost {
                 self.inner.store(&live.session_id, kind).await;
             }
         }
-        self.inner
-            .core
-            .append(
-                Some(live.session_id.clone()),
-                EventKind::SessionBound(SessionBound {
-                    thread_id: opencode_session,
-                    backend: format!("opencode:{}", server.pid),
-                }),
-            )
-            .await
-            .or_else(|error| match error {
-                CoreError::Duplicate => Ok(0),
-                other => Err(other),
-            })?;
+        hosted::append_once(
+            &self.inner.core,
+            &live.session_id,
+            EventKind::SessionBound(SessionBound {
+                thread_id: opencode_session,
+                backend: format!("opencode:{}", server.pid),
+            }),
+        )
+        .await?;
         live.binding.send_replace(Some(binding));
         Ok(())
     }
@@ -381,21 +391,11 @@ impl OpencodeHost {
     ) -> Result<HostedSessionView, HostError> {
         self.bin()?;
         let session_id = new_session_id();
-        let policy = request
-            .approval_policy
-            .clone()
-            .unwrap_or_else(|| DEFAULT_POLICY.to_string());
-        let created = SessionCreated {
-            runtime: Runtime::Opencode,
-            cwd: request.cwd.to_string_lossy().into_owned(),
-            model: request.model,
-            approval_policy: Some(policy.into()),
-            permission_mode: None,
-            sandbox: None,
-            budget: None,
-            forked_from: forked_from.as_ref().map(|(_, origin, _)| origin.clone()),
-            idempotency_key: request.idempotency_key,
-        };
+        let created = GATED.created(
+            request,
+            DEFAULT_POLICY,
+            forked_from.as_ref().map(|(_, origin, _)| origin.clone()),
+        );
         self.inner
             .core
             .append(Some(session_id.clone()), EventKind::SessionCreated(created))
@@ -414,29 +414,10 @@ impl OpencodeHost {
     }
 
     async fn settle_pending(&self, live: &Live, binding: &Binding) {
-        let ids: Vec<String> = {
-            let mut approvals = lock(&self.inner.approvals);
-            let ids: Vec<String> = approvals
-                .iter()
-                .filter(|(_, session)| **session == live.session_id)
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in &ids {
-                approvals.remove(id);
-            }
-            ids
-        };
-        for id in ids {
+        for id in hosted::take_all_pending(&self.inner.approvals, &live.session_id) {
             self.inner.reject(binding, &id).await;
             self.inner
-                .store(
-                    &live.session_id,
-                    EventKind::ApprovalResolved(ApprovalResolved {
-                        approval_id: id.into(),
-                        decision: Some("cancel".into()),
-                        by: "runtime".into(),
-                    }),
-                )
+                .store(&live.session_id, resolved_by_runtime(id, Some("cancel")))
                 .await;
         }
         self.inner.settle_questions(live, binding).await;
@@ -538,42 +519,23 @@ fn check_rules(session: &wire::Session, rules: &[PermissionRule]) -> Result<(), 
 
 impl Inner {
     fn live_for(&self, session_id: &str) -> Arc<Live> {
-        Arc::clone(
-            lock(&self.live)
-                .entry(session_id.to_string())
-                .or_insert_with(|| {
-                    Arc::new(Live {
-                        session_id: session_id.to_string(),
-                        binding: watch::channel(None).0,
-                        inject: tokio::sync::Mutex::new(()),
-                        decide: tokio::sync::Mutex::new(()),
-                        forwarder: Mutex::new(Forwarder::default()),
-                        cancel: CancellationToken::new(),
-                    })
-                }),
-        )
+        hosted::live_entry(&self.live, session_id, || Live {
+            session_id: session_id.to_string(),
+            binding: watch::channel(None).0,
+            inject: tokio::sync::Mutex::new(()),
+            decide: tokio::sync::Mutex::new(()),
+            forwarder: Mutex::new(Forwarder::default()),
+            cancel: CancellationToken::new(),
+        })
     }
 
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
-        let record = self.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .map(|s| (s.is_closed(), s.created.runtime))
-        });
-        match record {
-            None => Err(HostError::UnknownSession(session_id.to_string())),
-            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
-            Some((false, Runtime::Opencode)) => Ok(self.live_for(session_id)),
-            Some((false, _)) => Err(HostError::Invalid(format!(
-                "session `{session_id}` is not an opencode session"
-            ))),
-        }
+        hosted::check_open(&self.core, session_id, Runtime::Opencode)?;
+        Ok(self.live_for(session_id))
     }
 
     fn settings(&self, session_id: &str) -> Option<SessionCreated> {
-        self.core
-            .read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+        hosted::settings(&self.core, session_id)
     }
 
     fn thread_of(&self, session_id: &str) -> Option<String> {
@@ -586,34 +548,15 @@ impl Inner {
     }
 
     async fn wait_bound(&self, live: &Live) -> Result<Binding, HostError> {
-        let mut rx = live.binding.subscribe();
-        let wait = rx.wait_for(|binding| binding.is_some());
-        match tokio::time::timeout(PARK_TIMEOUT, wait).await {
-            Ok(Ok(binding)) => binding
-                .clone()
-                .ok_or_else(|| HostError::NotReady(live.session_id.clone())),
-            _ => Err(HostError::NotReady(live.session_id.clone())),
-        }
+        hosted::wait_bound(&live.binding, PARK_TIMEOUT, &live.session_id).await
     }
 
     async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
-        let _ = self
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionStatus(SessionStatus { state, message }),
-            )
-            .await;
+        hosted::status(&self.core, session_id, state, message).await
     }
 
-    /// Appends, treating a duplicate (already stored) as success.
     async fn store(&self, session_id: &str, kind: EventKind) {
-        match self.core.append(Some(session_id.to_string()), kind).await {
-            Ok(_) | Err(CoreError::Duplicate) => {}
-            Err(error) => {
-                tracing::error!(session = session_id, %error, "could not store an opencode event")
-            }
-        }
+        hosted::store(&self.core, session_id, kind, Runtime::Opencode).await
     }
 
     /// Rejects a permission request in OpenCode (no message: the turn does not go on with it).
@@ -656,11 +599,7 @@ impl Inner {
             if ours {
                 self.store(
                     &live.session_id,
-                    EventKind::ApprovalResolved(ApprovalResolved {
-                        approval_id: request.id.clone().into(),
-                        decision: Some("cancel".into()),
-                        by: "runtime".into(),
-                    }),
+                    resolved_by_runtime(request.id.clone(), Some("cancel")),
                 )
                 .await;
             }

@@ -6,15 +6,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::super::normalize::{self, DECISIONS, DECLINE_MESSAGE};
-use super::super::wire::{MessageWithParts, ModelRef, PermissionReplyBody, PromptBody};
-use super::{APPROVAL_POLICIES, DEFAULT_POLICY, Live, OpencodeDoctor, OpencodeHost, path_segment};
-use crate::core::CoreError;
+use super::super::wire::{MessageWithParts, PermissionReplyBody, PromptBody};
+use super::{
+    APPROVAL_POLICIES, DEFAULT_POLICY, GATED, Live, OpencodeDoctor, OpencodeHost, path_segment,
+};
 use crate::protocol::{
-    ApprovalResolved, Bare, EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer,
-    InputRequested, Message, Piece, Runtime, SessionClosed, SessionState, message,
+    EventKind, Field, ForkOrigin, HostedSessionView, InputAnswer, InputRequested, Runtime,
+    SessionState, message,
 };
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
-use crate::runtime::common::{inject, lock};
+use crate::runtime::common::{hosted, inject, lock};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
     RuntimeDoctor, SessionHost,
@@ -78,73 +79,7 @@ impl SessionHost for OpencodeHost {
     }
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
-        let refuse = |field: Field, why: Vec<Piece>| {
-            let mut pieces = vec![
-                Piece::from(field),
-                Piece::from(" does not apply to opencode sessions: "),
-            ];
-            pieces.extend(why);
-            Err(HostError::field(field, Message::from_pieces(pieces)))
-        };
-        if request.permission_mode.is_some() {
-            return refuse(
-                Field::PermissionMode,
-                vec!["use ".into(), Field::ApprovalPolicy.into()],
-            );
-        }
-        if request.sandbox.is_some() {
-            return refuse(
-                Field::Sandbox,
-                vec![
-                    "opencode has no sandbox; its tools are gated by ".into(),
-                    Field::ApprovalPolicy.into(),
-                ],
-            );
-        }
-        if request.budget.is_some() {
-            return refuse(
-                Field::Budget,
-                vec!["retries are the provider's settings in opencode.json".into()],
-            );
-        }
-        if request.tmux_session.is_some() && !request.terminal {
-            return Err(HostError::field(
-                Field::TmuxSession,
-                message![
-                    Field::TmuxSession,
-                    " needs `",
-                    Bare(Field::Terminal),
-                    ": true` for opencode sessions"
-                ],
-            ));
-        }
-        if let Some(policy) = &request.approval_policy
-            && !APPROVAL_POLICIES.contains(&policy.as_str())
-        {
-            return Err(HostError::field(
-                Field::ApprovalPolicy,
-                message![
-                    Field::ApprovalPolicy,
-                    format!(
-                        " must be one of {} for opencode sessions, got `{policy}` (opencode cannot ask only after a failure)",
-                        APPROVAL_POLICIES.join(", ")
-                    )
-                ],
-            ));
-        }
-        if let Some(model) = &request.model
-            && ModelRef::parse(model).is_none()
-        {
-            return Err(HostError::field(
-                Field::Model,
-                message![
-                    "an opencode ",
-                    Field::Model,
-                    format!(" is `provider/model`, got `{model}`")
-                ],
-            ));
-        }
-        Ok(())
+        GATED.check_create(request)
     }
 
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError> {
@@ -262,35 +197,11 @@ impl SessionHost for OpencodeHost {
         decision: &str,
         by: &str,
     ) -> Result<(), HostError> {
-        if !DECISIONS.contains(&decision) {
-            return Err(HostError::Invalid(format!(
-                "decision must be one of {}, got `{decision}`",
-                DECISIONS.join(", ")
-            )));
-        }
+        hosted::check_decision(decision, &DECISIONS)?;
         let live = self.inner.live_session(session)?;
         let _decide = live.decide.lock().await;
-        let pending = {
-            let mut approvals = lock(&self.inner.approvals);
-            match approvals.get(approval) {
-                Some(owner) if owner == session => approvals.remove(approval),
-                _ => None,
-            }
-        };
-        let known_resolved = || {
-            self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .get(session)
-                    .and_then(|s| s.approvals.get(approval))
-                    .map(|a| a.resolved.is_some())
-            })
-        };
-        if pending.is_none() {
-            return Err(match known_resolved() {
-                Some(true) => HostError::ApprovalResolved(approval.to_string()),
-                _ => HostError::UnknownApproval(approval.to_string()),
-            });
+        if !hosted::take_pending(&self.inner.approvals, approval, session) {
+            return Err(hosted::not_pending(&self.inner.core, session, approval));
         }
         let Some(binding) = live.binding.borrow().clone() else {
             return Err(HostError::NotReady(session.to_string()));
@@ -322,22 +233,7 @@ impl SessionHost for OpencodeHost {
             }
             Err(error) => return Err(error.into()),
         }
-        match self
-            .inner
-            .core
-            .append(
-                Some(session.to_string()),
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval.into(),
-                    decision: Some(decision.into()),
-                    by: by.into(),
-                }),
-            )
-            .await
-        {
-            Ok(_) | Err(CoreError::Duplicate) => Ok(()),
-            Err(error) => Err(error.into()),
-        }
+        hosted::record_resolved(&self.inner.core, session, approval, decision, by).await
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {
@@ -351,16 +247,7 @@ impl SessionHost for OpencodeHost {
         lock(&self.inner.live).remove(session);
         lock(&self.inner.approvals).retain(|_, owner| owner != session);
         lock(&self.inner.questions).retain(|_, owner| owner != session);
-        self.inner
-            .core
-            .append(
-                Some(session.to_string()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: "closed through the API".into(),
-                }),
-            )
-            .await?;
-        Ok(())
+        hosted::record_closed(&self.inner.core, session).await
     }
 
     async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {

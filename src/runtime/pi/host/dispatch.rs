@@ -11,9 +11,9 @@ use super::super::normalize::Effect;
 use super::super::process::PiProcess;
 use super::super::wire::{ExtensionUiResponse, PiEvent};
 use super::{Inner, Live};
-use crate::protocol::{
-    AgentStatus, ApprovalResolved, EventKind, Liveness, SessionState, TurnCompleted, TurnStatus,
-};
+use crate::protocol::{AgentStatus, EventKind, Liveness, SessionState, TurnCompleted, TurnStatus};
+use crate::runtime::common::child::tail_suffix;
+use crate::runtime::common::hosted::resolved_by_runtime;
 use crate::runtime::common::lock;
 use crate::runtime::common::mirror::{self, Placement, Report};
 
@@ -99,17 +99,9 @@ pub(super) async fn dispatch(
         .collect();
     for approval_id in orphaned {
         inner
-            .store(
-                &live.session_id,
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval_id.into(),
-                    decision: None,
-                    by: "runtime".into(),
-                }),
-            )
+            .store(&live.session_id, resolved_by_runtime(approval_id, None))
             .await;
     }
-    let tail = process.tail.render();
     tracing::warn!(session = %live.session_id, pid = process.pid, "pi went away");
     inner
         .status(
@@ -118,11 +110,7 @@ pub(super) async fn dispatch(
             Some(format!(
                 "pi (pid {}) went away{}",
                 process.pid,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its last output:\n{tail}")
-                }
+                tail_suffix(&process.tail.render())
             )),
         )
         .await;

@@ -35,11 +35,13 @@ use dispatch::dispatch;
 mod dispatch;
 mod session_host;
 
-use crate::core::{CoreError, CoreHandle};
+use crate::core::CoreHandle;
 use crate::protocol::{
-    ApprovalResolved, EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionBound,
-    SessionCreated, SessionState, SessionStatus, TurnCompleted, TurnStatus, message,
+    EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionBound, SessionCreated,
+    SessionState, TurnCompleted, TurnStatus, message,
 };
+use crate::runtime::common::gated::Gated;
+use crate::runtime::common::hosted::{self, resolved_by_runtime};
 use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
 use crate::runtime::{CreateSession, HostError};
 use crate::tmux::SessionCache;
@@ -70,6 +72,20 @@ pub fn split_model(model: &str) -> Option<(&str, &str)> {
         .split_once('/')
         .filter(|(provider, id)| !provider.is_empty() && !id.is_empty())
 }
+
+fn is_model(model: &str) -> bool {
+    split_model(model).is_some()
+}
+
+/// What a Pi session takes, and why it takes nothing else.
+const GATED: Gated = Gated {
+    runtime: Runtime::Pi,
+    budget: "retries are pi's own settings",
+    terminal: Some(NO_TERMINAL),
+    policies: &APPROVAL_POLICIES,
+    policies_why: "pi's gate asks before a tool runs; it cannot ask only after a failure",
+    model_ok: is_model,
+};
 
 /// Whether the policy puts the gate in front of Pi's tools.
 pub fn gated(policy: &str) -> bool {
@@ -324,20 +340,15 @@ impl PiHost {
             write_private(&path, file.as_bytes()).map_err(|e| io_failure("write", &path, e))?;
         }
         let thread_id = state.session_id.clone().unwrap_or_default();
-        self.inner
-            .core
-            .append(
-                Some(live.session_id.clone()),
-                EventKind::SessionBound(SessionBound {
-                    thread_id,
-                    backend: format!("pi:{}", process.pid),
-                }),
-            )
-            .await
-            .or_else(|error| match error {
-                CoreError::Duplicate => Ok(0),
-                other => Err(other),
-            })?;
+        hosted::append_once(
+            &self.inner.core,
+            &live.session_id,
+            EventKind::SessionBound(SessionBound {
+                thread_id,
+                backend: format!("pi:{}", process.pid),
+            }),
+        )
+        .await?;
         live.process.send_replace(Some(process));
         Ok(())
     }
@@ -361,21 +372,11 @@ impl PiHost {
             write_private(&path, parent_file.as_os_str().as_encoded_bytes())
                 .map_err(|e| io_failure("write", &path, e))?;
         }
-        let policy = request
-            .approval_policy
-            .clone()
-            .unwrap_or_else(|| DEFAULT_POLICY.to_string());
-        let created = SessionCreated {
-            runtime: Runtime::Pi,
-            cwd: request.cwd.to_string_lossy().into_owned(),
-            model: request.model,
-            approval_policy: Some(policy.into()),
-            permission_mode: None,
-            sandbox: None,
-            budget: None,
-            forked_from: forked_from.map(|(origin, _)| origin),
-            idempotency_key: request.idempotency_key,
-        };
+        let created = GATED.created(
+            request,
+            DEFAULT_POLICY,
+            forked_from.map(|(origin, _)| origin),
+        );
         self.inner
             .core
             .append(Some(session_id.clone()), EventKind::SessionCreated(created))
@@ -458,14 +459,7 @@ impl PiHost {
                 tracing::warn!(%error, "could not cancel a pi dialog");
             }
             self.inner
-                .store(
-                    &live.session_id,
-                    EventKind::ApprovalResolved(ApprovalResolved {
-                        approval_id: id.into(),
-                        decision: Some("cancel".into()),
-                        by: "runtime".into(),
-                    }),
-                )
+                .store(&live.session_id, resolved_by_runtime(id, Some("cancel")))
                 .await;
         }
     }
@@ -520,14 +514,7 @@ impl PiHost {
         thinking_level: Option<&str>,
     ) -> Result<crate::runtime::Capability, HostError> {
         let Some((provider, model_id)) = split_model(model) else {
-            return Err(HostError::field(
-                Field::Model,
-                message![
-                    "a pi ",
-                    Field::Model,
-                    format!(" is `provider/model`, got `{model}`")
-                ],
-            ));
+            return Err(GATED.model_refused(model));
         };
         if let Some(level) = thinking_level
             && !THINKING_LEVELS.contains(&level)
@@ -626,74 +613,36 @@ impl PiHost {
 
 impl Inner {
     fn live_for(&self, session_id: &str) -> Arc<Live> {
-        Arc::clone(
-            lock(&self.live)
-                .entry(session_id.to_string())
-                .or_insert_with(|| {
-                    Arc::new(Live {
-                        session_id: session_id.to_string(),
-                        process: watch::channel(None).0,
-                        inject: tokio::sync::Mutex::new(()),
-                        decide: tokio::sync::Mutex::new(()),
-                        forwarder: Mutex::new(Forwarder::default()),
-                        dialogs: Mutex::new(Dialogs::default()),
-                        cancel: CancellationToken::new(),
-                    })
-                }),
-        )
+        hosted::live_entry(&self.live, session_id, || Live {
+            session_id: session_id.to_string(),
+            process: watch::channel(None).0,
+            inject: tokio::sync::Mutex::new(()),
+            decide: tokio::sync::Mutex::new(()),
+            forwarder: Mutex::new(Forwarder::default()),
+            dialogs: Mutex::new(Dialogs::default()),
+            cancel: CancellationToken::new(),
+        })
     }
 
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
-        let record = self.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .map(|s| (s.is_closed(), s.created.runtime))
-        });
-        match record {
-            None => Err(HostError::UnknownSession(session_id.to_string())),
-            Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
-            Some((false, Runtime::Pi)) => Ok(self.live_for(session_id)),
-            Some((false, _)) => Err(HostError::Invalid(format!(
-                "session `{session_id}` is not a pi session"
-            ))),
-        }
+        hosted::check_open(&self.core, session_id, Runtime::Pi)?;
+        Ok(self.live_for(session_id))
     }
 
     fn settings(&self, session_id: &str) -> Option<SessionCreated> {
-        self.core
-            .read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+        hosted::settings(&self.core, session_id)
     }
 
     async fn wait_bound(&self, live: &Live) -> Result<Arc<PiProcess>, HostError> {
-        let mut rx = live.process.subscribe();
-        let wait = rx.wait_for(|process| process.is_some());
-        match tokio::time::timeout(PARK_TIMEOUT, wait).await {
-            Ok(Ok(process)) => process
-                .clone()
-                .ok_or_else(|| HostError::NotReady(live.session_id.clone())),
-            _ => Err(HostError::NotReady(live.session_id.clone())),
-        }
+        hosted::wait_bound(&live.process, PARK_TIMEOUT, &live.session_id).await
     }
 
     async fn status(&self, session_id: &str, state: SessionState, message: Option<String>) {
-        let _ = self
-            .core
-            .append(
-                Some(session_id.to_string()),
-                EventKind::SessionStatus(SessionStatus { state, message }),
-            )
-            .await;
+        hosted::status(&self.core, session_id, state, message).await
     }
 
-    /// Appends, treating a duplicate (already stored) as success.
     async fn store(&self, session_id: &str, kind: EventKind) {
-        match self.core.append(Some(session_id.to_string()), kind).await {
-            Ok(_) | Err(CoreError::Duplicate) => {}
-            Err(error) => {
-                tracing::error!(session = session_id, %error, "could not store a pi event")
-            }
-        }
+        hosted::store(&self.core, session_id, kind, Runtime::Pi).await
     }
 
     /// After a daemon restart: what Pi's session file holds of the turn the restart cut short
@@ -748,15 +697,8 @@ impl Inner {
                 .unwrap_or_default()
         });
         for approval_id in approvals {
-            self.store(
-                session_id,
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id,
-                    decision: None,
-                    by: "runtime".into(),
-                }),
-            )
-            .await;
+            self.store(session_id, resolved_by_runtime(approval_id, None))
+                .await;
         }
         if let Some(turn_id) = turn {
             let open: Vec<crate::protocol::ItemEvent> = self.core.read(|state| {

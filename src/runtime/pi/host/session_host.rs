@@ -6,15 +6,11 @@ use std::sync::Arc;
 use super::super::normalize::DECISIONS;
 use super::super::wire::{ExtensionUiResponse, RpcCommand};
 use super::{
-    APPROVAL_POLICIES, DEFAULT_POLICY, Live, NO_TERMINAL, PiHost, PiHostDoctor, new_turn_id,
-};
-use crate::core::CoreError;
-use crate::protocol::{
-    ApprovalResolved, EventKind, Field, Message, Piece, Runtime, SessionClosed, SessionState,
-    message,
+    APPROVAL_POLICIES, DEFAULT_POLICY, GATED, Live, NO_TERMINAL, PiHost, PiHostDoctor, new_turn_id,
 };
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
-use crate::runtime::common::{inject, lock};
+use crate::protocol::{Runtime, SessionState};
+use crate::runtime::common::{hosted, inject, lock};
 use crate::runtime::{
     AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
     RuntimeDoctor, SessionHost, TerminalSpec,
@@ -57,69 +53,7 @@ impl SessionHost for PiHost {
     }
 
     fn check_create(&self, request: &CreateSession) -> Result<(), HostError> {
-        let refuse = |field: Field, why: Vec<Piece>| {
-            let mut pieces = vec![
-                Piece::from(field),
-                Piece::from(" does not apply to pi sessions: "),
-            ];
-            pieces.extend(why);
-            Err(HostError::field(field, Message::from_pieces(pieces)))
-        };
-        if request.permission_mode.is_some() {
-            return refuse(
-                Field::PermissionMode,
-                vec!["use ".into(), Field::ApprovalPolicy.into()],
-            );
-        }
-        if request.sandbox.is_some() {
-            return refuse(
-                Field::Sandbox,
-                vec![
-                    "pi has no sandbox; its tools are gated by ".into(),
-                    Field::ApprovalPolicy.into(),
-                ],
-            );
-        }
-        if request.budget.is_some() {
-            return refuse(Field::Budget, vec!["retries are pi's own settings".into()]);
-        }
-        if request.terminal || request.tmux_session.is_some() {
-            return refuse(
-                if request.terminal {
-                    Field::Terminal
-                } else {
-                    Field::TmuxSession
-                },
-                vec![NO_TERMINAL.into()],
-            );
-        }
-        if let Some(policy) = &request.approval_policy
-            && !APPROVAL_POLICIES.contains(&policy.as_str())
-        {
-            return Err(HostError::field(
-                Field::ApprovalPolicy,
-                message![
-                    Field::ApprovalPolicy,
-                    format!(
-                        " must be one of {} for pi sessions, got `{policy}` (pi's gate asks before a tool runs; it cannot ask only after a failure)",
-                        APPROVAL_POLICIES.join(", ")
-                    )
-                ],
-            ));
-        }
-        if let Some(model) = &request.model
-            && super::split_model(model).is_none()
-        {
-            return Err(HostError::field(
-                Field::Model,
-                message![
-                    "a pi ",
-                    Field::Model,
-                    format!(" is `provider/model`, got `{model}`")
-                ],
-            ));
-        }
-        Ok(())
+        GATED.check_create(request)
     }
 
     async fn create(
@@ -237,27 +171,12 @@ impl SessionHost for PiHost {
         decision: &str,
         by: &str,
     ) -> Result<(), HostError> {
-        if !DECISIONS.contains(&decision) {
-            return Err(HostError::Invalid(format!(
-                "decision must be one of {}, got `{decision}`",
-                DECISIONS.join(", ")
-            )));
-        }
+        hosted::check_decision(decision, &DECISIONS)?;
         let live = self.inner.live_session(session)?;
         let decide = live.decide.lock().await;
         let pending = lock(&live.dialogs).pending.remove(approval);
         if !pending {
-            let resolved = self.inner.core.read(|state| {
-                state
-                    .sessions
-                    .get(session)
-                    .and_then(|s| s.approvals.get(approval))
-                    .map(|a| a.resolved.is_some())
-            });
-            return Err(match resolved {
-                Some(true) => HostError::ApprovalResolved(approval.to_string()),
-                _ => HostError::UnknownApproval(approval.to_string()),
-            });
+            return Err(hosted::not_pending(&self.inner.core, session, approval));
         }
         let Some(process) = live.process.borrow().clone() else {
             return Err(HostError::NotReady(session.to_string()));
@@ -268,22 +187,7 @@ impl SessionHost for PiHost {
             _ => ExtensionUiResponse::cancelled(approval),
         };
         process.answer_dialog(&answer).await?;
-        match self
-            .inner
-            .core
-            .append(
-                Some(session.to_string()),
-                EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: approval.into(),
-                    decision: Some(decision.into()),
-                    by: by.into(),
-                }),
-            )
-            .await
-        {
-            Ok(_) | Err(CoreError::Duplicate) => {}
-            Err(error) => return Err(error.into()),
-        }
+        hosted::record_resolved(&self.inner.core, session, approval, decision, by).await?;
         if decision == "cancel" {
             // `cancel` blocks the call and stops the turn.
             self.interrupt_locked(&live, None).await?;
@@ -300,16 +204,7 @@ impl SessionHost for PiHost {
             process.stop().await;
         }
         lock(&self.inner.live).remove(session);
-        self.inner
-            .core
-            .append(
-                Some(session.to_string()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: "closed through the API".into(),
-                }),
-            )
-            .await?;
-        Ok(())
+        hosted::record_closed(&self.inner.core, session).await
     }
 
     async fn fork(&self, session: &str, after_turn: Option<String>) -> Result<Forked, HostError> {

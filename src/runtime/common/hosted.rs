@@ -1,0 +1,257 @@
+//! What the hosts that keep a live state per session over the core share (codex, OpenCode,
+//! Pi): the live state looked up or made by id ([`live_entry`]), the check that an id names an
+//! open session of the runtime ([`check_open`]), waiting until a session is bound
+//! ([`wait_bound`]), its settings, and the appends every host makes — a status, an event whose
+//! duplicate counts as stored, an approval's answer (after [`check_decision`], or why there is
+//! nothing to answer: [`not_pending`]), one resolved by the runtime, the close; and the
+//! pending requests a host holds by id for the session that owns them ([`take_pending`],
+//! [`take_all_pending`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::lock;
+use crate::core::{CoreError, CoreHandle};
+use crate::protocol::{
+    ApprovalId, ApprovalResolved, EventKind, Runtime, SessionClosed, SessionCreated, SessionState,
+    SessionStatus,
+};
+use crate::runtime::HostError;
+
+/// The runtime's name with its article: `a pi`, `an opencode`.
+pub fn a_runtime(runtime: Runtime) -> String {
+    let name = runtime.as_str();
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {name}")
+    } else {
+        format!("a {name}")
+    }
+}
+
+/// The live state of `session_id` in `live`, made with `make` when there is none yet.
+pub fn live_entry<L>(
+    live: &Mutex<HashMap<String, Arc<L>>>,
+    session_id: &str,
+    make: impl FnOnce() -> L,
+) -> Arc<L> {
+    Arc::clone(
+        lock(live)
+            .entry(session_id.to_string())
+            .or_insert_with(|| Arc::new(make())),
+    )
+}
+
+/// Whether `session_id` is an open session of `runtime`: an unknown, a closed, or another
+/// runtime's session is refused, saying which.
+pub fn check_open(core: &CoreHandle, session_id: &str, runtime: Runtime) -> Result<(), HostError> {
+    let record = core.read(|state| {
+        state
+            .sessions
+            .get(session_id)
+            .map(|s| (s.is_closed(), s.created.runtime))
+    });
+    match record {
+        None => Err(HostError::UnknownSession(session_id.to_string())),
+        Some((true, _)) => Err(HostError::Closed(session_id.to_string())),
+        Some((false, found)) if found == runtime => Ok(()),
+        Some((false, _)) => Err(HostError::Invalid(format!(
+            "session `{session_id}` is not {} session",
+            a_runtime(runtime)
+        ))),
+    }
+}
+
+/// The settings the session was created with.
+pub fn settings(core: &CoreHandle, session_id: &str) -> Option<SessionCreated> {
+    core.read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
+}
+
+/// What the session is bound to, once it is (a session being started or restored), waiting at
+/// most `timeout`; `not_ready` after that.
+pub async fn wait_bound<T: Clone>(
+    bound: &watch::Sender<Option<T>>,
+    timeout: Duration,
+    session_id: &str,
+) -> Result<T, HostError> {
+    let mut rx = bound.subscribe();
+    let wait = rx.wait_for(|bound| bound.is_some());
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(Ok(bound)) => bound
+            .clone()
+            .ok_or_else(|| HostError::NotReady(session_id.to_string())),
+        _ => Err(HostError::NotReady(session_id.to_string())),
+    }
+}
+
+/// Appends the session's `session.status` (a failure to store it is not the caller's).
+pub async fn status(
+    core: &CoreHandle,
+    session_id: &str,
+    state: SessionState,
+    message: Option<String>,
+) {
+    let _ = core
+        .append(
+            Some(session_id.to_string()),
+            EventKind::SessionStatus(SessionStatus { state, message }),
+        )
+        .await;
+}
+
+/// Appends, a duplicate (already stored) counting as stored.
+pub async fn append_once(
+    core: &CoreHandle,
+    session_id: &str,
+    kind: EventKind,
+) -> Result<(), CoreError> {
+    match core.append(Some(session_id.to_string()), kind).await {
+        Ok(_) | Err(CoreError::Duplicate) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// [`append_once`], a failure logged (an event the runtime reported, which has no caller to
+/// answer).
+pub async fn store(core: &CoreHandle, session_id: &str, kind: EventKind, runtime: Runtime) {
+    if let Err(error) = append_once(core, session_id, kind).await {
+        tracing::error!(
+            session = session_id,
+            %error,
+            "could not store {} event",
+            a_runtime(runtime)
+        )
+    }
+}
+
+/// Refuses a decision that is not one of `decisions`.
+pub fn check_decision(decision: &str, decisions: &[&str]) -> Result<(), HostError> {
+    if decisions.contains(&decision) {
+        Ok(())
+    } else {
+        Err(HostError::Invalid(format!(
+            "decision must be one of {}, got `{decision}`",
+            decisions.join(", ")
+        )))
+    }
+}
+
+/// Why an approval the host does not hold cannot be answered: it was resolved already, or
+/// the session never had it.
+pub fn not_pending(core: &CoreHandle, session_id: &str, approval_id: &str) -> HostError {
+    let resolved = core.read(|state| {
+        state
+            .sessions
+            .get(session_id)
+            .and_then(|s| s.approvals.get(approval_id))
+            .map(|a| a.resolved.is_some())
+    });
+    match resolved {
+        Some(true) => HostError::ApprovalResolved(approval_id.to_string()),
+        _ => HostError::UnknownApproval(approval_id.to_string()),
+    }
+}
+
+/// Records the answer cohost gave to an approval (`by` the surface that answered).
+pub async fn record_resolved(
+    core: &CoreHandle,
+    session_id: &str,
+    approval_id: &str,
+    decision: &str,
+    by: &str,
+) -> Result<(), HostError> {
+    let resolved = ApprovalResolved {
+        approval_id: approval_id.into(),
+        decision: Some(decision.into()),
+        by: by.into(),
+    };
+    append_once(core, session_id, EventKind::ApprovalResolved(resolved)).await?;
+    Ok(())
+}
+
+/// An approval resolved by the runtime: answered elsewhere, made moot, or cancelled
+/// (`decision`) by an interrupt.
+pub fn resolved_by_runtime(
+    approval_id: impl Into<ApprovalId>,
+    decision: Option<&str>,
+) -> EventKind {
+    EventKind::ApprovalResolved(ApprovalResolved {
+        approval_id: approval_id.into(),
+        decision: decision.map(Into::into),
+        by: "runtime".into(),
+    })
+}
+
+/// Takes request `id` out of `held` (id → the session it belongs to) when `session_id` owns
+/// it; whether it did. Whoever takes it is the one who resolves it.
+pub fn take_pending(held: &Mutex<HashMap<String, String>>, id: &str, session_id: &str) -> bool {
+    let mut held = lock(held);
+    match held.get(id) {
+        Some(owner) if owner == session_id => held.remove(id).is_some(),
+        _ => false,
+    }
+}
+
+/// Takes every request of `session_id` out of `held` (id → the session it belongs to), so
+/// no one else resolves them.
+pub fn take_all_pending(held: &Mutex<HashMap<String, String>>, session_id: &str) -> Vec<String> {
+    lock(held)
+        .extract_if(|_, owner| owner == session_id)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Records the session's close through the API.
+pub async fn record_closed(core: &CoreHandle, session_id: &str) -> Result<(), HostError> {
+    core.append(
+        Some(session_id.to_string()),
+        EventKind::SessionClosed(SessionClosed {
+            reason: "closed through the API".into(),
+        }),
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_are_named_with_their_article() {
+        let names: Vec<String> = [Runtime::Codex, Runtime::Opencode, Runtime::Pi]
+            .into_iter()
+            .map(a_runtime)
+            .collect();
+        assert_eq!(names, ["a codex", "an opencode", "a pi"]);
+    }
+
+    #[test]
+    fn pending_requests_are_taken_only_by_their_session() {
+        let held = Mutex::new(HashMap::from([
+            ("a1".to_string(), "s1".to_string()),
+            ("a2".to_string(), "s1".to_string()),
+            ("b1".to_string(), "s2".to_string()),
+        ]));
+        assert!(!take_pending(&held, "b1", "s1"));
+        assert!(take_pending(&held, "a1", "s1"));
+        assert!(!take_pending(&held, "a1", "s1"));
+        assert_eq!(take_all_pending(&held, "s1"), ["a2"]);
+        assert!(take_all_pending(&held, "s1").is_empty());
+        assert_eq!(lock(&held).keys().collect::<Vec<_>>(), ["b1"]);
+    }
+
+    #[test]
+    fn a_decision_outside_the_list_is_refused_naming_it() {
+        assert!(check_decision("accept", &["accept", "decline"]).is_ok());
+        let refused = check_decision("maybe", &["accept", "decline"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("accept, decline") && refused.contains("`maybe`"),
+            "{refused}"
+        );
+    }
+}
