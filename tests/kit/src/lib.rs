@@ -7,8 +7,8 @@
 //! fixtures ([`codex_host`], [`claude_host`]), the fixture of the runtimes driven through the
 //! peer's API, OpenCode and Pi ([`hosted`]), with the scenarios both pass alike
 //! ([`hosted_cases`]), a co-driving pane's screen and runner journal ([`panes`]), a real Matrix
-//! homeserver ([`synapse`]), a real `nats-server` with JetStream ([`nats`]), a headless Chromium for the web page's tests ([`browser`]), and
-//! what the benches share ([`bench`]).
+//! homeserver ([`synapse`]), a real `nats-server` with JetStream ([`nats`]), a headless
+//! Chromium for the web page's tests ([`browser`]), and what the benches share ([`bench`]).
 //!
 //! Only the integration tests and benches of the `cohost` package get
 //! `env!("CARGO_BIN_EXE_cohost")`, so the kit never names the binary itself: a caller implements
