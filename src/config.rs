@@ -36,6 +36,8 @@ pub struct ServeConfig {
     pub watchers: Vec<crate::watch::format::WatchedAgent>,
     /// `--notify-command`: run once per notification (see `notifier`).
     pub notify_command: Option<String>,
+    /// The config file's agent profiles (`[profiles.NAME]`), validated.
+    pub profiles: crate::service::profiles::Profiles,
 }
 
 impl ServeConfig {
@@ -136,6 +138,7 @@ impl ServeConfig {
             }
         };
         Ok(ServeConfig {
+            profiles: Default::default(),
             watchers,
             notify_command,
             mcp_roots,
@@ -160,6 +163,22 @@ impl ServeConfig {
                 ..TrackerConfig::default()
             },
         })
+    }
+}
+
+impl ServeConfig {
+    /// Validates the config file's `[profiles.NAME]` tables (`settings.profiles`) against the
+    /// runtimes and the permission modes this daemon allows; an error names the profile, the
+    /// key and the file, and stops the start.
+    pub fn with_profiles(mut self, settings: &file::Settings) -> anyhow::Result<Self> {
+        if let Some(table) = &settings.profiles {
+            let read = crate::service::profiles::read_beside(&settings.file);
+            let modes = self.permission_modes.clone();
+            let refuses = |mode: &str| modes.refusal(mode);
+            self.profiles = crate::service::profiles::parse(table, &settings.file, &read, &refuses)
+                .map_err(|error| anyhow::anyhow!("{error}; nothing was started"))?;
+        }
+        Ok(self)
     }
 }
 

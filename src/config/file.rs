@@ -288,6 +288,9 @@ pub struct Settings {
     pub file_found: bool,
     /// Every setting with its effective value as text (`config show`), by key.
     pub shown: Vec<(String, String, Source)>,
+    /// The file's `profiles` table (agent profiles), not yet validated: see
+    /// `ServeConfig::with_profiles`.
+    pub profiles: Option<toml::Value>,
 }
 
 /// The settings a key names, from the clap definitions: `listen` (global) and `serve`'s options.
@@ -421,6 +424,8 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         .clone();
     let mut from_file = std::collections::BTreeSet::new();
     let mut argv = argv;
+    let mut table = table;
+    let profiles = table.as_mut().and_then(|table| table.remove("profiles"));
     if let Some(table) = &table {
         let serve_matches = first
             .subcommand_matches("serve")
@@ -429,7 +434,7 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
             let Some(arg) = keys.iter().find(|arg| &key_of(arg) == key) else {
                 let known: Vec<String> = keys.iter().map(key_of).collect();
                 bail!(
-                    "config file {}: unknown key `{key}` (the keys are: {})",
+                    "config file {}: unknown key `{key}` (the keys are: {}, and the `[profiles.NAME]` tables)",
                     file.display(),
                     known.join(", ")
                 );
@@ -533,6 +538,7 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         file,
         file_found: table.is_some(),
         shown,
+        profiles,
     })
 }
 

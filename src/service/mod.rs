@@ -8,6 +8,7 @@ mod adopt;
 mod claude_hooks;
 mod events;
 mod keys;
+pub mod profiles;
 mod requests;
 mod sessions;
 mod tasks;
@@ -52,6 +53,8 @@ pub struct Service {
     watch: crate::watch::WatchHandle,
     /// The idempotency keys whose creates are in flight.
     create_keys: Arc<keys::KeyLocks>,
+    /// The config file's agent profiles (`[profiles.NAME]`).
+    profiles: Arc<profiles::Profiles>,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -67,6 +70,8 @@ pub struct ServiceParts {
     pub shutdown: CancellationToken,
     /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
     pub watch: crate::watch::WatchHandle,
+    /// The config file's agent profiles, validated.
+    pub profiles: profiles::Profiles,
 }
 
 impl Service {
@@ -80,6 +85,7 @@ impl Service {
             shutdown: parts.shutdown,
             watch: parts.watch,
             create_keys: Arc::default(),
+            profiles: Arc::new(parts.profiles),
         }
     }
 

@@ -135,6 +135,7 @@ impl SessionHost for Fake {
                 budget: None,
                 forked_from: None,
                 idempotency_key: request.idempotency_key,
+                profile: None,
             }),
         )
         .await;
@@ -314,6 +315,7 @@ fn fixture() -> Fixture {
             shutdown: cancel.clone(),
             watch: crate::watch::WatchHandle::disabled(),
             create_keys: Arc::default(),
+            profiles: Arc::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

@@ -7,6 +7,7 @@ mod http;
 mod mcp;
 mod opencode;
 mod pi;
+mod profiles;
 mod store;
 mod tasks;
 mod watch;

@@ -395,6 +395,7 @@ impl OpencodeHost {
             budget: None,
             forked_from: forked_from.as_ref().map(|(_, origin, _)| origin.clone()),
             idempotency_key: request.idempotency_key,
+            profile: request.profile.map(Box::new),
         };
         self.inner
             .core

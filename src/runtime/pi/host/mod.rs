@@ -375,6 +375,7 @@ impl PiHost {
             budget: None,
             forked_from: forked_from.map(|(origin, _)| origin),
             idempotency_key: request.idempotency_key,
+            profile: request.profile.map(Box::new),
         };
         self.inner
             .core
@@ -432,6 +433,7 @@ impl PiHost {
                 .approval_policy
                 .as_ref()
                 .map(|p| p.as_str().to_string()),
+            profile: created.profile.clone().map(|p| *p),
             ..CreateSession::default()
         };
         let origin = ForkOrigin {
