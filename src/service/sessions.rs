@@ -149,26 +149,32 @@ impl Service {
     pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
         let (request, profile) = self.apply_profile(request)?;
         if request.runtime.is_empty() {
-            return Err(ServiceError::field(
-                Field::Runtime,
-                message![
+            return Err(ServiceError {
+                code: codes::MISSING_FIELD,
+                ..ServiceError::field(
                     Field::Runtime,
-                    " is required (or a ",
-                    Field::Profile,
-                    " that names one)"
-                ],
-            ));
+                    message![
+                        Field::Runtime,
+                        " is required (or a ",
+                        Field::Profile,
+                        " that names one)"
+                    ],
+                )
+            });
         }
         if request.cwd.is_empty() {
-            return Err(ServiceError::field(
-                Field::Cwd,
-                message![
+            return Err(ServiceError {
+                code: codes::MISSING_FIELD,
+                ..ServiceError::field(
                     Field::Cwd,
-                    " is required (or a ",
-                    Field::Profile,
-                    " that sets one)"
-                ],
-            ));
+                    message![
+                        Field::Cwd,
+                        " is required (or a ",
+                        Field::Profile,
+                        " that sets one)"
+                    ],
+                )
+            });
         }
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(

@@ -152,7 +152,7 @@ fn a_create_whose_profile_cannot_apply_is_one_error_and_starts_nothing() {
     // Without a profile, runtime and cwd are required.
     let resp = daemon.post("/api/sessions", &json!({ "cwd": cwd }));
     assert_eq!(resp.status, 400, "{}", resp.body);
-    assert_eq!(resp.json()["error"]["field"], "runtime", "{}", resp.body);
+    resp.assert_error(400, "missing_field", Some("runtime"));
     let sessions = daemon.get("/api/sessions").assert_ok();
     assert_eq!(sessions["sessions"], json!([]), "nothing was started");
     let created = daemon
@@ -171,5 +171,27 @@ fn a_create_whose_profile_cannot_apply_is_one_error_and_starts_nothing() {
         coder["values"][1],
         json!({ "key": "sandbox", "value": "read-only", "from": "profile coder" }),
         "{listed}"
+    );
+
+    // The same through the CLI.
+    let list = daemon.cli_ok(&["profiles"]);
+    assert!(
+        list.contains("coder") && list.contains("anywhere"),
+        "{list}"
+    );
+    let shown = daemon.cli_ok(&["profiles", "show", "coder"]);
+    assert!(
+        shown.contains("sandbox = \"read-only\"  # profile coder"),
+        "{shown}"
+    );
+    let refused = daemon.cli(&["start", "--profile", "coder", "--runtime-is-not-a-flag"]);
+    assert!(!refused.status.success());
+    let refused = daemon.cli(&["start", "--profile", "anywhere", "pi"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && stderr
+                .contains("profile `anywhere`: `instructions` cannot be honoured by runtime pi"),
+        "{stderr}"
     );
 }
