@@ -80,6 +80,14 @@ pub enum Command {
     },
     /// Start a hosted agent session.
     Start(StartArgs),
+    /// The config file's agent profiles: list them, or `show NAME` with each effective value
+    /// and the profile it came from.
+    Profiles {
+        #[command(subcommand)]
+        command: Option<ProfilesCommand>,
+        #[arg(long)]
+        json: bool,
+    },
     /// List hosted sessions.
     Sessions {
         #[arg(long)]
@@ -370,8 +378,9 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Args)]
 pub struct StartArgs {
-    /// The runtime: codex, claude, opencode or pi.
-    pub runtime: String,
+    /// The runtime: codex, claude, opencode or pi (with `--profile`, optional: the profile's).
+    #[arg(required_unless_present = "profile")]
+    pub runtime: Option<String>,
     /// The first prompt.
     pub prompt: Option<String>,
     /// Working directory (default: the current one).
@@ -398,6 +407,21 @@ pub struct StartArgs {
     /// The tmux session for the pane (default `cohost`).
     #[arg(long)]
     pub tmux_session: Option<String>,
+    /// Start from a profile of the daemon's config file (`[profiles.NAME]`); the options given
+    /// here override its values. `cohost start --profile NAME [PROMPT]` takes the profile's
+    /// runtime.
+    #[arg(long)]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// One profile: each effective value and the profile (of its `extends` chain) it came from.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

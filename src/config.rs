@@ -40,6 +40,8 @@ pub struct ServeConfig {
     pub machine: String,
     /// `--nats`: publish the log into NATS JetStream (see `federation`).
     pub nats: Option<crate::federation::NatsConfig>,
+    /// The config file's agent profiles (`[profiles.NAME]`), validated.
+    pub profiles: crate::service::profiles::Profiles,
 }
 
 impl ServeConfig {
@@ -162,6 +164,7 @@ impl ServeConfig {
         Ok(ServeConfig {
             machine,
             nats,
+            profiles: Default::default(),
             watchers,
             notify_command,
             mcp_roots,
@@ -186,6 +189,22 @@ impl ServeConfig {
                 ..TrackerConfig::default()
             },
         })
+    }
+}
+
+impl ServeConfig {
+    /// Validates the config file's `[profiles.NAME]` tables (`settings.profiles`) against the
+    /// runtimes and the permission modes this daemon allows; an error names the profile, the
+    /// key and the file, and stops the start.
+    pub fn with_profiles(mut self, settings: &file::Settings) -> anyhow::Result<Self> {
+        if let Some(table) = &settings.profiles {
+            let read = crate::service::profiles::read_beside(&settings.file);
+            let modes = self.permission_modes.clone();
+            let refuses = |mode: &str| modes.refusal(mode);
+            self.profiles = crate::service::profiles::parse(table, &settings.file, &read, &refuses)
+                .map_err(|error| anyhow::anyhow!("{error}; nothing was started"))?;
+        }
+        Ok(self)
     }
 }
 

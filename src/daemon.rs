@@ -123,6 +123,7 @@ pub async fn run(
         mcp_roots: config.mcp_roots.clone(),
         shutdown: cancel.clone(),
         watch: watch.clone(),
+        profiles: config.profiles.clone(),
     })
     .with_machine(
         &config.machine,

@@ -47,6 +47,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
         } => commands::agents::events(&Client::new(cli.home)?, id, after, follow, json),
         Command::Start(args) => commands::sessions::start(&Client::new(cli.home)?, args),
+        Command::Profiles { command, json } => {
+            commands::sessions::profiles(&Client::new(cli.home)?, command, json)
+        }
         Command::Sessions { json } => commands::sessions::list(&Client::new(cli.home)?, json),
         Command::Send {
             id,

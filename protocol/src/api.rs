@@ -508,6 +508,10 @@ pub struct HostedSessionView {
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
+    /// The profile the session started from and the effective values it added (secrets
+    /// redacted), with where each came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<super::SessionProfile>,
     /// The tmux pane of the session's terminal (claude sessions, co-driven codex and opencode
     /// sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -11,8 +11,16 @@ use super::{Budget, PromptImage};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateBody {
+    /// Required unless `profile` names a profile that sets it.
+    #[serde(default)]
     pub runtime: String,
+    /// Required unless `profile` names a profile that sets it.
+    #[serde(default)]
     pub cwd: String,
+    /// A profile of the daemon's config file (`[profiles.NAME]`): its values are the defaults
+    /// of this request, whose own fields override them.
+    #[serde(default)]
+    pub profile: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]

@@ -24,6 +24,7 @@ pub enum Field {
     TmuxSession,
     Terminal,
     IdempotencyKey,
+    Profile,
     // Prompts, tasks and commands.
     Text,
     Images,
@@ -62,7 +63,7 @@ pub enum Field {
 
 impl Field {
     /// Every field.
-    pub const ALL: [Field; 39] = {
+    pub const ALL: [Field; 40] = {
         use Field::*;
         [
             Runtime,
@@ -75,6 +76,7 @@ impl Field {
             TmuxSession,
             Terminal,
             IdempotencyKey,
+            Profile,
             Text,
             Images,
             Offset,
@@ -120,6 +122,7 @@ impl Field {
             Field::TmuxSession => "tmuxSession",
             Field::Terminal => "terminal",
             Field::IdempotencyKey => "idempotencyKey",
+            Field::Profile => "profile",
             Field::Text => "text",
             Field::Images => "images",
             Field::Offset => "offset",
@@ -275,6 +278,7 @@ mod tests {
                 | Field::TmuxSession
                 | Field::Terminal
                 | Field::IdempotencyKey
+                | Field::Profile
                 | Field::Text
                 | Field::Images
                 | Field::Offset

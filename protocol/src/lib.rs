@@ -16,6 +16,7 @@ mod field;
 mod home;
 mod ids;
 mod open_enum;
+mod profile;
 mod reply;
 mod request;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use event::*;
 pub use field::*;
 pub use home::*;
 pub use ids::*;
+pub use profile::*;
 pub use reply::*;
 pub use request::*;
 pub use session::*;

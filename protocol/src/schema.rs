@@ -53,6 +53,7 @@ fn contract() -> Value {
         WatchStats,
         // Hosted sessions, approvals, requests, tasks and leases (HTTP and MCP).
         CreateBody,
+        ProfileList,
         MessageBody,
         DecisionBody,
         GoalBody,

@@ -102,6 +102,9 @@ pub struct SessionCreated {
     /// The idempotency key the creating request carried, so a retry finds this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The profile the session started from, with the effective values it added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Box<super::SessionProfile>>,
 }
 
 impl SessionCreated {

@@ -24,7 +24,8 @@ pub fn show(json: bool, out: &mut impl Write) -> anyhow::Result<()> {
         settings.listen.clone(),
         &settings.args,
         &settings.origins,
-    )?;
+    )?
+    .with_profiles(&settings)?;
     if json {
         let mut map = serde_json::Map::new();
         for (key, value, source) in &settings.shown {

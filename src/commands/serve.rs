@@ -10,11 +10,12 @@ pub fn run() -> anyhow::Result<()> {
     // The config file applies under the flags and the environment.
     let settings = crate::config::file::serve_settings(std::env::args_os().collect())?;
     let config = ServeConfig::from_settings(
-        settings.home,
-        settings.listen,
+        settings.home.clone(),
+        settings.listen.clone(),
         &settings.args,
         &settings.origins,
-    )?;
+    )?
+    .with_profiles(&settings)?;
     serve(config)
 }
 

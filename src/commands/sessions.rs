@@ -9,15 +9,38 @@ use serde_json::json;
 use crate::cli::{AnswerArgs, StartArgs};
 use crate::client::Client;
 
-pub fn start(client: &Client, args: StartArgs) -> anyhow::Result<()> {
+pub fn start(client: &Client, mut args: StartArgs) -> anyhow::Result<()> {
+    // `cohost start --profile NAME PROMPT`: the one word is the prompt when it names no runtime.
+    if args.profile.is_some()
+        && args.prompt.is_none()
+        && args
+            .runtime
+            .as_deref()
+            .is_some_and(|r| crate::protocol::Runtime::parse(r).is_none())
+    {
+        args.prompt = args.runtime.take();
+    }
     let cwd = match args.cwd {
         // `~` and `~/…` (quoted past the shell) are expanded by the daemon, as for HTTP and MCP.
-        Some(cwd) if cwd.to_str().is_some_and(|c| c.starts_with('~')) => cwd,
-        Some(cwd) => std::path::absolute(&cwd).unwrap_or(cwd),
-        None => std::env::current_dir()?,
+        Some(cwd) if cwd.to_str().is_some_and(|c| c.starts_with('~')) => Some(cwd),
+        Some(cwd) => Some(std::path::absolute(&cwd).unwrap_or(cwd)),
+        // A profile's own directory, when it sets one, else the current one.
+        None if args
+            .profile
+            .as_deref()
+            .is_some_and(|name| profile_sets_cwd(client, name)) =>
+        {
+            None
+        }
+        None => Some(std::env::current_dir()?),
     };
-    let mut body = json!({ "runtime": args.runtime, "cwd": cwd });
+    let mut body = json!({});
+    if let Some(cwd) = cwd {
+        body["cwd"] = json!(cwd);
+    }
     let fields = [
+        ("runtime", args.runtime),
+        ("profile", args.profile),
         ("model", args.model),
         ("approvalPolicy", args.approval_policy),
         ("permissionMode", args.permission_mode),
@@ -40,6 +63,85 @@ pub fn start(client: &Client, args: StartArgs) -> anyhow::Result<()> {
     println!("{}", answer["session"]["id"].as_str().unwrap_or(""));
     if let Some(error) = answer.get("injectError") {
         eprintln!("cohost: the prompt was not sent: {error}");
+    }
+    Ok(())
+}
+
+/// Whether profile `name` of the daemon sets a `cwd`.
+fn profile_sets_cwd(client: &Client, name: &str) -> bool {
+    let Ok(list) = client.get::<crate::protocol::ProfileList>("/api/profiles") else {
+        return false;
+    };
+    list.profiles
+        .iter()
+        .any(|p| p.name == name && p.values.iter().any(|v| v.key == "cwd"))
+}
+
+/// `cohost profiles [show NAME] [--json]`.
+pub fn profiles(
+    client: &Client,
+    command: Option<crate::cli::ProfilesCommand>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let list: crate::protocol::ProfileList = client.get("/api/profiles")?;
+    let Some(crate::cli::ProfilesCommand::Show {
+        name,
+        json: show_json,
+    }) = command
+    else {
+        if json {
+            println!("{}", serde_json::to_string_pretty(&list)?);
+            return Ok(());
+        }
+        if list.profiles.is_empty() {
+            println!("no profiles");
+        }
+        for profile in &list.profiles {
+            let value = |key: &str| {
+                profile
+                    .values
+                    .iter()
+                    .find(|v| v.key == key)
+                    .and_then(|v| v.value.as_str())
+                    .unwrap_or("-")
+                    .to_string()
+            };
+            println!(
+                "{:<20} {:<9} {:<24} {}",
+                profile.name,
+                value("runtime"),
+                value("model"),
+                profile.chain.join(" <- ")
+            );
+        }
+        return Ok(());
+    };
+    let Some(profile) = list.profiles.iter().find(|p| p.name == name) else {
+        let names: Vec<&str> = list.profiles.iter().map(|p| p.name.as_str()).collect();
+        anyhow::bail!(
+            "no profile `{name}` in the daemon's config file (the profiles are: {})",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+    if json || show_json {
+        println!("{}", serde_json::to_string_pretty(profile)?);
+        return Ok(());
+    }
+    println!(
+        "# profile {} ({})",
+        profile.name,
+        profile.chain.join(" <- ")
+    );
+    for value in &profile.values {
+        let shown = match &value.value {
+            serde_json::Value::String(text) => serde_json::Value::from(text.as_str()).to_string(),
+            other => other.to_string(),
+        };
+        println!("{} = {}  # {}", value.key, shown, value.from);
     }
     Ok(())
 }

@@ -25,6 +25,8 @@ pub const CONFIG_ENV: &str = "COHOST_CONFIG";
 /// The config file's table for the chat bridges (`[bridge.matrix]`, read by `cohost-matrix`):
 /// the daemon skips it.
 pub const BRIDGE_TABLE: &str = "bridge";
+/// The config file's table of agent profiles (`[profiles.NAME]`, see `service::profiles`).
+pub const PROFILES_TABLE: &str = "profiles";
 
 /// The config file's path, and whether it was named explicitly (`COHOST_CONFIG`): a named file
 /// must exist, the default one may be absent.
@@ -101,13 +103,13 @@ pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Option<toml::Table>> 
 }
 
 /// A section's keys are settings named `SECTION-KEY`: `[nats]` `url = …` is `nats-url`, the
-/// same as a top-level `nats-url = …`. The bridges' table (`[bridge.matrix]`) stays as it is:
-/// its settings are the bridges' own.
+/// same as a top-level `nats-url = …`. The bridges' table (`[bridge.matrix]`) and the agent
+/// profiles (`[profiles.NAME]`) stay whole: they are tables of their own, not settings.
 fn flatten_sections(table: toml::Table) -> toml::Table {
     let mut flat = toml::Table::new();
     for (key, value) in table {
         match value {
-            toml::Value::Table(section) if key != BRIDGE_TABLE => {
+            toml::Value::Table(section) if key != BRIDGE_TABLE && key != PROFILES_TABLE => {
                 for (inner, value) in section {
                     flat.insert(format!("{key}-{inner}"), value);
                 }
@@ -312,6 +314,9 @@ pub struct Settings {
     pub file_found: bool,
     /// Every setting with its effective value as text (`config show`), by key.
     pub shown: Vec<(String, String, Source)>,
+    /// The file's `profiles` table (agent profiles), not yet validated: see
+    /// `ServeConfig::with_profiles`.
+    pub profiles: Option<toml::Value>,
 }
 
 /// The settings a key names, from the clap definitions: `listen` (global) and `serve`'s options.
@@ -445,6 +450,10 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         .clone();
     let mut from_file = std::collections::BTreeSet::new();
     let mut argv = argv;
+    let mut table = table;
+    let profiles = table
+        .as_mut()
+        .and_then(|table| table.remove(PROFILES_TABLE));
     if let Some(table) = &table {
         let serve_matches = first
             .subcommand_matches("serve")
@@ -457,7 +466,7 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
             let Some(arg) = keys.iter().find(|arg| &key_of(arg) == key) else {
                 let known: Vec<String> = keys.iter().map(key_of).collect();
                 bail!(
-                    "config file {}: unknown key `{key}` (the keys are: {})",
+                    "config file {}: unknown key `{key}` (the keys are: {}, and the `[profiles.NAME]` tables)",
                     file.display(),
                     known.join(", ")
                 );
@@ -561,17 +570,18 @@ pub fn serve_settings(argv: Vec<OsString>) -> anyhow::Result<Settings> {
         file,
         file_found: table.is_some(),
         shown,
+        profiles,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{BRIDGE_TABLE, first_word, flatten_sections};
+    use super::{BRIDGE_TABLE, PROFILES_TABLE, first_word, flatten_sections};
 
     #[test]
     fn sections_become_settings_but_the_bridges_table_stays_whole() {
         let table: toml::Table = toml::from_str(
-            "machine = \"m\"\n[nats]\nurl = \"nats://127.0.0.1:4222\"\n[bridge.matrix]\nhomeserver = \"http://127.0.0.1:8008\"\n",
+            "machine = \"m\"\n[nats]\nurl = \"nats://127.0.0.1:4222\"\n[bridge.matrix]\nhomeserver = \"http://127.0.0.1:8008\"\n[profiles.review]\nmodel = \"m\"\n",
         )
         .unwrap();
         let flat = flatten_sections(table);
@@ -581,7 +591,9 @@ mod tests {
             flat[BRIDGE_TABLE]["matrix"]["homeserver"].as_str(),
             Some("http://127.0.0.1:8008")
         );
+        assert_eq!(flat[PROFILES_TABLE]["review"]["model"].as_str(), Some("m"));
         assert!(!flat.contains_key("bridge-matrix"), "{flat:?}");
+        assert!(!flat.contains_key("profiles-review"), "{flat:?}");
     }
 
     #[test]

@@ -212,6 +212,7 @@ mod tests {
                 budget: None,
                 forked_from: None,
                 idempotency_key: None,
+                profile: None,
             }),
         ));
         state

@@ -157,6 +157,7 @@ impl SessionRecord {
             pending_requests: self.pending_requests().count(),
             mode: self.mode.clone(),
             forked_from: self.created.forked_from.clone(),
+            profile: self.created.profile.as_ref().map(|p| p.redacted()),
             pane_id: self.pane.as_ref().map(|p| p.pane_id.clone()),
             tmux_session: self.pane.as_ref().map(|p| p.tmux_session.clone()),
             control: self.control(),
@@ -482,6 +483,7 @@ mod tests {
             budget: None,
             forked_from: None,
             idempotency_key: key.map(Into::into),
+            profile: None,
         })
     }
 

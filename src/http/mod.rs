@@ -105,6 +105,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/events", get(stream::events))
         .route("/api/events/stream", get(stream::events_stream))
         .route("/api/sessions", post(sessions::create).get(sessions::list))
+        .route("/api/profiles", get(sessions::profiles))
         .route(
             "/api/sessions/{id}",
             get(sessions::get).delete(sessions::delete),

@@ -54,6 +54,7 @@ fn fixture() -> Fixture {
         mcp_roots: Vec::new(),
         shutdown: cancel.clone(),
         watch: crate::watch::WatchHandle::disabled(),
+        profiles: Default::default(),
     });
     let state = AppState {
         service,
@@ -367,6 +368,7 @@ async fn a_session_is_read_backwards_in_windows() {
                 budget: None,
                 forked_from: None,
                 idempotency_key: None,
+                profile: None,
             })
         } else {
             EventKind::MetaLogCleared(Empty {})

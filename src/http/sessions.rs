@@ -59,6 +59,7 @@ pub async fn create(
             terminal: body.terminal,
             idempotency_key: body.idempotency_key,
             prompt: body.prompt,
+            profile: body.profile,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
@@ -207,6 +208,11 @@ pub async fn command(
 /// `GET /api/runtimes`.
 pub async fn runtimes(State(state): State<AppState>) -> Json<RuntimeList> {
     Json(state.service.runtimes())
+}
+
+/// `GET /api/profiles`: the config file's agent profiles with their effective values.
+pub async fn profiles(State(state): State<AppState>) -> Json<crate::protocol::ProfileList> {
+    Json(state.service.profiles())
 }
 
 /// `GET /api/doctor`.

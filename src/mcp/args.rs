@@ -23,6 +23,7 @@ pub fn arg_name(field: Field) -> &'static str {
         Field::PermissionMode => "permission_mode",
         Field::TmuxSession => "tmux_session",
         Field::IdempotencyKey => "idempotency_key",
+        Field::Profile => "profile",
         Field::Text => "prompt",
         Field::Offset => "offset",
         Field::MaxBytes => "max_bytes",
@@ -168,10 +169,18 @@ into_protocol!(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartArgs {
-    /// Every runtime the protocol names (the registry says which are installed).
-    pub runtime: crate::protocol::Runtime,
-    /// An absolute directory under one of the allowed project roots.
-    pub cwd: String,
+    /// Every runtime the protocol names (the registry says which are installed); required
+    /// unless `profile` names one.
+    #[serde(default)]
+    pub runtime: Option<crate::protocol::Runtime>,
+    /// An absolute directory under one of the allowed project roots; required unless `profile`
+    /// sets one.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// A profile of the daemon's config file: its values are this start's defaults, the
+    /// arguments given here override them.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// A first prompt to send once the session is live.
     #[serde(default)]
     pub prompt: Option<String>,

@@ -286,19 +286,33 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt. A retry with the same idempotency_key returns the first session.",
+        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt, or from a `profile` of the daemon's config file (its runtime, directory, model, instructions, MCP servers…; the arguments given override it). A retry with the same idempotency_key returns the first session.",
         output_schema = output::<SessionStarted>()
     )]
     async fn start_session(&self, Parameters(args): Parameters<StartArgs>) -> ToolResult {
-        let cwd = match self.service.check_root(&args.cwd) {
-            Ok(cwd) => cwd,
-            Err(error) => return Ok(failed(error)),
+        // A profile's directory is held to the project roots like one given here.
+        let cwd_text = args.cwd.clone().or_else(|| {
+            args.profile
+                .as_deref()
+                .and_then(|name| self.service.profile_cwd(name))
+        });
+        let cwd = match cwd_text {
+            Some(cwd_text) => match self.service.check_root(&cwd_text) {
+                Ok(cwd) => cwd.to_string_lossy().into_owned(),
+                Err(error) => return Ok(failed(error)),
+            },
+            // No directory: the create's own error names `cwd` (or the profile's).
+            None => String::new(),
         };
         let created = match self
             .service
             .create(CreateRequest {
-                runtime: args.runtime.as_str().to_string(),
-                cwd: cwd.to_string_lossy().into_owned(),
+                runtime: args
+                    .runtime
+                    .map(|r| r.as_str().to_string())
+                    .unwrap_or_default(),
+                cwd,
+                profile: args.profile.clone(),
                 model: args.model,
                 approval_policy: args.approval_policy.map(|p| p.as_str().to_string()),
                 sandbox: args.sandbox.map(|s| s.as_str().to_string()),

@@ -209,6 +209,32 @@ pub struct CreateSession {
     pub budget: Option<Budget>,
     /// claude: the permission mode to start in.
     pub permission_mode: Option<String>,
+    /// The profile the session starts from (its effective values; checked against
+    /// [`profile_support`] before it gets here).
+    pub profile: Option<crate::protocol::SessionProfile>,
+}
+
+/// What a profile (`[profiles.NAME]` in the config file) may set on a runtime: the settings it
+/// honours and the values they take. A setting not listed is refused, naming it and the
+/// runtime, before anything starts (docs/profiles.md has the table).
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileSupport {
+    /// The settings the runtime honours, beyond `runtime`, `cwd`, `prompt` and `extends`.
+    pub settings: &'static [&'static str],
+    pub efforts: &'static [&'static str],
+    pub approval_policies: &'static [&'static str],
+    pub sandboxes: &'static [&'static str],
+    pub permission_modes: &'static [&'static str],
+}
+
+/// The profile settings `runtime` honours.
+pub fn profile_support(runtime: Runtime) -> ProfileSupport {
+    match runtime {
+        Runtime::Codex => codex::PROFILE_SUPPORT,
+        Runtime::Claude => claude::PROFILE_SUPPORT,
+        Runtime::Opencode => opencode::PROFILE_SUPPORT,
+        Runtime::Pi => pi::PROFILE_SUPPORT,
+    }
 }
 
 /// What happens to a prompt a runtime had taken when the daemon restarts.

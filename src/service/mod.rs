@@ -9,6 +9,7 @@ mod claude_hooks;
 mod events;
 mod keys;
 mod machine;
+pub mod profiles;
 mod requests;
 mod sessions;
 mod tasks;
@@ -56,6 +57,8 @@ pub struct Service {
     create_keys: Arc<keys::KeyLocks>,
     /// This daemon's machine name and its publisher's status (`with_machine`).
     machine: machine::MachineInfo,
+    /// The config file's agent profiles (`[profiles.NAME]`).
+    profiles: Arc<profiles::Profiles>,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -71,6 +74,8 @@ pub struct ServiceParts {
     pub shutdown: CancellationToken,
     /// The passive watchers (`explain`, counters); disabled with `--no-watchers`.
     pub watch: crate::watch::WatchHandle,
+    /// The config file's agent profiles, validated.
+    pub profiles: profiles::Profiles,
 }
 
 impl Service {
@@ -85,6 +90,7 @@ impl Service {
             watch: parts.watch,
             create_keys: Arc::default(),
             machine: machine::MachineInfo::default(),
+            profiles: Arc::new(parts.profiles),
         }
     }
 

@@ -29,6 +29,8 @@ pub struct CreateRequest {
     pub idempotency_key: Option<String>,
     /// Sent at once as the first message (a direct inject, tracked as a task).
     pub prompt: Option<String>,
+    /// A profile of the config file whose values are this request's defaults.
+    pub profile: Option<String>,
 }
 
 /// The goal statuses codex takes.
@@ -145,6 +147,35 @@ impl Service {
     /// Validates a create request and starts the session (with its terminal when asked). A
     /// `prompt` is sent at once and tracked as a task; its failure leaves the session standing.
     pub async fn create(&self, request: CreateRequest) -> Result<CreatedReply, ServiceError> {
+        let (request, profile) = self.apply_profile(request)?;
+        if request.runtime.is_empty() {
+            return Err(ServiceError {
+                code: codes::MISSING_FIELD,
+                ..ServiceError::field(
+                    Field::Runtime,
+                    message![
+                        Field::Runtime,
+                        " is required (or a ",
+                        Field::Profile,
+                        " that names one)"
+                    ],
+                )
+            });
+        }
+        if request.cwd.is_empty() {
+            return Err(ServiceError {
+                code: codes::MISSING_FIELD,
+                ..ServiceError::field(
+                    Field::Cwd,
+                    message![
+                        Field::Cwd,
+                        " is required (or a ",
+                        Field::Profile,
+                        " that sets one)"
+                    ],
+                )
+            });
+        }
         let runtime = Runtime::parse(&request.runtime).ok_or_else(|| {
             ServiceError::field(
                 Field::Runtime,
@@ -166,6 +197,7 @@ impl Service {
             sandbox: request.sandbox,
             budget: request.budget,
             permission_mode: request.permission_mode,
+            profile,
         };
         host.check_create(&create)?;
         if let Some(name) = &create.tmux_session
@@ -254,6 +286,60 @@ impl Service {
             }
         }
         Ok(created)
+    }
+
+    /// A create request with its profile (if it names one) applied under its own values, and
+    /// the profile's effective values; a profile error names the profile, the key and the file.
+    fn apply_profile(
+        &self,
+        mut request: CreateRequest,
+    ) -> Result<(CreateRequest, Option<crate::protocol::SessionProfile>), ServiceError> {
+        let Some(name) = request.profile.take() else {
+            return Ok((request, None));
+        };
+        let applied = self
+            .profiles
+            .apply(
+                &name,
+                super::profiles::Overrides {
+                    runtime: Some(request.runtime.clone()),
+                    cwd: Some(request.cwd.clone()),
+                    model: request.model.clone(),
+                    approval_policy: request.approval_policy.clone(),
+                    permission_mode: request.permission_mode.clone(),
+                    sandbox: request.sandbox.clone(),
+                    prompt: request.prompt.clone(),
+                },
+            )
+            .map_err(|error| ServiceError::field(Field::Profile, error.to_string()))?;
+        request.runtime = applied.runtime.as_str().to_string();
+        request.cwd = applied.cwd.unwrap_or_default();
+        request.model = applied.model;
+        request.approval_policy = applied.approval_policy;
+        request.permission_mode = applied.permission_mode;
+        request.sandbox = applied.sandbox;
+        request.prompt = applied.prompt;
+        Ok((request, Some(applied.profile)))
+    }
+
+    /// The config file's profiles, each with its effective values and where they came from.
+    pub fn profiles(&self) -> crate::protocol::ProfileList {
+        crate::protocol::ProfileList {
+            file: self
+                .profiles
+                .file()
+                .map(|file| file.to_string_lossy().into_owned()),
+            profiles: self.profiles.views(),
+        }
+    }
+
+    /// The `cwd` profile `name` sets, if it exists and sets one (MCP checks it against the
+    /// project roots before it starts anything).
+    pub fn profile_cwd(&self, name: &str) -> Option<String> {
+        self.profiles
+            .effective(name)
+            .ok()
+            .and_then(|effective| effective.cwd.map(|cwd| cwd.value))
     }
 
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of

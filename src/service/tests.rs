@@ -135,6 +135,7 @@ impl SessionHost for Fake {
                 budget: None,
                 forked_from: None,
                 idempotency_key: request.idempotency_key,
+                profile: None,
             }),
         )
         .await;
@@ -315,6 +316,7 @@ fn fixture() -> Fixture {
             watch: crate::watch::WatchHandle::disabled(),
             create_keys: Arc::default(),
             machine: Default::default(),
+            profiles: Arc::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

@@ -9,6 +9,7 @@ mod mcp;
 mod nats;
 mod opencode;
 mod pi;
+mod profiles;
 mod store;
 mod tasks;
 mod watch;

@@ -8,3 +8,27 @@ pub mod policy;
 pub mod screen;
 
 pub use policy::PermissionPolicy;
+
+/// What a profile may set on claude: through the TUI's flags (`--model`, `--effort`,
+/// `--permission-mode`, `--append-system-prompt`, `--mcp-config` with a generated file) and the
+/// environment of its process.
+pub const PROFILE_SUPPORT: super::ProfileSupport = super::ProfileSupport {
+    settings: &[
+        "model",
+        "effort",
+        "permission_mode",
+        "instructions",
+        "mcp_servers",
+        "env",
+    ],
+    efforts: &["low", "medium", "high", "xhigh", "max"],
+    approval_policies: &[],
+    sandboxes: &[],
+    permission_modes: &[
+        "default",
+        "acceptEdits",
+        "plan",
+        "auto",
+        "bypassPermissions",
+    ],
+};

@@ -14,3 +14,21 @@ pub mod process;
 pub mod rpc;
 mod session_host;
 pub mod wire;
+
+/// What a profile may set on codex: through `thread/start` (`model`, `approvalPolicy`,
+/// `sandbox`, `developerInstructions`) and its `config` overrides (`model_reasoning_effort`,
+/// `mcp_servers.NAME`).
+pub const PROFILE_SUPPORT: super::ProfileSupport = super::ProfileSupport {
+    settings: &[
+        "model",
+        "effort",
+        "approval_policy",
+        "sandbox",
+        "instructions",
+        "mcp_servers",
+    ],
+    efforts: &["minimal", "low", "medium", "high", "xhigh"],
+    approval_policies: &host::APPROVAL_POLICIES,
+    sandboxes: &host::SANDBOXES,
+    permission_modes: &[],
+};

@@ -110,6 +110,7 @@ impl SessionHost for CodexHost {
                 sandbox: request.sandbox,
                 budget: request.budget,
                 idempotency_key: request.idempotency_key,
+                profile: request.profile,
             },
         )
         .await?;

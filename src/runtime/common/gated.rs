@@ -142,6 +142,7 @@ impl Gated {
             budget: None,
             forked_from,
             idempotency_key: request.idempotency_key,
+            profile: request.profile.map(Box::new),
         }
     }
 }

@@ -16,3 +16,13 @@ pub mod normalize;
 pub mod process;
 pub mod sse;
 pub mod wire;
+
+/// What a profile may set on opencode: the session's model and approval policy, as a create
+/// request does.
+pub const PROFILE_SUPPORT: super::ProfileSupport = super::ProfileSupport {
+    settings: &["model", "approval_policy"],
+    efforts: &[],
+    approval_policies: &host::APPROVAL_POLICIES,
+    sandboxes: &[],
+    permission_modes: &[],
+};

@@ -11,3 +11,13 @@ pub mod host;
 pub mod normalize;
 pub mod process;
 pub mod wire;
+
+/// What a profile may set on pi: the session's model and approval policy, as a create request
+/// does.
+pub const PROFILE_SUPPORT: super::ProfileSupport = super::ProfileSupport {
+    settings: &["model", "approval_policy"],
+    efforts: &[],
+    approval_policies: &host::APPROVAL_POLICIES,
+    sandboxes: &[],
+    permission_modes: &[],
+};

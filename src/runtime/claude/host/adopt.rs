@@ -263,6 +263,7 @@ impl ClaudeHost {
                 budget: None,
                 forked_from: None,
                 idempotency_key: None,
+                profile: None,
             }),
         )
         .await?;

@@ -149,6 +149,9 @@ impl ClaudeHost {
             argv.extend(["--model".to_string(), model.clone()]);
         }
         argv.extend(["--permission-mode".to_string(), permission_mode.clone()]);
+        if let Some(profile) = &params.profile {
+            argv.extend(profile_argv(profile, &dir)?);
+        }
         if let Some((claude_session, _)) = &params.fork_of {
             argv.extend([
                 "--resume".to_string(),
@@ -157,7 +160,12 @@ impl ClaudeHost {
             ]);
         }
         let cwd = params.cwd.clone();
-        self.write_launch(&session_id, &dir, &argv, &cwd)?;
+        let profile_env = params
+            .profile
+            .as_ref()
+            .map(|p| p.env.clone())
+            .unwrap_or_default();
+        self.write_launch(&session_id, &dir, &argv, &cwd, &profile_env)?;
         let created = SessionCreated {
             runtime: Runtime::Claude,
             cwd: cwd.to_string_lossy().into_owned(),
@@ -174,6 +182,7 @@ impl ClaudeHost {
                     after_turn_id: None,
                 }),
             idempotency_key: params.idempotency_key.clone(),
+            profile: params.profile.clone().map(Box::new),
         };
         self.inner
             .core
@@ -207,6 +216,7 @@ impl ClaudeHost {
         dir: &Path,
         argv: &[String],
         cwd: &Path,
+        profile_env: &std::collections::BTreeMap<String, String>,
     ) -> Result<(), HostError> {
         let mut env = std::collections::BTreeMap::new();
         for (key, value) in std::env::vars() {
@@ -215,6 +225,10 @@ impl ClaudeHost {
             {
                 env.insert(key, Some(value));
             }
+        }
+        // A profile's environment, under cohost's own variables (set below).
+        for (key, value) in profile_env {
+            env.insert(key.clone(), Some(value.clone()));
         }
         let mut set = |key: &str, value: String| env.insert(key.to_string(), Some(value));
         set("COHOST_SESSION_DIR", dir.to_string_lossy().into_owned());
@@ -261,14 +275,22 @@ impl ClaudeHost {
     /// exited or by making it exit.
     pub(super) async fn relaunch(&self, session_id: &str) -> Result<(), HostError> {
         let live = self.live_session(session_id)?;
-        let (claude_session, cwd, pane) = self
+        let (claude_session, cwd, pane, profile_env) = self
             .inner
             .core
             .read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .map(|s| (s.thread_id.clone(), s.created.cwd.clone(), s.pane.clone()))
+                state.sessions.get(session_id).map(|s| {
+                    (
+                        s.thread_id.clone(),
+                        s.created.cwd.clone(),
+                        s.pane.clone(),
+                        s.created
+                            .profile
+                            .as_ref()
+                            .map(|p| p.env.clone())
+                            .unwrap_or_default(),
+                    )
+                })
             })
             .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))?;
         let claude_session =
@@ -292,7 +314,13 @@ impl ClaudeHost {
             }
         }
         cleaned.extend(["--resume".to_string(), claude_session]);
-        self.write_launch(session_id, &live.dir, &cleaned, Path::new(&cwd))?;
+        self.write_launch(
+            session_id,
+            &live.dir,
+            &cleaned,
+            Path::new(&cwd),
+            &profile_env,
+        )?;
         live.started.send_replace(false);
         // Stop a running TUI first and wait for the runner to see it go.
         let running = *lock(&live.claude_pid);
@@ -319,6 +347,62 @@ impl ClaudeHost {
         send_signal(pane.runner_pid, libc::SIGUSR1);
         Ok(())
     }
+}
+
+/// What a profile adds to claude's command line: `--effort`, `--append-system-prompt` (its
+/// instructions) and `--mcp-config` with its MCP servers in `mcp.json` in the session's own
+/// directory (0600: a server's `env` and `headers` may hold secrets). `--resume` keeps them on a
+/// relaunch, the launch's argv being kept.
+fn profile_argv(
+    profile: &crate::protocol::SessionProfile,
+    dir: &Path,
+) -> Result<Vec<String>, HostError> {
+    let mut argv = Vec::new();
+    if let Some(effort) = &profile.effort {
+        argv.extend(["--effort".to_string(), effort.clone()]);
+    }
+    if let Some(instructions) = &profile.instructions {
+        argv.extend(["--append-system-prompt".to_string(), instructions.clone()]);
+    }
+    if !profile.mcp_servers.is_empty() {
+        let servers: serde_json::Map<String, Value> = profile
+            .mcp_servers
+            .iter()
+            .map(|(name, server)| {
+                let config = match (&server.command, &server.url) {
+                    (Some(command), _) => json!({
+                        "type": "stdio",
+                        "command": command,
+                        "args": server.args,
+                        "env": server.env,
+                    }),
+                    (None, url) => json!({
+                        "type": "http",
+                        "url": url,
+                        "headers": server.headers,
+                    }),
+                };
+                (name.clone(), config)
+            })
+            .collect();
+        let path = dir.join("mcp.json");
+        write_private(
+            &path,
+            json!({ "mcpServers": servers }).to_string().as_bytes(),
+        )
+        .map_err(|e| {
+            HostError::failed_by(
+                Runtime::Claude,
+                format!("cannot write {}: {e}", path.display()),
+                e,
+            )
+        })?;
+        argv.extend([
+            "--mcp-config".to_string(),
+            path.to_string_lossy().into_owned(),
+        ]);
+    }
+    Ok(argv)
 }
 
 /// The parent conversation of a fork: `--resume <id>` with `--fork-session` in `launch.json`.

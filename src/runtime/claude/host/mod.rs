@@ -77,6 +77,8 @@ pub struct CreateClaude {
     pub idempotency_key: Option<String>,
     /// `--resume <claude session id>` with `--fork-session`: start as a fork of that conversation.
     pub fork_of: Option<(String, String)>,
+    /// The profile the session starts from (a fork keeps its parent's).
+    pub profile: Option<crate::protocol::SessionProfile>,
 }
 
 #[derive(Clone)]

@@ -95,6 +95,7 @@ impl SessionHost for ClaudeHost {
                 tmux_session: request.tmux_session,
                 idempotency_key: request.idempotency_key,
                 fork_of: None,
+                profile: request.profile,
             },
         )
         .await
@@ -233,6 +234,7 @@ impl SessionHost for ClaudeHost {
                 tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
                 idempotency_key: None,
                 fork_of: Some((claude_session, session_id.to_string())),
+                profile: record.created.profile.clone().map(|p| *p),
             },
         )
         .await?;

@@ -21,11 +21,14 @@ impl Inner {
             .settings(&live.session_id)
             .ok_or_else(|| HostError::UnknownSession(live.session_id.clone()))?;
         let backend = self.backend(settings.budget.as_ref()).await?;
+        let (developer_instructions, config) = super::profile_params(settings.profile.as_deref());
         let params = wire::ThreadStartParams {
             cwd: Some(settings.cwd.clone()),
             model: settings.model.clone(),
             approval_policy: settings.approval_policy.as_deref().map(Into::into),
             sandbox: settings.sandbox.as_deref().map(Into::into),
+            developer_instructions,
+            config,
         };
         let answer = backend.rpc.call(&params).await?;
         *lock(&live.model) = answer.model.clone();
@@ -128,8 +131,15 @@ impl Inner {
             attempt += 1;
             match backend
                 .rpc
-                .call(&wire::ThreadResumeParams {
-                    thread_id: thread_id.to_string(),
+                .call(&{
+                    let profile = self.settings(&live.session_id).and_then(|s| s.profile);
+                    let (developer_instructions, config) =
+                        super::profile_params(profile.as_deref());
+                    wire::ThreadResumeParams {
+                        thread_id: thread_id.to_string(),
+                        developer_instructions,
+                        config,
+                    }
                 })
                 .await
             {

@@ -127,9 +127,18 @@ impl CodexHost {
                 "the session has no live thread yet",
             )));
         };
+        // The fork keeps the parent's profile: its values as the parent started with them.
+        let profile = self.inner.core.read(|s| {
+            s.sessions
+                .get(session_id)
+                .and_then(|r| r.created.profile.clone())
+        });
+        let (developer_instructions, config) = super::profile_params(profile.as_deref());
         let params = wire::ThreadForkParams {
             thread_id: binding.thread_id.clone(),
             last_turn_id: after_turn_id.clone(),
+            developer_instructions,
+            config,
         };
         let answer = match binding.backend.rpc.call(&params).await {
             Ok(answer) => answer,
@@ -172,6 +181,7 @@ impl CodexHost {
                 after_turn_id,
             }),
             idempotency_key: None,
+            profile,
         };
         self.inner
             .core

@@ -82,6 +82,50 @@ pub struct CreateParams {
     pub sandbox: Option<String>,
     pub budget: Option<Budget>,
     pub idempotency_key: Option<String>,
+    pub profile: Option<crate::protocol::SessionProfile>,
+}
+
+/// What a session's profile adds to `thread/start` (and to `thread/resume` and `thread/fork`,
+/// which start the thread again on a backend): its instructions as developer instructions, and
+/// config overrides for its effort (`model_reasoning_effort`) and MCP servers
+/// (`mcp_servers.NAME`: `command`, `args`, `env`, or `url`, `http_headers`).
+pub fn profile_params(
+    profile: Option<&crate::protocol::SessionProfile>,
+) -> (
+    Option<String>,
+    Option<serde_json::Map<String, serde_json::Value>>,
+) {
+    use serde_json::{Value, json};
+    let Some(profile) = profile else {
+        return (None, None);
+    };
+    let mut config = serde_json::Map::new();
+    if let Some(effort) = &profile.effort {
+        config.insert("model_reasoning_effort".into(), Value::from(effort.clone()));
+    }
+    for (name, server) in &profile.mcp_servers {
+        let mut table = serde_json::Map::new();
+        if let Some(command) = &server.command {
+            table.insert("command".into(), json!(command));
+            if !server.args.is_empty() {
+                table.insert("args".into(), json!(server.args));
+            }
+            if !server.env.is_empty() {
+                table.insert("env".into(), json!(server.env));
+            }
+        }
+        if let Some(url) = &server.url {
+            table.insert("url".into(), json!(url));
+            if !server.headers.is_empty() {
+                table.insert("http_headers".into(), json!(server.headers));
+            }
+        }
+        config.insert(format!("mcp_servers.{name}"), Value::Object(table));
+    }
+    (
+        profile.instructions.clone(),
+        (!config.is_empty()).then_some(config),
+    )
 }
 
 /// The approval policies codex takes (0.169 and 0.171 refuse `on-failure` at `thread/start`, so
@@ -237,6 +281,7 @@ impl CodexHost {
             budget: params.budget,
             forked_from: None,
             idempotency_key: params.idempotency_key,
+            profile: params.profile.map(Box::new),
         };
         self.inner
             .core

@@ -63,6 +63,7 @@ fn thread_start_request_and_answer() {
         model: None,
         approval_policy: Some(AskForApproval::Never),
         sandbox: Some("workspace-write".into()),
+        ..Default::default()
     };
     assert_eq!(
         serde_json::to_value(&params).unwrap(),

@@ -98,6 +98,13 @@ pub struct ThreadStartParams {
     pub approval_policy: Option<AskForApproval>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxMode>,
+    /// A profile's instructions, added as developer instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Config overrides for this thread, by dotted key (`model_reasoning_effort`,
+    /// `mcp_servers.NAME`), as `codex -c` takes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ClientRequest for ThreadStartParams {
@@ -122,6 +129,13 @@ pub struct ThreadStartResponse {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeParams {
     pub thread_id: String,
+    /// A profile's instructions, added as developer instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Config overrides for this thread, by dotted key (`model_reasoning_effort`,
+    /// `mcp_servers.NAME`), as `codex -c` takes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ClientRequest for ThreadResumeParams {
@@ -147,6 +161,13 @@ pub struct ThreadForkParams {
     pub thread_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_turn_id: Option<String>,
+    /// A profile's instructions, added as developer instructions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Config overrides for this thread, by dotted key (`model_reasoning_effort`,
+    /// `mcp_servers.NAME`), as `codex -c` takes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ClientRequest for ThreadForkParams {

@@ -292,6 +292,7 @@ impl SessionHost for OpencodeHost {
                 .approval_policy
                 .as_ref()
                 .map(|p| p.as_str().to_string()),
+            profile: created.profile.clone().map(|p| *p),
             ..CreateSession::default()
         };
         let origin = ForkOrigin {
