@@ -13,7 +13,9 @@
 //!   (SGR 2); what a person typed is drawn without dim. So the composer's text is its non-dim
 //!   characters after `› `, plus the two-space-indented lines below it up to the first blank line
 //!   (a multi-line draft); the footer follows after a blank line.
-//! - A turn runs while a line says `esc to interrupt` (`• Working (3s • esc to interrupt)`).
+//! - A turn runs while a line says `esc to interrupt` (`• Working (3s • esc to interrupt)`); the
+//!   converse does not hold: while a reply streams (or its stream stalls) the line is gone and
+//!   the composer looks idle, so the rollout, not the screen, says whether a turn runs.
 //!
 //! Plain text alone cannot tell the placeholder from a draft: a capture without attributes is
 //! read as unreadable.
@@ -84,7 +86,11 @@ fn styled_lines(capture: &str) -> Vec<Line> {
                 }
             }
             '\r' => {}
-            c => lines.last_mut().expect("one line at least").push((c, dim)),
+            c => {
+                if let Some(line) = lines.last_mut() {
+                    line.push((c, dim));
+                }
+            }
         }
     }
     lines

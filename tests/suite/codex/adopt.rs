@@ -281,11 +281,18 @@ fn a_codex_tui_started_by_hand_is_adopted_driven_interrupted_given_back_and_ends
     let (status, sent) = send(&daemon, &id, "Write a long story");
     assert_eq!(status, 200, "{sent}");
     let long = sent["turnId"].as_str().unwrap().to_string();
-    rig.wait_screen("the running turn", |s| s.contains("esc to interrupt"));
+    rig.wait_screen("the streamed text", |s| s.contains("Once upon a time"));
     let interrupted = daemon
         .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
         .assert_ok();
-    assert_eq!(interrupted["interrupted"], true, "{interrupted}");
+    assert_eq!(
+        interrupted["interrupted"],
+        true,
+        "{interrupted}\n{}",
+        rig.tmux
+            .run(&["capture-pane", "-p", "-e", "-t", &rig.pane])
+            .replace('\u{1b}', "^[")
+    );
     let ended = wait_event(&daemon, &id, "the interrupted turn", |e| {
         e["type"] == "turn.completed" && e["data"]["turnId"] == long.as_str()
     });

@@ -5,7 +5,7 @@
 //! rollout as session events, see [`rollout`]; the pane and the process looked at on every
 //! tick), prompts pasted into the composer only when the screen shows it empty (see
 //! `tui_screen`; a draft or an unreadable screen refuses, nothing typed), Escape to interrupt
-//! only while the screen shows a running turn, and `disown`, which gives it back.
+//! only while the rollout shows a running turn, and `disown`, which gives it back.
 //!
 //! No app-server of cohost's is involved: the TUI keeps its own. A daemon restart follows the
 //! rollout on from its checkpoint, so the events keep codex's ids and none repeats.
@@ -158,8 +158,8 @@ fn same_text(shown: &str, text: &str) -> bool {
 }
 
 /// Where to follow a rollout from at adoption: its end, or the `task_started` line of a turn
-/// still running (so the running turn is followed from its start).
-fn start_offset(bytes: &[u8]) -> u64 {
+/// still running (so the running turn is followed from its start); and whether one runs.
+fn start_offset(bytes: &[u8]) -> (u64, bool) {
     let mut events = RolloutEvents::default();
     let mut offset = 0u64;
     let mut open_at = None;
@@ -179,7 +179,7 @@ fn start_offset(bytes: &[u8]) -> u64 {
             }
         }
     }
-    open_at.unwrap_or(complete)
+    (open_at.unwrap_or(complete), open_at.is_some())
 }
 
 impl Adoptions {
@@ -292,7 +292,7 @@ impl Adoptions {
             )
         })?;
         let inode = std::fs::metadata(&rollout).map(|m| m.ino()).unwrap_or(0);
-        let offset = start_offset(&bytes);
+        let (offset, running) = start_offset(&bytes);
         let cwd = request
             .cwd
             .clone()
@@ -368,7 +368,14 @@ impl Adoptions {
             )
             .await?;
         tracing::info!(session = %session_id, key = %request.key, pane = %record.pane_id, pid, "adopted a codex TUI started by hand");
-        self.follow(&session_id, record, checkpoint).await;
+        let adopted = self.follow(&session_id, record, checkpoint).await;
+        // The tracker shows the session's instance at once (the watcher's gives way to it).
+        let status = if running {
+            AgentStatus::Running
+        } else {
+            AgentStatus::Idle
+        };
+        self.report(&adopted, status, Liveness::Alive).await;
         Ok(session_id)
     }
 
@@ -387,7 +394,7 @@ impl Adoptions {
             let this = self.clone();
             tokio::spawn(async move {
                 let checkpoint = this.dir.join(&session_id).join("rollout.json");
-                this.follow(&session_id, record, checkpoint).await;
+                let _ = this.follow(&session_id, record, checkpoint).await;
             });
         }
     }
@@ -397,7 +404,7 @@ impl Adoptions {
         session_id: &str,
         record: SessionAdopted,
         checkpoint: PathBuf,
-    ) {
+    ) -> Arc<Adopted> {
         let (end, ends) = mpsc::channel(1);
         let adopted = Arc::new(Adopted {
             session_id: session_id.to_string(),
@@ -409,7 +416,9 @@ impl Adoptions {
         });
         lock(&self.live).insert(session_id.to_string(), adopted.clone());
         let this = self.clone();
-        tokio::spawn(async move { this.run(adopted, checkpoint, ends).await });
+        let task = adopted.clone();
+        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        adopted
     }
 
     /// The follower task of one adopted codex.
@@ -743,18 +752,25 @@ impl Adoptions {
         })
     }
 
-    /// Interrupts the running turn with the TUI's own key, Escape, sent only while the screen
-    /// says `esc to interrupt` (on an idle composer Escape does something else).
+    /// Interrupts the running turn with the TUI's own key, Escape, sent only while the rollout
+    /// shows a turn running and no dialog is on screen (on an idle composer Escape does
+    /// something else).
     pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
         let adopted = self.live(session_id)?;
         let _typing = adopted.typing.lock().await;
         self.verified(&adopted).await?;
+        // The rollout says whether a turn runs: the screen's `esc to interrupt` goes away while
+        // a reply streams (seen on 0.169: the streamed text, then an idle-looking composer).
         if lock(&adopted.events).turn().is_none() {
             return Ok(false);
         }
+        // A dialog takes Escape as its own answer (`esc to cancel`): not sent then.
         let screen = self.screen(&adopted).await?;
-        if !screen.busy {
-            return Ok(false);
+        if let Composer::Unreadable(why) = &screen.composer {
+            return Err(HostError::NotReady(format!(
+                "cannot read the codex screen in pane {} ({why}); no Escape sent",
+                adopted.record.pane_id
+            )));
         }
         self.tmux
             .tmux()
@@ -782,12 +798,12 @@ mod tests {
         let done = "{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_complete\",\"turn_id\":\"t1\"}}\n";
         let other = "{\"type\":\"session_meta\",\"payload\":{}}\n";
         let idle = format!("{other}{started}{done}");
-        assert_eq!(start_offset(idle.as_bytes()), idle.len() as u64);
+        assert_eq!(start_offset(idle.as_bytes()), (idle.len() as u64, false));
         let running = format!("{idle}{started}{other}");
-        assert_eq!(start_offset(running.as_bytes()), idle.len() as u64);
+        assert_eq!(start_offset(running.as_bytes()), (idle.len() as u64, true));
         // A partial last line is not followed past.
         let partial = format!("{idle}{{\"type\"");
-        assert_eq!(start_offset(partial.as_bytes()), idle.len() as u64);
+        assert_eq!(start_offset(partial.as_bytes()), (idle.len() as u64, false));
     }
 
     #[test]
