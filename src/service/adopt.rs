@@ -56,7 +56,7 @@ impl Service {
                 super::ErrorKind::Invalid,
                 codes::UNSUPPORTED,
                 format!(
-                    "adopting a watched {} is not supported (cohost adopts claude-code instances)",
+                    "adopting a watched {} is not supported (cohost adopts claude-code and codex instances)",
                     update.agent
                 ),
             ));

@@ -3,16 +3,19 @@
 //!
 //! [`rpc`] speaks the wire (framing, ids, server→client requests) over stdio or WebSocket;
 //! [`process`] finds the codex binary and runs `codex app-server` children; [`home`] prepares
-//! the private CODEX_HOME each backend runs in; [`wire`] types the payloads under codex's own
+//! the private CODEX_HOME each backend runs in; [`adopt`] drives a codex TUI a person started by hand
+//! in a tmux pane (its rollout, its composer read by [`tui_screen`]); [`wire`] types the payloads under codex's own
 //! schema names. Nothing codex-specific leaves this module except
 //! as `protocol` events.
 
+pub mod adopt;
 pub mod home;
 pub mod host;
 pub mod normalize;
 pub mod process;
 pub mod rpc;
 mod session_host;
+pub mod tui_screen;
 pub mod wire;
 
 /// What a profile may set on codex: through `thread/start` (`model`, `approvalPolicy`,

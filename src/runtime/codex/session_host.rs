@@ -10,7 +10,8 @@ use crate::protocol::{
     Bare, Field, HostedSessionView, PolicyChoice, PolicyField, Runtime, RuntimeChoices, message,
 };
 use crate::runtime::{
-    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, SessionHost,
+    AdoptRequest, AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome,
+    SessionHost,
 };
 
 fn check_choice(field: Field, value: &Option<String>, allowed: &[&str]) -> Result<(), HostError> {
@@ -121,7 +122,8 @@ impl SessionHost for CodexHost {
     }
 
     fn restore(&self) {
-        CodexHost::restore(self)
+        CodexHost::restore(self);
+        self.adoptions().restore();
     }
 
     async fn inject(
@@ -130,11 +132,34 @@ impl SessionHost for CodexHost {
         text: &str,
         key: Option<String>,
     ) -> Result<InjectOutcome, HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().inject(session, text, key).await;
+        }
         CodexHost::inject(self, session, text, key).await
     }
 
     async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().interrupt(session).await;
+        }
         CodexHost::interrupt(self, session, turn).await
+    }
+
+    fn adopts(&self) -> Option<&'static str> {
+        Some(super::adopt::AGENT)
+    }
+
+    async fn adopt(&self, request: AdoptRequest) -> Result<HostedSessionView, HostError> {
+        let id = self.adoptions().adopt(request).await?;
+        super::adopt::view(self.core(), &id)
+    }
+
+    async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        if !self.adoptions().is_adopted(session) {
+            return Err(HostError::NotAdopted(session.to_string()));
+        }
+        self.adoptions().disown(session).await?;
+        super::adopt::view(self.core(), session)
     }
 
     async fn resolve_approval(
@@ -148,6 +173,10 @@ impl SessionHost for CodexHost {
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {
+        if self.adoptions().is_adopted(session) {
+            // Closing an adopted session gives the TUI back; nothing of it is stopped.
+            return self.adoptions().disown(session).await;
+        }
         CodexHost::close(self, session).await
     }
 

@@ -1,5 +1,6 @@
-//! codex app-server sessions: smoke, the host, approvals, capabilities, recovery, the HTTP surface, questions, co-driving, and the watcher of codex run by hand.
+//! codex app-server sessions: smoke, the host, approvals, capabilities, recovery, the HTTP surface, questions, co-driving, the watcher of codex run by hand, and adopting a codex TUI started by hand.
 
+pub(crate) mod adopt;
 pub(crate) mod approvals;
 pub(crate) mod asks;
 pub(crate) mod capabilities;

@@ -149,6 +149,8 @@ struct Inner {
     /// Input requests codex waits on (questions, elicitations, permissions), by request id.
     inputs: Mutex<HashMap<String, asks::PendingInput>>,
     cancel: CancellationToken,
+    /// The codex TUIs started by hand that sessions drive in their panes.
+    adoptions: Arc<super::adopt::Adoptions>,
 }
 
 struct Backend {
@@ -201,6 +203,11 @@ impl CodexHost {
         if let Err(error) = &codex {
             tracing::warn!(%error, "codex not found; codex sessions are unavailable");
         }
+        let adoptions = Arc::new(super::adopt::Adoptions::new(
+            core.clone(),
+            tmux.clone(),
+            &config.cohost_home,
+        ));
         CodexHost {
             inner: Arc::new(Inner {
                 core,
@@ -212,8 +219,18 @@ impl CodexHost {
                 approvals: Mutex::new(HashMap::new()),
                 inputs: Mutex::new(HashMap::new()),
                 cancel: CancellationToken::new(),
+                adoptions,
             }),
         }
+    }
+
+    pub(in crate::runtime::codex) fn core(&self) -> &CoreHandle {
+        &self.inner.core
+    }
+
+    /// The codex TUIs adopted in their panes.
+    pub(in crate::runtime::codex) fn adoptions(&self) -> &Arc<super::adopt::Adoptions> {
+        &self.inner.adoptions
     }
 
     pub fn codex_bin(&self) -> Result<&CodexBin, &str> {
@@ -237,6 +254,8 @@ impl CodexHost {
                 .sessions
                 .iter()
                 .filter(|s| s.created.runtime == Runtime::Codex && !s.is_closed())
+                // An adopted TUI is followed from its rollout, never resumed on a backend.
+                .filter(|s| s.adopted.is_none())
                 .map(|s| (s.id.clone(), s.thread_id.clone()))
                 .collect()
         });

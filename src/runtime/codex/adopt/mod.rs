@@ -1,0 +1,813 @@
+//! Adopting a codex TUI a person started by hand in a tmux pane, for `CodexHost`: the checks
+//! before it (the pane, the `codex` TUI process in the pane's process tree — not the shared
+//! `app-server` that writes the rollout — and the rollout; nothing is typed while checking),
+//! the session that then drives it in its own pane (`session.adopted`), its follower task (the
+//! rollout as session events, see [`rollout`]; the pane and the process looked at on every
+//! tick), prompts pasted into the composer only when the screen shows it empty (see
+//! `tui_screen`; a draft or an unreadable screen refuses, nothing typed), Escape to interrupt
+//! only while the rollout shows a running turn, and `disown`, which gives it back.
+//!
+//! No app-server of cohost's is involved: the TUI keeps its own. A daemon restart follows the
+//! rollout on from its checkpoint, so the events keep codex's ids and none repeats.
+
+pub mod rollout;
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::CoreHandle;
+use crate::process;
+use crate::protocol::{
+    AgentStatus, EventKind, HostedSessionView, InjectState, InstanceRef, Liveness, Runtime,
+    SessionAdopted, SessionBound, SessionClosed, SessionCreated, SessionPane, TurnCompleted,
+    TurnStatus,
+};
+use crate::runtime::codex::tui_screen::{self, Composer};
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::{lock, new_session_id};
+use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
+use crate::tail::{self, Checkpoint};
+use crate::tmux::SessionCache;
+use rollout::RolloutEvents;
+
+/// The tracker's name for the agents adopted here.
+pub const AGENT: &str = "codex";
+/// How often the follower reads the rollout and looks at the process.
+const TICK: Duration = Duration::from_millis(200);
+/// Ticks between looks at the pane in tmux.
+const PANE_CHECK_TICKS: u32 = 5;
+/// How long a pasted prompt may take to show a turn in the rollout before the inject says so.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Why an adopted session ends; its `session.closed` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum End {
+    Disowned,
+    PaneGone(String),
+    AgentExited(String),
+    PaneChanged(String),
+}
+
+impl End {
+    fn reason(&self) -> String {
+        match self {
+            End::Disowned => {
+                "disowned: the adopted codex keeps running in its pane, watched only".into()
+            }
+            End::PaneGone(why) => format!("pane gone: {why}; nothing more is typed there"),
+            End::AgentExited(why) => {
+                format!("agent exited: {why}; nothing more is typed in its pane")
+            }
+            End::PaneChanged(why) => format!("pane changed: {why}; nothing more is typed there"),
+        }
+    }
+}
+
+/// One adopted codex TUI.
+struct Adopted {
+    session_id: String,
+    record: SessionAdopted,
+    /// Serializes pastes and keys into the pane.
+    typing: tokio::sync::Mutex<()>,
+    events: Mutex<RolloutEvents>,
+    ended: AtomicBool,
+    end: mpsc::Sender<(End, oneshot::Sender<()>)>,
+}
+
+/// The codex TUIs this daemon adopted.
+pub struct Adoptions {
+    core: CoreHandle,
+    tmux: Arc<SessionCache>,
+    dir: PathBuf,
+    live: Mutex<HashMap<String, Arc<Adopted>>>,
+    adopting: tokio::sync::Mutex<()>,
+}
+
+fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
+    HostError::CannotAdopt { refusal, message }
+}
+
+fn describe(pid: u32) -> String {
+    match process::comm(pid) {
+        Some(name) => format!("`{name}` (pid {pid})"),
+        None => format!("pid {pid}"),
+    }
+}
+
+/// Whether `pid` is a codex TUI: a `codex` process that runs no other subcommand (the TUI spawns
+/// the shared app-server and its helpers as its own children, so they run in the pane's tree
+/// too).
+fn is_tui(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let named_codex = process::comm(pid).as_deref() == Some("codex")
+        || args
+            .first()
+            .is_some_and(|a| Path::new(a).file_name().is_some_and(|n| n == "codex"));
+    named_codex && !args.iter().skip(1).any(|a| NOT_TUI.contains(&a.as_str()))
+}
+
+/// Subcommands of `codex` that run no TUI (the TUI is `codex`, `codex resume`, `codex fork`).
+const NOT_TUI: [&str; 12] = [
+    "exec",
+    "e",
+    "app-server",
+    "mcp-server",
+    "mcp",
+    "review",
+    "login",
+    "logout",
+    "apply",
+    "sandbox",
+    "debug",
+    "cloud",
+];
+
+/// The problem with the adopted TUI's process, if any: exited, or no longer under the pane.
+fn agent_problem(adopted: &SessionAdopted) -> Option<End> {
+    let pid = adopted.pid;
+    if !process::alive(pid, Some(adopted.pid_start)) {
+        return Some(End::AgentExited(format!("codex (pid {pid}) exited")));
+    }
+    if !process::ancestors(pid).contains(&adopted.pane_pid) {
+        return Some(End::PaneChanged(format!(
+            "codex (pid {pid}) no longer runs under pane {}'s process (pid {})",
+            adopted.pane_id, adopted.pane_pid
+        )));
+    }
+    None
+}
+
+/// Whether the composer shows `text` as pasted: the same characters but for the wrapping
+/// (lines the composer breaks), or codex's marker for a long paste.
+fn same_text(shown: &str, text: &str) -> bool {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    shown.starts_with("[Pasted Content") || squeeze(shown) == squeeze(text)
+}
+
+/// Where to follow a rollout from at adoption: its end, or the `task_started` line of a turn
+/// still running (so the running turn is followed from its start); and whether one runs.
+fn start_offset(bytes: &[u8]) -> (u64, bool) {
+    let mut events = RolloutEvents::default();
+    let mut offset = 0u64;
+    let mut open_at = None;
+    let mut complete = 0u64;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let start = offset;
+        offset += line.len() as u64;
+        if !line.ends_with(b"\n") {
+            break;
+        }
+        complete = offset;
+        for event in events.line(line) {
+            match event {
+                EventKind::TurnStarted(_) => open_at = Some(start),
+                EventKind::TurnCompleted(_) => open_at = None,
+                _ => {}
+            }
+        }
+    }
+    (open_at.unwrap_or(complete), open_at.is_some())
+}
+
+impl Adoptions {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, cohost_home: &Path) -> Self {
+        Adoptions {
+            core,
+            tmux,
+            dir: cohost_home.join("codex").join("adopted"),
+            live: Mutex::new(HashMap::new()),
+            adopting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Whether session `id` is an adopted codex (by the log: also after its end).
+    pub fn is_adopted(&self, id: &str) -> bool {
+        self.core.read(|state| {
+            state
+                .sessions
+                .get(id)
+                .is_some_and(|s| s.created.runtime == Runtime::Codex && s.adopted.is_some())
+        })
+    }
+
+    fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
+        lock(&self.live)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HostError::Closed(id.to_string()))
+    }
+
+    /// Checks the pane and process the watcher placed the codex in, then logs the session
+    /// (`session.created`, `session.adopted`, `session.pane`, `session.bound`) and follows it.
+    /// Answers the new session's id.
+    pub async fn adopt(self: &Arc<Self>, request: AdoptRequest) -> Result<String, HostError> {
+        if request.agent != AGENT {
+            return Err(HostError::Unsupported(format!(
+                "codex sessions adopt codex instances, not {}",
+                request.agent
+            )));
+        }
+        let _adopting = self.adopting.lock().await;
+        if let Some(driver) = self.core.read(|state| {
+            state
+                .sessions
+                .driving(&request.agent_session_id)
+                .map(|s| s.id.clone())
+        }) {
+            return Err(refuse(
+                AdoptRefusal::AlreadyDriven,
+                format!(
+                    "session `{driver}` already drives codex thread {}",
+                    request.agent_session_id
+                ),
+            ));
+        }
+        let pane = &request.pane_id;
+        let Some(pane_pid) = self.tmux.tmux().pane_pid(pane).await else {
+            return Err(refuse(
+                AdoptRefusal::PaneGone,
+                format!("pane {pane} is gone: there is nothing to adopt"),
+            ));
+        };
+        let Some(pid) = request.pid else {
+            return Err(refuse(
+                AdoptRefusal::NotAdoptable,
+                format!(
+                    "the watcher knows no codex TUI process for {}: it cannot be adopted",
+                    request.key
+                ),
+            ));
+        };
+        let exited = || {
+            refuse(
+                AdoptRefusal::AgentExited,
+                format!(
+                    "codex (pid {pid}) has exited; pane {pane} runs {} now",
+                    describe(pane_pid)
+                ),
+            )
+        };
+        let stat = process::stat(pid)
+            .filter(|stat| !stat.zombie)
+            .ok_or_else(exited)?;
+        if !is_tui(pid) {
+            return Err(exited());
+        }
+        if !process::ancestors(pid).contains(&pane_pid) {
+            return Err(refuse(
+                AdoptRefusal::PaneChanged,
+                format!(
+                    "codex (pid {pid}) does not run in pane {pane}, which runs {} now",
+                    describe(pane_pid)
+                ),
+            ));
+        }
+        let Some(rollout) = request.files.iter().map(PathBuf::from).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
+        }) else {
+            return Err(refuse(
+                AdoptRefusal::NotAdoptable,
+                format!("the watcher reads no rollout for {}", request.key),
+            ));
+        };
+        let bytes = std::fs::read(&rollout).map_err(|e| {
+            refuse(
+                AdoptRefusal::NotAdoptable,
+                format!("cannot read the rollout {}: {e}", rollout.display()),
+            )
+        })?;
+        let inode = std::fs::metadata(&rollout).map(|m| m.ino()).unwrap_or(0);
+        let (offset, running) = start_offset(&bytes);
+        let cwd = request
+            .cwd
+            .clone()
+            .or_else(|| {
+                std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .ok()
+                    .map(|p| p.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        let session_id = new_session_id();
+        let checkpoint = self.dir.join(&session_id).join("rollout.json");
+        crate::runtime::common::private_dir(&self.dir.join(&session_id)).map_err(|e| {
+            HostError::failed_by(Runtime::Codex, format!("cannot create a directory: {e}"), e)
+        })?;
+        tail::save_checkpoint(
+            &checkpoint,
+            &Checkpoint {
+                path: rollout.clone(),
+                inode,
+                offset,
+            },
+        )
+        .await
+        .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        let record = SessionAdopted {
+            key: request.key.clone(),
+            agent_session_id: request.agent_session_id.clone(),
+            tmux_session: request.tmux_session.clone(),
+            pane_id: pane.clone(),
+            pane_pid,
+            pid,
+            pid_start: stat.start_time,
+            session_file: String::new(),
+            transcript: rollout.to_string_lossy().into_owned(),
+        };
+        let session = Some(session_id.clone());
+        self.core
+            .append(
+                session.clone(),
+                EventKind::SessionCreated(SessionCreated {
+                    runtime: Runtime::Codex,
+                    cwd,
+                    model: None,
+                    approval_policy: None,
+                    permission_mode: None,
+                    sandbox: None,
+                    budget: None,
+                    forked_from: None,
+                    idempotency_key: None,
+                }),
+            )
+            .await?;
+        self.core
+            .append(session.clone(), EventKind::SessionAdopted(record.clone()))
+            .await?;
+        self.core
+            .append(
+                session.clone(),
+                EventKind::SessionPane(SessionPane {
+                    pane_id: record.pane_id.clone(),
+                    tmux_session: record.tmux_session.clone(),
+                    runner_pid: pane_pid,
+                }),
+            )
+            .await?;
+        self.core
+            .append(
+                session,
+                EventKind::SessionBound(SessionBound {
+                    thread_id: record.agent_session_id.clone(),
+                    backend: "codex-tui".into(),
+                }),
+            )
+            .await?;
+        tracing::info!(session = %session_id, key = %request.key, pane = %record.pane_id, pid, "adopted a codex TUI started by hand");
+        let adopted = self.follow(&session_id, record, checkpoint).await;
+        // The tracker shows the session's instance at once (the watcher's gives way to it).
+        let status = if running {
+            AgentStatus::Running
+        } else {
+            AgentStatus::Idle
+        };
+        self.report(&adopted, status, Liveness::Alive).await;
+        Ok(session_id)
+    }
+
+    /// After a daemon restart: follows every adopted codex the log says is open again, from its
+    /// checkpoint.
+    pub fn restore(self: &Arc<Self>) {
+        let open: Vec<(String, SessionAdopted)> = self.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Codex && !s.is_closed())
+                .filter_map(|s| s.adopted.clone().map(|a| (s.id.clone(), a)))
+                .collect()
+        });
+        for (session_id, record) in open {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let checkpoint = this.dir.join(&session_id).join("rollout.json");
+                let _ = this.follow(&session_id, record, checkpoint).await;
+            });
+        }
+    }
+
+    async fn follow(
+        self: &Arc<Self>,
+        session_id: &str,
+        record: SessionAdopted,
+        checkpoint: PathBuf,
+    ) -> Arc<Adopted> {
+        let (end, ends) = mpsc::channel(1);
+        let adopted = Arc::new(Adopted {
+            session_id: session_id.to_string(),
+            record,
+            typing: tokio::sync::Mutex::new(()),
+            events: Mutex::new(RolloutEvents::default()),
+            ended: AtomicBool::new(false),
+            end,
+        });
+        lock(&self.live).insert(session_id.to_string(), adopted.clone());
+        let this = self.clone();
+        let task = adopted.clone();
+        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        adopted
+    }
+
+    /// The follower task of one adopted codex.
+    async fn run(
+        self: Arc<Self>,
+        adopted: Arc<Adopted>,
+        checkpoint_file: PathBuf,
+        mut ends: mpsc::Receiver<(End, oneshot::Sender<()>)>,
+    ) {
+        let mut checkpoint = match tail::load_checkpoint(&checkpoint_file).await {
+            Ok(Some(checkpoint)) => checkpoint,
+            _ => Checkpoint {
+                path: PathBuf::from(&adopted.record.transcript),
+                inode: 0,
+                offset: 0,
+            },
+        };
+        let mut status = None;
+        let mut ticks = 0u32;
+        let mut interval = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                request = ends.recv() => {
+                    if let Some((end, done)) = request {
+                        self.finish(&adopted, &end).await;
+                        let _ = done.send(());
+                    }
+                    return;
+                }
+                _ = interval.tick() => {}
+            }
+            ticks = ticks.wrapping_add(1);
+            if self.read_rollout(&adopted, &mut checkpoint).await {
+                let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+            }
+            let now = if lock(&adopted.events).turn().is_some() {
+                AgentStatus::Running
+            } else {
+                AgentStatus::Idle
+            };
+            if status != Some(now) {
+                status = Some(now);
+                self.report(&adopted, now, Liveness::Alive).await;
+            }
+            if let Some(end) = self.problem(&adopted, ticks).await {
+                self.finish(&adopted, &end).await;
+                return;
+            }
+        }
+    }
+
+    /// Reads the rollout's new whole lines into session events; whether the offset moved.
+    async fn read_rollout(&self, adopted: &Adopted, checkpoint: &mut Checkpoint) -> bool {
+        let Ok(bytes) = std::fs::read(&checkpoint.path) else {
+            return false;
+        };
+        let from = usize::try_from(checkpoint.offset).unwrap_or(usize::MAX);
+        let Some(new) = bytes.get(from..) else {
+            return false;
+        };
+        let Some(last) = new.iter().rposition(|b| *b == b'\n') else {
+            return false;
+        };
+        let mut kinds = Vec::new();
+        {
+            let mut events = lock(&adopted.events);
+            for line in new[..=last]
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+            {
+                kinds.extend(events.line(line));
+            }
+        }
+        for kind in kinds {
+            let _ = self
+                .core
+                .append(Some(adopted.session_id.clone()), kind)
+                .await;
+        }
+        checkpoint.offset += last as u64 + 1;
+        if let Ok(meta) = std::fs::metadata(&checkpoint.path) {
+            checkpoint.inode = meta.ino();
+        }
+        true
+    }
+
+    async fn problem(&self, adopted: &Adopted, ticks: u32) -> Option<End> {
+        let record = &adopted.record;
+        let pane_now = if ticks.is_multiple_of(PANE_CHECK_TICKS) {
+            Some(self.tmux.tmux().pane_pid(&record.pane_id).await)
+        } else {
+            None
+        };
+        match pane_now {
+            Some(None) => {
+                return Some(End::PaneGone(format!("pane {} closed", record.pane_id)));
+            }
+            Some(Some(pid)) if pid != record.pane_pid => {
+                return Some(End::PaneChanged(format!(
+                    "pane {} runs {} now",
+                    record.pane_id,
+                    describe(pid)
+                )));
+            }
+            _ => {}
+        }
+        let end = agent_problem(record)?;
+        if pane_now.is_none() && self.tmux.tmux().pane_pid(&record.pane_id).await.is_none() {
+            return Some(End::PaneGone(format!("pane {} closed", record.pane_id)));
+        }
+        Some(end)
+    }
+
+    async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: AGENT,
+                thread_id: &adopted.record.agent_session_id,
+                session_id: &adopted.session_id,
+                placement: Placement::Pane {
+                    tmux_session: &adopted.record.tmux_session,
+                    pane_id: &adopted.record.pane_id,
+                },
+                status,
+                liveness,
+            },
+        )
+        .await;
+    }
+
+    /// Ends an adopted session: its open turn (unless given back: then it goes on in the pane),
+    /// its tracker instance, and `session.closed` with the reason.
+    async fn finish(&self, adopted: &Adopted, end: &End) {
+        let session_id = &adopted.session_id;
+        tracing::info!(session = %session_id, ?end, "an adopted codex session ends");
+        adopted.ended.store(true, Ordering::SeqCst);
+        lock(&self.live).remove(session_id);
+        let open = lock(&adopted.events).turn().map(str::to_string);
+        if let Some(turn_id) = open.filter(|_| *end != End::Disowned) {
+            let _ = self
+                .core
+                .append(
+                    Some(session_id.clone()),
+                    EventKind::TurnCompleted(TurnCompleted {
+                        turn_id,
+                        status: TurnStatus::Interrupted,
+                        error: None,
+                        duration_ms: None,
+                        lost: true,
+                    }),
+                )
+                .await;
+        }
+        let key = format!("{AGENT}:{}", adopted.record.agent_session_id);
+        let tmux_session = adopted.record.tmux_session.clone();
+        let ours = self.core.read(|state| {
+            state
+                .tracker
+                .instance(&tmux_session, &key)
+                .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
+        });
+        if ours {
+            let _ = self
+                .core
+                .append(
+                    Some(tmux_session),
+                    EventKind::AgentPruned(InstanceRef { key }),
+                )
+                .await;
+        }
+        let _ = self
+            .core
+            .append(
+                Some(session_id.clone()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: end.reason(),
+                }),
+            )
+            .await;
+    }
+
+    /// Gives an adopted codex back: the session ends, the TUI keeps running, watched only.
+    pub async fn disown(&self, session_id: &str) -> Result<(), HostError> {
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        let (done, ended) = oneshot::channel();
+        adopted
+            .end
+            .send((End::Disowned, done))
+            .await
+            .map_err(|_| HostError::Closed(session_id.to_string()))?;
+        let _ = ended.await;
+        Ok(())
+    }
+
+    /// The pane, checked again right before anything is typed: still the pane's process, the
+    /// TUI still under it.
+    async fn verified(&self, adopted: &Adopted) -> Result<(), HostError> {
+        let record = &adopted.record;
+        if adopted.ended.load(Ordering::SeqCst) {
+            return Err(HostError::Closed(adopted.session_id.clone()));
+        }
+        match self.tmux.tmux().pane_pid(&record.pane_id).await {
+            Some(pid) if pid == record.pane_pid => {}
+            _ => {
+                return Err(HostError::Closed(format!(
+                    "{}: pane {} is gone or runs something else; nothing is typed",
+                    adopted.session_id, record.pane_id
+                )));
+            }
+        }
+        if let Some(end) = agent_problem(record) {
+            return Err(HostError::Closed(format!(
+                "{}: {}",
+                adopted.session_id,
+                end.reason()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn screen(&self, adopted: &Adopted) -> Result<tui_screen::Screen, HostError> {
+        let capture = self
+            .tmux
+            .tmux()
+            .run(&["capture-pane", "-p", "-e", "-t", &adopted.record.pane_id])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        Ok(tui_screen::analyze(&capture))
+    }
+
+    /// Types `text` into the adopted TUI's composer and submits it, only when the screen shows
+    /// the composer empty and no turn running; a person's draft refuses (`HumanTyping`), a
+    /// screen that cannot be read refuses (`NotReady`). Confirmed by the turn it starts in the
+    /// rollout.
+    pub async fn inject(
+        &self,
+        session_id: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if let Some(previous) =
+            crate::runtime::common::inject::previous(&self.core, session_id, key.as_deref())
+        {
+            return Ok(previous);
+        }
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        self.verified(&adopted).await?;
+        let screen = self.screen(&adopted).await?;
+        match &screen.composer {
+            Composer::Empty => {}
+            Composer::Draft(_) => return Err(HostError::HumanTyping(session_id.to_string())),
+            Composer::Unreadable(why) => {
+                return Err(HostError::NotReady(format!(
+                    "cannot read the codex composer in pane {} ({why}); nothing typed",
+                    adopted.record.pane_id
+                )));
+            }
+        }
+        if screen.busy || lock(&adopted.events).turn().is_some() {
+            return Err(HostError::NotReady(format!(
+                "the adopted codex in session `{session_id}` runs a turn; send when it is idle"
+            )));
+        }
+        let turns = |core: &CoreHandle| {
+            core.read(|state| {
+                state.sessions.get(session_id).map(|s| {
+                    let id = s
+                        .active_turn
+                        .clone()
+                        .or_else(|| s.last_turn.as_ref().map(|t| t.turn_id.clone()));
+                    (s.turns, id)
+                })
+            })
+        };
+        let before = turns(&self.core).map_or(0, |(n, _)| n);
+        lock(&adopted.events).pasted(text);
+        let tmux = self.tmux.tmux();
+        tmux.paste(&adopted.record.pane_id, text)
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        // The composer shows the pasted text before Enter submits it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let screen = self.screen(&adopted).await?;
+            if matches!(&screen.composer, Composer::Draft(shown) if same_text(shown, text)) {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::NotReady(format!(
+                    "the pasted prompt never showed in pane {}'s composer; not submitted",
+                    adopted.record.pane_id
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.verified(&adopted).await?;
+        tmux.send_keys(&adopted.record.pane_id, &["Enter"])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+        let turn_id = loop {
+            if let Some((n, Some(id))) = turns(&self.core)
+                && n > before
+            {
+                break id;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::NotReady(format!(
+                    "codex started no turn for the prompt typed in pane {} within {CONFIRM_TIMEOUT:?}",
+                    adopted.record.pane_id
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        crate::runtime::common::inject::record(
+            &self.core,
+            session_id,
+            InjectState::Started,
+            &turn_id,
+            key,
+        )
+        .await?;
+        Ok(InjectOutcome {
+            outcome: InjectState::Started,
+            turn_id,
+            duplicate: false,
+        })
+    }
+
+    /// Interrupts the running turn with the TUI's own key, Escape, sent only while the rollout
+    /// shows a turn running and no dialog is on screen (on an idle composer Escape does
+    /// something else).
+    pub async fn interrupt(&self, session_id: &str) -> Result<bool, HostError> {
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        self.verified(&adopted).await?;
+        // The rollout says whether a turn runs: the screen's `esc to interrupt` goes away while
+        // a reply streams (seen on 0.169: the streamed text, then an idle-looking composer).
+        if lock(&adopted.events).turn().is_none() {
+            return Ok(false);
+        }
+        // A dialog takes Escape as its own answer (`esc to cancel`): not sent then.
+        let screen = self.screen(&adopted).await?;
+        if let Composer::Unreadable(why) = &screen.composer {
+            return Err(HostError::NotReady(format!(
+                "cannot read the codex screen in pane {} ({why}); no Escape sent",
+                adopted.record.pane_id
+            )));
+        }
+        self.tmux
+            .tmux()
+            .send_keys(&adopted.record.pane_id, &["Escape"])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        Ok(true)
+    }
+}
+
+/// The view of an adopted session.
+pub fn view(core: &CoreHandle, session_id: &str) -> Result<HostedSessionView, HostError> {
+    core.read(|state| state.session_view(session_id))
+        .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_turn_is_followed_from_its_start() {
+        let started =
+            "{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_started\",\"turn_id\":\"t1\"}}\n";
+        let done = "{\"type\":\"event_msg\",\"payload\":{\"type\":\"task_complete\",\"turn_id\":\"t1\"}}\n";
+        let other = "{\"type\":\"session_meta\",\"payload\":{}}\n";
+        let idle = format!("{other}{started}{done}");
+        assert_eq!(start_offset(idle.as_bytes()), (idle.len() as u64, false));
+        let running = format!("{idle}{started}{other}");
+        assert_eq!(start_offset(running.as_bytes()), (idle.len() as u64, true));
+        // A partial last line is not followed past.
+        let partial = format!("{idle}{{\"type\"");
+        assert_eq!(start_offset(partial.as_bytes()), (idle.len() as u64, false));
+    }
+
+    #[test]
+    fn only_a_codex_that_is_not_an_app_server_is_a_tui() {
+        assert!(!is_tui(std::process::id()));
+    }
+}

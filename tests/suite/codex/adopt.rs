@@ -1,0 +1,354 @@
+//! Adopting a codex TUI a person started by hand (issue 25): the real codex TUI (the release
+//! the version matrix names) run in a pane of a private tmux server with a private `HOME` and
+//! `CODEX_HOME`, against the scripted [`MockResponses`]; the codex watcher places it in its
+//! pane, and `POST /api/state/{session}/agents/{key}/adopt` makes it a session: a prompt from
+//! HTTP typed into its composer and its turn as session events from the rollout, a person's
+//! draft never typed over, Escape to interrupt, `disown`, and the end when its pane goes.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::suite::watch::common::{daemon_watching, wait_instance};
+use crate::support::claude_env::is_running;
+use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
+use crate::support::mock_responses::{MockResponses, Step};
+use crate::support::tmux::TmuxServer;
+use crate::support::{TestDaemon, temp_dir};
+
+const AGENT: &str = "codex";
+const HAND: &str = "hand";
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Rig {
+    tmux: TmuxServer,
+    mock: MockResponses,
+    home: PathBuf,
+    codex_home: PathBuf,
+    work: PathBuf,
+    pane: String,
+    pid: u32,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// A codex TUI started by hand in tmux session `hand`, ready for a prompt.
+    fn start() -> Rig {
+        let mock = MockResponses::start();
+        let dir = temp_dir("cohost-adopt-codex-");
+        let home = dir.path().join("home");
+        let codex_home = home.join(".codex");
+        let work = dir.path().join("ws");
+        std::fs::create_dir_all(&work).expect("mkdir ws");
+        let work = work.canonicalize().expect("canonical ws");
+        write_codex_home(&codex_home, &mock.base_url(), &work);
+        let tmux = TmuxServer::new();
+        let env: Vec<(String, String)> = [
+            ("HOME", home.to_string_lossy().into_owned()),
+            ("CODEX_HOME", codex_home.to_string_lossy().into_owned()),
+            (MOCK_API_KEY_ENV, MOCK_API_KEY.to_owned()),
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+            ("TERM", "xterm-256color".to_owned()),
+            ("LANG", "C.UTF-8".to_owned()),
+            ("NO_PROXY", "127.0.0.1,localhost".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let argv = vec![codex_bin().to_string_lossy().into_owned()];
+        let (pane, pid) = tmux.launch(HAND, &work, &env, &argv);
+        let rig = Rig {
+            tmux,
+            mock,
+            home,
+            codex_home,
+            work,
+            pane,
+            pid,
+            _dir: dir,
+        };
+        rig.wait_screen("the codex prompt", |s| {
+            s.contains("Ask Codex to do anything")
+        });
+        rig
+    }
+
+    fn screen(&self) -> String {
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    #[track_caller]
+    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the pane never showed {what}:\n{screen}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.pane.as_str()];
+        args.extend_from_slice(keys);
+        self.tmux.run(&args);
+    }
+
+    /// Types `text` as a person does until the composer shows it (the TUI drops keys while it
+    /// starts: typed again until they show).
+    fn type_text(&self, text: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            self.keys(&["-l", text]);
+            let shown = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < shown {
+                if self.screen().contains(text) {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            assert!(Instant::now() < deadline, "never typed:\n{}", self.screen());
+        }
+    }
+
+    fn daemon(&self) -> TestDaemon {
+        let codex_home = self.codex_home.to_string_lossy().into_owned();
+        daemon_watching(
+            &self.tmux,
+            AGENT,
+            &self.home,
+            &[("CODEX_HOME", &codex_home)],
+        )
+    }
+
+    /// The app-server daemons codex leaves behind (`$CODEX_HOME/app-server-daemon`).
+    fn kill_daemons(&self) {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let needle = self.codex_home.to_string_lossy().into_owned();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&needle) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if is_running(self.pid) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let _ = self.tmux.command(&["kill-server"]);
+        self.kill_daemons();
+    }
+}
+
+fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
+    let page = daemon
+        .get(&format!("/api/sessions/{id}/events?after=0&limit=1000"))
+        .assert_ok();
+    page["events"].as_array().cloned().unwrap_or_default()
+}
+
+#[track_caller]
+fn wait_event(daemon: &TestDaemon, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    daemon.wait_for(what, WAIT, |daemon| {
+        events(daemon, id).into_iter().find(|e| check(e))
+    })
+}
+
+fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
+    let resp = daemon.post(
+        &format!("/api/sessions/{id}/messages"),
+        &json!({ "text": text }),
+    );
+    (resp.status, resp.json())
+}
+
+fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
+    let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
+    (resp.status, resp.json())
+}
+
+#[test]
+fn a_codex_tui_started_by_hand_is_adopted_driven_interrupted_given_back_and_ends_with_its_pane() {
+    let rig = Rig::start();
+    let daemon = rig.daemon();
+    // A first turn by hand writes the rollout the watcher places.
+    rig.mock.push(Step::text("Hand reply."));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
+        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
+    });
+    assert_eq!(watched["control"], "watched", "{watched:#}");
+    assert_eq!(watched["adoptable"], true, "{watched:#}");
+    let key = watched["key"].as_str().unwrap().to_string();
+    let thread = watched["threadId"].as_str().unwrap().to_string();
+
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let view = &adopted["session"];
+    let id = view["id"].as_str().unwrap().to_string();
+    assert_eq!(view["runtime"], "codex", "{view:#}");
+    assert_eq!(view["control"], "adopted", "{view:#}");
+    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
+    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
+    let tui = view["adopted"]["pid"].as_u64().unwrap() as u32;
+    assert_ne!(
+        tui, rig.pid,
+        "the TUI under the pane's process, not the pane's own"
+    );
+    let (again, refused) = adopt(&daemon, &key);
+    assert_eq!(again, 409, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "already_driven", "{refused:#}");
+
+    // A prompt from HTTP is typed, submitted and completes; its turn is session events.
+    rig.mock.push(Step::text("Adopted reply."));
+    let (status, sent) = send(&daemon, &id, "Hello from HTTP");
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let done = wait_event(&daemon, &id, "the turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    let all = events(&daemon, &id);
+    let started = all
+        .iter()
+        .find(|e| e["type"] == "turn.started" && e["data"]["turnId"] == turn.as_str())
+        .expect("turn.started");
+    assert_eq!(started["data"]["source"], "api");
+    let texts: Vec<(String, String)> = all
+        .iter()
+        .filter(|e| e["type"] == "item.completed")
+        .filter_map(|e| {
+            Some((
+                e["data"]["item"]["type"].as_str()?.to_string(),
+                e["data"]["item"]["text"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    assert!(
+        texts.contains(&("userMessage".into(), "Hello from HTTP".into()))
+            && texts.contains(&("agentMessage".into(), "Adopted reply.".into())),
+        "{texts:?}"
+    );
+
+    // A person's draft is never typed over.
+    rig.type_text("half typed by a person");
+    let requests = rig.mock.main_requests().len();
+    let (status, refused) = send(&daemon, &id, "typed over a draft");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "human_typing", "{refused}");
+    let screen = rig.screen();
+    assert!(screen.contains("half typed by a person"), "{screen}");
+    assert!(!screen.contains("typed over a draft"), "{screen}");
+    assert_eq!(rig.mock.main_requests().len(), requests);
+    // The person clears their composer (Ctrl-C clears a composer with text).
+    rig.keys(&["C-c"]);
+    rig.wait_screen("the cleared composer", |s| {
+        !s.contains("half typed by a person")
+    });
+
+    // Escape interrupts a running turn.
+    rig.mock
+        .push(Step::text("Once upon a time there was a very long story\n").then_hang());
+    let (status, sent) = send(&daemon, &id, "Write a long story");
+    assert_eq!(status, 200, "{sent}");
+    let long = sent["turnId"].as_str().unwrap().to_string();
+    rig.wait_screen("the streamed text", |s| s.contains("Once upon a time"));
+    let interrupted = daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(
+        interrupted["interrupted"],
+        true,
+        "{interrupted}\n{}",
+        rig.tmux
+            .run(&["capture-pane", "-p", "-e", "-t", &rig.pane])
+            .replace('\u{1b}', "^[")
+    );
+    let ended = wait_event(&daemon, &id, "the interrupted turn", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == long.as_str()
+    });
+    assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+
+    // Given back: the session ends, the TUI keeps running, watched again.
+    let disowned = daemon
+        .post(&format!("/api/sessions/{id}/disown"), &json!({}))
+        .assert_ok();
+    assert_eq!(disowned["session"]["state"], "closed", "{disowned:#}");
+    let closed = wait_event(&daemon, &id, "session.closed", |e| {
+        e["type"] == "session.closed"
+    });
+    assert!(
+        closed["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("disowned")),
+        "{closed}"
+    );
+    assert!(is_running(tui), "the TUI keeps running after disown");
+    let (status, refused) = send(&daemon, &id, "after the end");
+    assert_eq!(status, 409, "{refused}");
+    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex again", |i| {
+        i["source"] == "watcher:codex" && i["control"] == "watched"
+    });
+    assert_eq!(watched["key"], key.as_str(), "{watched:#}");
+    // No turn or item stored twice.
+    let mut seen = std::collections::HashSet::new();
+    for event in events(&daemon, &id) {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        let id = match kind.as_str() {
+            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
+            "item.completed" => event["data"]["item"]["id"].clone(),
+            _ => continue,
+        };
+        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
+    }
+
+    // Adopted again, then its pane closes: the session ends, saying so; nothing more adopts.
+    let (status, again) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{again:#}");
+    let second = again["session"]["id"].as_str().unwrap().to_string();
+    rig.tmux.run(&["kill-pane", "-t", &rig.pane]);
+    let closed = wait_event(&daemon, &second, "session.closed", |e| {
+        e["type"] == "session.closed"
+    });
+    assert!(
+        closed["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("pane gone") || r.starts_with("agent exited")),
+        "{closed}"
+    );
+    let (status, refused) = adopt(&daemon, &key);
+    assert!(
+        (400..500).contains(&status),
+        "a codex whose pane is gone is not adopted: {status} {refused:#}"
+    );
+    let _ = &rig.work;
+}
