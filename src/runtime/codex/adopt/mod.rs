@@ -342,6 +342,7 @@ impl Adoptions {
                     budget: None,
                     forked_from: None,
                     idempotency_key: None,
+                    profile: None,
                 }),
             )
             .await?;
