@@ -37,7 +37,6 @@ const THREADS_PER_SESSION: usize = 4;
 const CONCURRENCY: usize = 64;
 const WARMUP: Duration = Duration::from_secs(1);
 const MEASURE: Duration = Duration::from_secs(8);
-const RUNS: usize = 3;
 const LATENCY_RUN: Duration = Duration::from_secs(3);
 const FSYNC_SAMPLES: usize = 2000;
 const TARGET_RATIO: f64 = 0.8;
