@@ -144,14 +144,14 @@ pub async fn run(
             nats,
             status: service.federation_status().unwrap_or_default(),
         });
-    let state = AppState {
+    let state = AppState::new(crate::http::AppStateParts {
         service: service.clone(),
         token: token.into(),
         local_addr,
         allow_remote: config.allow_remote,
         shutdown: cancel.clone(),
         body_timeout: config.http.body_timeout,
-    };
+    });
 
     tasks.spawn(log_peers(hosts.clone(), cancel.clone()));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));

@@ -85,6 +85,19 @@ pub fn is_json(headers: &axum::http::HeaderMap) -> bool {
 
 /// Parses a body, naming the offending field on failure.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // The common case in one pass: an object that is what `T` expects. Anything else (even a
+    // body the two passes below would accept, such as one naming a field twice) takes them, so
+    // what is accepted and every error's wording are theirs.
+    if bytes.trim_ascii_start().first() == Some(&b'{')
+        && let Ok(parsed) = serde_json::from_slice(bytes)
+    {
+        return Ok(parsed);
+    }
+    parse_checked(bytes)
+}
+
+/// The two passes: syntax, then the fields, the error naming the field.
+fn parse_checked<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Syntax first, so that every later error is about a field (serde_json would report a
     // wrong-typed enum field, `"status": 3`, as a syntax error otherwise).
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| {
@@ -174,5 +187,36 @@ mod tests {
         assert_eq!(e.code, "invalid_body");
         let e = err(r#"{"agent":"a","status":"idle","tmuxSession":"s"} {}"#);
         assert_eq!(e.code, "invalid_json");
+    }
+
+    /// The one-pass fast path accepts exactly what the two checked passes accept, with the same
+    /// value, and leaves every refusal to them.
+    #[test]
+    fn the_fast_path_agrees_with_the_checked_passes() {
+        let bodies = [
+            r#"{"agent":"a","status":"running","tmuxSession":"s","threadId":"t"}"#,
+            r#"  {"agent":"a","status":"tool-running","projectDir":"/p","ts":5}"#,
+            r#"{"agent":"a","status":"idle","agent":"b"}"#,
+            r#"{"agent":"a","status":"idle","extra":1}"#,
+            r#"{"agent":"a","status":"idle","liveness":null}"#,
+            r#"["a","idle"]"#,
+            r#"{"agent":"a","status":3}"#,
+            r#"{"agent":"a","status":"idle"} x"#,
+            r#"{"agent":"\u00e9","status":"idle","ts":18446744073709551615}"#,
+            r#"{"agent":"a","status":"idle","ts":1.5}"#,
+            "",
+            "{",
+        ];
+        let shown = |result: Result<AgentEventParams, ApiError>| match result {
+            Ok(params) => Ok(serde_json::to_value(params).unwrap()),
+            Err(error) => Err((error.code, error.message, error.field)),
+        };
+        for body in bodies {
+            assert_eq!(
+                shown(parse(body.as_bytes())),
+                shown(parse_checked(body.as_bytes())),
+                "{body}"
+            );
+        }
     }
 }

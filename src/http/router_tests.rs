@@ -56,14 +56,14 @@ fn fixture() -> Fixture {
         watch: crate::watch::WatchHandle::disabled(),
         profiles: Default::default(),
     });
-    let state = AppState {
+    let state = AppState::new(crate::http::AppStateParts {
         service,
         token: TOKEN.into(),
         local_addr: "127.0.0.1:7391".parse().unwrap(),
         allow_remote: false,
         shutdown: cancel,
         body_timeout: std::time::Duration::from_secs(5),
-    };
+    });
     Fixture {
         app: router(state, axum::Router::new()),
         core: handle,

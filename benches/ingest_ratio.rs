@@ -1,0 +1,463 @@
+//! The perf guard for ingest: `cargo bench --bench ingest_ratio`.
+//!
+//! Measures `POST /api/agent-event` on the real (release) `cohost serve` against a bare axum
+//! handler built here from the same axum, tokio and hyper versions, in the same run, and prints
+//! the ratio. The bare handler does the minimum the route must: typed JSON (cohost's own
+//! `AgentEventParams`) → the state map → a broadcast → a JSON answer with a sequence number. No
+//! log, no fsync, no checks; it runs in a process of its own (this bench re-executed), like the
+//! daemon.
+//!
+//! Load: 64 keep-alive connections posting back to back for 8 s after a 1 s warm-up, 12 agent
+//! instances (3 tmux sessions × 4 threads), every request changing an instance's status
+//! (running ↔ tool-running). Three runs of each, interleaved (bare, cohost, cohost, bare, bare,
+//! cohost), the medians compared. Then concurrency 1: cohost's POST p50 beside the p50 of a
+//! 250-byte append + `fdatasync` on the same file system, measured right after.
+//!
+//! Exits non-zero when a request fails; a missed target is reported, not a failure (the figure
+//! and its spread go in docs/benchmarks.md).
+
+use std::path::Path;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{CONTENT_TYPE, HOST};
+use hyper::{Request, StatusCode};
+
+use cohost_testkit::TmuxServer;
+use cohost_testkit::bench::{self, CpuUse, Daemon, Failures, loadavg, ms, percentile};
+
+const SESSIONS: [&str; 3] = ["ing0", "ing1", "ing2"];
+const THREADS_PER_SESSION: usize = 4;
+const CONCURRENCY: usize = 64;
+const WARMUP: Duration = Duration::from_secs(1);
+const MEASURE: Duration = Duration::from_secs(8);
+const LATENCY_RUN: Duration = Duration::from_secs(3);
+const FSYNC_SAMPLES: usize = 2000;
+const TARGET_RATIO: f64 = 0.8;
+const TARGET_C1_FSYNC: f64 = 1.2;
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// Set in the environment of the re-executed bench: serve the bare handler instead.
+const BARE_ENV: &str = "COHOST_BENCH_BARE_SERVER";
+
+const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
+
+fn main() -> ExitCode {
+    if std::env::var_os(BARE_ENV).is_some() {
+        return bare::serve();
+    }
+    bench::main("ingest_ratio", "requests failed, see above", run())
+}
+
+/// The bare handler: what any implementation of the route must do, and nothing more.
+mod bare {
+    use std::collections::HashMap;
+    use std::process::ExitCode;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::State;
+    use axum::routing::post;
+    use axum::{Json, Router};
+    use cohost_protocol::{AgentEventParams, AgentStatus};
+    use tokio::sync::broadcast;
+
+    #[derive(Clone)]
+    struct Bare {
+        seq: Arc<AtomicU64>,
+        statuses: Arc<Mutex<HashMap<(String, String, String), AgentStatus>>>,
+        bus: broadcast::Sender<Arc<AgentEventParams>>,
+    }
+
+    async fn agent_event(
+        State(bare): State<Bare>,
+        Json(params): Json<AgentEventParams>,
+    ) -> Json<serde_json::Value> {
+        let seq = bare.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let session = params.tmux_session.clone().unwrap_or_default();
+        bare.statuses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                (
+                    session.clone(),
+                    params.agent.clone(),
+                    params.thread_id.clone().unwrap_or_default(),
+                ),
+                params.status,
+            );
+        let _ = bare.bus.send(Arc::new(params));
+        Json(serde_json::json!({"ok": true, "seq": seq, "session": session}))
+    }
+
+    pub fn serve() -> ExitCode {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("bare handler: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let outcome: anyhow::Result<()> = runtime.block_on(async {
+            let (bus, _) = broadcast::channel(1024);
+            // A subscriber, as the daemon has its SSE readers and tracker.
+            let mut receiver = bus.subscribe();
+            tokio::spawn(async move { while receiver.recv().await.is_ok() {} });
+            let app = Router::new()
+                .route("/api/agent-event", post(agent_event))
+                .with_state(Bare {
+                    seq: Arc::default(),
+                    statuses: Arc::default(),
+                    bus,
+                });
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            println!("bare listening on {}", listener.local_addr()?);
+            axum::serve(listener, app).await?;
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bare handler: {error:#}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// The bare handler's process; killed on drop.
+struct BareServer {
+    child: Child,
+    addr: std::net::SocketAddr,
+}
+
+impl BareServer {
+    fn start() -> anyhow::Result<BareServer> {
+        use std::io::BufRead as _;
+        let mut child = Command::new(std::env::current_exe()?)
+            .env(BARE_ENV, "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("failed to start the bare handler")?;
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            std::io::BufReader::new(stdout).read_line(&mut line)?;
+        }
+        let Some(addr) = line.trim().strip_prefix("bare listening on ") else {
+            let _ = child.kill();
+            bail!("the bare handler did not announce its address (stdout: {line:?})");
+        };
+        let addr = addr.parse().context("the bare handler's address")?;
+        Ok(BareServer { child, addr })
+    }
+}
+
+impl Drop for BareServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Dropped in this order: the daemon, the bare handler, the tmux server, the directory.
+struct Fixture {
+    daemon: Daemon,
+    bare: BareServer,
+    _tmux: TmuxServer,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start() -> anyhow::Result<Fixture> {
+        let dir = tempfile::Builder::new()
+            .prefix("cohost-bench-ratio")
+            .tempdir()?;
+        let sessions: Vec<(&str, &Path)> = SESSIONS.iter().map(|s| (*s, dir.path())).collect();
+        let tmux = TmuxServer::with_sessions(&sessions);
+        let mut command = bench::serve_command(Path::new(COHOST), &tmux);
+        command
+            .env_remove("COHOST_FSYNC")
+            .env_remove("COHOST_LISTEN")
+            .env_remove("TMUX");
+        let daemon = Daemon::start(
+            command,
+            &dir.path().join("home"),
+            dir.path().join("daemon.stderr"),
+        )?;
+        let bare = BareServer::start()?;
+        Ok(Fixture {
+            daemon,
+            bare,
+            _tmux: tmux,
+            dir,
+        })
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    Bare,
+    Cohost,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Bare => "bare",
+            Target::Cohost => "cohost",
+        }
+    }
+}
+
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Conn {
+    async fn open(addr: std::net::SocketAddr) -> anyhow::Result<Conn> {
+        Ok(Conn {
+            sender: bench::handshake(addr).await?,
+            host: addr.to_string(),
+        })
+    }
+
+    async fn post(&mut self, body: Bytes) -> anyhow::Result<(StatusCode, Bytes)> {
+        let request = Request::post("/api/agent-event")
+            .header(HOST, &self.host)
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(body))?;
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+}
+
+/// The two bodies worker `worker` alternates between: its instance running, then running a tool.
+fn bodies(worker: usize) -> [Bytes; 2] {
+    let instance = worker % (SESSIONS.len() * THREADS_PER_SESSION);
+    let session = SESSIONS[instance % SESSIONS.len()];
+    let thread = instance / SESSIONS.len();
+    ["running", "tool-running"].map(|status| {
+        Bytes::from(format!(
+            r#"{{"agent":"bench","status":"{status}","tmuxSession":"{session}","threadId":"t{thread}"}}"#
+        ))
+    })
+}
+
+struct Run {
+    per_sec: f64,
+    p50: Duration,
+}
+
+/// `concurrency` workers on their own keep-alive connections, posting back to back: `warmup`
+/// unmeasured, then `measure` counted. Only 200 answers count; any other fails the bench.
+async fn load(
+    addr: std::net::SocketAddr,
+    concurrency: usize,
+    warmup: Duration,
+    measure: Duration,
+    failures: &Arc<Failures>,
+) -> anyhow::Result<Run> {
+    let mut conns = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        conns.push(Conn::open(addr).await?);
+    }
+    let start = Instant::now() + Duration::from_millis(20);
+    let measure_from = start + warmup;
+    let measure_to = measure_from + measure;
+    let counted = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::with_capacity(concurrency);
+    for (worker, mut conn) in conns.into_iter().enumerate() {
+        let failures = Arc::clone(failures);
+        let counted = Arc::clone(&counted);
+        workers.push(tokio::spawn(async move {
+            let bodies = bodies(worker);
+            let mut latencies = Vec::new();
+            tokio::time::sleep_until(start.into()).await;
+            for n in 0usize.. {
+                let sent = Instant::now();
+                if sent >= measure_to {
+                    break;
+                }
+                match conn.post(bodies[n % 2].clone()).await {
+                    Ok((StatusCode::OK, _)) => {
+                        let done = Instant::now();
+                        if sent >= measure_from && done <= measure_to {
+                            counted.fetch_add(1, Ordering::Relaxed);
+                            latencies.push(done - sent);
+                        }
+                    }
+                    Ok((status, body)) => {
+                        failures.record(format!(
+                            "POST /api/agent-event: {status}: {}",
+                            String::from_utf8_lossy(&body)
+                        ));
+                        break;
+                    }
+                    Err(error) => {
+                        failures.record(format!("POST /api/agent-event: {error:#}"));
+                        break;
+                    }
+                }
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await?);
+    }
+    latencies.sort_unstable();
+    Ok(Run {
+        per_sec: counted.load(Ordering::Relaxed) as f64 / measure.as_secs_f64(),
+        p50: percentile(&latencies, 50.0),
+    })
+}
+
+/// The p50 of appending a 250-byte line to a file in `dir` and `fdatasync`ing it.
+fn fdatasync_p50(dir: &Path) -> anyhow::Result<Duration> {
+    use std::io::Write as _;
+    let path = dir.join("fdatasync-probe");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let line = [b'x'; 250];
+    let mut samples = Vec::with_capacity(FSYNC_SAMPLES);
+    for _ in 0..FSYNC_SAMPLES {
+        let started = Instant::now();
+        file.write_all(&line)?;
+        file.sync_data()?;
+        samples.push(started.elapsed());
+    }
+    drop(file);
+    std::fs::remove_file(&path)?;
+    samples.sort_unstable();
+    Ok(percentile(&samples, 50.0))
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn spread(values: &[f64]) -> String {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(0.0, f64::max);
+    format!("{min:.0}–{max:.0}")
+}
+
+async fn run() -> anyhow::Result<bool> {
+    let cpus = bench::cpus();
+    let mut fixture = Fixture::start()?;
+    let pid = fixture.daemon.pid();
+    println!(
+        "cohost ingest vs the bare handler: daemon pid {pid} on {}, bare on {} ({cpus} CPUs, fsync=always, release build)",
+        fixture.daemon.addr, fixture.bare.addr
+    );
+    println!("load average at start: {}", loadavg());
+    let failures = Arc::new(Failures::new(5));
+    let cpu_start = CpuUse::sample(Some(pid));
+
+    let order = [
+        Target::Bare,
+        Target::Cohost,
+        Target::Cohost,
+        Target::Bare,
+        Target::Bare,
+        Target::Cohost,
+    ];
+    let mut bare = Vec::new();
+    let mut cohost = Vec::new();
+    println!();
+    println!(
+        "c={CONCURRENCY}, {:.0} s warm-up, {:.0} s measured, {} instances, every request a status change",
+        WARMUP.as_secs_f64(),
+        MEASURE.as_secs_f64(),
+        SESSIONS.len() * THREADS_PER_SESSION
+    );
+    for (n, target) in order.into_iter().enumerate() {
+        let addr = match target {
+            Target::Bare => fixture.bare.addr,
+            Target::Cohost => fixture.daemon.addr,
+        };
+        let run = load(addr, CONCURRENCY, WARMUP, MEASURE, &failures).await?;
+        println!(
+            "  run {}: {:>6}  {:>8.0} req/s  p50 {} ms",
+            n + 1,
+            target.name(),
+            run.per_sec,
+            ms(run.p50)
+        );
+        match target {
+            Target::Bare => bare.push(run.per_sec),
+            Target::Cohost => cohost.push(run.per_sec),
+        }
+        if failures.count() > 0 {
+            break;
+        }
+    }
+    let mut ok = failures.count() == 0;
+    if ok {
+        let (bare_median, cohost_median) = (median(bare.clone()), median(cohost.clone()));
+        let ratio = cohost_median / bare_median;
+        println!();
+        println!(
+            "  bare   median {bare_median:>8.0} req/s (runs {})",
+            spread(&bare)
+        );
+        println!(
+            "  cohost median {cohost_median:>8.0} req/s (runs {})",
+            spread(&cohost)
+        );
+        println!(
+            "  ratio cohost/bare {ratio:.2} (target >= {TARGET_RATIO}: {})",
+            if ratio >= TARGET_RATIO {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+
+        let c1 = load(fixture.daemon.addr, 1, WARMUP, LATENCY_RUN, &failures).await?;
+        let fsync = fdatasync_p50(&fixture.dir.path().join("home"))?;
+        let c1_ratio = c1.p50.as_secs_f64() / fsync.as_secs_f64();
+        println!();
+        println!(
+            "c=1: cohost POST p50 {} ms, fdatasync p50 {} ms beside it: {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
+            ms(c1.p50),
+            ms(fsync),
+            if c1_ratio <= TARGET_C1_FSYNC {
+                "met"
+            } else {
+                "NOT met"
+            }
+        );
+        ok = failures.count() == 0;
+    }
+    let cpu_end = CpuUse::sample(Some(pid));
+    println!(
+        "CPU used by other processes during the run (the bare handler's among them): {}",
+        CpuUse::others(cpu_start, cpu_end, cpus)
+    );
+    println!("load average at end: {}", loadavg());
+    for failure in failures.first() {
+        eprintln!("failure: {failure}");
+    }
+    fixture.daemon.stop(STOP_GRACE)?;
+    Ok(ok)
+}
