@@ -68,10 +68,13 @@ mod bare {
     use cohost_protocol::{AgentEventParams, AgentStatus};
     use tokio::sync::broadcast;
 
+    /// An instance: (tmux session, agent, thread).
+    type Instance = (String, String, String);
+
     #[derive(Clone)]
     struct Bare {
         seq: Arc<AtomicU64>,
-        statuses: Arc<Mutex<HashMap<(String, String, String), AgentStatus>>>,
+        statuses: Arc<Mutex<HashMap<Instance, AgentStatus>>>,
         bus: broadcast::Sender<Arc<AgentEventParams>>,
     }
 
