@@ -22,7 +22,7 @@ const RUNNER: &str = env!("CARGO_BIN_EXE_cohost-runner");
 const HOOK: &str = env!("CARGO_BIN_EXE_cohost-hook");
 
 #[test]
-fn cargo_install_path_dot_installs_the_three_programs() {
+fn cargo_install_path_dot_installs_the_four_programs() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = run_with_timeout(
         Command::new(cargo)
@@ -59,7 +59,10 @@ fn cargo_install_path_dot_installs_the_three_programs() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     bins.sort();
-    assert_eq!(bins, ["cohost", "cohost-hook", "cohost-runner"]);
+    assert_eq!(
+        bins,
+        ["cohost", "cohost-hook", "cohost-matrix", "cohost-runner"]
+    );
 }
 
 /// `ROOT/bin` holding the given programs of this build, as `cargo install --root ROOT` lays them.
