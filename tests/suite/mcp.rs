@@ -1062,8 +1062,13 @@ fn mcp_http_cancels_waiting_and_running_tasks_under_each_lease() {
     assert_eq!(b["task"]["state"], "cancelled");
     assert_eq!(b["task"]["phase"], "finished");
     // Running under the managed lease: the interrupt is sent, and the turn ends aborted.
+    // The answer's outcome is the outcome so far (CancelResult): codex may have ended the turn
+    // interrupted before the interrupt call returned, and then it already says so.
     let a = ok(run.one(4));
-    assert_eq!(a["outcome"], "abort_sent", "{a:#}");
+    assert!(
+        a["outcome"] == "abort_sent" || a["outcome"] == "aborted",
+        "{a:#}"
+    );
     let a = ok(last(&run, 5));
     assert_eq!(a["task"]["state"], "cancelled", "{a:#}");
     assert_eq!(a["task"]["cancelOutcome"], "aborted", "{a:#}");

@@ -1077,7 +1077,12 @@ fn a_message_that_steers_a_turn_finishes_with_it_and_the_queue_moves_on() {
     let cancel = d
         .post(&format!("/api/tasks/{steer_task}/cancel"), &json!({}))
         .assert_ok();
-    assert_eq!(cancel["outcome"], "abort_sent", "{cancel:#}");
+    // The outcome so far (CancelResult): the turn may have ended interrupted before the
+    // interrupt call returned.
+    assert!(
+        cancel["outcome"] == "abort_sent" || cancel["outcome"] == "aborted",
+        "{cancel:#}"
+    );
     let cancelled = wait_finished(d, &steer_task);
     assert_eq!(cancelled["state"], "cancelled", "{cancelled:#}");
     assert_eq!(cancelled["cancelOutcome"], "aborted", "{cancelled:#}");
