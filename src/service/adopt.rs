@@ -19,28 +19,44 @@ impl Service {
         tmux_session: &str,
         key: &str,
     ) -> Result<HostedSessionView, ServiceError> {
-        let found = self.core.read(|state| {
-            let (update, _) = state.tracker.instance(tmux_session, key)?;
-            let driver = update
-                .thread_id
-                .as_deref()
-                .and_then(|thread| state.sessions.driving(thread))
-                .map(|record| record.id.clone());
-            Some((update.clone(), driver))
+        let (found, driver) = self.core.read(|state| {
+            let found = state
+                .tracker
+                .instance(tmux_session, key)
+                .map(|(update, _)| update.clone());
+            let driver = match &found {
+                Some(update) => update
+                    .thread_id
+                    .as_deref()
+                    .and_then(|thread| state.sessions.driving(thread)),
+                // Right after an adoption the watched instance gives way to the session's own
+                // (a moment with neither in the tracker): the same instance, adopted in the
+                // same tmux session, is still driven.
+                None => key
+                    .split_once(':')
+                    .and_then(|(_, thread)| state.sessions.driving(thread))
+                    .filter(|record| {
+                        record.adopted.as_ref().is_some_and(|adopted| {
+                            adopted.key == key && adopted.tmux_session == tmux_session
+                        })
+                    }),
+            }
+            .map(|record| record.id.clone());
+            (found, driver)
         });
-        let Some((update, driver)) = found else {
-            return Err(ServiceError::not_found(
-                codes::INSTANCE_NOT_FOUND,
-                format!("session `{tmux_session}` has no agent instance `{key}`"),
-            ));
-        };
-        let not_adoptable = |message: String| ServiceError::conflict(codes::NOT_ADOPTABLE, message);
         if let Some(driver) = driver {
             return Err(ServiceError::conflict(
                 codes::ALREADY_DRIVEN,
                 format!("session `{driver}` drives {key} already"),
             ));
         }
+        let Some(update) = found else {
+            return Err(ServiceError::not_found(
+                codes::INSTANCE_NOT_FOUND,
+                format!("session `{tmux_session}` has no agent instance `{key}`"),
+            ));
+        };
+        let not_adoptable = |message: String| ServiceError::conflict(codes::NOT_ADOPTABLE, message);
         if update.source.as_deref() == Some(SOURCE_HOSTED) {
             return Err(not_adoptable(format!(
                 "{key} was reported by a cohost session that has ended; only a watched agent can be adopted"
