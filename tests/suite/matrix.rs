@@ -441,11 +441,18 @@ fn restarts_of_the_bridge_and_of_synapse_post_nothing_twice_and_miss_nothing() {
 fn interrupt_takeover_release_plan_mode_and_a_question_from_the_room() {
     let rig = Rig::start();
     let (session, room) = rig.start_session("codex");
-    rig.fx.mock.push(Step::hang());
+    // The hang answers this prompt only, and the interrupt waits until codex asked the model:
+    // codex sends its request some time after `turn.started`, and an interrupt before it left
+    // an unconditioned hang queued for the next prompt (seen once under load).
+    rig.fx
+        .mock
+        .push(Step::hang().when_user_contains("Wait for me"));
+    let asked = rig.fx.mock.main_requests().len();
     assert_eq!(rig.command(&room, "Wait for me"), "sent: a turn started");
     rig.fx.wait_event(&session, "the turn's start", |e| {
         e["type"] == "turn.started"
     });
+    rig.fx.mock.wait_for_requests(asked + 1, WAIT);
     assert_eq!(
         rig.command(&room, "/interrupt"),
         "interrupted the running turn"

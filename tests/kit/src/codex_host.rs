@@ -113,8 +113,9 @@ impl<B: Binaries> CodexFixture<B> {
                     .map(|e| format!("{} {}", e["type"], e["data"]))
                     .collect();
                 self.daemon.fail(&format!(
-                    "timed out waiting for {what}; session events:\n{}",
-                    types.join("\n")
+                    "timed out waiting for {what}; session events:\n{}\nmock model: {}",
+                    types.join("\n"),
+                    self.mock.describe()
                 ));
             }
             std::thread::sleep(Duration::from_millis(25));

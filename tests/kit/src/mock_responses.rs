@@ -436,6 +436,11 @@ impl MockResponses {
         self.shared.disconnects()
     }
 
+    /// What the mock received and what it still holds, in words (for a test's failure message).
+    pub fn describe(&self) -> String {
+        self.shared.describe()
+    }
+
     /// `METHOD path` of every request that was not `POST /v1/responses` or `GET /v1/models`.
     pub fn other_requests(&self) -> Vec<String> {
         self.shared.other_requests()
