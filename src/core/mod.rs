@@ -18,6 +18,8 @@ pub mod event_log;
 #[cfg(test)]
 mod fault_tests;
 pub mod format;
+#[cfg(test)]
+mod guard_tests;
 pub mod home_lock;
 pub mod log_line;
 pub mod notify;
@@ -149,6 +151,9 @@ pub enum CoreError {
     /// The event repeats a turn, item or approval already stored; it was not logged again.
     #[error("the event was already recorded")]
     Duplicate,
+    /// The append's [`Guard`] did not hold when the core admitted it; nothing was logged.
+    #[error("the event no longer applies: a cohost session reports that instance now")]
+    Superseded,
 }
 
 /// Why a batch could not be appended to the event log: where, and the I/O error.
@@ -166,6 +171,9 @@ pub enum CoreInput {
     Append {
         session: Option<String>,
         kind: EventKind,
+        /// A condition checked when the event is admitted, against the state as the batch
+        /// leaves it; when it fails the event is refused (`CoreError::Superseded`).
+        guard: Guard,
         reply: oneshot::Sender<Result<u64, CoreError>>,
     },
     /// Broadcast a live-only event (not stored, no seq) in order with the stored ones.
@@ -184,6 +192,19 @@ pub struct CoreConfig {
     pub home: PathBuf,
     pub log: LogConfig,
     pub tracker: TrackerConfig,
+}
+
+/// A condition the core checks at the moment it admits an append, so that a decision a
+/// producer took on what it read earlier cannot undo what another producer logged in between.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Guard {
+    /// Always admitted.
+    #[default]
+    None,
+    /// An `agent.pruned` admitted only while the instance it names is not reported by a hosted
+    /// (or adopted) session: a watcher removing its own instance never removes the one a
+    /// session reported under the same key a moment before (an adoption's hand-over).
+    NotHosted,
 }
 
 /// The cheap, clonable handle every surface uses.
@@ -209,11 +230,22 @@ impl CoreHandle {
 
     /// Queues an event and waits until it is durable and published. Returns its seq.
     pub async fn append(&self, session: Option<String>, kind: EventKind) -> Result<u64, CoreError> {
+        self.append_guarded(session, kind, Guard::None).await
+    }
+
+    /// [`append`](Self::append), admitted only if `guard` holds when the core takes it.
+    pub async fn append_guarded(
+        &self,
+        session: Option<String>,
+        kind: EventKind,
+        guard: Guard,
+    ) -> Result<u64, CoreError> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .try_send(CoreInput::Append {
                 session,
                 kind,
+                guard,
                 reply,
             })
             .map_err(|error| match error {

@@ -12,7 +12,7 @@ use super::snapshot::{self, Snapshot};
 use super::store::{SessionIndex, Store};
 use super::streaming::ephemeral_line;
 use super::{
-    BROADCAST_CAPACITY, CoreConfig, CoreError, CoreHandle, CoreInput, INPUT_CAPACITY, State,
+    BROADCAST_CAPACITY, CoreConfig, CoreError, CoreHandle, CoreInput, Guard, INPUT_CAPACITY, State,
     StorageError, StoredEvent, format, log_line, notify, now_ms, ring, sessions, tracker,
 };
 use crate::protocol::{
@@ -194,6 +194,7 @@ type Reply = oneshot::Sender<Result<u64, CoreError>>;
 struct Entry {
     session: Option<String>,
     kind: EventKind,
+    guard: Guard,
     reply: Option<Reply>,
     ephemeral: bool,
 }
@@ -203,6 +204,7 @@ impl Entry {
         Entry {
             session,
             kind,
+            guard: Guard::None,
             reply,
             ephemeral: false,
         }
@@ -229,11 +231,16 @@ impl Core {
                     CoreInput::Append {
                         session,
                         kind,
+                        guard,
                         reply,
-                    } => batch.push(Entry::stored(session, kind, Some(reply))),
+                    } => batch.push(Entry {
+                        guard,
+                        ..Entry::stored(session, kind, Some(reply))
+                    }),
                     CoreInput::Publish { session, kind } => batch.push(Entry {
                         session,
                         kind,
+                        guard: Guard::None,
                         reply: None,
                         ephemeral: true,
                     }),
@@ -306,8 +313,23 @@ impl Core {
             // Each session's instance keys as this batch leaves them, the keys it reported, and
             // the token-less ones it added (`(key, agent)`).
             let mut instances: HashMap<String, BatchInstances> = HashMap::new();
+            // `(session, key)` of the instances this batch reports from a hosted session.
+            let mut hosted_reports: HashSet<(String, String)> = HashSet::new();
             for entry in batch {
                 let refusal = match (&entry.session, &entry.kind) {
+                    (Some(session), EventKind::AgentPruned(pruned))
+                        if entry.guard == Guard::NotHosted
+                            && (hosted_reports
+                                .contains(&(session.clone(), pruned.key.clone()))
+                                || state.tracker.instance(session, &pruned.key).is_some_and(
+                                    |(update, _)| {
+                                        update.source.as_deref()
+                                            == Some(crate::protocol::SOURCE_HOSTED)
+                                    },
+                                )) =>
+                    {
+                        Some(CoreError::Superseded)
+                    }
                     (Some(session), EventKind::AgentUpdated(update)) => {
                         let seen =
                             instances
@@ -402,6 +424,9 @@ impl Core {
                             }
                         }
                         if refusal.is_none() {
+                            if update.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED) {
+                                hosted_reports.insert((session.clone(), key.clone()));
+                            }
                             seen.keys.insert(key.clone());
                             seen.reported.insert(key);
                         }

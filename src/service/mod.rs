@@ -212,6 +212,10 @@ impl From<CoreError> for ServiceError {
             CoreError::Duplicate => {
                 ServiceError::new(ErrorKind::Conflict, codes::DUPLICATE, error.to_string())
             }
+            // Only guarded appends (the watcher's) can be superseded; no surface makes one.
+            CoreError::Superseded => {
+                ServiceError::new(ErrorKind::Conflict, codes::CONFLICT, error.to_string())
+            }
             CoreError::Storage(_) => {
                 // The answer stays short; the log keeps the directory and the I/O error.
                 tracing::error!(causes = %chain(&error), "event log write failed");

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::Engine;
 use super::placement::Placement;
 use super::thread::{Emitted, Thread};
-use crate::core::now_ms;
+use crate::core::{CoreError, Guard, now_ms};
 use crate::protocol::{
     AgentStatus, AgentUpdate, EventKind, InstanceRef, UNPLACED_SESSION, WatchRootView, WatchedView,
     bounds,
@@ -35,19 +35,24 @@ impl Engine {
             && desired
                 .as_ref()
                 .is_none_or(|(e, _)| e.session != previous.session)
-            && shows_own(&self.core, &previous.session, key)
         {
+            // Only the watcher's own instance: one a hosted (or adopted) session reports under
+            // the same key took its place and is not the watcher's to remove. The core checks
+            // that as it admits the removal (`Guard::NotHosted`), so a session's report logged
+            // after this thread was looked at is never undone by it.
             appends.push((
                 previous.session.clone(),
                 EventKind::AgentPruned(InstanceRef {
                     key: key.to_string(),
                 }),
+                Guard::NotHosted,
             ));
         }
         if let Some((emitted, update)) = &desired {
             appends.push((
                 emitted.session.clone(),
                 EventKind::AgentUpdated(update.clone()),
+                Guard::None,
             ));
         }
         thread.emitted = desired.map(|(e, _)| e);
@@ -58,10 +63,13 @@ impl Engine {
         let core = self.core.clone();
         let count = appends.len() as u64;
         let result = self.runtime.block_on(async move {
-            for (session, kind) in appends {
-                core.append(Some(session), kind).await?;
+            for (session, kind, guard) in appends {
+                match core.append_guarded(Some(session), kind, guard).await {
+                    Ok(_) | Err(CoreError::Superseded) => {}
+                    Err(error) => return Err(error),
+                }
             }
-            Ok::<(), crate::core::CoreError>(())
+            Ok::<(), CoreError>(())
         });
         match result {
             Ok(()) => {
@@ -115,20 +123,6 @@ impl Engine {
             };
         }
     }
-}
-
-/// Whether the tracker's instance `key` in `session` is still the watcher's own: one a hosted
-/// (or adopted) session reports under the same key took its place, and is not the watcher's to
-/// remove.
-fn shows_own(core: &crate::core::CoreHandle, session: &str, key: &str) -> bool {
-    core.read(|state| {
-        state
-            .tracker
-            .instance(session, key)
-            .is_none_or(|(update, _)| {
-                update.source.as_deref() != Some(crate::protocol::SOURCE_HOSTED)
-            })
-    })
 }
 
 pub(super) fn source_of(agent: WatchedAgent) -> String {
