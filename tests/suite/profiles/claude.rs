@@ -58,6 +58,30 @@ fn a_claude_session_takes_its_profiles_instructions_model_effort_mcp_server_and_
         view["profile"]["env"]["COHOST_PROFILE_MARK"], "(redacted)",
         "{view}"
     );
+    // Secrets stay out of the log and the profile list: the names are shown, not the values.
+    let logged = fx
+        .daemon
+        .session_events(&id)
+        .into_iter()
+        .find(|e| e["type"] == "session.created")
+        .unwrap();
+    let ready_path = ready.to_str().unwrap();
+    assert_eq!(
+        logged["data"]["profile"]["env"]["COHOST_PROFILE_MARK"], "(redacted)",
+        "{logged}"
+    );
+    assert_eq!(
+        logged["data"]["profile"]["mcpServers"]["echo"]["env"]["COHOST_TEST_MCP_READY"],
+        "(redacted)",
+        "{logged}"
+    );
+    let listed = fx.daemon.get("/api/profiles").assert_ok().to_string();
+    for secret in ["set-by-profile", ready_path] {
+        assert!(
+            !logged.to_string().contains(secret) && !listed.contains(secret),
+            "{secret} shown: {logged} {listed}"
+        );
+    }
     // The generated MCP config is private to the daemon's user.
     let mcp_json = fx.daemon.home().join("claude").join(&id).join("mcp.json");
     let mode = std::os::unix::fs::PermissionsExt::mode(

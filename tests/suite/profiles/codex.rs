@@ -75,6 +75,13 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
         "a server's environment is not shown: {view}"
     );
 
+    // Nor is it in the log: the server's real environment is kept apart, 0600.
+    let logged = fx.wait_event(&id, "session.created", |e| e["type"] == "session.created");
+    assert!(
+        !logged.to_string().contains(ready.to_str().unwrap()),
+        "{logged}"
+    );
+
     // codex offers an MCP server's tools once it has listed them.
     crate::support::wait_until(
         "codex to list the profile's echo MCP server's tools",

@@ -15,8 +15,7 @@ use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
 
 #[test]
-fn a_session_started_from_a_profile_on_the_page_shows_the_profiles_values_and_the_one_changed()
-{
+fn a_session_started_from_a_profile_on_the_page_shows_the_profiles_values_and_the_one_changed() {
     let project = tempfile::tempdir().unwrap();
     let project_dir = project.path().to_str().unwrap().to_string();
     let config = ConfigFile::new(&format!(
@@ -35,7 +34,8 @@ fn a_session_started_from_a_profile_on_the_page_shows_the_profiles_values_and_th
     b.click("#showHosted");
     b.click("#newToggle");
     b.wait_for("the profiles offered", UI_TIMEOUT, || {
-        b.exists("#newProfile option[value='reviewer']").then_some(())
+        b.exists("#newProfile option[value='reviewer']")
+            .then_some(())
     });
     b.wait_for("codex offered", UI_TIMEOUT, || {
         b.exists("#newRuntime option[value='codex']").then_some(())

@@ -12,10 +12,10 @@ use crate::protocol::boundary::{Launch, SeedClaude};
 use crate::protocol::{EventKind, HostedSessionView, Runtime, SessionCreated};
 use crate::runtime::HostError;
 use crate::runtime::claude::PermissionPolicy;
-use crate::runtime::common::pane;
 use crate::runtime::common::{
     DEFAULT_TMUX_SESSION, new_session_id, send_signal, sibling_binary, which, write_private,
 };
+use crate::runtime::common::{pane, profile_secrets};
 
 /// Variables passed from the daemon's environment to claude (in the pane, tmux's own
 /// environment would apply otherwise).
@@ -182,7 +182,20 @@ impl ClaudeHost {
                     after_turn_id: None,
                 }),
             idempotency_key: params.idempotency_key.clone(),
-            profile: params.profile.clone().map(Box::new),
+            profile: params
+                .profile
+                .as_ref()
+                .map(|profile| {
+                    profile_secrets::record(&self.inner.config.cohost_home, &session_id, profile)
+                        .map(Box::new)
+                        .map_err(|e| {
+                            HostError::failed(
+                                Runtime::Claude,
+                                format!("cannot keep the profile's secrets: {e}"),
+                            )
+                        })
+                })
+                .transpose()?,
         };
         self.inner
             .core
@@ -287,7 +300,14 @@ impl ClaudeHost {
                         s.created
                             .profile
                             .as_ref()
-                            .map(|p| p.env.clone())
+                            .map(|p| {
+                                profile_secrets::restore(
+                                    &self.inner.config.cohost_home,
+                                    session_id,
+                                    p,
+                                )
+                                .env
+                            })
                             .unwrap_or_default(),
                     )
                 })
