@@ -156,6 +156,21 @@ fn a_claude_session_takes_its_profiles_instructions_model_effort_mcp_server_and_
         launch["env"]["COHOST_PROFILE_MARK"], "set-by-profile",
         "{launch}"
     );
+    // The instructions reach Claude through a private file, not its argv (`ps` shows argv).
+    let argv = launch["argv"].to_string();
+    assert!(
+        !argv.contains(INSTRUCTIONS) && argv.contains("--append-system-prompt-file"),
+        "{launch}"
+    );
+    let instructions = mcp_json.with_file_name("instructions.md");
+    assert_eq!(
+        std::fs::read_to_string(&instructions).unwrap(),
+        INSTRUCTIONS
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&instructions).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{}", instructions.display());
     let view = fx.view(&id);
     assert_eq!(view["permissionMode"], "acceptEdits", "{view}");
 }
