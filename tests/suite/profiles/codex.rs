@@ -163,6 +163,23 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
     assert_eq!(fork["profile"]["name"], "reviewer", "{fork}");
     assert_eq!(fork["profile"]["instructions"], INSTRUCTIONS, "{fork}");
     assert_eq!(fork["model"], "profile-model-7", "{fork}");
+    // The fork started from the parent's real values (kept apart from the log), not the
+    // redacted ones: its own kept profile holds the server's environment.
+    let kept = std::fs::read_to_string(
+        fx.daemon
+            .home()
+            .join("profiles")
+            .join(format!("{fork_id}.json")),
+    )
+    .unwrap();
+    assert!(kept.contains(ready.to_str().unwrap()), "{kept}");
+    let fork_created = fx.wait_event(fork_id, "the fork's session.created", |e| {
+        e["type"] == "session.created"
+    });
+    assert!(
+        !fork_created.to_string().contains(ready.to_str().unwrap()),
+        "{fork_created}"
+    );
     let approvals: Vec<Value> = of_type(&fx.events(&id), "approval.requested")
         .into_iter()
         .cloned()
