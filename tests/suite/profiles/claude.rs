@@ -173,4 +173,19 @@ fn a_claude_session_takes_its_profiles_instructions_model_effort_mcp_server_and_
     assert_eq!(mode & 0o777, 0o600, "{}", instructions.display());
     let view = fx.view(&id);
     assert_eq!(view["permissionMode"], "acceptEdits", "{view}");
+
+    // A relaunch starts the TUI with the profile's real environment again, read back from
+    // where it was kept (the log has it redacted).
+    let relaunched = fx
+        .daemon
+        .post(&format!("/api/sessions/{id}/relaunch"), &json!({}));
+    assert_eq!(relaunched.status, 200, "{}", relaunched.body);
+    let launch: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(mcp_json.with_file_name("launch.json")).unwrap())
+            .unwrap();
+    assert!(launch["argv"].to_string().contains("--resume"), "{launch}");
+    assert_eq!(
+        launch["env"]["COHOST_PROFILE_MARK"], "set-by-profile",
+        "{launch}"
+    );
 }
