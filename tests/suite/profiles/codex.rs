@@ -47,7 +47,7 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
         echo_server_toml("base", &ready)
     ));
     config.write_beside("review.md", INSTRUCTIONS);
-    let fx = CodexFixture::start_with_env(&[], "", &[config.env()]);
+    let mut fx = CodexFixture::start_with_env(&[], "", &[config.env()]);
 
     let created = fx.daemon.post(
         "/api/sessions",
@@ -185,4 +185,18 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
         .cloned()
         .collect();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
+
+    // A daemon restart resumes the thread with the profile's real MCP server environment, read
+    // back from where it was kept: the server, started again, writes `ready` where that
+    // environment says.
+    std::fs::remove_file(&ready).unwrap();
+    fx.daemon.restart();
+    crate::support::wait_until(
+        "the resumed thread to start the profile's echo MCP server with its real environment",
+        Duration::from_secs(60),
+        || ready.exists().then_some(()),
+    );
+    fx.wait_event(&id, "the session bound again", |e| {
+        e["type"] == "session.bound" && e["seq"].as_u64() > done[0]["seq"].as_u64()
+    });
 }
