@@ -80,8 +80,8 @@ pub enum Command {
     },
     /// Start a hosted agent session.
     Start(StartArgs),
-    /// The config file's agent profiles: list them, or `show NAME` with each effective value
-    /// and the profile it came from.
+    /// The config file's agent profiles: list them, `show NAME` with each effective value and
+    /// the profile it came from, or `reload` them from the config file.
     Profiles {
         #[command(subcommand)]
         command: Option<ProfilesCommand>,
@@ -419,6 +419,11 @@ pub enum ProfilesCommand {
     /// One profile: each effective value and the profile (of its `extends` chain) it came from.
     Show {
         name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read the config file's profiles again; on an error the daemon keeps the old ones.
+    Reload {
         #[arg(long)]
         json: bool,
     },

@@ -42,6 +42,9 @@ pub struct ServeConfig {
     pub nats: Option<crate::federation::NatsConfig>,
     /// The config file's agent profiles (`[profiles.NAME]`), validated.
     pub profiles: crate::service::profiles::Profiles,
+    /// The config file they are read from again on a reload, and whether it must exist (it was
+    /// named, or it existed at start); `None` without `with_profiles` (tests).
+    pub profiles_file: Option<(PathBuf, bool)>,
 }
 
 impl ServeConfig {
@@ -165,6 +168,7 @@ impl ServeConfig {
             machine,
             nats,
             profiles: Default::default(),
+            profiles_file: None,
             watchers,
             notify_command,
             mcp_roots,
@@ -198,13 +202,50 @@ impl ServeConfig {
     /// key and the file, and stops the start.
     pub fn with_profiles(mut self, settings: &file::Settings) -> anyhow::Result<Self> {
         if let Some(table) = &settings.profiles {
-            let read = crate::service::profiles::read_beside(&settings.file);
-            let modes = self.permission_modes.clone();
-            let refuses = |mode: &str| modes.refusal(mode);
-            self.profiles = crate::service::profiles::parse(table, &settings.file, &read, &refuses)
+            self.profiles = parse_profiles(table, &settings.file, &self.permission_modes)
                 .map_err(|error| anyhow::anyhow!("{error}; nothing was started"))?;
         }
+        let must_exist = settings.file_found
+            || std::env::var_os(file::CONFIG_ENV).is_some_and(|v| !v.is_empty());
+        self.profiles_file = Some((settings.file.clone(), must_exist));
         Ok(self)
+    }
+
+    /// What reads the profiles again (`POST /api/profiles/reload`, SIGHUP): the config file
+    /// of the start, validated as then; `None` without one.
+    pub fn profiles_reload(&self) -> Option<crate::service::profiles::Reload> {
+        let (path, must_exist) = self.profiles_file.clone()?;
+        let modes = self.permission_modes.clone();
+        Some(std::sync::Arc::new(move || {
+            reload_profiles(&path, must_exist, &modes).map_err(|error| format!("{error:#}"))
+        }))
+    }
+}
+
+fn parse_profiles(
+    table: &toml::Value,
+    path: &Path,
+    modes: &PermissionPolicy,
+) -> Result<crate::service::profiles::Profiles, crate::service::profiles::ProfileError> {
+    let read = crate::service::profiles::read_beside(path);
+    let refuses = |mode: &str| modes.refusal(mode);
+    crate::service::profiles::parse(table, path, &read, &refuses)
+}
+
+/// The `[profiles.*]` tables of the config file at `path`, read and validated again (the
+/// file's other settings are not): no file (when it need not exist) or no table is no
+/// profiles.
+pub fn reload_profiles(
+    path: &Path,
+    must_exist: bool,
+    modes: &PermissionPolicy,
+) -> anyhow::Result<crate::service::profiles::Profiles> {
+    let Some(mut table) = file::load(path, must_exist)? else {
+        return Ok(Default::default());
+    };
+    match table.remove(file::PROFILES_TABLE) {
+        Some(profiles) => Ok(parse_profiles(&profiles, path, modes)?),
+        None => Ok(Default::default()),
     }
 }
 

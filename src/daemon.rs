@@ -124,6 +124,7 @@ pub async fn run(
         shutdown: cancel.clone(),
         watch: watch.clone(),
         profiles: config.profiles.clone(),
+        profiles_reload: config.profiles_reload(),
     })
     .with_machine(
         &config.machine,
@@ -155,6 +156,7 @@ pub async fn run(
 
     tasks.spawn(log_peers(hosts.clone(), cancel.clone()));
     tasks.spawn(tick_loop(core.clone(), cancel.clone()));
+    tasks.spawn(reload_on_hangup(service.clone(), cancel.clone()));
     if let Some(command) = config.notify_command.clone() {
         tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
     }
@@ -252,6 +254,31 @@ fn watch_limits_from_env() -> WatchLimits {
         limits.rescan_interval = Duration::from_millis(ms);
     }
     limits
+}
+
+/// SIGHUP reads the config file's profiles again, as `POST /api/profiles/reload` does; the
+/// outcome goes to the log (on an error the old profiles stay).
+async fn reload_on_hangup(service: Service, cancel: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(error) => {
+            tracing::warn!(%error, "cannot install the SIGHUP handler: profiles reload over HTTP only");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = hangup.recv() => match service.reload_profiles() {
+                Ok(list) => tracing::info!(
+                    profiles = ?list.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+                    "SIGHUP: profiles reloaded"
+                ),
+                Err(error) => tracing::error!("SIGHUP: profiles not reloaded: {error}"),
+            },
+        }
+    }
 }
 
 async fn tick_loop(core: core::CoreHandle, cancel: CancellationToken) {

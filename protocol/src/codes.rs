@@ -17,6 +17,8 @@ pub const INVALID_FIELD: &str = "invalid_field";
 pub const INVALID_QUERY: &str = "invalid_query";
 /// The request is wrong in a way no field names.
 pub const INVALID_REQUEST: &str = "invalid_request";
+/// The config file read again (`POST /api/profiles/reload`) did not validate: nothing changed.
+pub const INVALID_CONFIG: &str = "invalid_config";
 /// `Host`, `Origin` or `Authorization` given more than once.
 pub const DUPLICATE_HEADER: &str = "duplicate_header";
 /// No or wrong bearer token.
@@ -135,6 +137,7 @@ pub const ALL: &[&str] = &[
     INVALID_FIELD,
     INVALID_QUERY,
     INVALID_REQUEST,
+    INVALID_CONFIG,
     DUPLICATE_HEADER,
     UNAUTHORIZED,
     FORBIDDEN,

@@ -56,7 +56,7 @@ pub struct SessionProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
     /// Instructions added to the agent's own (codex developer instructions, claude
-    /// `--append-system-prompt`).
+    /// `--append-system-prompt-file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

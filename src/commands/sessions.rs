@@ -77,13 +77,34 @@ fn profile_sets_cwd(client: &Client, name: &str) -> bool {
         .any(|p| p.name == name && p.values.iter().any(|v| v.key == "cwd"))
 }
 
-/// `cohost profiles [show NAME] [--json]`.
+/// `cohost profiles [show NAME | reload] [--json]`.
 pub fn profiles(
     client: &Client,
     command: Option<crate::cli::ProfilesCommand>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let list: crate::protocol::ProfileList = client.get("/api/profiles")?;
+    let list: crate::protocol::ProfileList = match &command {
+        Some(crate::cli::ProfilesCommand::Reload { json: reload_json }) => {
+            let list: crate::protocol::ProfileList =
+                client.post("/api/profiles/reload", &serde_json::json!({}))?;
+            if json || *reload_json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                let names: Vec<&str> = list.profiles.iter().map(|p| p.name.as_str()).collect();
+                println!(
+                    "profiles reloaded from {}: {}",
+                    list.file.as_deref().unwrap_or("(no config file)"),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+            }
+            return Ok(());
+        }
+        _ => client.get("/api/profiles")?,
+    };
     let Some(crate::cli::ProfilesCommand::Show {
         name,
         json: show_json,

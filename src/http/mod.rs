@@ -126,6 +126,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/events/stream", get(stream::events_stream))
         .route("/api/sessions", post(sessions::create).get(sessions::list))
         .route("/api/profiles", get(sessions::profiles))
+        .route("/api/profiles/reload", post(sessions::reload_profiles))
         .route(
             "/api/sessions/{id}",
             get(sessions::get).delete(sessions::delete),

@@ -55,6 +55,7 @@ fn fixture() -> Fixture {
         shutdown: cancel.clone(),
         watch: crate::watch::WatchHandle::disabled(),
         profiles: Default::default(),
+        profiles_reload: None,
     });
     let state = AppState::new(crate::http::AppStateParts {
         service,

@@ -215,6 +215,14 @@ pub async fn profiles(State(state): State<AppState>) -> Json<crate::protocol::Pr
     Json(state.service.profiles())
 }
 
+/// `POST /api/profiles/reload`: the config file's profiles read and validated again; on an
+/// error the old ones stay.
+pub async fn reload_profiles(
+    State(state): State<AppState>,
+) -> Result<Json<crate::protocol::ProfileList>, ApiError> {
+    Ok(Json(state.service.reload_profiles()?))
+}
+
 /// `GET /api/doctor`.
 pub async fn doctor(State(state): State<AppState>) -> Json<DoctorReport> {
     Json(state.service.doctor().await)

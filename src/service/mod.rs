@@ -10,6 +10,7 @@ mod events;
 mod keys;
 mod machine;
 pub mod profiles;
+mod profiles_api;
 mod requests;
 mod sessions;
 mod tasks;
@@ -57,8 +58,8 @@ pub struct Service {
     create_keys: Arc<keys::KeyLocks>,
     /// This daemon's machine name and its publisher's status (`with_machine`).
     machine: machine::MachineInfo,
-    /// The config file's agent profiles (`[profiles.NAME]`).
-    profiles: Arc<profiles::Profiles>,
+    /// The config file's agent profiles (`[profiles.NAME]`), replaced whole by a reload.
+    profiles: profiles::Held,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -76,6 +77,9 @@ pub struct ServiceParts {
     pub watch: crate::watch::WatchHandle,
     /// The config file's agent profiles, validated.
     pub profiles: profiles::Profiles,
+    /// Reads and validates them again (`POST /api/profiles/reload`, SIGHUP); `None`: the
+    /// daemon has no config file to read them from again.
+    pub profiles_reload: Option<profiles::Reload>,
 }
 
 impl Service {
@@ -90,7 +94,7 @@ impl Service {
             watch: parts.watch,
             create_keys: Arc::default(),
             machine: machine::MachineInfo::default(),
-            profiles: Arc::new(parts.profiles),
+            profiles: profiles::Held::new(parts.profiles, parts.profiles_reload),
         }
     }
 

@@ -299,6 +299,7 @@ impl Service {
         };
         let applied = self
             .profiles
+            .current()
             .apply(
                 &name,
                 super::profiles::Overrides {
@@ -320,26 +321,6 @@ impl Service {
         request.sandbox = applied.sandbox;
         request.prompt = applied.prompt;
         Ok((request, Some(applied.profile)))
-    }
-
-    /// The config file's profiles, each with its effective values and where they came from.
-    pub fn profiles(&self) -> crate::protocol::ProfileList {
-        crate::protocol::ProfileList {
-            file: self
-                .profiles
-                .file()
-                .map(|file| file.to_string_lossy().into_owned()),
-            profiles: self.profiles.views(),
-        }
-    }
-
-    /// The `cwd` profile `name` sets, if it exists and sets one (MCP checks it against the
-    /// project roots before it starts anything).
-    pub fn profile_cwd(&self, name: &str) -> Option<String> {
-        self.profiles
-            .effective(name)
-            .ok()
-            .and_then(|effective| effective.cwd.map(|cwd| cwd.value))
     }
 
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of

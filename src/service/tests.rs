@@ -316,7 +316,7 @@ fn fixture() -> Fixture {
             watch: crate::watch::WatchHandle::disabled(),
             create_keys: Arc::default(),
             machine: Default::default(),
-            profiles: Arc::default(),
+            profiles: super::profiles::Held::new(Default::default(), None),
         },
         fake,
         work: tempfile::tempdir().unwrap(),

@@ -10,7 +10,7 @@ pub mod screen;
 pub use policy::PermissionPolicy;
 
 /// What a profile may set on claude: through the TUI's flags (`--model`, `--effort`,
-/// `--permission-mode`, `--append-system-prompt`, `--mcp-config` with a generated file) and the
+/// `--permission-mode`, `--append-system-prompt-file`, `--mcp-config` with a generated file) and the
 /// environment of its process.
 pub const PROFILE_SUPPORT: super::ProfileSupport = super::ProfileSupport {
     settings: &[

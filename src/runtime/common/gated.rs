@@ -142,7 +142,8 @@ impl Gated {
             budget: None,
             forked_from,
             idempotency_key: request.idempotency_key,
-            profile: request.profile.map(Box::new),
+            // No gated runtime takes a profile's `env` or MCP servers; redacted all the same.
+            profile: request.profile.map(|profile| Box::new(profile.redacted())),
         }
     }
 }

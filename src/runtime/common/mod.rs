@@ -4,7 +4,8 @@
 //! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
 //! output tail), the live sessions and the appends of the hosts that keep one per session
 //! ([`hosted`]), and the create options of the runtimes that gate tools by approval policy
-//! ([`gated`]). Runtimes import this; it imports no runtime.
+//! ([`gated`]); and a profile's secrets kept out of the event log ([`profile_secrets`]).
+//! Runtimes import this; it imports no runtime.
 
 pub mod child;
 pub mod gated;
@@ -12,6 +13,7 @@ pub mod hosted;
 pub mod inject;
 pub mod mirror;
 pub mod pane;
+pub mod profile_secrets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

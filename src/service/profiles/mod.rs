@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::protocol::{McpServer, ProfileValue, ProfileView, Runtime, SessionProfile};
 use crate::runtime::{ProfileSupport, profile_support};
@@ -116,6 +117,58 @@ pub struct Effective {
 pub struct Profiles {
     file: Option<PathBuf>,
     by_name: BTreeMap<String, Profile>,
+}
+
+/// Reads and validates the config file's profiles again: the new profiles, or one error naming
+/// the file (and the profile and key when one is at fault).
+pub type Reload = Arc<dyn Fn() -> Result<Profiles, String> + Send + Sync>;
+
+/// Why a reload changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadError {
+    /// The daemon has nothing to read them from again.
+    Unsupported(String),
+    /// The file or a profile did not validate.
+    Invalid(String),
+}
+
+/// The profiles a daemon holds: read whole at start, replaced whole by a reload that
+/// validates. A create takes the profiles of its moment ([`Held::current`]), so a reload
+/// changes only the sessions started after it.
+#[derive(Clone)]
+pub struct Held {
+    current: Arc<RwLock<Arc<Profiles>>>,
+    reload: Option<Reload>,
+    /// One reload at a time, so an older read never replaces a newer one.
+    reloading: Arc<Mutex<()>>,
+}
+
+impl Held {
+    pub fn new(profiles: Profiles, reload: Option<Reload>) -> Held {
+        Held {
+            current: Arc::new(RwLock::new(Arc::new(profiles))),
+            reload,
+            reloading: Arc::default(),
+        }
+    }
+
+    pub fn current(&self) -> Arc<Profiles> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Reads the profiles again and puts them in place when they validate; on an error the
+    /// old ones stay.
+    pub fn reload(&self) -> Result<Arc<Profiles>, ReloadError> {
+        let Some(reload) = &self.reload else {
+            return Err(ReloadError::Unsupported(
+                "this daemon has no config file to read its profiles from again".into(),
+            ));
+        };
+        let _one = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        let profiles = Arc::new(reload().map_err(ReloadError::Invalid)?);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&profiles);
+        Ok(profiles)
+    }
 }
 
 /// The create request's own values, which override a profile's.
@@ -355,6 +408,14 @@ impl Profiles {
                 sources,
             },
         })
+    }
+
+    /// The list `GET /api/profiles` answers: the file and every profile's effective values.
+    pub fn list(&self) -> crate::protocol::ProfileList {
+        crate::protocol::ProfileList {
+            file: self.file().map(|file| file.to_string_lossy().into_owned()),
+            profiles: self.views(),
+        }
     }
 
     /// Every profile with its effective values (secrets redacted) and where each came from.

@@ -448,3 +448,37 @@ fn an_unknown_profile_lists_the_known_ones() {
             .contains("it has none")
     );
 }
+
+#[test]
+fn a_reload_replaces_the_profiles_whole_only_when_they_validate() {
+    use std::sync::{Arc, Mutex};
+
+    use super::{Held, ReloadError};
+    let next: Arc<Mutex<String>> = Arc::new(Mutex::new(
+        "[profiles.a]\nruntime = \"codex\"\nmodel = \"two\"\n".into(),
+    ));
+    let source = Arc::clone(&next);
+    let held = Held::new(
+        load("[profiles.a]\nruntime = \"codex\"\nmodel = \"one\"\n").unwrap(),
+        Some(Arc::new(move || {
+            load(&source.lock().unwrap()).map_err(|e| e.to_string())
+        })),
+    );
+    let before = held.current();
+    let model = |p: &Profiles| p.effective("a").unwrap().model.unwrap().value;
+    assert_eq!(model(&held.reload().unwrap()), "two");
+    assert_eq!(model(&held.current()), "two");
+    // What a create took before the reload is unchanged.
+    assert_eq!(model(&before), "one");
+    *next.lock().unwrap() = "[profiles.a]\nruntime = \"codex\"\neffort = \"loud\"\n".into();
+    let Err(ReloadError::Invalid(why)) = held.reload() else {
+        panic!("a bad profile reloads nothing");
+    };
+    assert!(
+        why.contains("/cfg/config.toml") && why.contains("profile `a`") && why.contains("`effort`"),
+        "{why}"
+    );
+    assert_eq!(model(&held.current()), "two", "the old profiles stay");
+    let none = Held::new(Profiles::default(), None);
+    assert!(matches!(none.reload(), Err(ReloadError::Unsupported(_))));
+}

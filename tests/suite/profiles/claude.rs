@@ -58,6 +58,30 @@ fn a_claude_session_takes_its_profiles_instructions_model_effort_mcp_server_and_
         view["profile"]["env"]["COHOST_PROFILE_MARK"], "(redacted)",
         "{view}"
     );
+    // Secrets stay out of the log and the profile list: the names are shown, not the values.
+    let logged = fx
+        .daemon
+        .session_events(&id)
+        .into_iter()
+        .find(|e| e["type"] == "session.created")
+        .unwrap();
+    let ready_path = ready.to_str().unwrap();
+    assert_eq!(
+        logged["data"]["profile"]["env"]["COHOST_PROFILE_MARK"], "(redacted)",
+        "{logged}"
+    );
+    assert_eq!(
+        logged["data"]["profile"]["mcpServers"]["echo"]["env"]["COHOST_TEST_MCP_READY"],
+        "(redacted)",
+        "{logged}"
+    );
+    let listed = fx.daemon.get("/api/profiles").assert_ok().to_string();
+    for secret in ["set-by-profile", ready_path] {
+        assert!(
+            !logged.to_string().contains(secret) && !listed.contains(secret),
+            "{secret} shown: {logged} {listed}"
+        );
+    }
     // The generated MCP config is private to the daemon's user.
     let mcp_json = fx.daemon.home().join("claude").join(&id).join("mcp.json");
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -132,6 +156,36 @@ fn a_claude_session_takes_its_profiles_instructions_model_effort_mcp_server_and_
         launch["env"]["COHOST_PROFILE_MARK"], "set-by-profile",
         "{launch}"
     );
+    // The instructions reach Claude through a private file, not its argv (`ps` shows argv).
+    let argv = launch["argv"].to_string();
+    assert!(
+        !argv.contains(INSTRUCTIONS) && argv.contains("--append-system-prompt-file"),
+        "{launch}"
+    );
+    let instructions = mcp_json.with_file_name("instructions.md");
+    assert_eq!(
+        std::fs::read_to_string(&instructions).unwrap(),
+        INSTRUCTIONS
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&instructions).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{}", instructions.display());
     let view = fx.view(&id);
     assert_eq!(view["permissionMode"], "acceptEdits", "{view}");
+
+    // A relaunch starts the TUI with the profile's real environment again, read back from
+    // where it was kept (the log has it redacted).
+    let relaunched = fx
+        .daemon
+        .post(&format!("/api/sessions/{id}/relaunch"), &json!({}));
+    assert_eq!(relaunched.status, 200, "{}", relaunched.body);
+    let launch: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(mcp_json.with_file_name("launch.json")).unwrap())
+            .unwrap();
+    assert!(launch["argv"].to_string().contains("--resume"), "{launch}");
+    assert_eq!(
+        launch["env"]["COHOST_PROFILE_MARK"], "set-by-profile",
+        "{launch}"
+    );
 }

@@ -47,7 +47,7 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
         echo_server_toml("base", &ready)
     ));
     config.write_beside("review.md", INSTRUCTIONS);
-    let fx = CodexFixture::start_with_env(&[], "", &[config.env()]);
+    let mut fx = CodexFixture::start_with_env(&[], "", &[config.env()]);
 
     let created = fx.daemon.post(
         "/api/sessions",
@@ -73,6 +73,13 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
     assert_eq!(
         profile["mcpServers"]["echo"]["env"]["COHOST_TEST_MCP_READY"], "(redacted)",
         "a server's environment is not shown: {view}"
+    );
+
+    // Nor is it in the log: the server's real environment is kept apart, 0600.
+    let logged = fx.wait_event(&id, "session.created", |e| e["type"] == "session.created");
+    assert!(
+        !logged.to_string().contains(ready.to_str().unwrap()),
+        "{logged}"
     );
 
     // codex offers an MCP server's tools once it has listed them.
@@ -156,9 +163,40 @@ fn a_codex_session_takes_its_profiles_instructions_model_effort_mcp_server_and_a
     assert_eq!(fork["profile"]["name"], "reviewer", "{fork}");
     assert_eq!(fork["profile"]["instructions"], INSTRUCTIONS, "{fork}");
     assert_eq!(fork["model"], "profile-model-7", "{fork}");
+    // The fork started from the parent's real values (kept apart from the log), not the
+    // redacted ones: its own kept profile holds the server's environment.
+    let kept = std::fs::read_to_string(
+        fx.daemon
+            .home()
+            .join("profiles")
+            .join(format!("{fork_id}.json")),
+    )
+    .unwrap();
+    assert!(kept.contains(ready.to_str().unwrap()), "{kept}");
+    let fork_created = fx.wait_event(fork_id, "the fork's session.created", |e| {
+        e["type"] == "session.created"
+    });
+    assert!(
+        !fork_created.to_string().contains(ready.to_str().unwrap()),
+        "{fork_created}"
+    );
     let approvals: Vec<Value> = of_type(&fx.events(&id), "approval.requested")
         .into_iter()
         .cloned()
         .collect();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
+
+    // A daemon restart resumes the thread with the profile's real MCP server environment, read
+    // back from where it was kept: the server, started again, writes `ready` where that
+    // environment says.
+    std::fs::remove_file(&ready).unwrap();
+    fx.daemon.restart();
+    crate::support::wait_until(
+        "the resumed thread to start the profile's echo MCP server with its real environment",
+        Duration::from_secs(60),
+        || ready.exists().then_some(()),
+    );
+    fx.wait_event(&id, "the session bound again", |e| {
+        e["type"] == "session.bound" && e["seq"].as_u64() > done[0]["seq"].as_u64()
+    });
 }

@@ -5,6 +5,7 @@
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod errors;
+pub(crate) mod reload;
 
 use std::path::{Path, PathBuf};
 

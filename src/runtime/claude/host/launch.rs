@@ -12,10 +12,10 @@ use crate::protocol::boundary::{Launch, SeedClaude};
 use crate::protocol::{EventKind, HostedSessionView, Runtime, SessionCreated};
 use crate::runtime::HostError;
 use crate::runtime::claude::PermissionPolicy;
-use crate::runtime::common::pane;
 use crate::runtime::common::{
     DEFAULT_TMUX_SESSION, new_session_id, send_signal, sibling_binary, which, write_private,
 };
+use crate::runtime::common::{pane, profile_secrets};
 
 /// Variables passed from the daemon's environment to claude (in the pane, tmux's own
 /// environment would apply otherwise).
@@ -182,7 +182,20 @@ impl ClaudeHost {
                     after_turn_id: None,
                 }),
             idempotency_key: params.idempotency_key.clone(),
-            profile: params.profile.clone().map(Box::new),
+            profile: params
+                .profile
+                .as_ref()
+                .map(|profile| {
+                    profile_secrets::record(&self.inner.config.cohost_home, &session_id, profile)
+                        .map(Box::new)
+                        .map_err(|e| {
+                            HostError::failed(
+                                Runtime::Claude,
+                                format!("cannot keep the profile's secrets: {e}"),
+                            )
+                        })
+                })
+                .transpose()?,
         };
         self.inner
             .core
@@ -287,7 +300,14 @@ impl ClaudeHost {
                         s.created
                             .profile
                             .as_ref()
-                            .map(|p| p.env.clone())
+                            .map(|p| {
+                                profile_secrets::restore(
+                                    &self.inner.config.cohost_home,
+                                    session_id,
+                                    p,
+                                )
+                                .env
+                            })
                             .unwrap_or_default(),
                     )
                 })
@@ -349,8 +369,9 @@ impl ClaudeHost {
     }
 }
 
-/// What a profile adds to claude's command line: `--effort`, `--append-system-prompt` (its
-/// instructions) and `--mcp-config` with its MCP servers in `mcp.json` in the session's own
+/// What a profile adds to claude's command line: `--effort`, `--append-system-prompt-file`
+/// (its instructions, in `instructions.md` in the session's own directory, 0600) and
+/// `--mcp-config` with its MCP servers in `mcp.json` in the session's own
 /// directory (0600: a server's `env` and `headers` may hold secrets). `--resume` keeps them on a
 /// relaunch, the launch's argv being kept.
 fn profile_argv(
@@ -362,7 +383,21 @@ fn profile_argv(
         argv.extend(["--effort".to_string(), effort.clone()]);
     }
     if let Some(instructions) = &profile.instructions {
-        argv.extend(["--append-system-prompt".to_string(), instructions.clone()]);
+        // A file, not the text itself: an argv is visible to every user (`ps`). Both supported
+        // releases (2.1.197, 2.1.332) take `--append-system-prompt-file`: an option hidden from
+        // `--help` but named in its `--bare` text, read as UTF-8 at start.
+        let path = dir.join("instructions.md");
+        write_private(&path, instructions.as_bytes()).map_err(|e| {
+            HostError::failed_by(
+                Runtime::Claude,
+                format!("cannot write {}: {e}", path.display()),
+                e,
+            )
+        })?;
+        argv.extend([
+            "--append-system-prompt-file".to_string(),
+            path.to_string_lossy().into_owned(),
+        ]);
     }
     if !profile.mcp_servers.is_empty() {
         let servers: serde_json::Map<String, Value> = profile

@@ -234,7 +234,13 @@ impl SessionHost for ClaudeHost {
                 tmux_session: record.pane.as_ref().map(|p| p.tmux_session.clone()),
                 idempotency_key: None,
                 fork_of: Some((claude_session, session_id.to_string())),
-                profile: record.created.profile.clone().map(|p| *p),
+                profile: record.created.profile.as_deref().map(|profile| {
+                    crate::runtime::common::profile_secrets::restore(
+                        &self.inner.config.cohost_home,
+                        session_id,
+                        profile,
+                    )
+                }),
             },
         )
         .await?;

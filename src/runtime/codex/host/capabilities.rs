@@ -128,11 +128,10 @@ impl CodexHost {
             )));
         };
         // The fork keeps the parent's profile: its values as the parent started with them.
-        let profile = self.inner.core.read(|s| {
-            s.sessions
-                .get(session_id)
-                .and_then(|r| r.created.profile.clone())
-        });
+        let profile = self
+            .inner
+            .settings(session_id)
+            .and_then(|settings| settings.profile);
         let (developer_instructions, config) = super::profile_params(profile.as_deref());
         let params = wire::ThreadForkParams {
             thread_id: binding.thread_id.clone(),
@@ -164,6 +163,7 @@ impl CodexHost {
         };
         let parent = self.view(session_id)?;
         let new_id = new_session_id();
+        let profile = self.inner.record_profile(&new_id, profile.as_deref())?;
         let created = SessionCreated {
             runtime: Runtime::Codex,
             cwd: parent.cwd.clone(),

@@ -34,7 +34,7 @@ use crate::protocol::{
 use crate::runtime::HostError;
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::new_session_id;
-use crate::runtime::common::{hosted, lock};
+use crate::runtime::common::{hosted, lock, profile_secrets};
 use crate::tmux::SessionCache;
 use forwarder::Forwarder;
 
@@ -290,6 +290,9 @@ impl CodexHost {
             return Err(HostError::unavailable(Runtime::Codex, error.clone()));
         }
         let session_id = new_session_id();
+        let profile = self
+            .inner
+            .record_profile(&session_id, params.profile.as_ref())?;
         let created = SessionCreated {
             runtime: Runtime::Codex,
             cwd: params.cwd.to_string_lossy().into_owned(),
@@ -300,7 +303,7 @@ impl CodexHost {
             budget: params.budget,
             forked_from: None,
             idempotency_key: params.idempotency_key,
-            profile: params.profile.map(Box::new),
+            profile,
         };
         self.inner
             .core
@@ -386,8 +389,38 @@ impl Inner {
         hosted::status(&self.core, session_id, state, message).await
     }
 
+    /// The session's `session.created`, its profile with the secrets kept apart restored.
     fn settings(&self, session_id: &str) -> Option<SessionCreated> {
-        hosted::settings(&self.core, session_id)
+        let mut settings = hosted::settings(&self.core, session_id)?;
+        if let Some(profile) = &settings.profile {
+            settings.profile = Some(Box::new(profile_secrets::restore(
+                &self.config.cohost_home,
+                session_id,
+                profile,
+            )));
+        }
+        Some(settings)
+    }
+
+    /// What `session.created` records of `profile` for `session_id`: its secrets redacted, kept
+    /// apart for a restart and a fork.
+    fn record_profile(
+        &self,
+        session_id: &str,
+        profile: Option<&crate::protocol::SessionProfile>,
+    ) -> Result<Option<Box<crate::protocol::SessionProfile>>, HostError> {
+        profile
+            .map(|profile| {
+                profile_secrets::record(&self.config.cohost_home, session_id, profile)
+                    .map(Box::new)
+                    .map_err(|error| {
+                        HostError::failed(
+                            Runtime::Codex,
+                            format!("cannot keep the profile's secrets: {error}"),
+                        )
+                    })
+            })
+            .transpose()
     }
 
     /// Appends, treating a duplicate (already stored) as success.
