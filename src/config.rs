@@ -40,6 +40,9 @@ pub struct ServeConfig {
     pub machine: String,
     /// `--nats`: publish the log into NATS JetStream (see `federation`).
     pub nats: Option<crate::federation::NatsConfig>,
+    /// `--hub`: view every other machine publishing into the NATS server; a machine silent
+    /// for this long is shown `down` (`--hub-down-after`).
+    pub hub: Option<std::time::Duration>,
     /// The config file's agent profiles (`[profiles.NAME]`), validated.
     pub profiles: crate::service::profiles::Profiles,
 }
@@ -161,9 +164,25 @@ impl ServeConfig {
             )?),
             None => None,
         };
+        if args.hub_down_after == 0 {
+            bail!("{} must be at least 1 second", name("hub-down-after"));
+        }
+        let hub = if args.hub {
+            if nats.is_none() {
+                bail!(
+                    "{} views the machines publishing into a NATS server: name it with {}",
+                    name("hub"),
+                    name("nats-url")
+                );
+            }
+            Some(std::time::Duration::from_secs(args.hub_down_after))
+        } else {
+            None
+        };
         Ok(ServeConfig {
             machine,
             nats,
+            hub,
             profiles: Default::default(),
             watchers,
             notify_command,

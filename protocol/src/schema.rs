@@ -39,6 +39,7 @@ fn contract() -> Value {
         StateView,
         EventsPage,
         EventsWindow,
+        RemoteEventsPage,
         ErrorBody,
         Health,
         HostedSessionView,

@@ -67,7 +67,7 @@ pub async fn create(
 
 pub async fn list(State(state): State<AppState>) -> Json<SessionList> {
     Json(SessionList {
-        sessions: state.service.sessions(),
+        sessions: state.service.world_sessions(),
     })
 }
 
