@@ -44,6 +44,16 @@ pub struct Hub {
     pub nats: NatsConfig,
 }
 
+/// How a read of a machine's stream ended without an error.
+enum Ended {
+    Cancelled,
+    /// A message past the next one the hub needs: the consumer is made anew.
+    Gap {
+        expected: u64,
+        got: u64,
+    },
+}
+
 /// Milliseconds since the epoch of a NATS time.
 fn ms(time: impl Into<SystemTime>) -> u64 {
     time.into()
@@ -166,13 +176,20 @@ impl Hub {
             Err(error) => return self.world.set_error(&machine, Some(error.to_string())),
         };
         let mut delay = Duration::from_millis(100);
+        let mut anew = false;
         loop {
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => return,
-                outcome = self.consume(&js, &machine, &mut copy, &cancel) => outcome,
+                outcome = self.consume(&js, &machine, &mut copy, anew, &cancel) => outcome,
             };
+            anew = false;
             match outcome {
-                Ok(()) => return,
+                Ok(Ended::Cancelled) => return,
+                Ok(Ended::Gap { expected, got }) => {
+                    tracing::warn!(%machine, expected, got, "hub: the consumer skipped messages (delivered to a hub process that died); making it anew after what the hub holds");
+                    anew = true;
+                    continue;
+                }
                 Err(error) => {
                     let text = format!("{error:#}");
                     tracing::warn!(%machine, error = %text, "hub: reading the machine's stream failed; resuming");
@@ -187,12 +204,14 @@ impl Hub {
         }
     }
 
-    /// The machine's durable consumer, resuming after what the copy holds.
+    /// The machine's durable consumer, resuming after what the copy holds; made anew (from the
+    /// copy's end) when `anew`, or when it is past the copy.
     async fn consumer(
         &self,
         js: &jetstream::Context,
         machine: &str,
         copy: &Mirror,
+        anew: bool,
     ) -> anyhow::Result<consumer::PullConsumer> {
         let stream_name = names::stream_name(machine);
         let stream = js
@@ -214,7 +233,7 @@ impl Hub {
         };
         if let Ok(info) = stream.consumer_info(&durable).await {
             let floor = info.ack_floor.stream_sequence;
-            if floor <= copy.stream_seq && last >= copy.stream_seq {
+            if !anew && floor <= copy.stream_seq && last >= copy.stream_seq {
                 return stream
                     .get_consumer::<consumer::pull::Config>(&durable)
                     .await
@@ -247,14 +266,24 @@ impl Hub {
 
     /// Reads the machine's stream: windows of messages appended to the copy, added to the
     /// world, then acknowledged (the last one acknowledges the window).
+    ///
+    /// The stream's sequences are consecutive, so a message past the next one the copy needs
+    /// is a gap: messages delivered to a pull request of a hub process that died (its requests
+    /// outlive it on the server until they expire), which an `all` ack would acknowledge. The
+    /// window is kept up to the gap, nothing is acknowledged, and the consumer is made anew.
     async fn consume(
         &self,
         js: &jetstream::Context,
         machine: &str,
         copy: &mut Mirror,
+        anew: bool,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<()> {
-        let consumer = self.consumer(js, machine, copy).await?;
+    ) -> anyhow::Result<Ended> {
+        let consumer = self.consumer(js, machine, copy, anew).await?;
+        // After the consumer is made anew, its first message sets where the stream starts (a
+        // stream made anew, or one whose oldest messages are gone).
+        let mut baseline = anew || copy.stream_seq == 0;
+        let mut next_stream = copy.stream_seq + 1;
         let mut messages = consumer
             .messages()
             .await
@@ -262,7 +291,7 @@ impl Hub {
         self.world.set_error(machine, None);
         loop {
             let first = tokio::select! {
-                _ = cancel.cancelled() => return Ok(()),
+                _ = cancel.cancelled() => return Ok(Ended::Cancelled),
                 next = messages.next() => next,
             };
             let Some(first) = first else {
@@ -279,8 +308,25 @@ impl Hub {
             let mut fresh: Vec<(u64, RemoteEvent)> = Vec::with_capacity(window.len());
             let mut heard = None;
             let mut duplicates = 0;
+            let mut gap = None;
             for message in &window {
                 let info = message.info().map_err(|e| anyhow!(e))?;
+                if baseline {
+                    next_stream = info.stream_sequence;
+                    baseline = false;
+                }
+                if info.stream_sequence < next_stream {
+                    duplicates += 1;
+                    continue;
+                }
+                if info.stream_sequence > next_stream {
+                    gap = Some(Ended::Gap {
+                        expected: next_stream,
+                        got: info.stream_sequence,
+                    });
+                    break;
+                }
+                next_stream += 1;
                 heard = heard.max(Some(ms(info.published)));
                 let json = std::str::from_utf8(&message.payload).map_err(|_| {
                     anyhow!("stream sequence {} is not UTF-8", info.stream_sequence)
@@ -303,6 +349,9 @@ impl Hub {
             if duplicates > 0 {
                 tracing::info!(%machine, duplicates, added = added.added, "hub: dropped events delivered again");
                 self.world.count_duplicates(machine, duplicates);
+            }
+            if let Some(gap) = gap {
+                return Ok(gap);
             }
             if let Some(last) = window.last() {
                 last.ack()
