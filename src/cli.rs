@@ -362,6 +362,11 @@ pub struct ServeArgs {
     /// this many seconds.
     #[arg(long, default_value_t = 10)]
     pub hub_down_after: u64,
+    /// Take commands from a hub over NATS (`cohost.cmd.<machine>`: prompts to this machine's
+    /// sessions, executed through this daemon's own service layer). Give only hub credentials
+    /// permission to publish there. Config file: `nats-commands = true`.
+    #[arg(long)]
+    pub nats_commands: bool,
 }
 
 /// `cohost answer`'s arguments.

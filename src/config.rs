@@ -43,6 +43,8 @@ pub struct ServeConfig {
     /// `--hub`: view every other machine publishing into the NATS server; a machine silent
     /// for this long is shown `down` (`--hub-down-after`).
     pub hub: Option<std::time::Duration>,
+    /// `--nats-commands`: answer a hub's commands (see `federation::commands`).
+    pub nats_commands: bool,
     /// The config file's agent profiles (`[profiles.NAME]`), validated.
     pub profiles: crate::service::profiles::Profiles,
 }
@@ -179,10 +181,18 @@ impl ServeConfig {
         } else {
             None
         };
+        if args.nats_commands && nats.is_none() {
+            bail!(
+                "{} takes commands through a NATS server: name it with {}",
+                name("nats-commands"),
+                name("nats-url")
+            );
+        }
         Ok(ServeConfig {
             machine,
             nats,
             hub,
+            nats_commands: args.nats_commands,
             profiles: Default::default(),
             watchers,
             notify_command,

@@ -146,6 +146,15 @@ pub async fn run(
             machine: config.machine.clone(),
             nats,
         });
+    let commands = config
+        .nats
+        .clone()
+        .filter(|_| config.nats_commands)
+        .map(|nats| crate::federation::Commands {
+            service: service.clone(),
+            machine: config.machine.clone(),
+            nats,
+        });
     let publisher = config
         .nats
         .clone()
@@ -175,6 +184,9 @@ pub async fn run(
     if let Some(publisher) = publisher {
         tracing::info!(machine = %config.machine, url = %publisher.nats.url, "publishing into NATS JetStream");
         tasks.spawn(publisher.run(cancel.clone()));
+    }
+    if let Some(commands) = commands {
+        tasks.spawn(commands.run(cancel.clone()));
     }
     if let Some(hub) = hub {
         tracing::info!(machine = %config.machine, url = %hub.nats.url, "viewing the other machines through NATS JetStream (hub)");

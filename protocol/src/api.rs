@@ -619,3 +619,43 @@ pub struct HostedSessionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_link: Option<MachineLinkState>,
 }
+
+/// A command a hub sends to the machine that owns a session, by NATS request/reply on
+/// `cohost.cmd.<machine>` (the machine answers only with `serve --nats-commands`). The owning
+/// machine executes it as a client of its own service layer, exactly as its HTTP API would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", tag = "op")]
+pub enum RemoteCommand {
+    /// `POST /api/sessions/{id}/messages` on the owning machine.
+    #[serde(rename_all = "camelCase")]
+    Prompt {
+        /// The session's id on its machine (unqualified).
+        session: String,
+        /// The hub that sent it.
+        from: String,
+        /// The body `POST /api/sessions/{id}/messages` takes, its idempotency key included.
+        message: super::MessageBody,
+    },
+}
+
+/// The owning machine's answer to a [`RemoteCommand`]: `ok` (the answer its HTTP API gives) or
+/// `error` (the refusal its HTTP API gives, with its class).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteReply {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RemoteError>,
+}
+
+/// A refusal by the owning machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteError {
+    /// The class (`invalid`, `not_found`, `conflict`, `gone`, `too_many`, `unavailable`,
+    /// `upstream`, `internal`, `forbidden`): what status the hub answers.
+    pub kind: String,
+    pub code: String,
+    pub message: String,
+}

@@ -40,6 +40,8 @@ fn contract() -> Value {
         EventsPage,
         EventsWindow,
         RemoteEventsPage,
+        RemoteCommand,
+        RemoteReply,
         ErrorBody,
         Health,
         HostedSessionView,

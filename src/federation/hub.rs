@@ -26,7 +26,8 @@ use tokio_util::sync::CancellationToken;
 use super::connect::NatsConfig;
 use super::mirror::{self, Mirror};
 use super::names;
-use crate::service::{HubWorld, RemoteEvent, RemoteView};
+use crate::protocol::RemoteReply;
+use crate::service::{COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemoteView};
 
 /// Messages appended and acknowledged together at most.
 const BATCH: usize = 256;
@@ -42,6 +43,48 @@ pub struct Hub {
     pub home: PathBuf,
     pub machine: String,
     pub nats: NatsConfig,
+}
+
+/// Sends the hub's commands to their machines by NATS request/reply (`cohost.cmd.<machine>`),
+/// each in its own task, and hands back the machine's answer or why there was none.
+async fn send_commands(
+    client: async_nats::Client,
+    mut requests: tokio::sync::mpsc::Receiver<CommandRequest>,
+    cancel: CancellationToken,
+) {
+    loop {
+        let request = tokio::select! {
+            _ = cancel.cancelled() => return,
+            request = requests.recv() => request,
+        };
+        let Some(request) = request else { return };
+        let client = client.clone();
+        tokio::spawn(async move {
+            let subject = names::command_subject(&request.machine);
+            let answer = match serde_json::to_vec(&request.command) {
+                Err(error) => Err(format!("the command could not be written: {error}")),
+                Ok(payload) => {
+                    match tokio::time::timeout(
+                        COMMAND_TIMEOUT,
+                        client.request(subject, payload.into()),
+                    )
+                    .await
+                    {
+                        Err(_) => Err(format!("no answer within {COMMAND_TIMEOUT:?}")),
+                        Ok(Err(error))
+                            if error.kind() == async_nats::RequestErrorKind::NoResponders =>
+                        {
+                            Err("nothing takes its commands (its daemon is stopped, or runs without --nats-commands)".to_string())
+                        }
+                        Ok(Err(error)) => Err(error.to_string()),
+                        Ok(Ok(message)) => serde_json::from_slice::<RemoteReply>(&message.payload)
+                            .map_err(|e| format!("its answer is not readable: {e}")),
+                    }
+                }
+            };
+            let _ = request.reply.send(answer);
+        });
+    }
 }
 
 /// How a read of a machine's stream ended without an error.
@@ -80,6 +123,9 @@ impl Hub {
                 return;
             }
         };
+        let (commands, requests) = tokio::sync::mpsc::channel(64);
+        this.world.set_command_link(commands);
+        tasks.spawn(send_commands(client.clone(), requests, cancel.clone()));
         let js = jetstream::ContextBuilder::new()
             .timeout(REQUEST_TIMEOUT)
             .build(client);

@@ -12,15 +12,19 @@
 //! - [`publisher`]: the publishing loop;
 //! - [`hub`]: a hub's consumer of every other machine's stream and view (`serve --hub`), which
 //!   fills the service's `HubWorld` and never this machine's log;
-//! - [`mirror`]: the hub's durable copy of what it consumed (resumes its durable consumer).
+//! - [`mirror`]: the hub's durable copy of what it consumed (resumes its durable consumer);
+//! - [`commands`]: a machine's side of a hub's commands (`serve --nats-commands`), executed as a
+//!   client of its own service layer.
 
 pub mod checkpoint;
+pub mod commands;
 pub mod connect;
 pub mod hub;
 pub mod mirror;
 pub mod names;
 pub mod publisher;
 
+pub use commands::Commands;
 pub use connect::NatsConfig;
 pub use hub::Hub;
 pub use publisher::Publisher;

@@ -4,14 +4,34 @@
 
 use std::time::Duration;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-use super::extract::ApiQuery;
+use super::extract::{ApiJson, ApiQuery};
 use super::stream::{EventsQuery, parse_u64};
 use super::{ApiError, AppState};
+use crate::protocol::MessageBody;
 use crate::protocol::codes;
+
+/// `POST /api/sessions/{machine}/{id}/messages`: this machine's own session when `machine` is
+/// this machine, else a prompt sent to the machine that owns the session (NATS request/reply,
+/// with its idempotency key), answered with that machine's answer.
+pub async fn machine_message(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<MessageBody>,
+) -> Result<Response, ApiError> {
+    if machine == state.service.machine() {
+        return Ok(
+            super::sessions::message(State(state), Path(id), ApiJson(body))
+                .await?
+                .into_response(),
+        );
+    }
+    Ok(Json(state.service.remote_prompt(&machine, &id, body).await?).into_response())
+}
 
 /// `GET /api/sessions/{machine}/{id}/events`: this machine's own session when `machine` is this
 /// machine, else another machine's, from the hub.

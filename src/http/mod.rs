@@ -154,6 +154,10 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             get(hub::machine_session_events),
         )
         .route(
+            "/api/sessions/{machine}/{id}/messages",
+            post(hub::machine_message),
+        )
+        .route(
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),
         )

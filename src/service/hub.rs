@@ -8,15 +8,29 @@
 //! are machine-qualified (`laptop/<session>`); this machine's ids keep working unchanged.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Service, ServiceError};
+use super::{ErrorKind, Service, ServiceError};
 use crate::core::now_ms;
 use crate::protocol::codes;
-use crate::protocol::{HostedSessionView, HubHealth, MachineLink, MachineLinkState, StateView};
+use crate::protocol::{
+    HostedSessionView, HubHealth, MachineLink, MachineLinkState, MessageBody, RemoteCommand,
+    RemoteError, RemoteReply, StateView,
+};
+
+/// How long a command to another machine waits for its answer.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A command on its way to another machine: the hub's NATS link (`federation::hub`) sends it by
+/// request/reply and answers `reply` with the machine's answer, or why there was none.
+pub struct CommandRequest {
+    pub machine: String,
+    pub command: RemoteCommand,
+    pub reply: tokio::sync::oneshot::Sender<Result<RemoteReply, String>>,
+}
 
 /// The most events one read of another machine's session returns.
 pub const MAX_REMOTE_LIMIT: usize = 1000;
@@ -75,6 +89,8 @@ pub struct HubWorld {
     down_after_ms: u64,
     /// Bumped whenever events are added (long polls wait on it).
     changed: tokio::sync::watch::Sender<u64>,
+    /// Where commands to other machines go (set once the hub's NATS link runs).
+    commands: OnceLock<tokio::sync::mpsc::Sender<CommandRequest>>,
 }
 
 /// What [`HubWorld::add_events`] did.
@@ -91,7 +107,13 @@ impl HubWorld {
             machines: RwLock::default(),
             down_after_ms: down_after.as_millis() as u64,
             changed: tokio::sync::watch::channel(0).0,
+            commands: OnceLock::new(),
         })
+    }
+
+    /// Connects the commands to other machines to the hub's NATS link.
+    pub fn set_command_link(&self, link: tokio::sync::mpsc::Sender<CommandRequest>) {
+        let _ = self.commands.set(link);
     }
 
     fn write<T>(&self, f: impl FnOnce(&mut BTreeMap<String, RemoteMachine>) -> T) -> T {
@@ -396,6 +418,155 @@ impl Service {
             }
         }
     }
+}
+
+impl Service {
+    /// `POST /api/sessions/{machine}/{id}/messages` at a hub: the prompt goes to the machine
+    /// that owns the session, with its idempotency key, and the answer is that machine's (its
+    /// refusals keep their class and code). A machine that does not answer within
+    /// [`COMMAND_TIMEOUT`] (or takes no commands) is `machine_unreachable`, naming it.
+    pub async fn remote_prompt(
+        &self,
+        machine: &str,
+        session: &str,
+        message: MessageBody,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let command = RemoteCommand::Prompt {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+            message,
+        };
+        self.remote_command(machine, command).await
+    }
+
+    async fn remote_command(
+        &self,
+        machine: &str,
+        command: RemoteCommand,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let unknown = || {
+            ServiceError::not_found(
+                codes::MACHINE_NOT_FOUND,
+                format!("no machine `{machine}`: the hub has heard of none by that name"),
+            )
+        };
+        let world = self.machine.hub.as_ref().ok_or_else(unknown)?;
+        if !world.read(|machines| machines.contains_key(machine)) {
+            return Err(unknown());
+        }
+        let unreachable = |why: String| {
+            ServiceError::new(
+                ErrorKind::Unavailable,
+                codes::MACHINE_UNREACHABLE,
+                format!(
+                    "the machine `{machine}` did not take the command: {why}; nothing was done here"
+                ),
+            )
+        };
+        let link = world
+            .commands
+            .get()
+            .ok_or_else(|| unreachable("the hub is not connected to NATS yet".to_string()))?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        link.send(CommandRequest {
+            machine: machine.to_string(),
+            command,
+            reply,
+        })
+        .await
+        .map_err(|_| unreachable("the hub's NATS link stopped".to_string()))?;
+        let answer = tokio::time::timeout(COMMAND_TIMEOUT + Duration::from_secs(1), answer)
+            .await
+            .map_err(|_| unreachable(format!("no answer within {COMMAND_TIMEOUT:?}")))?
+            .map_err(|_| unreachable("the hub's NATS link stopped".to_string()))?
+            .map_err(unreachable)?;
+        match (answer.ok, answer.error) {
+            (Some(ok), None) => Ok(ok),
+            (_, Some(error)) => Err(ServiceError::new(
+                kind_of(&error.kind),
+                codes::ALL
+                    .iter()
+                    .find(|c| **c == error.code)
+                    .copied()
+                    .unwrap_or(codes::INTERNAL_ERROR),
+                format!("the machine `{machine}` answered: {}", error.message),
+            )),
+            (None, None) => Err(unreachable("its answer was empty".to_string())),
+        }
+    }
+
+    /// The owning machine's side of a [`RemoteCommand`] (`serve --nats-commands`): executed as
+    /// a client of this service, exactly as the HTTP API would, and answered the same way.
+    pub async fn serve_command(&self, command: RemoteCommand) -> RemoteReply {
+        let answer = match command {
+            RemoteCommand::Prompt {
+                session,
+                from,
+                message,
+            } => {
+                tracing::info!(%session, hub = %from, "a prompt from a hub");
+                self.send_prompt(
+                    &session,
+                    &message.text,
+                    message.images,
+                    message.idempotency_key,
+                )
+                .await
+                .and_then(|sent| {
+                    serde_json::to_value(sent).map_err(|e| {
+                        ServiceError::new(ErrorKind::Internal, codes::INTERNAL_ERROR, e.to_string())
+                    })
+                })
+            }
+        };
+        match answer {
+            Ok(ok) => RemoteReply {
+                ok: Some(ok),
+                error: None,
+            },
+            Err(error) => RemoteReply {
+                ok: None,
+                error: Some(RemoteError {
+                    kind: kind_name(error.kind).to_string(),
+                    code: error.code.to_string(),
+                    message: error.to_string(),
+                }),
+            },
+        }
+    }
+}
+
+/// An error class as a command's answer names it.
+pub fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Invalid => "invalid",
+        ErrorKind::NotFound => "not_found",
+        ErrorKind::Conflict => "conflict",
+        ErrorKind::Gone => "gone",
+        ErrorKind::TooMany => "too_many",
+        ErrorKind::Unavailable => "unavailable",
+        ErrorKind::Upstream => "upstream",
+        ErrorKind::Internal => "internal",
+        ErrorKind::Forbidden => "forbidden",
+    }
+}
+
+/// The error class a command's answer names (`upstream` for one this hub does not know).
+pub fn kind_of(name: &str) -> ErrorKind {
+    [
+        ErrorKind::Invalid,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Gone,
+        ErrorKind::TooMany,
+        ErrorKind::Unavailable,
+        ErrorKind::Upstream,
+        ErrorKind::Internal,
+        ErrorKind::Forbidden,
+    ]
+    .into_iter()
+    .find(|k| kind_name(*k) == name)
+    .unwrap_or(ErrorKind::Upstream)
 }
 
 /// `<machine>/<id>`.

@@ -27,7 +27,7 @@ pub use crate::core::StoredEvent;
 pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
-pub use hub::{HubWorld, RemoteEvent, RemotePage, RemoteView};
+pub use hub::{COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemotePage, RemoteView};
 pub use machine::FederationStatus;
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;

@@ -314,3 +314,101 @@ fn a_stopped_machine_is_shown_down_within_the_bound_with_its_last_state() {
     assert_eq!(machines[0]["machine"], "alpha", "{machines}");
     assert_eq!(machines[0]["link"], "down", "{machines}");
 }
+
+#[test]
+fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let mut beta =
+        CodexFixture::start_with_args(&["--nats", &url, "--machine", "beta", "--nats-commands"]);
+    let id = beta.create(json!({ "approvalPolicy": "never" }));
+    // A machine that takes no commands.
+    let (_tmux_a, alpha) = publishing(&nats, "alpha");
+    post(&alpha, 0);
+    let (_tmux_h, hub) = hub(&nats);
+    let remote = format!("beta/{id}");
+    hub.wait_for("B's session and A at the hub", CATCH_UP, |h| {
+        let list = h.get("/api/sessions").assert_ok();
+        let listed = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == remote.as_str());
+        (listed && link(h, "alpha").is_some()).then_some(())
+    });
+    // The prompt goes to B with its idempotency key, runs there, and its turn streams back.
+    beta.mock.push(Step::text("Hello, hub."));
+    let body = json!({ "text": "Hello from the hub", "idempotencyKey": "hub-1" });
+    let path = format!("/api/sessions/beta/{id}/messages");
+    let sent = hub.post(&path, &body).assert_ok();
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    assert_eq!(sent["duplicate"], false, "{sent}");
+    beta.wait_turns_completed(&id, 1);
+    // A retry of the same command never acts twice.
+    let retry = hub.post(&path, &body).assert_ok();
+    assert_eq!(retry["duplicate"], true, "{retry}");
+    assert_eq!(retry["turnId"], sent["turnId"], "{retry}");
+    assert_eq!(
+        beta.mock.main_requests().len(),
+        1,
+        "the model saw the prompt once"
+    );
+    wait_caught_up(&hub, &beta.daemon, "beta");
+    let at_hub = hub.session_events(&remote);
+    assert_same(&at_hub, &beta.events(&id), "the hub's prompt's turn");
+    let completed: Vec<&Value> = at_hub
+        .iter()
+        .filter(|e| e["type"] == "turn.completed")
+        .collect();
+    assert_eq!(completed.len(), 1, "{at_hub:?}");
+    // The owning machine's refusal is the one it gives locally (status and code); unknown
+    // machines answer clearly.
+    let refused = hub.post(
+        "/api/sessions/beta/cs_nope/messages",
+        &json!({ "text": "x" }),
+    );
+    let local = beta
+        .daemon
+        .post("/api/sessions/cs_nope/messages", &json!({ "text": "x" }));
+    assert_eq!(
+        refused.status, local.status,
+        "{} / {}",
+        refused.body, local.body
+    );
+    assert_eq!(
+        refused.json()["error"]["code"],
+        local.json()["error"]["code"],
+        "{} / {}",
+        refused.body,
+        local.body
+    );
+    assert!(refused.body.contains("machine `beta`"), "{}", refused.body);
+    let unknown = hub.post("/api/sessions/gamma/x/messages", &json!({ "text": "x" }));
+    assert_eq!(
+        unknown.json()["error"]["code"],
+        "machine_not_found",
+        "{}",
+        unknown.body
+    );
+    // A machine that takes no commands, and a stopped one: a clear error naming it, in bound.
+    let started = Instant::now();
+    let none = hub.post("/api/sessions/alpha/work/messages", &json!({ "text": "x" }));
+    assert_eq!(none.status, 503, "{}", none.body);
+    assert_eq!(
+        none.json()["error"]["code"],
+        "machine_unreachable",
+        "{}",
+        none.body
+    );
+    assert!(none.body.contains("`alpha`"), "{}", none.body);
+    beta.daemon.stop();
+    let stopped = hub.post(&path, &json!({ "text": "x", "idempotencyKey": "hub-2" }));
+    let took = started.elapsed();
+    eprintln!(
+        "commands to machines that take none answered in {took:?}: {}",
+        stopped.body
+    );
+    assert_eq!(stopped.status, 503, "{}", stopped.body);
+    assert!(stopped.body.contains("`beta`"), "{}", stopped.body);
+    assert!(took < Duration::from_secs(25), "{took:?}");
+}
