@@ -348,6 +348,12 @@ fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
     let retry = hub.post(&path, &body).assert_ok();
     assert_eq!(retry["duplicate"], true, "{retry}");
     assert_eq!(retry["turnId"], sent["turnId"], "{retry}");
+    // The qualified id as one segment is the same session and the same command.
+    let qualified = hub
+        .post(&format!("/api/sessions/beta%2F{id}/messages"), &body)
+        .assert_ok();
+    assert_eq!(qualified["duplicate"], true, "{qualified}");
+    assert_eq!(qualified["turnId"], sent["turnId"], "{qualified}");
     assert_eq!(
         beta.mock.main_requests().len(),
         1,
