@@ -353,6 +353,20 @@ pub struct ServeArgs {
     /// Require TLS to the NATS server (implied by a `tls://` URL).
     #[arg(long)]
     pub nats_tls: bool,
+    /// View every other machine publishing into the NATS server (`--nats`): their state,
+    /// sessions and events, machine-qualified (`laptop/<session>`), read through a durable
+    /// consumer. Config file: `hub = true`.
+    #[arg(long)]
+    pub hub: bool,
+    /// A hub shows a machine `down` when it heard nothing from it (heartbeat or event) for
+    /// this many seconds.
+    #[arg(long, default_value_t = 10)]
+    pub hub_down_after: u64,
+    /// Take commands from a hub over NATS (`cohost.cmd.<machine>`: prompts to this machine's
+    /// sessions, executed through this daemon's own service layer). Give only hub credentials
+    /// permission to publish there. Config file: `nats-commands = true`.
+    #[arg(long)]
+    pub nats_commands: bool,
 }
 
 /// `cohost answer`'s arguments.

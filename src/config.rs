@@ -40,6 +40,11 @@ pub struct ServeConfig {
     pub machine: String,
     /// `--nats`: publish the log into NATS JetStream (see `federation`).
     pub nats: Option<crate::federation::NatsConfig>,
+    /// `--hub`: view every other machine publishing into the NATS server; a machine silent
+    /// for this long is shown `down` (`--hub-down-after`).
+    pub hub: Option<std::time::Duration>,
+    /// `--nats-commands`: answer a hub's commands (see `federation::commands`).
+    pub nats_commands: bool,
     /// The config file's agent profiles (`[profiles.NAME]`), validated.
     pub profiles: crate::service::profiles::Profiles,
     /// The config file they are read from again on a reload, and whether it must exist (it was
@@ -164,9 +169,33 @@ impl ServeConfig {
             )?),
             None => None,
         };
+        if args.hub_down_after == 0 {
+            bail!("{} must be at least 1 second", name("hub-down-after"));
+        }
+        let hub = if args.hub {
+            if nats.is_none() {
+                bail!(
+                    "{} views the machines publishing into a NATS server: name it with {}",
+                    name("hub"),
+                    name("nats-url")
+                );
+            }
+            Some(std::time::Duration::from_secs(args.hub_down_after))
+        } else {
+            None
+        };
+        if args.nats_commands && nats.is_none() {
+            bail!(
+                "{} takes commands through a NATS server: name it with {}",
+                name("nats-commands"),
+                name("nats-url")
+            );
+        }
         Ok(ServeConfig {
             machine,
             nats,
+            hub,
+            nats_commands: args.nats_commands,
             profiles: Default::default(),
             profiles_file: None,
             watchers,

@@ -134,6 +134,28 @@ pub async fn run(
             ))
         }),
     );
+    let hub_world = config.hub.map(crate::service::HubWorld::new);
+    let service = match &hub_world {
+        Some(world) => service.with_hub(Arc::clone(world)),
+        None => service,
+    };
+    let hub = hub_world
+        .zip(config.nats.clone())
+        .map(|(world, nats)| crate::federation::Hub {
+            world,
+            home: config.home.clone(),
+            machine: config.machine.clone(),
+            nats,
+        });
+    let commands = config
+        .nats
+        .clone()
+        .filter(|_| config.nats_commands)
+        .map(|nats| crate::federation::Commands {
+            service: service.clone(),
+            machine: config.machine.clone(),
+            nats,
+        });
     let publisher = config
         .nats
         .clone()
@@ -164,6 +186,13 @@ pub async fn run(
     if let Some(publisher) = publisher {
         tracing::info!(machine = %config.machine, url = %publisher.nats.url, "publishing into NATS JetStream");
         tasks.spawn(publisher.run(cancel.clone()));
+    }
+    if let Some(commands) = commands {
+        tasks.spawn(commands.run(cancel.clone()));
+    }
+    if let Some(hub) = hub {
+        tracing::info!(machine = %config.machine, url = %hub.nats.url, "viewing the other machines through NATS JetStream (hub)");
+        tasks.spawn(hub.run(cancel.clone()));
     }
     tasks.spawn(service.clone().give_back_ended_adoptions(cancel.clone()));
     for host in hosts.all() {

@@ -585,6 +585,40 @@ fn modules_import_only_what_their_layer_allows() {
 const BRIDGE_MAY_USE: [&str; 3] = ["client", "config", "redact"];
 
 /// The paths of `code` (a file of the bridge) into the library beyond [`BRIDGE_MAY_USE`].
+/// Federation is a reader of the log: the publisher and the hub (its consumer in
+/// `federation`, its world in `service/hub.rs`) never append to this machine's log — another
+/// machine's events live in the hub's world and its copies, never as this machine's own. No
+/// file of theirs names what an append takes (an event kind, the core's input) or calls the
+/// core's `append` or `publish`.
+#[test]
+fn federation_never_writes_the_log() {
+    let mut broken = Vec::new();
+    let readers = ["federation", "service/hub.rs"];
+    forbid(
+        &mut broken,
+        &readers,
+        &[
+            "protocol::EventKind",
+            "protocol::event::EventKind",
+            "core::CoreInput",
+        ],
+        "federation never appends to the log (the core is its machine's single writer)",
+    );
+    for source in readers {
+        for (file, _) in files(source) {
+            let code = std::fs::read_to_string(src().join(&file)).unwrap();
+            for call in ["core.append(", "core.publish(", ".append_event("] {
+                if code.contains(call) {
+                    broken.push(format!(
+                        "{file} calls `{call}…)`: federation never appends to the log"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "a second writer:\n{}", broken.join("\n"));
+}
+
 fn bridge_refs_beyond_the_client(code: &str) -> Result<Vec<String>, String> {
     let refs = references(&[], code)?;
     Ok(refs

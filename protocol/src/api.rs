@@ -278,6 +278,10 @@ pub struct InstanceView {
     /// checks the pane and the process). Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adoptable: bool,
+    /// The machine the instance runs on: set by a hub (`serve --hub`) on every instance it
+    /// lists; absent on a daemon that is no hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -339,6 +343,15 @@ pub struct SessionView {
     pub unseen: bool,
     pub agents: Vec<InstanceView>,
     pub metadata: MetadataView,
+    /// The machine the tmux session is on: set by a hub (`serve --hub`) on every session it
+    /// lists (another machine's sessions have `name` and `id` qualified: `laptop/work`,
+    /// `laptop/$3`); absent on a daemon that is no hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// Another machine's session on a hub: that machine's link, `up` or `down` (a `down`
+    /// machine's sessions are its last known state, not its present one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_link: Option<MachineLinkState>,
 }
 
 /// `GET /api/state`.
@@ -358,6 +371,68 @@ pub struct StateView {
     /// no session's directory matches their working directory): listed, never dropped.
     #[serde(default)]
     pub unplaced: Vec<InstanceView>,
+    /// A hub (`serve --hub`): every other machine it views, with its link. Absent on a daemon
+    /// that is no hub.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machines: Vec<MachineLink>,
+}
+
+/// Whether a hub hears from a machine: `up`, or `down` when nothing came from it (neither its
+/// heartbeat in the KV bucket nor an event) within the hub's bound (`hub-down-after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MachineLinkState {
+    Up,
+    Down,
+}
+
+/// One machine as a hub sees it (`GET /api/state` `machines`, `/api/health` `hub.machines`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineLink {
+    pub machine: String,
+    pub link: MachineLinkState,
+    /// When the hub last heard from the machine (ms since the epoch, by the NATS server's
+    /// clock): its last heartbeat or event; absent when never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heard: Option<u64>,
+    /// The newest seq of the machine's log the hub holds (its events' own seqs).
+    pub received_seq: u64,
+    /// The newest seq the machine logged, as its last heartbeat said.
+    pub head_seq: u64,
+    /// `headSeq - receivedSeq`: the machine's events the hub does not hold yet.
+    pub lag: u64,
+    /// Events the stream delivered again that the hub already held (dropped, counted).
+    #[serde(default)]
+    pub duplicates_dropped: u64,
+    /// The last failure reading the machine's stream or view, while it lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A hub's health (`/api/health` `hub`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HubHealth {
+    /// A machine not heard from for this long (ms) is `down`.
+    pub down_after_ms: u64,
+    pub machines: Vec<MachineLink>,
+}
+
+/// `GET /api/sessions/{machine}/{id}/events` on a hub: another machine's session's events, as
+/// that machine logged them; the cursor (`after`, `next`, `head`) is that machine's seq.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteEventsPage {
+    pub machine: String,
+    /// The session's id on its machine (unqualified).
+    pub session: String,
+    pub events: Vec<super::Event>,
+    /// The cursor to pass as `after` next time: the last returned seq, or `after` when empty.
+    pub next: u64,
+    /// The newest seq of the machine the hub holds.
+    pub head: u64,
+    pub link: MachineLinkState,
 }
 
 /// `GET /api/events`.
@@ -431,6 +506,9 @@ pub struct Health {
     /// Publishing into NATS JetStream (`serve --nats`); absent when the daemon does not publish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub federation: Option<FederationHealth>,
+    /// Viewing other machines (`serve --hub`); absent when the daemon is no hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<HubHealth>,
 }
 
 /// How the publisher into NATS JetStream is doing (`/api/health`, `cohost doctor`).
@@ -533,4 +611,51 @@ pub struct HostedSessionView {
     pub waiting_tasks: usize,
     pub created_at: u64,
     pub updated_at: u64,
+    /// The machine the session runs on: set by a hub (`serve --hub`) on every session it lists
+    /// (another machine's have `id` qualified: `laptop/<id>`); absent on a daemon that is no hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// Another machine's session on a hub: that machine's link (`down`: last known state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_link: Option<MachineLinkState>,
+}
+
+/// A command a hub sends to the machine that owns a session, by NATS request/reply on
+/// `cohost.cmd.<machine>` (the machine answers only with `serve --nats-commands`). The owning
+/// machine executes it as a client of its own service layer, exactly as its HTTP API would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", tag = "op")]
+pub enum RemoteCommand {
+    /// `POST /api/sessions/{id}/messages` on the owning machine.
+    #[serde(rename_all = "camelCase")]
+    Prompt {
+        /// The session's id on its machine (unqualified).
+        session: String,
+        /// The hub that sent it.
+        from: String,
+        /// The body `POST /api/sessions/{id}/messages` takes, its idempotency key included.
+        message: super::MessageBody,
+    },
+}
+
+/// The owning machine's answer to a [`RemoteCommand`]: `ok` (the answer its HTTP API gives) or
+/// `error` (the refusal its HTTP API gives, with its class).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteReply {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RemoteError>,
+}
+
+/// A refusal by the owning machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteError {
+    /// The class (`invalid`, `not_found`, `conflict`, `gone`, `too_many`, `unavailable`,
+    /// `upstream`, `internal`, `forbidden`): what status the hub answers.
+    pub kind: String,
+    pub code: String,
+    pub message: String,
 }

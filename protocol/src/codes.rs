@@ -73,6 +73,10 @@ pub const ANSWER_TOO_LARGE: &str = "answer_too_large";
 pub const SESSION_NOT_FOUND: &str = "session_not_found";
 /// The session has no such agent instance.
 pub const INSTANCE_NOT_FOUND: &str = "instance_not_found";
+/// A hub (`serve --hub`) knows no machine of that name (`/api/sessions/{machine}/{id}/…`).
+pub const MACHINE_NOT_FOUND: &str = "machine_not_found";
+/// A command to another machine got no answer in time, or the machine takes no commands.
+pub const MACHINE_UNREACHABLE: &str = "machine_unreachable";
 
 // Hosted sessions.
 
@@ -165,6 +169,8 @@ pub const ALL: &[&str] = &[
     ANSWER_TOO_LARGE,
     SESSION_NOT_FOUND,
     INSTANCE_NOT_FOUND,
+    MACHINE_NOT_FOUND,
+    MACHINE_UNREACHABLE,
     SESSION_CLOSED,
     NOT_LIVE,
     NOT_READY,

@@ -166,6 +166,8 @@ impl SessionRecord {
             waiting_tasks: 0,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            machine: None,
+            machine_link: None,
         }
     }
 }

@@ -365,6 +365,7 @@ impl Tracker {
                 control: None,
                 session_id: None,
                 adoptable: false,
+                machine: None,
             })
             .collect();
         agents.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(a.key.cmp(&b.key)));

@@ -105,6 +105,11 @@ pub fn session_token(session: &str) -> String {
     token
 }
 
+/// The subject a machine takes commands on from a hub (`serve --nats-commands`).
+pub fn command_subject(machine: &str) -> String {
+    format!("cohost.cmd.{machine}")
+}
+
 /// The `Nats-Msg-Id` of the event `seq` of this home.
 pub fn msg_id(machine: &str, home_id: &str, seq: u64) -> String {
     format!("{machine}:{home_id}:{seq}")

@@ -378,7 +378,7 @@ async fn ensure_stream(js: &jetstream::Context, machine: &str) -> anyhow::Result
 /// The bucket's stream is made here with the KV conventions (`KV_<bucket>`, `$KV.<bucket>.>`,
 /// one message per subject, rollups, direct gets) rather than by `create_key_value`, which first
 /// asks for the account's info in a shape nats-server 2.9 does not answer.
-async fn ensure_bucket(js: &jetstream::Context) -> anyhow::Result<jetstream::kv::Store> {
+pub(super) async fn ensure_bucket(js: &jetstream::Context) -> anyhow::Result<jetstream::kv::Store> {
     if let Ok(kv) = js.get_key_value(names::KV_BUCKET).await {
         return Ok(kv);
     }

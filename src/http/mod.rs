@@ -10,6 +10,7 @@
 mod error;
 mod extract;
 mod guard;
+mod hub;
 mod requests;
 mod routes;
 pub mod server;
@@ -149,6 +150,14 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/tasks/{id}/edit", post(tasks::edit))
         .route("/api/tasks/{id}/supersede", post(tasks::supersede))
         .route("/api/sessions/{id}/events", get(stream::session_events))
+        .route(
+            "/api/sessions/{machine}/{id}/events",
+            get(hub::machine_session_events),
+        )
+        .route(
+            "/api/sessions/{machine}/{id}/messages",
+            post(hub::machine_message),
+        )
         .route(
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),

@@ -99,5 +99,5 @@ pub async fn tmux_refresh(State(state): State<AppState>) -> Json<RefreshAnswer> 
 }
 
 pub async fn state(State(state): State<AppState>) -> Json<StateView> {
-    Json(state.service.state_view())
+    Json(state.service.world_state())
 }

@@ -67,7 +67,7 @@ pub async fn create(
 
 pub async fn list(State(state): State<AppState>) -> Json<SessionList> {
     Json(SessionList {
-        sessions: state.service.sessions(),
+        sessions: state.service.world_sessions(),
     })
 }
 
@@ -90,12 +90,22 @@ pub async fn message(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MessageBody>,
-) -> Result<Json<PromptSent>, ApiError> {
-    let sent = state
+) -> Result<Response, ApiError> {
+    // On a hub, `laptop/<id>` (`laptop%2F<id>`) names another machine's session.
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let (machine, session) = (machine.to_string(), session.to_string());
+        let answer = state
+            .service
+            .remote_prompt(&machine, &session, body)
+            .await?;
+        return Ok(Json(answer).into_response());
+    }
+    let id = state.service.local_id(&id).to_string();
+    let sent: PromptSent = state
         .service
         .send_prompt(&id, &body.text, body.images, body.idempotency_key)
         .await?;
-    Ok(Json(sent))
+    Ok(Json(sent).into_response())
 }
 
 pub async fn interrupt(

@@ -28,16 +28,16 @@ const STREAM_PAGE: usize = 512;
 
 #[derive(Deserialize)]
 pub struct EventsQuery {
-    after: Option<String>,
-    limit: Option<String>,
-    wait: Option<String>,
+    pub(super) after: Option<String>,
+    pub(super) limit: Option<String>,
+    pub(super) wait: Option<String>,
     /// A session's last N events (session route only).
-    last: Option<String>,
+    pub(super) last: Option<String>,
     /// The events before this seq, `limit` of them (session route only).
-    before: Option<String>,
+    pub(super) before: Option<String>,
 }
 
-fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
+pub(super) fn parse_u64(name: &str, value: &str) -> Result<u64, ApiError> {
     value.parse().map_err(|_| {
         ApiError::field(
             codes::INVALID_FIELD,
@@ -71,6 +71,12 @@ pub async fn session_events(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
+    // On a hub, `laptop/<id>` names another machine's session; `<this machine>/<id>` is local.
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let (machine, session) = (machine.to_string(), session.to_string());
+        return super::hub::remote_events(state, &machine, &session, query).await;
+    }
+    let id = state.service.local_id(&id).to_string();
     state.service.known_session(&id)?;
     if query.last.is_some() || query.before.is_some() {
         return window_for(state, query, id).await;

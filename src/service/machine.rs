@@ -16,6 +16,8 @@ pub type FederationStatus = Arc<Mutex<FederationHealth>>;
 pub(super) struct MachineInfo {
     name: Arc<str>,
     federation: Option<FederationStatus>,
+    /// A hub's view of the other machines (`with_hub`).
+    pub(super) hub: Option<Arc<super::hub::HubWorld>>,
 }
 
 impl Service {
@@ -24,6 +26,7 @@ impl Service {
         self.machine = MachineInfo {
             name: name.into(),
             federation,
+            hub: self.machine.hub.take(),
         };
         self
     }

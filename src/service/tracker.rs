@@ -28,6 +28,7 @@ impl Service {
             listen: listen.to_string(),
             machine: self.machine().to_string(),
             federation: self.federation_health(),
+            hub: self.hub_health(),
         }
     }
 
@@ -195,6 +196,8 @@ impl Service {
                     unseen: summary.unseen,
                     agents: summary.agents,
                     metadata: summary.metadata,
+                    machine: None,
+                    machine_link: None,
                 }
             })
             .collect();
@@ -213,6 +216,7 @@ impl Service {
                 }
                 unplaced
             },
+            machines: Vec::new(),
         }
     }
 }

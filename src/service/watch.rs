@@ -29,6 +29,7 @@ impl Service {
                 control: None,
                 session_id: None,
                 adoptable: false,
+                machine: None,
             };
             super::adopt::control_of(state, &mut instance);
             let adopted = instance

@@ -2,6 +2,7 @@
 //! publisher's order, subjects and ids, its recovery from a killed server and a killed daemon,
 //! its health, and the refusal of a plaintext remote URL.
 
+mod hub;
 mod publish;
 
 use std::time::Duration;

@@ -142,5 +142,23 @@ fn a_remote_plaintext_nats_url_is_refused_at_start() {
     // A bad machine name is refused with what is wrong with it.
     let refused = serve(&["--machine", "my.laptop"], None);
     assert!(refused.contains("`my.laptop` holds `.`"), "{refused}");
+    // A hub, or a machine taking commands, needs a server; the config file's `hub = true` is
+    // the same setting as `--hub`.
+    let refused = serve(&["--hub"], None);
+    assert!(
+        refused.contains("--hub views the machines publishing into a NATS server"),
+        "{refused}"
+    );
+    std::fs::write(&config, "hub = true\n").unwrap();
+    let refused = serve(&[], Some(&config));
+    assert!(
+        refused.contains("`hub`") && refused.contains("NATS server"),
+        "{refused}"
+    );
+    let refused = serve(&["--nats-commands"], None);
+    assert!(
+        refused.contains("--nats-commands takes commands"),
+        "{refused}"
+    );
     assert!(!dir.path().join("home/federation").exists());
 }

@@ -1,0 +1,167 @@
+//! A hub's copy of what it consumed of each machine, `$COHOST_HOME/hub/<machine>.events`: one
+//! line per event, `<stream sequence> <the event's JSON as the machine logged it>`, appended and
+//! synced before the hub acknowledges the messages to its durable consumer, so a restarted hub
+//! holds everything it acknowledged and the consumer resumes right after it.
+//!
+//! This is not the log: the hub never writes another machine's events into its own log (the
+//! core stays the single writer of its machine). A torn last line (a hub killed mid-write) is
+//! cut off when the file is read; the consumer delivers that event again.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use crate::service::RemoteEvent;
+
+/// The directory of a hub's copies.
+pub fn dir(home: &Path) -> PathBuf {
+    home.join("hub")
+}
+
+fn path(home: &Path, machine: &str) -> PathBuf {
+    dir(home).join(format!("{machine}.events"))
+}
+
+/// The routing fields of an event's JSON.
+#[derive(Deserialize)]
+struct Head {
+    seq: u64,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+/// Reads an event's seq and session from its JSON.
+pub fn parse(json: &str) -> anyhow::Result<RemoteEvent> {
+    let head: Head = serde_json::from_str(json).context("not an event (no `seq`)")?;
+    Ok(RemoteEvent {
+        seq: head.seq,
+        session: head.session,
+        json: Arc::from(json),
+    })
+}
+
+/// The machines a hub holds copies of (their file names).
+pub fn machines(home: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir(home)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let machine = name.strip_suffix(".events")?.to_string();
+            super::names::check_machine(&machine).ok()?;
+            Some(machine)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A machine's copy, open for appending.
+pub struct Mirror {
+    file: File,
+    /// The stream sequence of the last event held.
+    pub stream_seq: u64,
+}
+
+impl Mirror {
+    /// Opens (or makes) the copy of `machine` and reads what it holds; a torn or unreadable
+    /// tail is cut off.
+    pub fn open(home: &Path, machine: &str) -> anyhow::Result<(Mirror, Vec<RemoteEvent>)> {
+        let dir = dir(home);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("failed to create {}", dir.display()))?;
+        let path = path(home, machine);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("failed to open {}", path.display()))?;
+        let mut events = Vec::new();
+        let mut stream_seq = 0;
+        let mut good: u64 = 0;
+        let mut reader = BufReader::new(&file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = reader
+                .read_line(&mut line)
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            if read == 0 || !line.ends_with('\n') {
+                break;
+            }
+            let parsed = line
+                .trim_end()
+                .split_once(' ')
+                .and_then(|(s, json)| Some((s.parse::<u64>().ok()?, parse(json).ok()?)));
+            let Some((seq, event)) = parsed else { break };
+            stream_seq = seq;
+            events.push(event);
+            good += read as u64;
+        }
+        if file.metadata().map(|m| m.len()).unwrap_or(good) != good {
+            tracing::warn!(path = %path.display(), kept = events.len(), "hub: cutting a torn tail off a machine's copy");
+            file.set_len(good)
+                .with_context(|| format!("failed to cut {}", path.display()))?;
+        }
+        Ok((Mirror { file, stream_seq }, events))
+    }
+
+    /// Appends `(stream sequence, event)` lines and syncs them (on a blocking thread).
+    pub async fn append(&mut self, events: &[(u64, RemoteEvent)]) -> std::io::Result<()> {
+        let Some((last, _)) = events.last() else {
+            return Ok(());
+        };
+        let mut bytes = Vec::new();
+        for (stream_seq, event) in events {
+            bytes.extend_from_slice(format!("{stream_seq} ").as_bytes());
+            bytes.extend_from_slice(event.json.as_bytes());
+            bytes.push(b'\n');
+        }
+        let mut file = self.file.try_clone()?;
+        tokio::task::spawn_blocking(move || {
+            file.write_all(&bytes)?;
+            file.sync_data()
+        })
+        .await
+        .map_err(std::io::Error::other)??;
+        self.stream_seq = *last;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_copy_survives_a_reopen_and_a_torn_tail_is_cut() {
+        let home = tempfile::tempdir().unwrap();
+        let (mut mirror, held) = Mirror::open(home.path(), "b").unwrap();
+        assert!(held.is_empty());
+        let events: Vec<(u64, RemoteEvent)> = (1..=3)
+            .map(|i| {
+                let json = format!("{{\"seq\":{i},\"session\":\"s\",\"type\":\"x\"}}");
+                (i + 10, parse(&json).unwrap())
+            })
+            .collect();
+        mirror.append(&events).await.unwrap();
+        drop(mirror);
+        let path = path(home.path(), "b");
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"14 {\"seq\":4,\"sess").unwrap();
+        let (mirror, held) = Mirror::open(home.path(), "b").unwrap();
+        assert_eq!(held.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(held[0].session.as_deref(), Some("s"));
+        assert_eq!(mirror.stream_seq, 13);
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
+        assert_eq!(machines(home.path()), ["b"]);
+    }
+}

@@ -1,0 +1,613 @@
+//! A hub's view of other machines (`serve --hub`): what the federation's hub consumer heard from
+//! each machine — its last published view (state and hosted sessions) and its events — held in
+//! memory, and how the surfaces see it merged with this machine's own.
+//!
+//! This is a reader's world, never the log: the hub consumer (`crate::federation::hub`, above
+//! the service) fills the [`HubWorld`]; nothing here appends to this machine's log, and another
+//! machine's events are served from here with that machine's own seqs. Another machine's ids
+//! are machine-qualified (`laptop/<session>`); this machine's ids keep working unchanged.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{ErrorKind, Service, ServiceError};
+use crate::core::now_ms;
+use crate::protocol::codes;
+use crate::protocol::{
+    HostedSessionView, HubHealth, MachineLink, MachineLinkState, MessageBody, RemoteCommand,
+    RemoteError, RemoteReply, StateView,
+};
+
+/// How long a command to another machine waits for its answer.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A command on its way to another machine: the hub's NATS link (`federation::hub`) sends it by
+/// request/reply and answers `reply` with the machine's answer, or why there was none.
+pub struct CommandRequest {
+    pub machine: String,
+    pub command: RemoteCommand,
+    pub reply: tokio::sync::oneshot::Sender<Result<RemoteReply, String>>,
+}
+
+/// The most events one read of another machine's session returns.
+pub const MAX_REMOTE_LIMIT: usize = 1000;
+
+/// A machine's view as its publisher puts it in the KV bucket (`federation::publisher`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteView {
+    pub machine: String,
+    #[serde(default)]
+    pub acked_seq: u64,
+    #[serde(default)]
+    pub at: u64,
+    pub state: StateView,
+    #[serde(default)]
+    pub sessions: Vec<HostedSessionView>,
+}
+
+/// One event of another machine: its own seq, its session, its exact line.
+#[derive(Debug, Clone)]
+pub struct RemoteEvent {
+    pub seq: u64,
+    pub session: Option<String>,
+    pub json: Arc<str>,
+}
+
+/// What the hub holds of one machine.
+#[derive(Debug, Default)]
+struct RemoteMachine {
+    view: Option<RemoteView>,
+    /// When the machine was last heard from (ms, the NATS server's clock).
+    heard_at: Option<u64>,
+    /// Its events, in seq order, each once.
+    events: Vec<RemoteEvent>,
+    duplicates: u64,
+    last_error: Option<String>,
+}
+
+impl RemoteMachine {
+    fn last_seq(&self) -> u64 {
+        self.events.last().map_or(0, |e| e.seq)
+    }
+
+    fn link(&self, now: u64, down_after_ms: u64) -> MachineLinkState {
+        match self.heard_at {
+            Some(at) if now.saturating_sub(at) <= down_after_ms => MachineLinkState::Up,
+            _ => MachineLinkState::Down,
+        }
+    }
+}
+
+/// Every other machine a hub views, shared between the hub consumer (which writes) and the
+/// service (which reads).
+pub struct HubWorld {
+    machines: RwLock<BTreeMap<String, RemoteMachine>>,
+    down_after_ms: u64,
+    /// Bumped whenever events are added (long polls wait on it).
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Where commands to other machines go (set once the hub's NATS link runs).
+    commands: OnceLock<tokio::sync::mpsc::Sender<CommandRequest>>,
+}
+
+/// What [`HubWorld::add_events`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Added {
+    pub added: usize,
+    pub duplicates: usize,
+}
+
+impl HubWorld {
+    /// A world where a machine not heard from for `down_after` is `down`.
+    pub fn new(down_after: Duration) -> Arc<HubWorld> {
+        Arc::new(HubWorld {
+            machines: RwLock::default(),
+            down_after_ms: down_after.as_millis() as u64,
+            changed: tokio::sync::watch::channel(0).0,
+            commands: OnceLock::new(),
+        })
+    }
+
+    /// Connects the commands to other machines to the hub's NATS link.
+    pub fn set_command_link(&self, link: tokio::sync::mpsc::Sender<CommandRequest>) {
+        let _ = self.commands.set(link);
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&mut BTreeMap<String, RemoteMachine>) -> T) -> T {
+        f(&mut self.machines.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&BTreeMap<String, RemoteMachine>) -> T) -> T {
+        f(&self.machines.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A machine's new view (heard at `heard_at`, the KV entry's time).
+    pub fn set_view(&self, view: RemoteView, heard_at: u64) {
+        self.write(|machines| {
+            let machine = machines.entry(view.machine.clone()).or_default();
+            machine.heard_at = machine.heard_at.max(Some(heard_at));
+            machine.view = Some(view);
+            machine.last_error = None;
+        });
+    }
+
+    /// Makes a machine known (its events or view may come later).
+    pub fn know(&self, machine: &str) {
+        self.write(|machines| {
+            machines.entry(machine.to_string()).or_default();
+        });
+    }
+
+    /// The newest seq held of `machine` (0 when none).
+    pub fn last_seq(&self, machine: &str) -> u64 {
+        self.read(|machines| machines.get(machine).map_or(0, RemoteMachine::last_seq))
+    }
+
+    /// Adds a machine's events in order; an event whose seq is not past the newest held is a
+    /// duplicate, dropped and counted. `heard_at`: when the newest was published.
+    pub fn add_events(
+        &self,
+        machine: &str,
+        events: impl IntoIterator<Item = RemoteEvent>,
+        heard_at: Option<u64>,
+    ) -> Added {
+        let added = self.write(|machines| {
+            let held = machines.entry(machine.to_string()).or_default();
+            let mut added = Added::default();
+            for event in events {
+                if event.seq <= held.last_seq() {
+                    added.duplicates += 1;
+                } else {
+                    held.events.push(event);
+                    added.added += 1;
+                }
+            }
+            held.duplicates += added.duplicates as u64;
+            held.heard_at = held.heard_at.max(heard_at);
+            added
+        });
+        if added.added > 0 {
+            self.changed.send_modify(|n| *n += 1);
+        }
+        added
+    }
+
+    /// Counts events a machine's stream delivered again that were dropped before
+    /// [`HubWorld::add_events`].
+    pub fn count_duplicates(&self, machine: &str, duplicates: u64) {
+        self.write(|machines| {
+            machines.entry(machine.to_string()).or_default().duplicates += duplicates;
+        });
+    }
+
+    /// Shows (or clears) the last failure reading a machine.
+    pub fn set_error(&self, machine: &str, error: Option<String>) {
+        self.write(|machines| {
+            machines.entry(machine.to_string()).or_default().last_error = error;
+        });
+    }
+
+    /// Every machine's link, by name.
+    pub fn links(&self) -> Vec<MachineLink> {
+        let now = now_ms();
+        self.read(|machines| {
+            machines
+                .iter()
+                .map(|(name, m)| {
+                    let received = m.last_seq();
+                    let head = m
+                        .view
+                        .as_ref()
+                        .map_or(0, |v| v.state.seq.max(v.acked_seq))
+                        .max(received);
+                    MachineLink {
+                        machine: name.clone(),
+                        link: m.link(now, self.down_after_ms),
+                        last_heard: m.heard_at,
+                        received_seq: received,
+                        head_seq: head,
+                        lag: head - received,
+                        duplicates_dropped: m.duplicates,
+                        last_error: m.last_error.clone(),
+                    }
+                })
+                .collect()
+        })
+    }
+}
+
+/// A read of another machine's session (`GET /api/sessions/{machine}/{id}/events`).
+pub struct RemotePage {
+    pub machine: String,
+    pub session: String,
+    pub events: Vec<Arc<str>>,
+    pub next: u64,
+    pub head: u64,
+    pub link: MachineLinkState,
+}
+
+impl Service {
+    /// Makes this daemon a hub over `world`.
+    pub fn with_hub(mut self, world: Arc<HubWorld>) -> Service {
+        self.machine.hub = Some(world);
+        self
+    }
+
+    /// The hub's world, when this daemon is a hub.
+    pub fn hub_world(&self) -> Option<Arc<HubWorld>> {
+        self.machine.hub.clone()
+    }
+
+    /// `/api/health` `hub`.
+    pub(super) fn hub_health(&self) -> Option<HubHealth> {
+        let world = self.machine.hub.as_ref()?;
+        Some(HubHealth {
+            down_after_ms: world.down_after_ms,
+            machines: world.links(),
+        })
+    }
+
+    /// `GET /api/state`: this machine's state and, on a hub, every other machine's last known
+    /// one, qualified by machine, with each machine's link.
+    pub fn world_state(&self) -> StateView {
+        let mut state = self.state_view();
+        let Some(world) = &self.machine.hub else {
+            return state;
+        };
+        let own = self.machine().to_string();
+        for session in &mut state.sessions {
+            session.machine = Some(own.clone());
+            for agent in &mut session.agents {
+                agent.machine = Some(own.clone());
+            }
+        }
+        for agent in &mut state.unplaced {
+            agent.machine = Some(own.clone());
+        }
+        let now = now_ms();
+        world.read(|machines| {
+            for (name, m) in machines {
+                let Some(view) = &m.view else { continue };
+                let link = m.link(now, world.down_after_ms);
+                for session in &view.state.sessions {
+                    let mut session = session.clone();
+                    session.name = qualify(name, &session.name);
+                    session.id = qualify(name, &session.id);
+                    session.machine = Some(name.clone());
+                    session.machine_link = Some(link);
+                    for agent in &mut session.agents {
+                        agent.machine = Some(name.clone());
+                        agent.session_id = agent.session_id.as_deref().map(|id| qualify(name, id));
+                        agent.adoptable = false;
+                    }
+                    state.sessions.push(session);
+                }
+                for agent in &view.state.unplaced {
+                    let mut agent = agent.clone();
+                    agent.machine = Some(name.clone());
+                    agent.session_id = agent.session_id.as_deref().map(|id| qualify(name, id));
+                    agent.adoptable = false;
+                    state.unplaced.push(agent);
+                }
+            }
+        });
+        state.machines = world.links();
+        state
+    }
+
+    /// `GET /api/sessions`: this machine's hosted sessions and, on a hub, every other machine's
+    /// (ids qualified, `machine` and the machine's link on each).
+    pub fn world_sessions(&self) -> Vec<HostedSessionView> {
+        let mut sessions = self.sessions();
+        let Some(world) = &self.machine.hub else {
+            return sessions;
+        };
+        let own = self.machine().to_string();
+        for session in &mut sessions {
+            session.machine = Some(own.clone());
+        }
+        let now = now_ms();
+        world.read(|machines| {
+            for (name, m) in machines {
+                let Some(view) = &m.view else { continue };
+                let link = m.link(now, world.down_after_ms);
+                for session in &view.sessions {
+                    let mut session = session.clone();
+                    session.id = qualify(name, &session.id);
+                    session.machine = Some(name.clone());
+                    session.machine_link = Some(link);
+                    sessions.push(session);
+                }
+            }
+        });
+        sessions
+    }
+
+    /// Splits a machine-qualified id naming another machine a hub views: `(machine, id)`.
+    /// `None` for a local id (this machine's own prefix is stripped by [`Service::local_id`]).
+    pub fn remote_id<'a>(&self, id: &'a str) -> Option<(&'a str, &'a str)> {
+        let world = self.machine.hub.as_ref()?;
+        let (machine, rest) = id.split_once('/')?;
+        if machine == self.machine() {
+            return None;
+        }
+        world
+            .read(|machines| machines.contains_key(machine))
+            .then_some((machine, rest))
+    }
+
+    /// A local id as given, or with this machine's own prefix (`<this machine>/<id>`) removed.
+    pub fn local_id<'a>(&self, id: &'a str) -> &'a str {
+        match id.split_once('/') {
+            Some((machine, rest)) if machine == self.machine() => rest,
+            _ => id,
+        }
+    }
+
+    /// Another machine's session's events after `after` (that machine's seq), at most `limit`;
+    /// with `wait`, waits up to it for one when there is none yet.
+    pub async fn remote_events(
+        &self,
+        machine: &str,
+        session: &str,
+        after: u64,
+        limit: usize,
+        wait: Option<Duration>,
+    ) -> Result<RemotePage, ServiceError> {
+        let world = self.machine.hub.clone().ok_or_else(|| {
+            ServiceError::not_found(
+                codes::MACHINE_NOT_FOUND,
+                format!(
+                    "no machine `{machine}`: this daemon is no hub (start it with --hub to view other machines)"
+                ),
+            )
+        })?;
+        let limit = limit.clamp(1, MAX_REMOTE_LIMIT);
+        let mut changed = world.changed.subscribe();
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        loop {
+            let page = world.read(|machines| {
+                let m = machines.get(machine).ok_or_else(|| {
+                    ServiceError::not_found(
+                        codes::MACHINE_NOT_FOUND,
+                        format!("no machine `{machine}`: the hub has heard of none by that name"),
+                    )
+                })?;
+                let known = m
+                    .view
+                    .as_ref()
+                    .is_some_and(|v| v.sessions.iter().any(|s| s.id == session))
+                    || m.events
+                        .iter()
+                        .any(|e| e.session.as_deref() == Some(session));
+                if !known {
+                    return Err(ServiceError::unknown_session(&qualify(machine, session)));
+                }
+                let start = m.events.partition_point(|e| e.seq <= after);
+                let events: Vec<&RemoteEvent> = m.events[start..]
+                    .iter()
+                    .filter(|e| e.session.as_deref() == Some(session))
+                    .take(limit)
+                    .collect();
+                Ok(RemotePage {
+                    machine: machine.to_string(),
+                    session: session.to_string(),
+                    next: events.last().map_or(after, |e| e.seq),
+                    events: events.iter().map(|e| Arc::clone(&e.json)).collect(),
+                    head: m.last_seq(),
+                    link: m.link(now_ms(), world.down_after_ms),
+                })
+            })?;
+            let Some(deadline) = deadline else {
+                return Ok(page);
+            };
+            if !page.events.is_empty() {
+                return Ok(page);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return Ok(page),
+                _ = self.shutdown.cancelled() => return Ok(page),
+                changed = changed.changed() => {
+                    if changed.is_err() {
+                        return Ok(page);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Service {
+    /// `POST /api/sessions/{machine}/{id}/messages` at a hub: the prompt goes to the machine
+    /// that owns the session, with its idempotency key, and the answer is that machine's (its
+    /// refusals keep their class and code). A machine that does not answer within
+    /// [`COMMAND_TIMEOUT`] (or takes no commands) is `machine_unreachable`, naming it.
+    pub async fn remote_prompt(
+        &self,
+        machine: &str,
+        session: &str,
+        message: MessageBody,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let command = RemoteCommand::Prompt {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+            message,
+        };
+        self.remote_command(machine, command).await
+    }
+
+    async fn remote_command(
+        &self,
+        machine: &str,
+        command: RemoteCommand,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let unknown = || {
+            ServiceError::not_found(
+                codes::MACHINE_NOT_FOUND,
+                format!("no machine `{machine}`: the hub has heard of none by that name"),
+            )
+        };
+        let world = self.machine.hub.as_ref().ok_or_else(unknown)?;
+        if !world.read(|machines| machines.contains_key(machine)) {
+            return Err(unknown());
+        }
+        let unreachable = |why: String| {
+            ServiceError::new(
+                ErrorKind::Unavailable,
+                codes::MACHINE_UNREACHABLE,
+                format!(
+                    "the machine `{machine}` did not take the command: {why}; nothing was done here"
+                ),
+            )
+        };
+        let link = world
+            .commands
+            .get()
+            .ok_or_else(|| unreachable("the hub is not connected to NATS yet".to_string()))?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        link.send(CommandRequest {
+            machine: machine.to_string(),
+            command,
+            reply,
+        })
+        .await
+        .map_err(|_| unreachable("the hub's NATS link stopped".to_string()))?;
+        let answer = tokio::time::timeout(COMMAND_TIMEOUT + Duration::from_secs(1), answer)
+            .await
+            .map_err(|_| unreachable(format!("no answer within {COMMAND_TIMEOUT:?}")))?
+            .map_err(|_| unreachable("the hub's NATS link stopped".to_string()))?
+            .map_err(unreachable)?;
+        match (answer.ok, answer.error) {
+            (Some(ok), None) => Ok(ok),
+            (_, Some(error)) => Err(ServiceError::new(
+                kind_of(&error.kind),
+                codes::ALL
+                    .iter()
+                    .find(|c| **c == error.code)
+                    .copied()
+                    .unwrap_or(codes::INTERNAL_ERROR),
+                format!("the machine `{machine}` answered: {}", error.message),
+            )),
+            (None, None) => Err(unreachable("its answer was empty".to_string())),
+        }
+    }
+
+    /// The owning machine's side of a [`RemoteCommand`] (`serve --nats-commands`): executed as
+    /// a client of this service, exactly as the HTTP API would, and answered the same way.
+    pub async fn serve_command(&self, command: RemoteCommand) -> RemoteReply {
+        let answer = match command {
+            RemoteCommand::Prompt {
+                session,
+                from,
+                message,
+            } => {
+                tracing::info!(%session, hub = %from, "a prompt from a hub");
+                self.send_prompt(
+                    &session,
+                    &message.text,
+                    message.images,
+                    message.idempotency_key,
+                )
+                .await
+                .and_then(|sent| {
+                    serde_json::to_value(sent).map_err(|e| {
+                        ServiceError::new(ErrorKind::Internal, codes::INTERNAL_ERROR, e.to_string())
+                    })
+                })
+            }
+        };
+        match answer {
+            Ok(ok) => RemoteReply {
+                ok: Some(ok),
+                error: None,
+            },
+            Err(error) => RemoteReply {
+                ok: None,
+                error: Some(RemoteError {
+                    kind: kind_name(error.kind).to_string(),
+                    code: error.code.to_string(),
+                    message: error.to_string(),
+                }),
+            },
+        }
+    }
+}
+
+/// An error class as a command's answer names it.
+pub fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Invalid => "invalid",
+        ErrorKind::NotFound => "not_found",
+        ErrorKind::Conflict => "conflict",
+        ErrorKind::Gone => "gone",
+        ErrorKind::TooMany => "too_many",
+        ErrorKind::Unavailable => "unavailable",
+        ErrorKind::Upstream => "upstream",
+        ErrorKind::Internal => "internal",
+        ErrorKind::Forbidden => "forbidden",
+    }
+}
+
+/// The error class a command's answer names (`upstream` for one this hub does not know).
+pub fn kind_of(name: &str) -> ErrorKind {
+    [
+        ErrorKind::Invalid,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Gone,
+        ErrorKind::TooMany,
+        ErrorKind::Unavailable,
+        ErrorKind::Upstream,
+        ErrorKind::Internal,
+        ErrorKind::Forbidden,
+    ]
+    .into_iter()
+    .find(|k| kind_name(*k) == name)
+    .unwrap_or(ErrorKind::Upstream)
+}
+
+/// `<machine>/<id>`.
+pub fn qualify(machine: &str, id: &str) -> String {
+    format!("{machine}/{id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, session: &str) -> RemoteEvent {
+        RemoteEvent {
+            seq,
+            session: Some(session.to_string()),
+            json: format!("{{\"seq\":{seq},\"session\":\"{session}\"}}").into(),
+        }
+    }
+
+    #[test]
+    fn events_are_held_once_in_order_and_a_silent_machine_is_down() {
+        let world = HubWorld::new(Duration::from_secs(5));
+        let added = world.add_events("b", [event(1, "s"), event(2, "s")], Some(now_ms()));
+        assert_eq!(added.added, 2);
+        // A redelivery (after a restart) adds nothing and is counted.
+        let again = world.add_events("b", [event(2, "s"), event(3, "t")], None);
+        assert_eq!(
+            again,
+            Added {
+                added: 1,
+                duplicates: 1
+            }
+        );
+        assert_eq!(world.last_seq("b"), 3);
+        let link = &world.links()[0];
+        assert_eq!(link.link, MachineLinkState::Up);
+        assert_eq!(link.duplicates_dropped, 1);
+        world.write(|m| m.get_mut("b").unwrap().heard_at = Some(now_ms() - 6_000));
+        assert_eq!(world.links()[0].link, MachineLinkState::Down);
+        world.know("never");
+        let never = world.links().into_iter().find(|l| l.machine == "never");
+        assert_eq!(never.unwrap().link, MachineLinkState::Down);
+    }
+}

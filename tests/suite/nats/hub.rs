@@ -1,0 +1,420 @@
+//! The hub (`serve --hub`) against a real nats-server: two daemons as two machines (own homes,
+//! tmux servers and machine names; one hosting a real codex against the mock model) and a hub
+//! daemon viewing both — their agents and sessions in the hub's state and session list with
+//! their machine, a remote session's events with that machine's seqs, the hub restarted (and
+//! killed) resuming from its durable consumer, and a stopped machine shown `down` in bound.
+
+use std::time::Instant;
+
+use super::*;
+use crate::support::codex_host::CodexFixture;
+use crate::support::mock_responses::Step;
+
+/// The hub's bound: a machine silent this long is `down`.
+const DOWN_AFTER_SECS: u64 = 3;
+
+/// Starts a hub daemon named `hub` viewing every machine publishing into `nats`.
+fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
+    let (tmux, _) = tmux_with_sessions(&["desk"]);
+    let url = nats.url();
+    let down_after = DOWN_AFTER_SECS.to_string();
+    let daemon = TestDaemon::start(
+        &tmux,
+        &[
+            "--nats",
+            &url,
+            "--machine",
+            "hub",
+            "--hub",
+            "--hub-down-after",
+            &down_after,
+        ],
+    );
+    (tmux, daemon)
+}
+
+/// The hub's link entry for `machine` in `/api/health`.
+fn link(hub: &TestDaemon, machine: &str) -> Option<Value> {
+    health(hub)["hub"]["machines"]
+        .as_array()?
+        .iter()
+        .find(|m| m["machine"] == machine)
+        .cloned()
+}
+
+/// A tmux session of `/api/state` by its (qualified) name.
+fn state_session(state: &Value, name: &str) -> Option<Value> {
+    state["sessions"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+}
+
+/// Whether a tmux session of `/api/state` lists an agent of `agent`.
+fn has_agent(session: &Value, agent: &str) -> bool {
+    session["agents"]
+        .as_array()
+        .is_some_and(|agents| agents.iter().any(|a| a["agent"] == agent))
+}
+
+/// A session's events as its own machine logged them (tracker sessions have no events route).
+fn own_events(daemon: &TestDaemon, session: &str) -> Vec<Value> {
+    daemon
+        .events_after(0)
+        .into_iter()
+        .filter(|e| e["session"] == session)
+        .collect()
+}
+
+/// Compares the hub's read of a remote session with the machine's own events: the same
+/// events (seqs and bodies), each once; prints the counts.
+fn assert_same(hub_events: &[Value], own: &[Value], what: &str) {
+    let got = seqs(hub_events);
+    let mut unique = got.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    let duplicated = got.len() - unique.len();
+    let want = seqs(own);
+    let lost = want.iter().filter(|s| !got.contains(s)).count();
+    eprintln!(
+        "{what}: on the machine {}, at the hub {}, lost {lost}, duplicated {duplicated}",
+        want.len(),
+        got.len()
+    );
+    assert_eq!(
+        got, want,
+        "{what}: the hub's read must be the machine's events"
+    );
+    assert_eq!(hub_events, own, "{what}: the same events, byte for byte");
+}
+
+/// Waits until the hub holds every event `machine` logged (its link shows no lag and the
+/// machine's own head).
+fn wait_caught_up(hub: &TestDaemon, machine: &TestDaemon, name: &str) -> Value {
+    wait_published(machine);
+    let head = machine.head();
+    hub.wait_for(&format!("the hub caught up with {name}"), CATCH_UP, |h| {
+        link(h, name).filter(|l| l["receivedSeq"].as_u64() >= Some(head) && l["lag"] == 0)
+    })
+}
+
+#[test]
+fn a_hub_views_two_machines_and_resumes_from_its_durable_consumer() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    // Machine A: agents reported over the API.
+    let (_tmux_a, alpha) = publishing(&nats, "alpha");
+    for i in 0..6 {
+        post(&alpha, i);
+    }
+    // Machine B: a hosted codex session (real codex, the mock model) and a reported agent.
+    let beta = CodexFixture::start_with_args(&["--nats", &url, "--machine", "beta"]);
+    beta.daemon.report(&json!({
+        "agent": "claude-code",
+        "status": "running",
+        "tmuxSession": "work",
+        "threadId": "b1",
+    }));
+    beta.mock.push(Step::text("Hello from beta."));
+    let id = beta.create(json!({ "approvalPolicy": "never" }));
+    beta.send(&id, "Say hello");
+    beta.wait_turns_completed(&id, 1);
+
+    let (_tmux_h, mut hub) = hub(&nats);
+    let remote = format!("beta/{id}");
+    // Both machines' agents and B's hosted session in the hub's state and session list.
+    let mut seen = Value::Null;
+    let state = hub.wait_for("both machines in the hub's state", CATCH_UP, |h| {
+        let state = h.state();
+        if state != seen {
+            eprintln!("hub state: {state}");
+            seen = state.clone();
+        }
+        let a = state_session(&state, "alpha/work")?;
+        let b = state_session(&state, "beta/work")?;
+        (has_agent(&a, "codex") && has_agent(&b, "claude-code")).then_some(state)
+    });
+    let a = state_session(&state, "alpha/work").unwrap();
+    assert_eq!(a["machine"], "alpha", "{a}");
+    assert_eq!(a["machineLink"], "up", "{a}");
+    assert_eq!(a["agents"][0]["machine"], "alpha", "{a}");
+    assert_eq!(
+        state_session(&state, "beta/work").unwrap()["machine"],
+        "beta"
+    );
+    // The hub's own session keeps its local name, with its machine.
+    let desk = state_session(&state, "desk").expect("the hub's own session");
+    assert_eq!(desk["machine"], "hub", "{desk}");
+    assert!(desk.get("machineLink").is_none(), "{desk}");
+    let machines: Vec<&str> = state["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(machines, ["alpha", "beta"], "{state}");
+    let sessions = hub.wait_for("B's codex session in the hub's list", CATCH_UP, |h| {
+        let list = h.get("/api/sessions").assert_ok();
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == remote.as_str() && s["turns"] == 1)
+            .cloned()
+    });
+    assert_eq!(sessions["machine"], "beta", "{sessions}");
+    assert_eq!(sessions["machineLink"], "up", "{sessions}");
+    assert_eq!(sessions["runtime"], "codex", "{sessions}");
+
+    // B's session's events at the hub: B's seqs, each once; the cursor is B's seq.
+    wait_caught_up(&hub, &beta.daemon, "beta");
+    assert_same(
+        &hub.session_events(&remote),
+        &beta.events(&id),
+        "B's first turn",
+    );
+    let qualified = hub
+        .get(&format!(
+            "/api/sessions/beta%2F{id}/events?after=0&limit=1000"
+        ))
+        .assert_ok();
+    assert_eq!(qualified["machine"], "beta");
+    assert_eq!(
+        qualified["events"].as_array().unwrap().len(),
+        beta.events(&id).len()
+    );
+    let last = seqs(&beta.events(&id)).pop().unwrap();
+    let page = hub
+        .get(&format!("/api/sessions/beta/{id}/events?after={last}"))
+        .assert_ok();
+    assert_eq!(page["events"], json!([]), "{page}");
+    assert_eq!(page["next"], last, "{page}");
+    // A turn on B shows up at the hub with the same seqs.
+    beta.mock.push(Step::text("Second answer."));
+    beta.send(&id, "Again");
+    beta.wait_turns_completed(&id, 2);
+    wait_caught_up(&hub, &beta.daemon, "beta");
+    let after_first: Vec<Value> = beta
+        .events(&id)
+        .into_iter()
+        .filter(|e| e["seq"].as_u64() > Some(last))
+        .collect();
+    let read = hub
+        .get(&format!(
+            "/api/sessions/beta/{id}/events?after={last}&limit=1000"
+        ))
+        .assert_ok();
+    assert_same(
+        read["events"].as_array().unwrap(),
+        &after_first,
+        "B's second turn",
+    );
+    // A's tracker session, read at the hub.
+    wait_caught_up(&hub, &alpha, "alpha");
+    assert_same(
+        &hub.session_events("alpha/work"),
+        &own_events(&alpha, "work"),
+        "A's reports",
+    );
+    // Unknown names answer clearly.
+    let missing = hub.get("/api/sessions/gamma/x/events");
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert_eq!(
+        missing.json()["error"]["code"],
+        "machine_not_found",
+        "{}",
+        missing.body
+    );
+    let missing = hub.get("/api/sessions/beta/cs_nope/events");
+    assert_eq!(
+        missing.json()["error"]["code"],
+        "session_not_found",
+        "{}",
+        missing.body
+    );
+    // The hub is a reader: its own log holds none of the machines' events.
+    let own = hub.events_after(0);
+    assert!(
+        own.iter()
+            .all(|e| e["session"] != id.as_str() && e["session"] != "work"),
+        "the hub's log holds another machine's events"
+    );
+
+    // The hub restarted: it resumes from its durable consumer (nothing delivered twice).
+    hub.restart();
+    for i in 6..12 {
+        post(&alpha, i);
+    }
+    beta.mock.push(Step::text("Third answer."));
+    beta.send(&id, "Once more");
+    beta.wait_turns_completed(&id, 3);
+    let a_link = wait_caught_up(&hub, &alpha, "alpha");
+    let b_link = wait_caught_up(&hub, &beta.daemon, "beta");
+    assert_same(
+        &hub.session_events("alpha/work"),
+        &own_events(&alpha, "work"),
+        "A after the hub restarted",
+    );
+    assert_same(
+        &hub.session_events(&remote),
+        &beta.events(&id),
+        "B after the hub restarted",
+    );
+    assert_eq!(a_link["duplicatesDropped"], 0, "{a_link}");
+    assert_eq!(b_link["duplicatesDropped"], 0, "{b_link}");
+
+    // The hub killed with -9 while A reports: what it lost in flight comes again, once.
+    for i in 12..40 {
+        post(&alpha, i);
+    }
+    hub.kill9();
+    for i in 40..50 {
+        post(&alpha, i);
+    }
+    hub.start_again();
+    let a_link = wait_caught_up(&hub, &alpha, "alpha");
+    eprintln!("after the hub's kill -9: {a_link}");
+    assert_same(
+        &hub.session_events("alpha/work"),
+        &own_events(&alpha, "work"),
+        "A after the hub was killed",
+    );
+}
+
+#[test]
+fn a_stopped_machine_is_shown_down_within_the_bound_with_its_last_state() {
+    let nats = NatsServer::start();
+    let (_tmux_a, mut alpha) = publishing(&nats, "alpha");
+    post(&alpha, 1);
+    let (_tmux_h, hub) = hub(&nats);
+    let up = hub.wait_for("alpha up at the hub", CATCH_UP, |h| {
+        link(h, "alpha").filter(|l| l["link"] == "up" && l["receivedSeq"].as_u64() >= Some(1))
+    });
+    eprintln!("up: {up}");
+    wait_caught_up(&hub, &alpha, "alpha");
+    alpha.stop();
+    let stopped = Instant::now();
+    let bound = Duration::from_secs(DOWN_AFTER_SECS);
+    let down = hub.wait_for("alpha down at the hub", bound * 4, |h| {
+        link(h, "alpha").filter(|l| l["link"] == "down")
+    });
+    let took = stopped.elapsed();
+    eprintln!("down after {took:?} (bound {bound:?}): {down}");
+    // Its last heartbeat may be up to a second before the stop; the hub looks every request.
+    assert!(took <= bound + Duration::from_secs(2), "{took:?}");
+    assert!(down["lastHeard"].as_u64().is_some(), "{down}");
+    // Its last known state is still shown, marked down, never as idle.
+    let state = hub.state();
+    let work = state_session(&state, "alpha/work").expect("alpha's last known session");
+    assert_eq!(work["machineLink"], "down", "{work}");
+    assert_eq!(work["agents"][0]["agent"], "codex", "{work}");
+    assert_eq!(work["agents"][0]["status"], "waiting", "{work}");
+    let machines = &state["machines"];
+    assert_eq!(machines[0]["machine"], "alpha", "{machines}");
+    assert_eq!(machines[0]["link"], "down", "{machines}");
+}
+
+#[test]
+fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let mut beta =
+        CodexFixture::start_with_args(&["--nats", &url, "--machine", "beta", "--nats-commands"]);
+    let id = beta.create(json!({ "approvalPolicy": "never" }));
+    // A machine that takes no commands.
+    let (_tmux_a, alpha) = publishing(&nats, "alpha");
+    post(&alpha, 0);
+    let (_tmux_h, hub) = hub(&nats);
+    let remote = format!("beta/{id}");
+    hub.wait_for("B's session and A at the hub", CATCH_UP, |h| {
+        let list = h.get("/api/sessions").assert_ok();
+        let listed = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == remote.as_str());
+        (listed && link(h, "alpha").is_some()).then_some(())
+    });
+    // The prompt goes to B with its idempotency key, runs there, and its turn streams back.
+    beta.mock.push(Step::text("Hello, hub."));
+    let body = json!({ "text": "Hello from the hub", "idempotencyKey": "hub-1" });
+    let path = format!("/api/sessions/beta/{id}/messages");
+    let sent = hub.post(&path, &body).assert_ok();
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    assert_eq!(sent["duplicate"], false, "{sent}");
+    beta.wait_turns_completed(&id, 1);
+    // A retry of the same command never acts twice.
+    let retry = hub.post(&path, &body).assert_ok();
+    assert_eq!(retry["duplicate"], true, "{retry}");
+    assert_eq!(retry["turnId"], sent["turnId"], "{retry}");
+    // The qualified id as one segment is the same session and the same command.
+    let qualified = hub
+        .post(&format!("/api/sessions/beta%2F{id}/messages"), &body)
+        .assert_ok();
+    assert_eq!(qualified["duplicate"], true, "{qualified}");
+    assert_eq!(qualified["turnId"], sent["turnId"], "{qualified}");
+    assert_eq!(
+        beta.mock.main_requests().len(),
+        1,
+        "the model saw the prompt once"
+    );
+    wait_caught_up(&hub, &beta.daemon, "beta");
+    let at_hub = hub.session_events(&remote);
+    assert_same(&at_hub, &beta.events(&id), "the hub's prompt's turn");
+    let completed: Vec<&Value> = at_hub
+        .iter()
+        .filter(|e| e["type"] == "turn.completed")
+        .collect();
+    assert_eq!(completed.len(), 1, "{at_hub:?}");
+    // The owning machine's refusal is the one it gives locally (status and code); unknown
+    // machines answer clearly.
+    let refused = hub.post(
+        "/api/sessions/beta/cs_nope/messages",
+        &json!({ "text": "x" }),
+    );
+    let local = beta
+        .daemon
+        .post("/api/sessions/cs_nope/messages", &json!({ "text": "x" }));
+    assert_eq!(
+        refused.status, local.status,
+        "{} / {}",
+        refused.body, local.body
+    );
+    assert_eq!(
+        refused.json()["error"]["code"],
+        local.json()["error"]["code"],
+        "{} / {}",
+        refused.body,
+        local.body
+    );
+    assert!(refused.body.contains("machine `beta`"), "{}", refused.body);
+    let unknown = hub.post("/api/sessions/gamma/x/messages", &json!({ "text": "x" }));
+    assert_eq!(
+        unknown.json()["error"]["code"],
+        "machine_not_found",
+        "{}",
+        unknown.body
+    );
+    // A machine that takes no commands, and a stopped one: a clear error naming it, in bound.
+    let started = Instant::now();
+    let none = hub.post("/api/sessions/alpha/work/messages", &json!({ "text": "x" }));
+    assert_eq!(none.status, 503, "{}", none.body);
+    assert_eq!(
+        none.json()["error"]["code"],
+        "machine_unreachable",
+        "{}",
+        none.body
+    );
+    assert!(none.body.contains("`alpha`"), "{}", none.body);
+    beta.daemon.stop();
+    let stopped = hub.post(&path, &json!({ "text": "x", "idempotencyKey": "hub-2" }));
+    let took = started.elapsed();
+    eprintln!(
+        "commands to machines that take none answered in {took:?}: {}",
+        stopped.body
+    );
+    assert_eq!(stopped.status, 503, "{}", stopped.body);
+    assert!(stopped.body.contains("`beta`"), "{}", stopped.body);
+    assert!(took < Duration::from_secs(25), "{took:?}");
+}
