@@ -23,6 +23,9 @@ pub enum AdoptedEnd {
     AgentExited(String),
     /// The pane runs something else than the agent that was adopted.
     PaneChanged(String),
+    /// The agent quit in its pane to be resumed under cohost's own host there (a rehome): the
+    /// session goes on, hosted; nothing of the adoption is followed any more.
+    Rehomed,
 }
 
 impl AdoptedEnd {
@@ -38,6 +41,9 @@ impl AdoptedEnd {
             }
             AdoptedEnd::PaneChanged(why) => {
                 format!("pane changed: {why}; nothing more is typed there")
+            }
+            AdoptedEnd::Rehomed => {
+                format!("rehomed: the {agent} in its pane now runs under cohost's own host")
             }
         }
     }

@@ -10,6 +10,7 @@
 //! No app-server of cohost's is involved: the TUI keeps its own. A daemon restart follows the
 //! rollout on from its checkpoint, so the events keep codex's ids and none repeats.
 
+mod handover;
 pub mod rollout;
 
 use std::collections::HashMap;
@@ -52,6 +53,8 @@ struct Adopted {
     typing: tokio::sync::Mutex<()>,
     events: Mutex<RolloutEvents>,
     ended: AtomicBool,
+    /// The TUI is quitting for a rehome: its exit does not end the session.
+    rehoming: AtomicBool,
     end: mpsc::Sender<(End, oneshot::Sender<()>)>,
 }
 
@@ -329,6 +332,7 @@ impl Adoptions {
             typing: tokio::sync::Mutex::new(()),
             events: Mutex::new(RolloutEvents::default()),
             ended: AtomicBool::new(false),
+            rehoming: AtomicBool::new(false),
             end,
         });
         lock(&self.live).insert(session_id.to_string(), adopted.clone());
@@ -360,6 +364,11 @@ impl Adoptions {
             tokio::select! {
                 request = ends.recv() => {
                     if let Some((end, done)) = request {
+                        if end == End::Rehomed
+                            && self.read_rollout(&adopted, &mut checkpoint).await
+                        {
+                            let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+                        }
                         self.finish(&adopted, &end).await;
                         let _ = done.send(());
                     }
@@ -379,6 +388,9 @@ impl Adoptions {
             if status != Some(now) {
                 status = Some(now);
                 self.report(&adopted, now, Liveness::Alive).await;
+            }
+            if adopted.rehoming.load(Ordering::SeqCst) {
+                continue;
             }
             if let Some(end) = self.problem(&adopted, ticks).await {
                 self.finish(&adopted, &end).await;
@@ -453,7 +465,7 @@ impl Adoptions {
         adopted.ended.store(true, Ordering::SeqCst);
         lock(&self.live).remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
-        if let Some(turn_id) = open.filter(|_| *end != End::Disowned) {
+        if let Some(turn_id) = open.filter(|_| !matches!(end, End::Disowned | End::Rehomed)) {
             let _ = self
                 .core
                 .append(
@@ -484,6 +496,10 @@ impl Adoptions {
                     EventKind::AgentPruned(InstanceRef { key }),
                 )
                 .await;
+        }
+        // A rehomed session goes on, hosted.
+        if *end == End::Rehomed {
+            return;
         }
         let _ = self
             .core

@@ -137,6 +137,14 @@ impl Inner {
                         super::profile_params(profile.as_deref());
                     wire::ThreadResumeParams {
                         thread_id: thread_id.to_string(),
+                        // A rehomed thread's rollout is where the person's codex wrote it.
+                        path: self.core.read(|state| {
+                            state
+                                .sessions
+                                .get(&live.session_id)
+                                .and_then(|s| s.rehomed.as_ref())
+                                .map(|r| r.rollout.clone())
+                        }),
                         developer_instructions,
                         config,
                     }
