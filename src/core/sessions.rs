@@ -262,11 +262,11 @@ impl Sessions {
             .find(|s| s.thread_id.as_deref() == Some(thread_id) && !s.is_closed())
     }
 
-    /// Whether `session` stored the start of turn `turn_id`.
-    pub fn has_turn(&self, session: &str, turn_id: &str) -> bool {
+    /// Whether `session` stored the end of turn `turn_id`.
+    pub fn has_ended_turn(&self, session: &str, turn_id: &str) -> bool {
         self.map
             .get(session)
-            .is_some_and(|record| record.seen.contains(&format!("turn.started:{turn_id}")))
+            .is_some_and(|record| record.seen.contains(&format!("turn.completed:{turn_id}")))
     }
 
     /// Whether logging `kind` for `session` would repeat something already stored.

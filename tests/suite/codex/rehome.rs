@@ -4,7 +4,8 @@
 //! the person's TUI quits by its own `/quit`, the thread is resumed on cohost's backend from its
 //! rollout and a `codex --remote` TUI shows the conversation in the same pane. The session, the
 //! same id and thread, is hosted from then on: the next prompt from HTTP streams through cohost's
-//! app-server (`item.delta`) to the mock model, and no turn is stored twice.
+//! app-server (`item.delta`) to the mock model, and no turn is stored twice — also after a
+//! daemon restart, which resumes the thread from the same rollout.
 
 use std::collections::HashSet;
 
@@ -40,7 +41,7 @@ fn completed(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
 #[test]
 fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() {
     let rig = Rig::start();
-    let daemon = rig.daemon();
+    let mut daemon = rig.daemon();
     // A turn by hand, then adopted.
     rig.mock.push(Step::text("Hand reply."));
     rig.type_text("Hello by hand");
@@ -168,5 +169,50 @@ fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() 
             "{prompt}: {prompts:?}"
         );
     }
-    let _ = WAIT;
+
+    // After a daemon restart the thread is resumed from the same rollout: the next prompt
+    // completes on the same thread, and nothing is stored twice.
+    daemon.restart();
+    let bound = daemon.wait_for("the session bound again", WAIT, |daemon| {
+        let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+        (view["state"] == "live").then_some(view)
+    });
+    assert_eq!(bound["threadId"], thread.as_str(), "{bound:#}");
+    assert_eq!(bound["control"], "hosted", "{bound:#}");
+    rig.mock.push(Step::text("Reply after the restart."));
+    let (status, sent) = send(&daemon, &id, "After the restart");
+    assert_eq!(status, 200, "{sent}");
+    let after = sent["turnId"].as_str().unwrap().to_string();
+    let done = completed(&daemon, &id, &after);
+    assert_eq!(done["data"]["status"], "completed", "{done:#}");
+    let last = rig.mock.main_requests().last().unwrap().last_user_text();
+    assert!(last.contains("After the restart"), "{last}");
+    let all = events(&daemon, &id);
+    let mut seen = HashSet::new();
+    for event in &all {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        let id = match kind.as_str() {
+            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
+            "item.completed" => event["data"]["item"]["id"].clone(),
+            _ => continue,
+        };
+        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
+    }
+    let prompts: Vec<&str> = all
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
+        .filter_map(|e| e["data"]["item"]["text"].as_str())
+        .collect();
+    for prompt in [
+        "Hello by hand",
+        "Hello from HTTP",
+        "After the rehome",
+        "After the restart",
+    ] {
+        assert_eq!(
+            prompts.iter().filter(|p| **p == prompt).count(),
+            1,
+            "{prompt}: {prompts:?}"
+        );
+    }
 }

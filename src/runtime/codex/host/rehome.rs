@@ -80,18 +80,9 @@ impl CodexHost {
             })?;
         *super::lock(&live.model) = answer.model.clone();
         // The turns the adoption mirrored are stored already: only the others are backfilled.
-        let snapshot = answer.thread.map(|mut thread| {
-            thread.turns.retain(|turn| {
-                let Some(turn_id) = turn.id.clone() else {
-                    return false;
-                };
-                !self
-                    .inner
-                    .core
-                    .read(|state| state.sessions.has_turn(session_id, &turn_id))
-            });
-            thread
-        });
+        let snapshot = answer
+            .thread
+            .map(|thread| self.inner.without_ended_turns(session_id, thread));
         self.inner
             .attach(&live, &thread_id, &backend, snapshot.as_ref(), None)
             .await?;
