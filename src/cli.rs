@@ -64,6 +64,9 @@ pub enum Command {
     },
     /// Give an adopted agent back: its session ends, the agent keeps running, watched only.
     Disown { id: String },
+    /// Move an adopted codex under cohost's own app-server in its pane (when idle): the same
+    /// session and thread, hosted from then on.
+    Rehome { id: String },
     /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {
         /// A hosted session id: only its events, rendered as a transcript.

@@ -40,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
         } => commands::agents::adopt(&Client::new(cli.home)?, session, agent, json),
         Command::Disown { id } => commands::sessions::disown(&Client::new(cli.home)?, id),
+        Command::Rehome { id } => commands::sessions::rehome(&Client::new(cli.home)?, id),
         Command::Events {
             id,
             after,

@@ -124,6 +124,9 @@ pub const ALREADY_DRIVEN: &str = "already_driven";
 pub const NOT_ADOPTABLE: &str = "not_adoptable";
 /// `disown` of a session cohost started itself (only an adopted one can be given back).
 pub const NOT_ADOPTED: &str = "not_adopted";
+/// `rehome` of an adopted agent that runs a turn (or shows a dialog): it is never stopped
+/// mid-turn; ask again when it is idle.
+pub const BUSY: &str = "busy";
 
 // Tasks.
 
@@ -199,6 +202,7 @@ pub const ALL: &[&str] = &[
     ALREADY_DRIVEN,
     NOT_ADOPTABLE,
     NOT_ADOPTED,
+    BUSY,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,

@@ -8,7 +8,7 @@ use super::request::{
 use super::session::{
     ApprovalRequested, ApprovalResolved, ErrorEvent, GoalUpdated, ItemDelta, ItemEvent,
     MessageSent, PermissionModeSeen, SessionAdopted, SessionBound, SessionClosed, SessionCreated,
-    SessionPane, SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
+    SessionPane, SessionRehomed, SessionStatus, TurnCompleted, TurnPlan, TurnStarted, Usage,
 };
 use super::task::{
     Lease, TaskAbort, TaskAccepted, TaskCancelRequested, TaskDelivered, TaskEdited, TaskFinished,
@@ -91,6 +91,9 @@ pub enum EventKind {
     /// The session drives an agent a person started by hand (see `SessionAdopted`).
     #[serde(rename = "session.adopted")]
     SessionAdopted(SessionAdopted),
+    /// An adopted codex moved under cohost's own app-server (see `SessionRehomed`).
+    #[serde(rename = "session.rehomed")]
+    SessionRehomed(SessionRehomed),
     #[serde(rename = "turn.started")]
     TurnStarted(TurnStarted),
     #[serde(rename = "turn.completed")]
@@ -182,6 +185,7 @@ impl EventKind {
             EventKind::SessionClosed(_) => "session.closed",
             EventKind::SessionPane(_) => "session.pane",
             EventKind::SessionAdopted(_) => "session.adopted",
+            EventKind::SessionRehomed(_) => "session.rehomed",
             EventKind::PermissionModeSeen(_) => "session.permission_mode",
             EventKind::TurnStarted(_) => "turn.started",
             EventKind::TurnCompleted(_) => "turn.completed",

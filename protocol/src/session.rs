@@ -186,6 +186,19 @@ pub struct SessionAdopted {
     pub transcript: String,
 }
 
+/// `session.rehomed`: an adopted codex TUI was moved under cohost: the person's TUI quit in its
+/// pane, its thread resumed on cohost's own app-server from its rollout (`rollout`, which codex
+/// goes on writing), and a `codex --remote` TUI attached to it in the same pane. From here on the
+/// session is hosted (its `session.adopted` no longer applies); the thread id is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRehomed {
+    /// The thread, the same before and after.
+    pub thread_id: String,
+    /// The rollout the thread is resumed from (also after a daemon restart).
+    pub rollout: String,
+}
+
 /// How cohost came to drive a session, or how it knows of an agent instance.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,

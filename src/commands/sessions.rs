@@ -518,6 +518,12 @@ pub fn disown(client: &Client, id: String) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub fn rehome(client: &Client, id: String) -> anyhow::Result<()> {
+    let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/rehome"), &json!({}))?;
+    println!("{id} rehomed: its codex runs under cohost's app-server in the same pane");
+    Ok(())
+}
+
 pub fn relaunch(client: &Client, id: String) -> anyhow::Result<()> {
     let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/relaunch"), &json!({}))?;
     println!("relaunching");

@@ -77,6 +77,10 @@ pub struct SessionRecord {
     /// An agent a person started by hand that this session drives (`session.adopted`).
     #[serde(default)]
     pub adopted: Option<crate::protocol::SessionAdopted>,
+    /// An adopted codex moved under cohost (`session.rehomed`): the rollout its thread resumes
+    /// from.
+    #[serde(default)]
+    pub rehomed: Option<crate::protocol::SessionRehomed>,
     /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).
     seen: HashSet<String>,
     /// Inject outcomes by idempotency key.
@@ -260,6 +264,13 @@ impl Sessions {
             .find(|s| s.thread_id.as_deref() == Some(thread_id) && !s.is_closed())
     }
 
+    /// Whether `session` stored the end of turn `turn_id`.
+    pub fn has_ended_turn(&self, session: &str, turn_id: &str) -> bool {
+        self.map
+            .get(session)
+            .is_some_and(|record| record.seen.contains(&format!("turn.completed:{turn_id}")))
+    }
+
     /// Whether logging `kind` for `session` would repeat something already stored.
     pub fn is_duplicate(&self, session: &str, kind: &EventKind) -> bool {
         let Some(record) = self.map.get(session) else {
@@ -303,6 +314,7 @@ impl Sessions {
                     pane: None,
                     permission_mode_seen: None,
                     adopted: None,
+                    rehomed: None,
                     seen: HashSet::new(),
                     sent: HashMap::new(),
                 },
@@ -329,6 +341,10 @@ impl Sessions {
             }
             EventKind::SessionPane(pane) => record.pane = Some(pane.clone()),
             EventKind::SessionAdopted(adopted) => record.adopted = Some(adopted.clone()),
+            EventKind::SessionRehomed(rehomed) => {
+                record.adopted = None;
+                record.rehomed = Some(rehomed.clone());
+            }
             EventKind::PermissionModeSeen(seen) => record.permission_mode_seen = Some(seen.clone()),
             EventKind::SessionClosed(closed) => {
                 record.state = SessionState::Closed;

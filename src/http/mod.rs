@@ -184,6 +184,7 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         .route("/api/sessions/{id}/command", post(sessions::command))
         .route("/api/sessions/{id}/relaunch", post(sessions::relaunch))
         .route("/api/sessions/{id}/disown", post(sessions::disown))
+        .route("/api/sessions/{id}/rehome", post(sessions::rehome))
         .route(
             "/api/sessions/{id}/terminal",
             get(sessions::terminal).post(sessions::open_terminal),

@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn every_tool_declares_an_object_output_schema() {
         let tools = CohostMcp::tool_router().list_all();
-        assert_eq!(tools.len(), 28);
+        assert_eq!(tools.len(), 29);
         for tool in tools {
             let schema = tool
                 .output_schema

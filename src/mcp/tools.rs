@@ -692,6 +692,19 @@ impl CohostMcp {
     }
 
     #[tool(
+        description = "Move an adopted codex TUI under cohost's own app-server, in its own pane: when it is idle the person's TUI quits by its /quit, the same thread is resumed on cohost's app-server and a codex --remote TUI shows it in the same pane; the session (same id and thread) is hosted from then on. Refused with busy while a turn runs (nothing typed), human_typing over a draft, not_adopted for a session cohost started, unsupported for other runtimes.",
+        output_schema = output::<SessionReply>()
+    )]
+    async fn rehome(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        answered(
+            self.service
+                .rehome(&args.session_id)
+                .await
+                .map(|session| SessionReply { session }),
+        )
+    }
+
+    #[tool(
         description = "The models codex offers.",
         annotations(read_only_hint = true),
         output_schema = output::<Capability>()

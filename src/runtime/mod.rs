@@ -94,6 +94,9 @@ pub enum HostError {
     /// Only a session that adopted an agent can give it back.
     #[error("session `{0}` was not adopted: cohost started its agent (close it instead)")]
     NotAdopted(String),
+    /// The agent runs a turn (or waits in a dialog): what was asked (a rehome) would stop it.
+    #[error("{0}")]
+    Busy(String),
     /// Recording the outcome in the event log failed.
     #[error(transparent)]
     Core(#[from] CoreError),
@@ -477,6 +480,16 @@ pub trait SessionHost: Send + Sync {
     /// is watched only again.
     async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {
         Err(HostError::NotAdopted(session.to_string()))
+    }
+
+    /// Moves an adopted agent under this host in its own pane (`rehome`): the agent quits there
+    /// when idle and its conversation goes on, same id, as a hosted session of the same id.
+    /// Runtimes that cannot answer `unsupported`.
+    async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        Err(HostError::Unsupported(format!(
+            "{} sessions cannot be rehomed (session `{session}`): only an adopted codex can",
+            self.runtime().as_str()
+        )))
     }
 
     /// The answer for an optional capability this runtime lacks.

@@ -112,6 +112,13 @@ impl Service {
         Ok(view)
     }
 
+    /// `POST /api/sessions/{id}/rehome`: an adopted agent moves under cohost's own host in its
+    /// pane (codex: its thread resumed on cohost's app-server, a `codex --remote` TUI in the
+    /// pane); the session goes on, hosted, with the same id and thread.
+    pub async fn rehome(&self, id: &str) -> Result<HostedSessionView, ServiceError> {
+        Ok(self.host_of(id)?.rehome(id).await?)
+    }
+
     /// The watcher shows an adopted agent whose session ended (given back, its pane gone, its
     /// exit) again: the key it was adopted under, and the one it runs under now (after `/clear`
     /// the agent runs another session than the one adopted).

@@ -301,6 +301,7 @@ impl From<HostError> for ServiceError {
                 message,
             ),
             HostError::NotAdopted(_) => ServiceError::conflict(codes::NOT_ADOPTED, message),
+            HostError::Busy(_) => ServiceError::conflict(codes::BUSY, message),
             HostError::Core(core) => ServiceError::from(core),
         }
     }

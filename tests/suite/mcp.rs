@@ -14,7 +14,7 @@ use crate::support::*;
 const PYTHON_ENV: &str = "COHOST_TEST_PYTHON";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
-const TOOLS: [&str; 28] = [
+const TOOLS: [&str; 29] = [
     "adopt",
     "answer_request",
     "cancel_task",
@@ -33,6 +33,7 @@ const TOOLS: [&str; 28] = [
     "list_sessions",
     "post_agent_event",
     "queue",
+    "rehome",
     "resolve_approval",
     "send",
     "set_mode",

@@ -162,6 +162,10 @@ impl SessionHost for CodexHost {
         super::adopt::view(self.core(), session)
     }
 
+    async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        CodexHost::rehome(self, session).await
+    }
+
     async fn resolve_approval(
         &self,
         session: &str,

@@ -1,4 +1,4 @@
-//! What the runtimes share: session ids, finding the helper programs, the pane a runtime's TUI
+//! What the runtimes share: session ids, the checks of an agent adopted in its pane ([`adopted`]), finding the helper programs, the pane a runtime's TUI
 //! runs in ([`pane`]: `launch.json`, `runner.jsonl`, the verified pane), the idempotent-inject
 //! bookkeeping ([`inject`]), the mirror of a hosted session into the tracker ([`mirror`]), the
 //! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
@@ -7,6 +7,7 @@
 //! ([`gated`]); and a profile's secrets kept out of the event log ([`profile_secrets`]).
 //! Runtimes import this; it imports no runtime.
 
+pub mod adopted;
 pub mod child;
 pub mod gated;
 pub mod hosted;

@@ -84,6 +84,58 @@ pub async fn open(
     Ok(record)
 }
 
+/// Runs `cohost-runner <dir>` in the existing pane `pane_id` instead of what it runs (a rehome:
+/// the pane of an adopted agent that quit, kept by `remain-on-exit`, or the shell it was started
+/// from, which the runner replaces), and records it as `session.pane`. The caller verified the
+/// pane.
+#[allow(clippy::too_many_arguments)]
+pub async fn respawn(
+    core: &CoreHandle,
+    tmux: &SessionCache,
+    session_id: &str,
+    pane_id: &str,
+    tmux_session: &str,
+    cwd: &Path,
+    runner: &Path,
+    dir: &Path,
+) -> Result<SessionPane, PaneError> {
+    let cwd = cwd.to_string_lossy().into_owned();
+    let runner = runner.to_string_lossy().into_owned();
+    let dir = dir.to_string_lossy().into_owned();
+    tmux.tmux()
+        .run(&[
+            "respawn-pane",
+            "-k",
+            "-t",
+            pane_id,
+            "-c",
+            &cwd,
+            "--",
+            &runner,
+            &dir,
+        ])
+        .await
+        .map_err(PaneError::Open)?;
+    let pid = tmux.tmux().pane_pid(pane_id).await.ok_or_else(|| {
+        PaneError::Open(TmuxError::Failed {
+            args: "respawn-pane".into(),
+            stderr: format!("pane {pane_id} is gone"),
+        })
+    })?;
+    tmux.refresh().await;
+    let record = SessionPane {
+        pane_id: pane_id.to_string(),
+        tmux_session: tmux_session.to_string(),
+        runner_pid: pid,
+    };
+    core.append(
+        Some(session_id.to_string()),
+        EventKind::SessionPane(record.clone()),
+    )
+    .await?;
+    Ok(record)
+}
+
 /// The private directory of a session's terminal, `root/<session>` (0700): `launch.json`,
 /// `runner.jsonl`.
 pub fn terminal_dir(runtime: Runtime, root: &Path, session_id: &str) -> Result<PathBuf, HostError> {

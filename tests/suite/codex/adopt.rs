@@ -19,24 +19,24 @@ use crate::support::mock_responses::{MockResponses, Step};
 use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, temp_dir};
 
-const AGENT: &str = "codex";
-const HAND: &str = "hand";
-const WAIT: Duration = Duration::from_secs(60);
+pub(super) const AGENT: &str = "codex";
+pub(super) const HAND: &str = "hand";
+pub(super) const WAIT: Duration = Duration::from_secs(60);
 
-struct Rig {
-    tmux: TmuxServer,
-    mock: MockResponses,
+pub(super) struct Rig {
+    pub(super) tmux: TmuxServer,
+    pub(super) mock: MockResponses,
     home: PathBuf,
     codex_home: PathBuf,
     work: PathBuf,
-    pane: String,
-    pid: u32,
+    pub(super) pane: String,
+    pub(super) pid: u32,
     _dir: tempfile::TempDir,
 }
 
 impl Rig {
     /// A codex TUI started by hand in tmux session `hand`, ready for a prompt.
-    fn start() -> Rig {
+    pub(super) fn start() -> Rig {
         let mock = MockResponses::start();
         let dir = temp_dir("cohost-adopt-codex-");
         let home = dir.path().join("home");
@@ -76,12 +76,12 @@ impl Rig {
         rig
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
     }
 
     #[track_caller]
-    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+    pub(super) fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + WAIT;
         loop {
             let screen = self.screen();
@@ -96,7 +96,7 @@ impl Rig {
         }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", self.pane.as_str()];
         args.extend_from_slice(keys);
         self.tmux.run(&args);
@@ -104,7 +104,7 @@ impl Rig {
 
     /// Types `text` as a person does until the composer shows it (the TUI drops keys while it
     /// starts: typed again until they show).
-    fn type_text(&self, text: &str) {
+    pub(super) fn type_text(&self, text: &str) {
         let deadline = Instant::now() + WAIT;
         loop {
             self.keys(&["-l", text]);
@@ -119,13 +119,17 @@ impl Rig {
         }
     }
 
-    fn daemon(&self) -> TestDaemon {
+    pub(super) fn daemon(&self) -> TestDaemon {
         let codex_home = self.codex_home.to_string_lossy().into_owned();
         daemon_watching(
             &self.tmux,
             AGENT,
             &self.home,
-            &[("CODEX_HOME", &codex_home)],
+            // The key lets cohost's own app-server reach the mock too (a rehome).
+            &[
+                ("CODEX_HOME", &codex_home),
+                (MOCK_API_KEY_ENV, MOCK_API_KEY),
+            ],
         )
     }
 
@@ -167,7 +171,7 @@ impl Drop for Rig {
     }
 }
 
-fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
+pub(super) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
     let page = daemon
         .get(&format!("/api/sessions/{id}/events?after=0&limit=1000"))
         .assert_ok();
@@ -175,13 +179,18 @@ fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
 }
 
 #[track_caller]
-fn wait_event(daemon: &TestDaemon, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(super) fn wait_event(
+    daemon: &TestDaemon,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     daemon.wait_for(what, WAIT, |daemon| {
         events(daemon, id).into_iter().find(|e| check(e))
     })
 }
 
-fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
+pub(super) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     let resp = daemon.post(
         &format!("/api/sessions/{id}/messages"),
         &json!({ "text": text }),
@@ -189,7 +198,7 @@ fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     (resp.status, resp.json())
 }
 
-fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
+pub(super) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
     let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
     (resp.status, resp.json())
 }

@@ -1,4 +1,4 @@
-//! codex app-server sessions: smoke, the host, approvals, capabilities, recovery, the HTTP surface, questions, co-driving, the watcher of codex run by hand, and adopting a codex TUI started by hand.
+//! codex app-server sessions: smoke, the host, approvals, capabilities, recovery, the HTTP surface, questions, co-driving, the watcher of codex run by hand, adopting a codex TUI started by hand, and rehoming it under cohost's app-server.
 
 pub(crate) mod adopt;
 pub(crate) mod approvals;
@@ -7,6 +7,7 @@ pub(crate) mod capabilities;
 pub(crate) mod codrive;
 pub(crate) mod host;
 pub(crate) mod recovery;
+pub(crate) mod rehome;
 pub(crate) mod smoke;
 pub(crate) mod surface;
 pub(crate) mod watch;

@@ -29,6 +29,8 @@ use crate::protocol::{
     SessionClosed, SessionCreated, SessionPane,
 };
 use crate::runtime::claude::normalize::{Normalizer, Output};
+use crate::runtime::common::adopted;
+pub(super) use crate::runtime::common::adopted::AdoptedEnd;
 use crate::runtime::common::new_session_id;
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError};
 use crate::tail::{self, Checkpoint};
@@ -37,39 +39,6 @@ use crate::tail::{self, Checkpoint};
 pub(super) const AGENT: &str = "claude-code";
 /// How much of a transcript's end is read to find the prompt of a turn that runs at adoption.
 const TURN_SCAN_BYTES: u64 = 256 * 1024;
-/// Session-task ticks between looks at the adopted pane in tmux (`/proc` is read every tick).
-pub(super) const PANE_CHECK_TICKS: u32 = 5;
-
-/// Why an adopted session ends; its `session.closed` says so.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum AdoptedEnd {
-    /// Given back (`disown`): Claude keeps running, watched only.
-    Disowned,
-    /// The pane is gone.
-    PaneGone(String),
-    /// Claude exited (its pane may show a shell now).
-    AgentExited(String),
-    /// The pane runs something else than the Claude that was adopted.
-    PaneChanged(String),
-}
-
-impl AdoptedEnd {
-    fn reason(&self) -> String {
-        match self {
-            AdoptedEnd::Disowned => {
-                "disowned: the adopted claude keeps running in its pane, watched only".into()
-            }
-            AdoptedEnd::PaneGone(why) => format!("pane gone: {why}; nothing more is typed there"),
-            AdoptedEnd::AgentExited(why) => {
-                format!("agent exited: {why}; nothing more is typed in its pane")
-            }
-            AdoptedEnd::PaneChanged(why) => {
-                format!("pane changed: {why}; nothing more is typed there")
-            }
-        }
-    }
-}
-
 /// What the checks before an adoption found.
 struct Checked {
     pane_pid: u32,
@@ -93,37 +62,11 @@ fn config_dir() -> Option<PathBuf> {
     }
 }
 
-/// What a pane's process is, for a message (`sh (pid 4200)`).
-fn describe(pid: u32) -> String {
-    match process::comm(pid) {
-        Some(name) => format!("`{name}` (pid {pid})"),
-        None => format!("pid {pid}"),
-    }
-}
-
 /// Whether `pid` runs claude (its name, or its command line for a launcher).
 fn is_claude(pid: u32) -> bool {
     process::comm(pid).as_deref() == Some("claude")
         || std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains("claude"))
-}
-
-/// Whether the adopted Claude still runs, under the pane's process: what `/proc` says (the
-/// pane itself is asked of tmux by the caller).
-pub(super) fn agent_problem(adopted: &SessionAdopted) -> Option<AdoptedEnd> {
-    let pid = adopted.pid;
-    if !process::alive(pid, Some(adopted.pid_start)) {
-        return Some(AdoptedEnd::AgentExited(format!(
-            "claude (pid {pid}) exited"
-        )));
-    }
-    if !process::ancestors(pid).contains(&adopted.pane_pid) {
-        return Some(AdoptedEnd::PaneChanged(format!(
-            "claude (pid {pid}) no longer runs under pane {}'s process (pid {})",
-            adopted.pane_id, adopted.pane_pid
-        )));
-    }
-    None
 }
 
 /// The offset to start following `transcript` at: its end, or — while a turn runs
@@ -304,45 +247,8 @@ impl ClaudeHost {
     /// its session file and transcript. Reads tmux, `/proc` and Claude's files; types nothing.
     async fn check_adoptable(&self, request: &AdoptRequest) -> Result<Checked, HostError> {
         let pane = &request.pane_id;
-        let Some(pane_pid) = self.tmux().pane_pid(pane).await else {
-            return Err(refuse(
-                AdoptRefusal::PaneGone,
-                format!("pane {pane} is gone: there is nothing to adopt"),
-            ));
-        };
-        let Some(pid) = request.pid else {
-            return Err(refuse(
-                AdoptRefusal::NotAdoptable,
-                format!(
-                    "the watcher knows no process for {}: it cannot be adopted",
-                    request.key
-                ),
-            ));
-        };
-        let exited = || {
-            refuse(
-                AdoptRefusal::AgentExited,
-                format!(
-                    "claude (pid {pid}) has exited; pane {pane} runs {} now",
-                    describe(pane_pid)
-                ),
-            )
-        };
-        let stat = process::stat(pid)
-            .filter(|stat| !stat.zombie)
-            .ok_or_else(exited)?;
-        if !is_claude(pid) {
-            return Err(exited());
-        }
-        if !process::ancestors(pid).contains(&pane_pid) {
-            return Err(refuse(
-                AdoptRefusal::PaneChanged,
-                format!(
-                    "claude (pid {pid}) does not run in pane {pane}, which runs {} now",
-                    describe(pane_pid)
-                ),
-            ));
-        }
+        let (pane_pid, pid, stat) =
+            adopted::check_agent(self.tmux(), request, "claude", is_claude).await?;
         // Claude's own word: its session file names the pid, the session and the directory.
         let wanted = format!("{pid}.json");
         let session_file = request
@@ -474,7 +380,7 @@ fn find_transcript(
 
 impl Inner {
     /// An adopted session's look at its agent on a tick: `/proc` each time, the pane in tmux
-    /// every [`PANE_CHECK_TICKS`]; and Claude's session file, which names another session after
+    /// every `PANE_CHECK_TICKS` (`common::adopted::problem`); and Claude's session file, which names another session after
     /// `/clear` (the session then follows it: the outputs to apply). `Err`: the session ends.
     pub(super) async fn check_adopted(
         &self,
@@ -485,34 +391,7 @@ impl Inner {
         let Some(adopted) = live.adopted.as_ref() else {
             return Ok(Vec::new());
         };
-        if ticks.is_multiple_of(PANE_CHECK_TICKS) {
-            match self.tmux.tmux().pane_pid(&adopted.pane_id).await {
-                None => {
-                    return Err(AdoptedEnd::PaneGone(format!(
-                        "pane {} closed",
-                        adopted.pane_id
-                    )));
-                }
-                Some(pid) if pid != adopted.pane_pid => {
-                    return Err(AdoptedEnd::PaneChanged(format!(
-                        "pane {} runs {} now",
-                        adopted.pane_id,
-                        describe(pid)
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-        if let Some(end) = agent_problem(adopted) {
-            // Closing a pane ends the Claude in it: say which went first.
-            if !ticks.is_multiple_of(PANE_CHECK_TICKS)
-                && self.tmux.tmux().pane_pid(&adopted.pane_id).await.is_none()
-            {
-                return Err(AdoptedEnd::PaneGone(format!(
-                    "pane {} closed",
-                    adopted.pane_id
-                )));
-            }
+        if let Some(end) = adopted::problem(self.tmux.tmux(), adopted, "claude", ticks).await {
             return Err(end);
         }
         // `/clear` starts another Claude session (and transcript) in the same process.
@@ -575,7 +454,7 @@ impl Inner {
         self.store(
             session_id,
             EventKind::SessionClosed(SessionClosed {
-                reason: end.reason(),
+                reason: end.reason("claude"),
             }),
         )
         .await;

@@ -225,7 +225,7 @@ impl ClaudeHost {
             .get(session_id)
             .and_then(|live| live.adopted.clone());
         if let Some(adopted) = adopted
-            && let Some(end) = adopt::agent_problem(&adopted)
+            && let Some(end) = crate::runtime::common::adopted::agent_problem(&adopted, "claude")
         {
             // The session task ends the session on its next tick; nothing is typed meanwhile.
             tracing::info!(

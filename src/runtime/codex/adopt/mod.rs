@@ -10,6 +10,7 @@
 //! No app-server of cohost's is involved: the TUI keeps its own. A daemon restart follows the
 //! rollout on from its checkpoint, so the events keep codex's ids and none repeats.
 
+mod handover;
 pub mod rollout;
 
 use std::collections::HashMap;
@@ -29,6 +30,7 @@ use crate::protocol::{
     TurnStatus,
 };
 use crate::runtime::codex::tui_screen::{self, Composer};
+use crate::runtime::common::adopted::{self, AdoptedEnd as End};
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -40,34 +42,8 @@ use rollout::RolloutEvents;
 pub const AGENT: &str = "codex";
 /// How often the follower reads the rollout and looks at the process.
 const TICK: Duration = Duration::from_millis(200);
-/// Ticks between looks at the pane in tmux.
-const PANE_CHECK_TICKS: u32 = 5;
 /// How long a pasted prompt may take to show a turn in the rollout before the inject says so.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Why an adopted session ends; its `session.closed` says so.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum End {
-    Disowned,
-    PaneGone(String),
-    AgentExited(String),
-    PaneChanged(String),
-}
-
-impl End {
-    fn reason(&self) -> String {
-        match self {
-            End::Disowned => {
-                "disowned: the adopted codex keeps running in its pane, watched only".into()
-            }
-            End::PaneGone(why) => format!("pane gone: {why}; nothing more is typed there"),
-            End::AgentExited(why) => {
-                format!("agent exited: {why}; nothing more is typed in its pane")
-            }
-            End::PaneChanged(why) => format!("pane changed: {why}; nothing more is typed there"),
-        }
-    }
-}
 
 /// One adopted codex TUI.
 struct Adopted {
@@ -77,6 +53,8 @@ struct Adopted {
     typing: tokio::sync::Mutex<()>,
     events: Mutex<RolloutEvents>,
     ended: AtomicBool,
+    /// The TUI is quitting for a rehome: its exit does not end the session.
+    rehoming: AtomicBool,
     end: mpsc::Sender<(End, oneshot::Sender<()>)>,
 }
 
@@ -91,13 +69,6 @@ pub struct Adoptions {
 
 fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
     HostError::CannotAdopt { refusal, message }
-}
-
-fn describe(pid: u32) -> String {
-    match process::comm(pid) {
-        Some(name) => format!("`{name}` (pid {pid})"),
-        None => format!("pid {pid}"),
-    }
 }
 
 /// Whether `pid` is a codex TUI: a `codex` process that runs no other subcommand (the TUI spawns
@@ -134,21 +105,6 @@ const NOT_TUI: [&str; 12] = [
     "debug",
     "cloud",
 ];
-
-/// The problem with the adopted TUI's process, if any: exited, or no longer under the pane.
-fn agent_problem(adopted: &SessionAdopted) -> Option<End> {
-    let pid = adopted.pid;
-    if !process::alive(pid, Some(adopted.pid_start)) {
-        return Some(End::AgentExited(format!("codex (pid {pid}) exited")));
-    }
-    if !process::ancestors(pid).contains(&adopted.pane_pid) {
-        return Some(End::PaneChanged(format!(
-            "codex (pid {pid}) no longer runs under pane {}'s process (pid {})",
-            adopted.pane_id, adopted.pane_pid
-        )));
-    }
-    None
-}
 
 /// Whether the composer shows `text` as pasted: the same characters but for the wrapping
 /// (lines the composer breaks), or codex's marker for a long paste.
@@ -236,45 +192,8 @@ impl Adoptions {
             ));
         }
         let pane = &request.pane_id;
-        let Some(pane_pid) = self.tmux.tmux().pane_pid(pane).await else {
-            return Err(refuse(
-                AdoptRefusal::PaneGone,
-                format!("pane {pane} is gone: there is nothing to adopt"),
-            ));
-        };
-        let Some(pid) = request.pid else {
-            return Err(refuse(
-                AdoptRefusal::NotAdoptable,
-                format!(
-                    "the watcher knows no codex TUI process for {}: it cannot be adopted",
-                    request.key
-                ),
-            ));
-        };
-        let exited = || {
-            refuse(
-                AdoptRefusal::AgentExited,
-                format!(
-                    "codex (pid {pid}) has exited; pane {pane} runs {} now",
-                    describe(pane_pid)
-                ),
-            )
-        };
-        let stat = process::stat(pid)
-            .filter(|stat| !stat.zombie)
-            .ok_or_else(exited)?;
-        if !is_tui(pid) {
-            return Err(exited());
-        }
-        if !process::ancestors(pid).contains(&pane_pid) {
-            return Err(refuse(
-                AdoptRefusal::PaneChanged,
-                format!(
-                    "codex (pid {pid}) does not run in pane {pane}, which runs {} now",
-                    describe(pane_pid)
-                ),
-            ));
-        }
+        let (pane_pid, pid, stat) =
+            adopted::check_agent(self.tmux.tmux(), &request, "codex", is_tui).await?;
         let Some(rollout) = request.files.iter().map(PathBuf::from).find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
@@ -413,6 +332,7 @@ impl Adoptions {
             typing: tokio::sync::Mutex::new(()),
             events: Mutex::new(RolloutEvents::default()),
             ended: AtomicBool::new(false),
+            rehoming: AtomicBool::new(false),
             end,
         });
         lock(&self.live).insert(session_id.to_string(), adopted.clone());
@@ -444,6 +364,11 @@ impl Adoptions {
             tokio::select! {
                 request = ends.recv() => {
                     if let Some((end, done)) = request {
+                        if end == End::Rehomed
+                            && self.read_rollout(&adopted, &mut checkpoint).await
+                        {
+                            let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+                        }
                         self.finish(&adopted, &end).await;
                         let _ = done.send(());
                     }
@@ -463,6 +388,9 @@ impl Adoptions {
             if status != Some(now) {
                 status = Some(now);
                 self.report(&adopted, now, Liveness::Alive).await;
+            }
+            if adopted.rehoming.load(Ordering::SeqCst) {
+                continue;
             }
             if let Some(end) = self.problem(&adopted, ticks).await {
                 self.finish(&adopted, &end).await;
@@ -507,30 +435,7 @@ impl Adoptions {
     }
 
     async fn problem(&self, adopted: &Adopted, ticks: u32) -> Option<End> {
-        let record = &adopted.record;
-        let pane_now = if ticks.is_multiple_of(PANE_CHECK_TICKS) {
-            Some(self.tmux.tmux().pane_pid(&record.pane_id).await)
-        } else {
-            None
-        };
-        match pane_now {
-            Some(None) => {
-                return Some(End::PaneGone(format!("pane {} closed", record.pane_id)));
-            }
-            Some(Some(pid)) if pid != record.pane_pid => {
-                return Some(End::PaneChanged(format!(
-                    "pane {} runs {} now",
-                    record.pane_id,
-                    describe(pid)
-                )));
-            }
-            _ => {}
-        }
-        let end = agent_problem(record)?;
-        if pane_now.is_none() && self.tmux.tmux().pane_pid(&record.pane_id).await.is_none() {
-            return Some(End::PaneGone(format!("pane {} closed", record.pane_id)));
-        }
-        Some(end)
+        adopted::problem(self.tmux.tmux(), &adopted.record, AGENT, ticks).await
     }
 
     async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
@@ -560,7 +465,7 @@ impl Adoptions {
         adopted.ended.store(true, Ordering::SeqCst);
         lock(&self.live).remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
-        if let Some(turn_id) = open.filter(|_| *end != End::Disowned) {
+        if let Some(turn_id) = open.filter(|_| !matches!(end, End::Disowned | End::Rehomed)) {
             let _ = self
                 .core
                 .append(
@@ -592,12 +497,16 @@ impl Adoptions {
                 )
                 .await;
         }
+        // A rehomed session goes on, hosted.
+        if *end == End::Rehomed {
+            return;
+        }
         let _ = self
             .core
             .append(
                 Some(session_id.clone()),
                 EventKind::SessionClosed(SessionClosed {
-                    reason: end.reason(),
+                    reason: end.reason(AGENT),
                 }),
             )
             .await;
@@ -633,11 +542,11 @@ impl Adoptions {
                 )));
             }
         }
-        if let Some(end) = agent_problem(record) {
+        if let Some(end) = adopted::agent_problem(record, AGENT) {
             return Err(HostError::Closed(format!(
                 "{}: {}",
                 adopted.session_id,
-                end.reason()
+                end.reason(AGENT)
             )));
         }
         Ok(())

@@ -100,6 +100,23 @@ impl Inner {
         Ok(())
     }
 
+    /// `thread` without the turns whose end the session stored already (for a backfill that
+    /// must not store them again under other item ids).
+    pub(super) fn without_ended_turns(
+        &self,
+        session_id: &str,
+        mut thread: wire::Thread,
+    ) -> wire::Thread {
+        thread.turns.retain(|turn| {
+            turn.id.as_deref().is_some_and(|turn_id| {
+                !self
+                    .core
+                    .read(|state| state.sessions.has_ended_turn(session_id, turn_id))
+            })
+        });
+        thread
+    }
+
     /// Resumes an existing thread on a (new) backend and backfills what the stream missed.
     /// A thread with no rollout yet is retried for a while; one that never had a turn is
     /// replaced by a new thread, since codex never persisted it.
@@ -137,6 +154,14 @@ impl Inner {
                         super::profile_params(profile.as_deref());
                     wire::ThreadResumeParams {
                         thread_id: thread_id.to_string(),
+                        // A rehomed thread's rollout is where the person's codex wrote it.
+                        path: self.core.read(|state| {
+                            state
+                                .sessions
+                                .get(&live.session_id)
+                                .and_then(|s| s.rehomed.as_ref())
+                                .map(|r| r.rollout.clone())
+                        }),
                         developer_instructions,
                         config,
                     }
@@ -156,7 +181,19 @@ impl Inner {
         };
         lock(&live.turn).current = None;
         *lock(&live.model) = answer.model.clone();
-        self.attach(live, thread_id, &backend, answer.thread.as_ref(), Some(cut))
+        // A rehomed session's turns from its adoption were stored under the rollout's item
+        // ids, not the app-server's: its ended turns are not backfilled again.
+        let rehomed = self.core.read(|state| {
+            state
+                .sessions
+                .get(&live.session_id)
+                .is_some_and(|s| s.rehomed.is_some())
+        });
+        let snapshot = match answer.thread {
+            Some(thread) if rehomed => Some(self.without_ended_turns(&live.session_id, thread)),
+            thread => thread,
+        };
+        self.attach(live, thread_id, &backend, snapshot.as_ref(), Some(cut))
             .await?;
         // A turn the old backend was running and that did not end in the backfill is over.
         let dangling = self.core.read(|state| {

@@ -11,7 +11,7 @@
 //! The rest, by concern: [`backend`] (spawn, restart, reap), [`binding`] (thread start, resume,
 //! backfill), [`dispatch`] (the task per backend) with [`forwarder`] (the pure state machine it
 //! drives), [`inject`] (inject, steer, interrupt), [`approvals`], [`asks`] (questions, plans,
-//! modes), [`capabilities`] (goals, models, fork), [`terminal`] (co-driving) and [`doctor`].
+//! modes), [`capabilities`] (goals, models, fork), [`terminal`] (co-driving), [`rehome`] (an adopted TUI moved under cohost) and [`doctor`].
 //!
 //! **Boundary:** the service reaches it through the `SessionHost` seam (the registry in
 //! `runtime/mod.rs`); nothing outside `codex/` sees codex's JSON.
@@ -47,6 +47,7 @@ mod dispatch;
 mod doctor;
 mod forwarder;
 mod inject;
+mod rehome;
 mod terminal;
 
 pub use asks::MODES;

@@ -150,7 +150,10 @@ impl CodexHost {
 
     /// Writes `launch.json` for the runner: the terminal spec with the real token (the file is
     /// 0600 in the session's private directory).
-    async fn write_terminal_launch(&self, session_id: &str) -> Result<PathBuf, HostError> {
+    pub(super) async fn write_terminal_launch(
+        &self,
+        session_id: &str,
+    ) -> Result<PathBuf, HostError> {
         let spec = self.terminal_spec(session_id, true).await?;
         let dir = self.terminal_dir(session_id)?;
         pane::write_spec(Runtime::Codex, &dir, session_id, spec)?;

@@ -129,6 +129,10 @@ pub struct ThreadStartResponse {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeParams {
     pub thread_id: String,
+    /// The rollout to resume from, when it is not under the server's CODEX_HOME (a thread a
+    /// person's own codex wrote, rehomed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// A profile's instructions, added as developer instructions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<String>,

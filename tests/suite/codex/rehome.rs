@@ -1,0 +1,218 @@
+//! Rehoming a codex TUI started by hand (issue 25): the real codex TUI, adopted (see `adopt.rs`),
+//! with a turn by hand and one from HTTP, is moved under cohost's own app-server with
+//! `POST /api/sessions/{id}/rehome`: refused (`busy`, nothing typed) while a turn runs; when idle
+//! the person's TUI quits by its own `/quit`, the thread is resumed on cohost's backend from its
+//! rollout and a `codex --remote` TUI shows the conversation in the same pane. The session, the
+//! same id and thread, is hosted from then on: the next prompt from HTTP streams through cohost's
+//! app-server (`item.delta`) to the mock model, and no turn is stored twice — also after a
+//! daemon restart, which resumes the thread from the same rollout.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+
+use super::adopt::{AGENT, Rig, WAIT, adopt, events, send, wait_event};
+use crate::suite::codex::host::session_sse;
+use crate::suite::watch::common::wait_instance;
+use crate::support::TestDaemon;
+use crate::support::claude_env::is_running;
+use crate::support::mock_responses::Step;
+
+fn rehome(daemon: &TestDaemon, id: &str) -> (u16, Value) {
+    let resp = daemon.post(&format!("/api/sessions/{id}/rehome"), &json!({}));
+    (resp.status, resp.json())
+}
+
+fn pane_pid(rig: &Rig) -> u32 {
+    rig.tmux
+        .run(&["display-message", "-p", "-t", &rig.pane, "#{pane_pid}"])
+        .trim()
+        .parse()
+        .expect("pane pid")
+}
+
+#[track_caller]
+fn completed(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
+    wait_event(daemon, id, "the turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn
+    })
+}
+
+#[test]
+fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() {
+    let rig = Rig::start();
+    let mut daemon = rig.daemon();
+    // A turn by hand, then adopted.
+    rig.mock.push(Step::text("Hand reply."));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
+        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
+    });
+    let key = watched["key"].as_str().unwrap().to_string();
+    let thread = watched["threadId"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let tui = adopted["session"]["adopted"]["pid"].as_u64().unwrap() as u32;
+
+    // A prompt from HTTP completes in the adopted TUI.
+    rig.mock.push(Step::text("Adopted reply."));
+    let (status, sent) = send(&daemon, &id, "Hello from HTTP");
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    assert_eq!(
+        completed(&daemon, &id, &turn)["data"]["status"],
+        "completed"
+    );
+
+    // Mid-turn a rehome is refused and nothing is typed: the turn goes on, the TUI runs.
+    rig.mock
+        .push(Step::text("Once upon a time there was a very long story\n").then_hang());
+    let (status, sent) = send(&daemon, &id, "Write a long story");
+    assert_eq!(status, 200, "{sent}");
+    let long = sent["turnId"].as_str().unwrap().to_string();
+    rig.wait_screen("the streamed text", |s| s.contains("Once upon a time"));
+    let (status, refused) = rehome(&daemon, &id);
+    assert_eq!(status, 409, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "busy", "{refused:#}");
+    assert!(is_running(tui), "a refused rehome leaves the TUI running");
+    assert!(!rig.screen().contains("/quit"), "{}", rig.screen());
+    let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["control"], "adopted", "{view:#}");
+    daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(
+        completed(&daemon, &id, &long)["data"]["status"],
+        "interrupted"
+    );
+
+    // Idle: rehomed. The same session and thread, hosted, in the same pane.
+    let (status, rehomed) = rehome(&daemon, &id);
+    assert_eq!(status, 200, "{rehomed:#}");
+    let view = &rehomed["session"];
+    assert_eq!(view["id"], id.as_str(), "{view:#}");
+    assert_eq!(view["control"], "hosted", "{view:#}");
+    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
+    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
+    assert!(!is_running(tui), "the person's TUI quit");
+    let pane = wait_event(&daemon, &id, "the runner's pane", |e| {
+        e["type"] == "session.pane" && e["data"]["runnerPid"] != rig.pid
+    });
+    assert_eq!(pane["data"]["paneId"], rig.pane.as_str(), "{pane}");
+    assert_eq!(
+        u64::from(pane_pid(&rig)),
+        pane["data"]["runnerPid"].as_u64().unwrap(),
+        "the pane runs cohost's runner"
+    );
+    let rehomed_event = wait_event(&daemon, &id, "session.rehomed", |e| {
+        e["type"] == "session.rehomed"
+    });
+    assert_eq!(rehomed_event["data"]["threadId"], thread.as_str());
+    // The `codex --remote` TUI shows the resumed conversation.
+    rig.wait_screen("the resumed conversation", |s| {
+        s.contains("Hello by hand") && s.contains("Hello from HTTP") && s.contains("Adopted reply.")
+    });
+
+    // The next prompt from HTTP streams through cohost's app-server to the model.
+    rig.mock.push(Step::text("Hosted reply after the rehome."));
+    let mut stream = session_sse(&daemon, &id, None, None);
+    let (status, sent) = send(&daemon, &id, "After the rehome");
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let next = sent["turnId"].as_str().unwrap().to_string();
+    // Its reply streams: live-only `item.delta` events of the turn on the session's stream.
+    let mut seen = Vec::new();
+    loop {
+        let event = stream
+            .next_event()
+            .unwrap_or_else(|| panic!("the stream ended before a delta: {seen:?}"))
+            .json();
+        if event["type"] == "item.delta" && event["data"]["turnId"] == next.as_str() {
+            break;
+        }
+        seen.push(event["type"].to_string());
+    }
+    drop(stream);
+    let done = completed(&daemon, &id, &next);
+    assert_eq!(done["data"]["status"], "completed", "{done:#}");
+    let all = events(&daemon, &id);
+    let last = rig.mock.main_requests().last().unwrap().last_user_text();
+    assert!(last.contains("After the rehome"), "{last}");
+    rig.wait_screen("the hosted reply in the pane", |s| {
+        s.contains("Hosted reply after the rehome.")
+    });
+    let thread_now = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(thread_now["threadId"], thread.as_str(), "{thread_now:#}");
+
+    // History once: the turn by hand backfilled, no turn or item stored twice.
+    let mut seen = HashSet::new();
+    for event in &all {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        let id = match kind.as_str() {
+            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
+            "item.completed" => event["data"]["item"]["id"].clone(),
+            _ => continue,
+        };
+        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
+    }
+    let prompts: Vec<&str> = all
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
+        .filter_map(|e| e["data"]["item"]["text"].as_str())
+        .collect();
+    for prompt in ["Hello by hand", "Hello from HTTP", "After the rehome"] {
+        assert_eq!(
+            prompts.iter().filter(|p| **p == prompt).count(),
+            1,
+            "{prompt}: {prompts:?}"
+        );
+    }
+
+    // After a daemon restart the thread is resumed from the same rollout: the next prompt
+    // completes on the same thread, and nothing is stored twice.
+    daemon.restart();
+    let bound = daemon.wait_for("the session bound again", WAIT, |daemon| {
+        let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+        (view["state"] == "live").then_some(view)
+    });
+    assert_eq!(bound["threadId"], thread.as_str(), "{bound:#}");
+    assert_eq!(bound["control"], "hosted", "{bound:#}");
+    rig.mock.push(Step::text("Reply after the restart."));
+    let (status, sent) = send(&daemon, &id, "After the restart");
+    assert_eq!(status, 200, "{sent}");
+    let after = sent["turnId"].as_str().unwrap().to_string();
+    let done = completed(&daemon, &id, &after);
+    assert_eq!(done["data"]["status"], "completed", "{done:#}");
+    let last = rig.mock.main_requests().last().unwrap().last_user_text();
+    assert!(last.contains("After the restart"), "{last}");
+    let all = events(&daemon, &id);
+    let mut seen = HashSet::new();
+    for event in &all {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        let id = match kind.as_str() {
+            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
+            "item.completed" => event["data"]["item"]["id"].clone(),
+            _ => continue,
+        };
+        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
+    }
+    let prompts: Vec<&str> = all
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
+        .filter_map(|e| e["data"]["item"]["text"].as_str())
+        .collect();
+    for prompt in [
+        "Hello by hand",
+        "Hello from HTTP",
+        "After the rehome",
+        "After the restart",
+    ] {
+        assert_eq!(
+            prompts.iter().filter(|p| **p == prompt).count(),
+            1,
+            "{prompt}: {prompts:?}"
+        );
+    }
+}
