@@ -80,9 +80,8 @@ pub fn parse(text: &str, room: Room) -> Result<Command, String> {
                 Some((t, p)) => (t, Some(p.trim().to_string()).filter(|p| !p.is_empty())),
                 None => (args, None),
             };
-            if target.is_empty() {
-                return usage("/start RUNTIME|PROFILE [prompt]  (e.g. /start codex Fix the tests)");
-            }
+            // An empty or unknown target answers the usage with the runtimes and profiles
+            // there are (`start::request`).
             Ok(Command::Start {
                 target: target.to_string(),
                 prompt,
@@ -217,12 +216,19 @@ mod tests {
             ("/goal clear", Room::Session, Forward("/goal clear".into())),
             ("/plan on", Room::Session, Forward("/plan on".into())),
             ("/help", Room::Control, Help),
+            (
+                "/start",
+                Room::Control,
+                Start {
+                    target: String::new(),
+                    prompt: None,
+                },
+            ),
         ];
         for (text, room, want) in ok {
             assert_eq!(parse(text, room), Ok(want), "{text}");
         }
         for (text, room, says) in [
-            ("/start", Room::Control, "usage: /start"),
             ("/approve", Room::Session, "usage: /approve"),
             ("/approve x", Room::Session, "usage: /approve"),
             ("/decline 0", Room::Session, "usage: /decline"),

@@ -142,7 +142,9 @@ fn execute(bridge: &Bridge, room: &str, event_id: &str, sender: &str, command: C
         .to_string()),
         Command::Sessions => sessions(bridge),
         Command::State => state(bridge),
-        Command::Start { target, prompt } => start(bridge, &target, prompt, &key),
+        Command::Start { target, prompt } => {
+            crate::start::start(bridge, &target, prompt.as_deref(), &key)
+        }
         Command::Send(text) | Command::Steer(text) => bridge
             .daemon
             .post::<Value>(
@@ -301,49 +303,6 @@ fn state(bridge: &Bridge) -> anyhow::Result<String> {
         return Ok("no agents running, waiting or done".into());
     }
     Ok(lines.join("\n"))
-}
-
-fn start(
-    bridge: &Bridge,
-    target: &str,
-    prompt: Option<String>,
-    key: &str,
-) -> anyhow::Result<String> {
-    let profile = bridge.config.profiles.get(target);
-    let runtime = profile
-        .map(|p| p.runtime.clone())
-        .unwrap_or_else(|| target.to_string());
-    let Some(cwd) = profile
-        .and_then(|p| p.cwd.clone())
-        .or_else(|| bridge.config.cwd.clone())
-    else {
-        return Ok(
-            "no directory to start in: set `cwd` in [bridge.matrix] (or in the profile)".into(),
-        );
-    };
-    let mut body = json!({"runtime": runtime, "cwd": cwd, "idempotencyKey": key});
-    if let Some(p) = profile {
-        for (field, value) in [
-            ("model", &p.model),
-            ("approvalPolicy", &p.approval_policy),
-            ("sandbox", &p.sandbox),
-            ("permissionMode", &p.permission_mode),
-        ] {
-            if let Some(value) = value {
-                body[field] = json!(value);
-            }
-        }
-    }
-    if let Some(prompt) = prompt {
-        body["prompt"] = json!(prompt);
-    }
-    let created: Value = bridge.daemon.post("/api/sessions", &body)?;
-    let id = created["session"]["id"].as_str().unwrap_or("?").to_string();
-    let about = format!("{runtime} session in {cwd}");
-    let (room, _) = bridge.ensure_room(&id, &about)?;
-    Ok(format!(
-        "started {id} ({about}); its room is {room} (you are invited)"
-    ))
 }
 
 /// `/approve N` and `/decline N`: the approval numbered N in this room.

@@ -16,6 +16,7 @@ mod config;
 mod homeserver;
 mod inbound;
 mod outbound;
+mod start;
 mod state;
 
 use std::path::PathBuf;

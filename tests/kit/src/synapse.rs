@@ -1,8 +1,10 @@
 //! A real Matrix homeserver for the Matrix bridge's tests: Synapse from the venv `scripts/test`
 //! installs (`COHOST_TEST_SYNAPSE`, that venv's python), with a generated config (SQLite,
-//! loopback only, a free port, registration by shared secret, rate limits relaxed), two users
-//! registered (the bot and a person) and a stranger on demand; it can be restarted in place.
-//! [`MatrixUser`] is a small Matrix client over `ureq` for the tests' people.
+//! loopback only, a free port, registration by shared secret, rate limits relaxed, `/sync`
+//! answers not cached: Synapse keeps one for 2 minutes by default, so a person's second initial
+//! sync would get the first one's answer and miss a new invite), two users registered (the bot
+//! and a person) and a stranger on demand; it can be restarted in place. [`MatrixUser`] is a
+//! small Matrix client over `ureq` for the tests' people.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -101,6 +103,8 @@ federation_domain_whitelist: []
 enable_metrics: false
 presence:
   enabled: false
+caches:
+  sync_response_cache_duration: 0
 rc_message: {fast}
 rc_registration: {fast}
 rc_login:
