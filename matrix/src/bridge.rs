@@ -48,21 +48,33 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A message's content: `m.text` notifies the room's people (a live notification), `m.notice`
 /// does not (everything else, and anything posted while catching up).
+/// Markdown in `body` is rendered as HTML too (`formatted_body`, [`crate::markdown`]).
 pub fn content(body: &str, notify: bool) -> Value {
     let body = cohost::redact::redact(body);
-    json!({"msgtype": if notify { "m.text" } else { "m.notice" }, "body": body})
+    let mut content = json!({"msgtype": if notify { "m.text" } else { "m.notice" }, "body": body});
+    if let Some(html) = crate::markdown::to_html(&body) {
+        content["format"] = json!("org.matrix.custom.html");
+        content["formatted_body"] = json!(html);
+    }
+    content
 }
 
 /// An edit (`m.replace`) of `target` to `body`.
 pub fn edit_content(target: &str, body: &str, notify: bool) -> Value {
     let new = content(body, notify);
     let shown = format!("* {}", new["body"].as_str().unwrap_or(""));
-    json!({
+    let mut edit = json!({
         "msgtype": new["msgtype"],
         "body": shown,
-        "m.new_content": new,
         "m.relates_to": {"rel_type": "m.replace", "event_id": target},
-    })
+    });
+    // The fallback a client without edits shows, formatted as the new content is.
+    if let Some(html) = new["formatted_body"].as_str() {
+        edit["format"] = json!("org.matrix.custom.html");
+        edit["formatted_body"] = json!(format!("* {html}"));
+    }
+    edit["m.new_content"] = new;
+    edit
 }
 
 impl Bridge {

@@ -12,8 +12,11 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatrixConfig {
-    /// `https://matrix.example.org` (only `http://` without the `tls` feature).
+    /// `https://matrix.example.org`, or `http://127.0.0.1:8008` for a homeserver on loopback.
     pub homeserver: String,
+    /// A PEM file of the certificate authorities to trust for an `https://` homeserver,
+    /// instead of Mozilla's roots (a homeserver with a private or self-signed certificate).
+    pub ca_file: Option<PathBuf>,
     /// The bot's full user id, `@cohost:example.org`.
     pub user: String,
     /// A file holding the bot's access token …
@@ -96,10 +99,9 @@ impl MatrixConfig {
                 self.homeserver
             );
         }
-        if self.homeserver.starts_with("https://") {
+        if self.ca_file.is_some() && !self.homeserver.starts_with("https://") {
             bail!(
-                "[bridge.matrix] homeserver `{}`: this build speaks plain HTTP only; put the \
-                 homeserver's client port on loopback, or a TLS-terminating proxy on this machine",
+                "[bridge.matrix] ca_file is set, but homeserver `{}` is not an https:// URL",
                 self.homeserver
             );
         }
@@ -162,6 +164,31 @@ impl MatrixConfig {
         } else {
             Secret::Password(text)
         })
+    }
+
+    /// The certificate authorities of `ca_file`, when it is set: a file that cannot be read or
+    /// holds no certificate is refused, naming it.
+    pub fn roots(&self) -> anyhow::Result<Option<Vec<ureq::tls::Certificate<'static>>>> {
+        let Some(path) = &self.ca_file else {
+            return Ok(None);
+        };
+        let pem = std::fs::read(path)
+            .with_context(|| format!("[bridge.matrix] ca_file: cannot read {}", path.display()))?;
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(&pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(cert)) => certs.push(cert),
+                Ok(_) => {}
+                Err(e) => bail!("[bridge.matrix] ca_file {}: {e}", path.display()),
+            }
+        }
+        if certs.is_empty() {
+            bail!(
+                "[bridge.matrix] ca_file {} holds no PEM certificate",
+                path.display()
+            );
+        }
+        Ok(Some(certs))
     }
 
     /// The server name of the bot's id (`example.org` of `@cohost:example.org`).
@@ -240,7 +267,16 @@ approval_policy = "untrusted"
         for (from, to, says) in [
             ("\"@me:localhost\"", "\"me\"", "not a Matrix user id"),
             ("\"!abc:localhost\"", "\"abc\"", "control_room"),
-            ("http://127.0.0.1:8008", "https://x.org", "plain HTTP only"),
+            (
+                "http://127.0.0.1:8008",
+                "ftp://x.org",
+                "http:// or https:// URL",
+            ),
+            (
+                "allowed_users",
+                "ca_file = \"/etc/ca.pem\"\nallowed_users",
+                "not an https:// URL",
+            ),
             ("approval_policy", "approval_polic", "unknown field"),
         ] {
             let text = GOOD.replace(from, to);

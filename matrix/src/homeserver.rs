@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
 /// A failed call the homeserver answered.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,11 @@ pub enum CallError {
     Matrix(MatrixError),
     #[error("homeserver unreachable: {0}")]
     Transport(String),
+    #[error(
+        "TLS with the homeserver failed: {0} (is its certificate signed by a CA the bridge \
+         trusts? [bridge.matrix] ca_file names the CAs to trust instead of Mozilla's roots)"
+    )]
+    Tls(String),
 }
 
 impl CallError {
@@ -32,6 +38,7 @@ impl CallError {
     pub fn transient(&self) -> bool {
         match self {
             CallError::Transport(_) => true,
+            CallError::Tls(_) => false,
             CallError::Matrix(e) => e.status >= 500 || e.status == 429,
         }
     }
@@ -57,21 +64,43 @@ pub fn encode(segment: &str) -> String {
     out
 }
 
-fn agent() -> ureq::Agent {
+/// The HTTP client: TLS (rustls) for an `https://` homeserver, trusting `roots` when given
+/// (`ca_file`), else Mozilla's root certificates.
+pub fn agent(roots: Option<Vec<Certificate<'static>>>) -> ureq::Agent {
+    let mut tls = TlsConfig::builder();
+    if let Some(roots) = roots {
+        tls = tls.root_certs(RootCerts::from(roots));
+    }
     ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .tls_config(tls.build())
         .timeout_connect(Some(Duration::from_secs(5)))
         .timeout_global(Some(Duration::from_secs(90)))
         .build()
         .into()
 }
 
+/// How a call failed before the homeserver answered: TLS (a certificate not trusted, a
+/// handshake refused) is not worth retrying; anything else is the link.
+fn transport(error: ureq::Error) -> CallError {
+    let tls = match &error {
+        ureq::Error::Rustls(_) | ureq::Error::Tls(_) | ureq::Error::TlsRequired => true,
+        ureq::Error::Io(e) => e.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    };
+    if tls {
+        CallError::Tls(error.to_string())
+    } else {
+        CallError::Transport(error.to_string())
+    }
+}
+
 impl Homeserver {
-    pub fn with_token(base: &str, token: &str) -> Homeserver {
+    pub fn with_token(base: &str, token: &str, agent: ureq::Agent) -> Homeserver {
         Homeserver {
             base: base.trim_end_matches('/').to_string(),
             token: token.to_string(),
-            agent: agent(),
+            agent,
         }
     }
 
@@ -81,8 +110,9 @@ impl Homeserver {
         user: &str,
         password: &str,
         device_id: &str,
+        agent: ureq::Agent,
     ) -> anyhow::Result<Homeserver> {
-        let mut server = Homeserver::with_token(base, "");
+        let mut server = Homeserver::with_token(base, "", agent);
         let body = json!({
             "type": "m.login.password",
             "identifier": {"type": "m.id.user", "user": user},
@@ -118,7 +148,7 @@ impl Homeserver {
                 .header("Content-Type", "application/json")
                 .send(body.map(Value::to_string).unwrap_or_else(|| "{}".into())),
         };
-        let mut response = result.map_err(|e| CallError::Transport(e.to_string()))?;
+        let mut response = result.map_err(transport)?;
         let status = response.status().as_u16();
         let text = response
             .body_mut()

@@ -15,6 +15,7 @@ mod commands;
 mod config;
 mod homeserver;
 mod inbound;
+mod markdown;
 mod outbound;
 mod start;
 mod state;
@@ -73,13 +74,15 @@ fn run(args: Args) -> anyhow::Result<()> {
     let config = MatrixConfig::from_table(&table, &file)?;
     let home = cohost::config::resolve_home(args.home.clone())?;
     let daemon = cohost::client::Client::new(Some(home.clone()))?;
+    let agent = homeserver::agent(config.roots()?);
     let hs = match config.secret()? {
-        Secret::Token(token) => Homeserver::with_token(&config.homeserver, &token),
+        Secret::Token(token) => Homeserver::with_token(&config.homeserver, &token, agent),
         Secret::Password(password) => Homeserver::login(
             &config.homeserver,
             &config.user,
             &password,
             &config.device_id,
+            agent,
         )?,
     };
     let bot = hs.whoami()?;

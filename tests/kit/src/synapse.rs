@@ -3,8 +3,10 @@
 //! loopback only, a free port, registration by shared secret, rate limits relaxed, `/sync`
 //! answers not cached: Synapse keeps one for 2 minutes by default, so a person's second initial
 //! sync would get the first one's answer and miss a new invite), two users registered (the bot
-//! and a person) and a stranger on demand; it can be restarted in place. [`MatrixUser`] is a
-//! small Matrix client over `ureq` for the tests' people.
+//! and a person) and a stranger on demand; it can be restarted in place. [`Synapse::start_tls`]
+//! adds a second, TLS listener whose certificate a test CA (made here by `rcgen`) signs, for
+//! the bridge's https path. [`MatrixUser`] is a small Matrix client over `ureq` for the tests'
+//! people (on the plain listener).
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -26,6 +28,8 @@ pub struct Synapse {
     python: PathBuf,
     dir: PathBuf,
     port: u16,
+    /// The TLS listener's port, when there is one; its CA is `ca.pem` in `dir`.
+    tls_port: Option<u16>,
     child: Option<Child>,
     _dir: tempfile::TempDir,
 }
@@ -72,9 +76,24 @@ fn base64_unpadded(bytes: &[u8]) -> String {
     out
 }
 
-fn config_text(dir: &Path, port: u16) -> String {
+fn config_text(dir: &Path, port: u16, tls_port: Option<u16>) -> String {
     let d = dir.display();
     let fast = "{per_second: 10000, burst_count: 10000}";
+    let tls = match tls_port {
+        Some(tls_port) => format!(
+            "  - port: {tls_port}
+    bind_addresses: ['127.0.0.1']
+    type: http
+    tls: true
+    resources:
+      - names: [client]
+        compress: false
+tls_certificate_path: {d}/server.pem
+tls_private_key_path: {d}/server.key
+"
+        ),
+        None => String::new(),
+    };
     format!(
         "server_name: \"{SERVER_NAME}\"
 pid_file: {d}/homeserver.pid
@@ -86,7 +105,7 @@ listeners:
     resources:
       - names: [client]
         compress: false
-database:
+{tls}database:
   name: sqlite3
   args:
     database: {d}/homeserver.db
@@ -128,11 +147,30 @@ impl Synapse {
     /// Writes a config and a signing key into a new temp dir and starts Synapse on a free
     /// loopback port; returns once it answers `GET /_matrix/client/versions`.
     pub fn start() -> Synapse {
+        Synapse::start_with(false)
+    }
+
+    /// [`Synapse::start`] with a second, TLS listener ([`Synapse::tls_url`]): its certificate
+    /// (for `127.0.0.1` and `localhost`) is signed by a CA made for this homeserver alone,
+    /// whose certificate is [`Synapse::ca_file`].
+    pub fn start_tls() -> Synapse {
+        Synapse::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Synapse {
         let python = synapse_python();
         let dir_guard = temp_dir("cohost-synapse-");
         let dir = dir_guard.path().to_path_buf();
         let port = free_port();
-        std::fs::write(dir.join("homeserver.yaml"), config_text(&dir, port)).unwrap();
+        let tls_port = tls.then(|| {
+            write_certificates(&dir);
+            free_port()
+        });
+        std::fs::write(
+            dir.join("homeserver.yaml"),
+            config_text(&dir, port, tls_port),
+        )
+        .unwrap();
         let mut seed = [0u8; 32];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut seed))
@@ -146,6 +184,7 @@ impl Synapse {
             python,
             dir,
             port,
+            tls_port,
             child: None,
             _dir: dir_guard,
         };
@@ -232,6 +271,18 @@ impl Synapse {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// `https://127.0.0.1:PORT`, the TLS listener of [`Synapse::start_tls`].
+    pub fn tls_url(&self) -> String {
+        let port = self.tls_port.expect("a Synapse started with start_tls");
+        format!("https://127.0.0.1:{port}")
+    }
+
+    /// The PEM certificate of the CA that signed the TLS listener's certificate.
+    pub fn ca_file(&self) -> PathBuf {
+        assert!(self.tls_port.is_some(), "a Synapse started with start_tls");
+        self.dir.join("ca.pem")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url())
     }
@@ -274,6 +325,29 @@ print(json.load(urllib.request.urlopen(req))["user_id"])
         self.register(name, &password);
         MatrixUser::login(&self.base_url(), name, &password)
     }
+}
+
+/// A CA of its own and a server certificate it signs for `127.0.0.1` and `localhost`:
+/// `ca.pem`, `server.pem` and `server.key` in `dir`.
+fn write_certificates(dir: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "cohost test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut server =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
+    let cert = server.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(dir.join("server.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("server.key"), key.serialize_pem()).unwrap();
 }
 
 impl Drop for Synapse {

@@ -1,16 +1,18 @@
 //! The Matrix bridge with a hosted codex session (the kit's mock model): a prompt from the room
 //! streams back edited in place, an approval is answered from the room (and a second answer is
 //! too late), a question answered by an option's number, `/interrupt`, `/takeover`,
-//! `/release`, `/plan`, a bad command answers its usage, a stranger is ignored, and restarts of
-//! the bridge and of Synapse post nothing twice.
+//! `/release`, `/plan`, a bad command answers its usage, a stranger is ignored, restarts of
+//! the bridge and of Synapse post nothing twice, and an https homeserver (Markdown rendered).
 
-use std::time::Duration;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
-use crate::support::wait_until;
+use crate::support::{temp_dir, wait_until};
 
-use super::{Rig, WAIT, assert_each_once, edits_of, ends};
+use super::{BRIDGE, Rig, WAIT, assert_each_once, edits_of, ends, latest_content};
 
 #[test]
 fn a_prompt_from_the_room_streams_back_and_bad_commands_and_strangers_change_nothing() {
@@ -262,5 +264,81 @@ fn interrupt_takeover_release_plan_mode_and_a_question_from_the_room() {
     assert_eq!(
         rig.command(&room, "/approve 1"),
         "#1 is a question: answer it with /answer 1 …"
+    );
+}
+
+#[test]
+fn over_https_the_bridge_trusts_its_ca_file_renders_markdown_and_refuses_an_unknown_certificate() {
+    let rig = Rig::<CodexFixture>::start_tls();
+    let (session, room) = rig.start_session("codex");
+    rig.wait_bot(&room, "the session's intro", |b| {
+        b.starts_with(&format!("Session {session}"))
+    });
+
+    // The agent's Markdown is rendered as the HTML Matrix clients show; raw HTML stays text.
+    let reply = "**Done**: see `main.rs`\n\n- one\n- two <b>not bold</b>";
+    rig.fx.mock.push(Step::text(reply));
+    let prompt = rig.alice.send_text(&room, "Format it");
+    assert_eq!(rig.reply_to(&room, &prompt), "sent: a turn started");
+    let (_, message) = rig.wait_bot(&room, "the Markdown reply", |b| b == reply);
+    let content = latest_content(&rig.alice.messages(&room), &message);
+    assert_eq!(content["format"], "org.matrix.custom.html", "{content:#}");
+    let html = content["formatted_body"].as_str().unwrap_or("");
+    for part in [
+        "<strong>Done</strong>",
+        "<code>main.rs</code>",
+        "<li>one</li>",
+        "&lt;b&gt;not bold&lt;/b&gt;",
+    ] {
+        assert!(html.contains(part), "no {part} in {html:?}");
+    }
+    let (_, end) = rig.wait_bot(&room, "the turn's end", |b| b == "— turn ended: completed");
+    let end = latest_content(&rig.alice.messages(&room), &end);
+    assert!(
+        end.get("formatted_body").is_none(),
+        "plain text got HTML: {end:#}"
+    );
+
+    // Trusting only Mozilla's roots (no ca_file), the bridge refuses the homeserver's
+    // certificate at start, saying so, and exits.
+    let config = std::fs::read_to_string(rig.config_file()).unwrap();
+    let dir = temp_dir("cohost-matrix-untrusting-");
+    let untrusting = dir.path().join("config.toml");
+    let text: Vec<&str> = config
+        .lines()
+        .filter(|l| !l.starts_with("ca_file"))
+        .collect();
+    std::fs::write(&untrusting, text.join("\n")).unwrap();
+    std::fs::set_permissions(&untrusting, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut child = Command::new(BRIDGE)
+        .arg("--config")
+        .arg(&untrusting)
+        .arg("--home")
+        .arg(rig.fx.daemon.home())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the bridge that trusts no CA of this homeserver did not exit: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("ready"), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("TLS with the homeserver failed") && stderr.contains("UnknownIssuer"),
+        "{stderr}"
     );
 }

@@ -89,8 +89,31 @@ impl<H: Host> Rig<H> {
     /// when there is some, the daemon is restarted to read it (it reads the file when it
     /// starts) before the bridge starts.
     fn start_with(daemon_toml: &str) -> Rig<H> {
+        Rig::start_over(false, daemon_toml)
+    }
+
+    /// [`Rig::start`] with the bridge on Synapse's TLS listener, trusting its test CA
+    /// (`ca_file`); the people stay on the plain listener.
+    fn start_tls() -> Rig<H> {
+        Rig::start_over(true, "")
+    }
+
+    fn start_over(tls: bool, daemon_toml: &str) -> Rig<H> {
         let mut fx = H::start();
-        let synapse = Synapse::start();
+        let synapse = if tls {
+            Synapse::start_tls()
+        } else {
+            Synapse::start()
+        };
+        let homeserver = if tls {
+            format!(
+                "homeserver = \"{}\"\nca_file = \"{}\"",
+                synapse.tls_url(),
+                synapse.ca_file().display()
+            )
+        } else {
+            format!("homeserver = \"{}\"", synapse.base_url())
+        };
         synapse.register("cohostbot", "bot-password");
         let alice = synapse.user("alice");
         let mallory = synapse.user("mallory");
@@ -108,7 +131,7 @@ impl<H: Host> Rig<H> {
             &config,
             format!(
                 r#"[bridge.matrix]
-homeserver = "{hs}"
+{homeserver}
 user = "{BOT}"
 password_file = "{secret}"
 allowed_users = ["{alice}"]
@@ -123,7 +146,6 @@ approval_policy = "untrusted"
 sandbox = "workspace-write"
 
 {daemon_toml}"#,
-                hs = synapse.base_url(),
                 secret = secret.display(),
                 alice = alice.user_id,
                 cwd = fx.work_dir().display(),
@@ -194,6 +216,15 @@ sandbox = "workspace-write"
             child.kill().unwrap();
             child.wait().unwrap();
         }
+    }
+
+    /// cohost's config file, which holds the bridge's table.
+    fn config_file(&self) -> PathBuf {
+        self.fx
+            .daemon()
+            .config_dir()
+            .join("cohost")
+            .join("config.toml")
     }
 
     fn bridge_log(&self) -> String {
@@ -328,5 +359,22 @@ fn assert_each_once(bodies: &[String]) {
     for body in bodies {
         let n = bodies.iter().filter(|b| *b == body).count();
         assert_eq!(n, 1, "posted {n} times: {body:?}\nall: {bodies:#?}");
+    }
+}
+
+/// The content people see for the message `target`: its latest edit's `m.new_content`, else
+/// its own.
+fn latest_content(events: &[Value], target: &str) -> Value {
+    let edit = events.iter().rev().find(|e| {
+        e["content"]["m.relates_to"]["rel_type"] == "m.replace"
+            && e["content"]["m.relates_to"]["event_id"] == target
+    });
+    match edit {
+        Some(edit) => edit["content"]["m.new_content"].clone(),
+        None => events
+            .iter()
+            .find(|e| e["event_id"] == target)
+            .map(|e| e["content"].clone())
+            .unwrap_or(Value::Null),
     }
 }
