@@ -636,6 +636,36 @@ pub enum RemoteCommand {
         /// The body `POST /api/sessions/{id}/messages` takes, its idempotency key included.
         message: super::MessageBody,
     },
+    /// `POST /api/sessions/{id}/interrupt` on the owning machine.
+    #[serde(rename_all = "camelCase")]
+    Interrupt {
+        /// The session's id on its machine (unqualified).
+        session: String,
+        /// The hub that sent it.
+        from: String,
+    },
+    /// `POST /api/sessions/{id}/approvals/{approval}` on the owning machine: the first answer
+    /// from any surface of any machine wins; a later one gets the owning machine's 409.
+    #[serde(rename_all = "camelCase")]
+    Approval {
+        session: String,
+        from: String,
+        /// The approval's id (`approval.requested`'s `approvalId`).
+        approval: String,
+        /// The body the route takes; `by` defaults to `hub:<from>`.
+        decision: super::DecisionBody,
+    },
+    /// `POST /api/sessions/{id}/requests/{request}` on the owning machine (a question, a plan,
+    /// a form, a permissions request), answered as there.
+    #[serde(rename_all = "camelCase")]
+    Answer {
+        session: String,
+        from: String,
+        /// The request's id (`input.requested`'s `requestId`).
+        request: String,
+        /// The body the route takes; `by` defaults to `hub:<from>`.
+        answer: super::InputAnswer,
+    },
 }
 
 /// The owning machine's answer to a [`RemoteCommand`]: `ok` (the answer its HTTP API gives) or

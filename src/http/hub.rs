@@ -1,6 +1,7 @@
-//! A hub's reads of other machines (`serve --hub`): `GET /api/sessions/{machine}/{id}/events`
+//! A hub's routes to other machines (`serve --hub`): `GET /api/sessions/{machine}/{id}/events`
 //! (and the same with a qualified id, `laptop%2F<id>`), served from the hub's world with that
-//! machine's own seqs as the cursor. Nothing here writes.
+//! machine's own seqs as the cursor; and the commands (a prompt, an interrupt, an approval's or
+//! a request's answer), sent to the owning machine, which executes them. Nothing here writes.
 
 use std::time::Duration;
 
@@ -12,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use super::extract::{ApiJson, ApiQuery};
 use super::stream::{EventsQuery, parse_u64};
 use super::{ApiError, AppState};
-use crate::protocol::MessageBody;
 use crate::protocol::codes;
+use crate::protocol::{DecisionBody, InputAnswer, MessageBody};
 
 /// `POST /api/sessions/{machine}/{id}/messages`: this machine's own session when `machine` is
 /// this machine, else a prompt sent to the machine that owns the session (NATS request/reply,
@@ -31,6 +32,68 @@ pub async fn machine_message(
         );
     }
     Ok(Json(state.service.remote_prompt(&machine, &id, body).await?).into_response())
+}
+
+/// `POST /api/sessions/{machine}/{id}/interrupt`: this machine's own session, or the owning
+/// machine interrupts its session (NATS request/reply), answered with that machine's answer.
+pub async fn machine_interrupt(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    if machine == state.service.machine() {
+        return Ok(super::sessions::interrupt(State(state), Path(id))
+            .await?
+            .into_response());
+    }
+    Ok(Json(state.service.remote_interrupt(&machine, &id).await?).into_response())
+}
+
+/// `POST /api/sessions/{machine}/{id}/approvals/{approval}`: answered on the machine that owns
+/// the session; the first answer from anywhere wins, a later one is that machine's 409.
+pub async fn machine_approval(
+    State(state): State<AppState>,
+    Path((machine, id, approval)): Path<(String, String, String)>,
+    ApiJson(body): ApiJson<DecisionBody>,
+) -> Result<Response, ApiError> {
+    if machine == state.service.machine() {
+        return Ok(super::sessions::resolve_approval(
+            State(state),
+            Path((id, approval)),
+            ApiJson(body),
+        )
+        .await?
+        .into_response());
+    }
+    Ok(Json(
+        state
+            .service
+            .remote_approval(&machine, &id, &approval, body)
+            .await?,
+    )
+    .into_response())
+}
+
+/// `POST /api/sessions/{machine}/{id}/requests/{request}`: a question, plan, form or
+/// permissions request answered on the machine that owns the session.
+pub async fn machine_answer(
+    State(state): State<AppState>,
+    Path((machine, id, request)): Path<(String, String, String)>,
+    ApiJson(body): ApiJson<InputAnswer>,
+) -> Result<Response, ApiError> {
+    if machine == state.service.machine() {
+        return Ok(
+            super::requests::answer(State(state), Path((id, request)), ApiJson(body))
+                .await?
+                .into_response(),
+        );
+    }
+    Ok(Json(
+        state
+            .service
+            .remote_answer(&machine, &id, &request, body)
+            .await?,
+    )
+    .into_response())
 }
 
 /// `GET /api/sessions/{machine}/{id}/events`: this machine's own session when `machine` is this

@@ -159,6 +159,18 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             post(hub::machine_message),
         )
         .route(
+            "/api/sessions/{machine}/{id}/interrupt",
+            post(hub::machine_interrupt),
+        )
+        .route(
+            "/api/sessions/{machine}/{id}/approvals/{approval_id}",
+            post(hub::machine_approval),
+        )
+        .route(
+            "/api/sessions/{machine}/{id}/requests/{request_id}",
+            post(hub::machine_answer),
+        )
+        .route(
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),
         )

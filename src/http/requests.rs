@@ -4,6 +4,7 @@
 use crate::protocol::{ModeBody, ModelBody};
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
@@ -23,12 +24,22 @@ pub async fn answer(
     State(state): State<AppState>,
     Path((id, request_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<InputAnswer>,
-) -> Result<Json<RequestAnswered>, ApiError> {
-    state.service.answer_request(&id, &request_id, body).await?;
+) -> Result<Response, ApiError> {
+    // On a hub, `laptop/<id>` (`laptop%2F<id>`) names another machine's session.
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let answer = state
+            .service
+            .remote_answer(machine, session, &request_id, body)
+            .await?;
+        return Ok(Json(answer).into_response());
+    }
+    let id = state.service.local_id(&id);
+    state.service.answer_request(id, &request_id, body).await?;
     Ok(Json(RequestAnswered {
         ok: true,
         request_id,
-    }))
+    })
+    .into_response())
 }
 
 pub async fn set_mode(

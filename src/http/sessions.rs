@@ -111,9 +111,13 @@ pub async fn message(
 pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Interrupted>, ApiError> {
-    let interrupted = state.service.interrupt(&id).await?;
-    Ok(Json(Interrupted { interrupted }))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let answer = state.service.remote_interrupt(machine, session).await?;
+        return Ok(Json(answer).into_response());
+    }
+    let interrupted = state.service.interrupt(state.service.local_id(&id)).await?;
+    Ok(Json(Interrupted { interrupted }).into_response())
 }
 
 pub async fn seen(
@@ -137,16 +141,29 @@ pub async fn resolve_approval(
     State(state): State<AppState>,
     Path((id, approval_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionBody>,
-) -> Result<Json<ApprovalDecided>, ApiError> {
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let answer = state
+            .service
+            .remote_approval(machine, session, &approval_id, body)
+            .await?;
+        return Ok(Json(answer).into_response());
+    }
     state
         .service
-        .resolve_approval(&id, &approval_id, &body.decision, body.by.as_deref())
+        .resolve_approval(
+            state.service.local_id(&id),
+            &approval_id,
+            &body.decision,
+            body.by.as_deref(),
+        )
         .await?;
     Ok(Json(ApprovalDecided {
         ok: true,
         approval_id: approval_id.into(),
         decision: body.decision.into(),
-    }))
+    })
+    .into_response())
 }
 
 pub async fn goal_get(

@@ -17,8 +17,8 @@ use super::{ErrorKind, Service, ServiceError};
 use crate::core::now_ms;
 use crate::protocol::codes;
 use crate::protocol::{
-    HostedSessionView, HubHealth, MachineLink, MachineLinkState, MessageBody, RemoteCommand,
-    RemoteError, RemoteReply, StateView,
+    DecisionBody, HostedSessionView, HubHealth, InputAnswer, MachineLink, MachineLinkState,
+    MessageBody, RemoteCommand, RemoteError, RemoteReply, StateView,
 };
 
 /// How long a command to another machine waits for its answer.
@@ -425,6 +425,53 @@ impl Service {
     /// that owns the session, with its idempotency key, and the answer is that machine's (its
     /// refusals keep their class and code). A machine that does not answer within
     /// [`COMMAND_TIMEOUT`] (or takes no commands) is `machine_unreachable`, naming it.
+    /// `POST /api/sessions/{machine}/{id}/interrupt` at a hub: the owning machine interrupts.
+    pub async fn remote_interrupt(
+        &self,
+        machine: &str,
+        session: &str,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let command = RemoteCommand::Interrupt {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+        };
+        self.remote_command(machine, command).await
+    }
+
+    /// `POST /api/sessions/{machine}/{id}/approvals/{approval}` at a hub.
+    pub async fn remote_approval(
+        &self,
+        machine: &str,
+        session: &str,
+        approval: &str,
+        decision: DecisionBody,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let command = RemoteCommand::Approval {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+            approval: approval.to_string(),
+            decision,
+        };
+        self.remote_command(machine, command).await
+    }
+
+    /// `POST /api/sessions/{machine}/{id}/requests/{request}` at a hub.
+    pub async fn remote_answer(
+        &self,
+        machine: &str,
+        session: &str,
+        request: &str,
+        answer: InputAnswer,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let command = RemoteCommand::Answer {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+            request: request.to_string(),
+            answer,
+        };
+        self.remote_command(machine, command).await
+    }
+
     pub async fn remote_prompt(
         &self,
         machine: &str,
@@ -512,11 +559,43 @@ impl Service {
                     message.idempotency_key,
                 )
                 .await
-                .and_then(|sent| {
-                    serde_json::to_value(sent).map_err(|e| {
-                        ServiceError::new(ErrorKind::Internal, codes::INTERNAL_ERROR, e.to_string())
+                .and_then(to_value)
+            }
+            RemoteCommand::Interrupt { session, from } => {
+                tracing::info!(%session, hub = %from, "an interrupt from a hub");
+                self.interrupt(&session)
+                    .await
+                    .map(|interrupted| serde_json::json!({ "interrupted": interrupted }))
+            }
+            RemoteCommand::Approval {
+                session,
+                from,
+                approval,
+                decision,
+            } => {
+                tracing::info!(%session, %approval, hub = %from, "an approval's answer from a hub");
+                let by = decision.by.unwrap_or_else(|| hub_by(&from));
+                self.resolve_approval(&session, &approval, &decision.decision, Some(&by))
+                    .await
+                    .map(|()| {
+                        serde_json::json!({
+                            "ok": true,
+                            "approvalId": approval,
+                            "decision": decision.decision,
+                        })
                     })
-                })
+            }
+            RemoteCommand::Answer {
+                session,
+                from,
+                request,
+                mut answer,
+            } => {
+                tracing::info!(%session, %request, hub = %from, "a request's answer from a hub");
+                answer.by = Some(answer.by.unwrap_or_else(|| hub_by(&from)));
+                self.answer_request(&session, &request, answer)
+                    .await
+                    .map(|()| serde_json::json!({ "ok": true, "requestId": request }))
             }
         };
         match answer {
@@ -534,6 +613,21 @@ impl Service {
             },
         }
     }
+}
+
+/// Who answered, as the owning machine's `approval.resolved` / `input.resolved` says when the
+/// hub's caller named nobody: `hub:<hub>` (at most 64 bytes, as `by` allows).
+fn hub_by(hub: &str) -> String {
+    let mut by = format!("hub:{hub}");
+    while by.len() > 64 {
+        by.pop();
+    }
+    by
+}
+
+fn to_value(value: impl serde::Serialize) -> Result<serde_json::Value, ServiceError> {
+    serde_json::to_value(value)
+        .map_err(|e| ServiceError::new(ErrorKind::Internal, codes::INTERNAL_ERROR, e.to_string()))
 }
 
 /// An error class as a command's answer names it.

@@ -2,12 +2,16 @@
 //! tmux servers and machine names; one hosting a real codex against the mock model) and a hub
 //! daemon viewing both — their agents and sessions in the hub's state and session list with
 //! their machine, a remote session's events with that machine's seqs, the hub restarted (and
-//! killed) resuming from its durable consumer, and a stopped machine shown `down` in bound.
+//! killed) resuming from its durable consumer, a stopped machine shown `down` in bound, and
+//! commands at the hub run by the owning machine: a prompt and an interrupt (codex), a Claude
+//! approval resolved once with a second answer the owning machine's 409.
 
 use std::time::Instant;
 
 use super::*;
+use crate::support::claude_host::ClaudeFixture;
 use crate::support::codex_host::CodexFixture;
+use crate::support::mock_messages::Step as ClaudeStep;
 use crate::support::mock_responses::Step;
 
 /// The hub's bound: a machine silent this long is `down`.
@@ -367,6 +371,28 @@ fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
         .filter(|e| e["type"] == "turn.completed")
         .collect();
     assert_eq!(completed.len(), 1, "{at_hub:?}");
+    // An interrupt at the hub ends the turn running on B (the hang answers this prompt only,
+    // and the interrupt waits until codex asked the model for it).
+    beta.mock
+        .push(Step::hang().when_user_contains("Wait for me"));
+    let asked = beta.mock.main_requests().len();
+    let waiting = hub
+        .post(
+            &path,
+            &json!({ "text": "Wait for me", "idempotencyKey": "hub-wait" }),
+        )
+        .assert_ok();
+    assert_eq!(waiting["outcome"], "started", "{waiting}");
+    beta.mock.wait_for_requests(asked + 1, CATCH_UP);
+    let interrupt = format!("/api/sessions/beta/{id}/interrupt");
+    let stopped = hub.post(&interrupt, &json!({})).assert_ok();
+    assert_eq!(stopped["interrupted"], true, "{stopped}");
+    let turns = beta.wait_turns_completed(&id, 2);
+    assert_eq!(turns[1]["data"]["status"], "interrupted", "{turns:?}");
+    let idle = hub
+        .post(&format!("/api/sessions/beta%2F{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(idle["interrupted"], false, "{idle}");
     // The owning machine's refusal is the one it gives locally (status and code); unknown
     // machines answer clearly.
     let refused = hub.post(
@@ -417,4 +443,73 @@ fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
     assert_eq!(stopped.status, 503, "{}", stopped.body);
     assert!(stopped.body.contains("`beta`"), "{}", stopped.body);
     assert!(took < Duration::from_secs(25), "{took:?}");
+}
+
+#[test]
+fn a_claude_approval_answered_at_the_hub_is_resolved_once_on_its_machine() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let alpha =
+        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
+    alpha.mock.push(
+        ClaudeStep::tool_use(
+            "Bash",
+            json!({"command": "touch approved.txt", "description": "Create a file"}),
+        )
+        .then_text("Created it."),
+    );
+    let id = alpha.create(json!({}));
+    let (_tmux_h, hub) = hub(&nats);
+    let remote = format!("alpha/{id}");
+    let (status, sent) = alpha.send(&id, "Make a file");
+    assert_eq!(status, 200, "{sent}");
+    // The approval reaches the hub through A's stream, and is answered there.
+    hub.wait_for("A at the hub", CATCH_UP, |h| link(h, "alpha"));
+    let requested = hub.wait_for("A's approval at the hub", CATCH_UP, |h| {
+        h.session_events(&remote)
+            .into_iter()
+            .find(|e| e["type"] == "approval.requested")
+    });
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/sessions/alpha/{id}/approvals/{approval}");
+    let answer = hub
+        .post(&path, &json!({ "decision": "accept" }))
+        .assert_ok();
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["decision"], "accept", "{answer}");
+    alpha.wait_turns_completed(&id, 1);
+    assert!(
+        alpha.work.join("approved.txt").exists(),
+        "the command approved at the hub ran on A"
+    );
+    let resolved: Vec<Value> = alpha
+        .events(&id)
+        .into_iter()
+        .filter(|e| e["type"] == "approval.resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert_eq!(resolved[0]["data"]["decision"], "accept", "{resolved:?}");
+    assert_eq!(resolved[0]["data"]["by"], "hub:hub", "{resolved:?}");
+    // A second answer, at the hub (either form of the id) or on A, is A's 409.
+    for path in [
+        path.clone(),
+        format!("/api/sessions/alpha%2F{id}/approvals/{approval}"),
+    ] {
+        hub.post(&path, &json!({ "decision": "decline" }))
+            .assert_error(409, "approval_resolved", None);
+    }
+    alpha
+        .daemon
+        .post(
+            &format!("/api/sessions/{id}/approvals/{approval}"),
+            &json!({ "decision": "decline" }),
+        )
+        .assert_error(409, "approval_resolved", None);
+    // The hub's view holds the one resolution, as A logged it.
+    wait_caught_up(&hub, &alpha.daemon, "alpha");
+    let at_hub = hub.session_events(&remote);
+    assert_same(&at_hub, &alpha.events(&id), "the approved turn");
 }
