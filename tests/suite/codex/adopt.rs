@@ -102,11 +102,15 @@ impl Rig {
         self.tmux.run(&args);
     }
 
-    /// Types `text` as a person does until the composer shows it (the TUI drops keys while it
-    /// starts: typed again until they show).
+    /// Types `text` as a person does until the composer shows it. The TUI may drop keys while
+    /// it starts, so it is typed again when it does not show — each time after Ctrl-U (codex's
+    /// kill to the start of the line), so the composer ends holding `text` once whether the
+    /// earlier keys were dropped or only slow to show (the pane keeps keys in order; typed
+    /// again without it, a slow first try showed as `texttext`, seen under load).
     pub(super) fn type_text(&self, text: &str) {
         let deadline = Instant::now() + WAIT;
         loop {
+            self.keys(&["C-u"]);
             self.keys(&["-l", text]);
             let shown = Instant::now() + Duration::from_secs(3);
             while Instant::now() < shown {
