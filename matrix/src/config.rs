@@ -259,6 +259,30 @@ approval_policy = "untrusted"
 "#;
 
     #[test]
+    fn a_ca_file_that_cannot_be_read_or_holds_no_certificate_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |path: &Path| {
+            let text = GOOD.replace(
+                "http://127.0.0.1:8008",
+                &format!("https://x.org\"\nca_file = \"{}", path.display()),
+            );
+            MatrixConfig::from_table(&table(&text), Path::new("c.toml")).unwrap()
+        };
+        let missing = dir.path().join("missing.pem");
+        let err = with(&missing).roots().unwrap_err();
+        assert!(format!("{err:#}").contains("missing.pem"), "{err:#}");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let err = with(&empty).roots().unwrap_err();
+        assert!(
+            format!("{err:#}").contains("empty.pem holds no PEM certificate"),
+            "{err:#}"
+        );
+        let none = MatrixConfig::from_table(&table(GOOD), Path::new("c.toml")).unwrap();
+        assert!(none.roots().unwrap().is_none());
+    }
+
+    #[test]
     fn a_good_table_parses_and_bad_ones_say_why() {
         let config = MatrixConfig::from_table(&table(GOOD), Path::new("c.toml")).unwrap();
         assert_eq!(config.server_name(), "localhost");

@@ -81,7 +81,10 @@ pub fn agent(roots: Option<Vec<Certificate<'static>>>) -> ureq::Agent {
 }
 
 /// How a call failed before the homeserver answered: TLS (a certificate not trusted, a
-/// handshake refused) is not worth retrying; anything else is the link.
+/// handshake refused) is not worth retrying; anything else is the link. An untrusted
+/// certificate reaches us as `Io` of kind `InvalidData` wrapping rustls' error (observed:
+/// `Io(Custom { kind: InvalidData, error: InvalidCertificate(UnknownIssuer) })`), not as
+/// `Error::Rustls`.
 fn transport(error: ureq::Error) -> CallError {
     let tls = match &error {
         ureq::Error::Rustls(_) | ureq::Error::Tls(_) | ureq::Error::TlsRequired => true,

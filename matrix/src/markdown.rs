@@ -8,47 +8,47 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd, html};
 
-/// The HTML for `text`, or `None` when Markdown changes nothing about it.
+/// The HTML for `text`, or `None` when Markdown makes nothing of it but one paragraph of text.
 pub fn to_html(text: &str) -> Option<String> {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
-    let events = Parser::new_ext(text, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }),
-        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
-        other => other,
-    });
-    let mut out = String::with_capacity(text.len() + text.len() / 4);
-    html::push_html(&mut out, events);
-    let out = out.trim_end();
-    let plain = out
-        .strip_prefix("<p>")
-        .and_then(|rest| rest.strip_suffix("</p>"))
-        .is_some_and(|inner| !inner.contains('<') && inner == escape(text.trim()));
-    (!plain && !out.is_empty()).then(|| out.to_string())
-}
-
-/// What `pulldown-cmark` escapes in a paragraph's text, for the plain-paragraph comparison.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            _ => out.push(c),
-        }
+    let events: Vec<Event> = Parser::new_ext(text, options)
+        .map(|event| match event {
+            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }),
+            Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+            other => other,
+        })
+        .collect();
+    let paragraphs = events
+        .iter()
+        .filter(|e| matches!(e, Event::Start(Tag::Paragraph)))
+        .count();
+    let plain = paragraphs <= 1
+        && events.iter().all(|e| {
+            matches!(
+                e,
+                Event::Start(Tag::Paragraph)
+                    | Event::End(TagEnd::Paragraph)
+                    | Event::Text(_)
+                    | Event::SoftBreak
+            )
+        });
+    if plain {
+        return None;
     }
-    out
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    html::push_html(&mut out, events.into_iter());
+    Some(out.trim_end().to_string())
 }
 
 #[cfg(test)]
@@ -60,6 +60,7 @@ mod tests {
         assert_eq!(to_html("one two three"), None);
         assert_eq!(to_html("a & b < c \"quoted\""), None);
         assert_eq!(to_html("— turn ended: completed"), None);
+        assert_eq!(to_html("two lines\nof text"), None);
         assert_eq!(to_html(""), None);
     }
 
