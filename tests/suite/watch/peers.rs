@@ -16,7 +16,10 @@ use cohost::peers::{DROID, OPENCODE, PI, Supported};
 use crate::support::mock_messages::{MockMessages, Step};
 use crate::support::{TestDaemon, TmuxServer, Value, json, pinned_version};
 
-const TURN_TIMEOUT: Duration = Duration::from_secs(60);
+/// What a peer's TUI may take to start or to answer: OpenCode's TUI, started beside four
+/// builds (load 14 on 2 cores), spent 30 s before its log's first line and 23 s in its `init`,
+/// and a blank pane after 60 s failed this suite's wait once; 90 s as the hosted suites.
+const TURN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The peer's executable, as `./scripts/test` exports it; panics (never skips) when unset.
 fn peer_bin(peer: &Supported) -> PathBuf {
