@@ -146,6 +146,7 @@ pub async fn run(
             home: config.home.clone(),
             machine: config.machine.clone(),
             nats,
+            status: service.federation_status().unwrap_or_default(),
         });
     let commands = config
         .nats
@@ -155,6 +156,7 @@ pub async fn run(
             service: service.clone(),
             machine: config.machine.clone(),
             nats,
+            status: service.federation_status().unwrap_or_default(),
         });
     let publisher = config
         .nats

@@ -519,7 +519,8 @@ pub struct FederationHealth {
     pub url: String,
     /// The JetStream stream the events go to (`COHOST_<machine>`).
     pub stream: String,
-    /// `connected` or `disconnected` (`connecting` for a moment at start).
+    /// `connected` or `disconnected` (`connecting` for a moment at start); `refused` once the
+    /// server refused a permission the publisher needs (see `refused`).
     pub link: String,
     /// The newest seq in the local log.
     pub last_logged_seq: u64,
@@ -535,6 +536,12 @@ pub struct FederationHealth {
     pub last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error_at: Option<u64>,
+    /// The permissions the NATS server refused this machine's connections (each its
+    /// `Permissions Violation for …`, naming the subject; the first 8), until the daemon
+    /// restarts: the refused connection stops (the publisher's: `link` is `refused`), and the
+    /// log keeps every event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// One hosted session as `GET /api/sessions` shows it.

@@ -4,7 +4,9 @@
 //! API — so this machine's core stays the single writer of its events.
 //!
 //! Who may send commands is the NATS server's business: give only hub credentials permission to
-//! publish on `cohost.cmd.>` (see docs/federation.md).
+//! publish on `cohost.cmd.>`, and each machine permission to subscribe to its own subject only
+//! and to answer what it received (`allow_responses`; see docs/federation.md). A subscription
+//! the server refuses stops the responder, named in the federation status (`refused`).
 
 use anyhow::Context;
 use futures_util::StreamExt;
@@ -13,13 +15,15 @@ use tokio_util::sync::CancellationToken;
 use super::connect::NatsConfig;
 use super::names;
 use crate::protocol::{RemoteCommand, RemoteError, RemoteReply};
-use crate::service::Service;
+use crate::service::{FederationStatus, Service};
 
 /// What the command responder needs.
 pub struct Commands {
     pub service: Service,
     pub machine: String,
     pub nats: NatsConfig,
+    /// Where a refused permission is shown (the publisher's status).
+    pub status: FederationStatus,
 }
 
 impl Commands {
@@ -32,7 +36,14 @@ impl Commands {
     }
 
     async fn serve(&self, cancel: &CancellationToken) -> anyhow::Result<()> {
-        let client = self.nats.connect(&self.machine).await?;
+        let (client, mut refusals) = self
+            .nats
+            .connect(
+                &self.machine,
+                "commands",
+                std::sync::Arc::clone(&self.status),
+            )
+            .await?;
         let subject = names::command_subject(&self.machine);
         let mut requests = client
             .subscribe(subject.clone())
@@ -44,6 +55,11 @@ impl Commands {
             let request = tokio::select! {
                 _ = cancel.cancelled() => break,
                 request = requests.next() => request,
+                refusal = refusals.refused() => {
+                    tasks.close();
+                    tasks.wait().await;
+                    anyhow::bail!("taking commands stopped: {refusal}");
+                }
             };
             let Some(request) = request else { break };
             let Some(reply_to) = request.reply.clone() else {

@@ -5,6 +5,14 @@
 //! link is encrypted (a `tls://` URL or `nats-tls = true`) and the daemon authenticates (a
 //! credentials file or a user file). Credentials are never taken from the URL (they would show in
 //! `config show`, health and logs).
+//!
+//! Every connection reads its replies under the inbox prefix `_INBOX.<machine>` (not the shared
+//! `_INBOX`), so a server can give each machine's user the right to read its own replies only
+//! (`subscribe: _INBOX.<machine>.>`): one machine cannot read another's JetStream answers or a
+//! hub's command replies. A permission the server refuses (its `-ERR 'Permissions Violation
+//! for …'`) is recorded in the federation status (`refused`, naming the subject) and handed to the
+//! connection's owner through [`Refusals`], so it stops visibly instead of waiting for an answer
+//! that never comes.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -12,8 +20,51 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
+use crate::service::FederationStatus;
+
 /// How long a reconnect waits at most between two attempts.
 const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(2);
+
+/// The refused permissions the status keeps (the first ones: what follows a refusal is most
+/// often its consequence).
+const MAX_REFUSALS: usize = 8;
+
+/// The inbox prefix of a machine's connections: its replies arrive under `_INBOX.<machine>.`.
+pub fn inbox_prefix(machine: &str) -> String {
+    format!("_INBOX.{machine}")
+}
+
+/// What a connection's owner waits on: the first permission the server refused on it (`-ERR
+/// 'Permissions Violation for Publish to "…"'`), with the role that made the connection.
+#[derive(Clone)]
+pub struct Refusals(tokio::sync::watch::Receiver<Option<String>>);
+
+impl Refusals {
+    /// Waits until the server refuses a permission on this connection, and says which.
+    pub async fn refused(&mut self) -> String {
+        let refusal = match self.0.wait_for(Option::is_some).await {
+            Ok(refusal) => refusal.clone(),
+            Err(_) => None,
+        };
+        match refusal {
+            Some(refusal) => refusal,
+            // The client is gone (the connection's owner dropped it): nothing more will come.
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// What a server's error says, when it is a refused permission.
+fn permission_violation(error: &async_nats::ServerError) -> Option<String> {
+    match error {
+        async_nats::ServerError::Other(text)
+            if text.to_ascii_lowercase().contains("permissions violation") =>
+        {
+            Some(text.clone())
+        }
+        _ => None,
+    }
+}
 
 /// A checked `--nats` setting.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,9 +164,58 @@ impl NatsConfig {
 
     /// Connects in the background: the call returns at once and the client keeps trying (and
     /// reconnecting), so a server that is down never delays the daemon's start.
-    pub async fn connect(&self, machine: &str) -> anyhow::Result<async_nats::Client> {
+    ///
+    /// `role` (`publisher`, `commands`, `hub`) names the connection in what a refusal says; a
+    /// refused permission is written into `status` (`refused`) and logged, an authorization
+    /// violation (credentials the server does not accept) into `status`'s last error.
+    pub async fn connect(
+        &self,
+        machine: &str,
+        role: &'static str,
+        status: FederationStatus,
+    ) -> anyhow::Result<(async_nats::Client, Refusals)> {
+        let (refused_tx, refused_rx) = tokio::sync::watch::channel(None);
+        let url = self.url.clone();
+        let user = machine.to_string();
         let mut options = async_nats::ConnectOptions::new()
             .name(format!("cohost {machine}"))
+            .custom_inbox_prefix(inbox_prefix(machine))
+            .event_callback(move |event| {
+                let refused_tx = refused_tx.clone();
+                let status = std::sync::Arc::clone(&status);
+                let url = url.clone();
+                let user = user.clone();
+                async move {
+                    let async_nats::Event::ServerError(error) = event else {
+                        return;
+                    };
+                    if let Some(violation) = permission_violation(&error) {
+                        let text = format!(
+                            "the NATS server at {url} refused the {role} of machine `{user}`: {violation} (see the permissions in docs/federation.md)"
+                        );
+                        tracing::error!(error = %text, "federation: a permission was refused");
+                        let mut status = status.lock().unwrap_or_else(|e| e.into_inner());
+                        if status.refused.len() < MAX_REFUSALS && !status.refused.contains(&text)
+                        {
+                            status.refused.push(text.clone());
+                        }
+                        drop(status);
+                        refused_tx.send_if_modified(|slot| {
+                            slot.is_none().then(|| *slot = Some(text)).is_some()
+                        });
+                    } else if matches!(error, async_nats::ServerError::AuthorizationViolation) {
+                        let text = format!(
+                            "the NATS server at {url} does not accept the credentials of the {role} (authorization violation); trying again"
+                        );
+                        tracing::warn!(error = %text, "federation: not authorized");
+                        let mut status = status.lock().unwrap_or_else(|e| e.into_inner());
+                        status.last_error = Some(text);
+                        status.last_error_at = Some(crate::core::now_ms());
+                    } else {
+                        tracing::warn!(%error, role, "federation: the NATS server reported an error");
+                    }
+                }
+            })
             .retry_on_initial_connect()
             .max_reconnects(None)
             .connection_timeout(Duration::from_secs(5))
@@ -141,10 +241,11 @@ impl NatsConfig {
                 })?;
             options = options.user_and_password(user.to_string(), password.to_string());
         }
-        options
+        let client = options
             .connect(self.url.as_str())
             .await
-            .with_context(|| format!("failed to connect to the NATS server at {}", self.url))
+            .with_context(|| format!("failed to connect to the NATS server at {}", self.url))?;
+        Ok((client, Refusals(refused_rx)))
     }
 }
 
@@ -156,6 +257,24 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let creds = creds.then(|| file.path().to_path_buf());
         NatsConfig::check(url, creds, None, tls, |k| format!("--{k}")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_refused_permission_is_told_from_other_server_errors() {
+        let refused = async_nats::ServerError::Other(
+            "Permissions Violation for Publish to \"cohost.ev.beta.x\"".to_string(),
+        );
+        assert_eq!(
+            permission_violation(&refused).as_deref(),
+            Some("Permissions Violation for Publish to \"cohost.ev.beta.x\"")
+        );
+        let other = async_nats::ServerError::Other("Maximum Payload Violation".to_string());
+        assert_eq!(permission_violation(&other), None);
+        assert_eq!(
+            permission_violation(&async_nats::ServerError::AuthorizationViolation),
+            None
+        );
+        assert_eq!(inbox_prefix("alpha"), "_INBOX.alpha");
     }
 
     #[test]

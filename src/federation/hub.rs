@@ -27,7 +27,9 @@ use super::connect::NatsConfig;
 use super::mirror::{self, Mirror};
 use super::names;
 use crate::protocol::RemoteReply;
-use crate::service::{COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemoteView};
+use crate::service::{
+    COMMAND_TIMEOUT, CommandRequest, FederationStatus, HubWorld, RemoteEvent, RemoteView,
+};
 
 /// Messages appended and acknowledged together at most.
 const BATCH: usize = 256;
@@ -43,6 +45,8 @@ pub struct Hub {
     pub home: PathBuf,
     pub machine: String,
     pub nats: NatsConfig,
+    /// Where a permission the server refuses the hub is shown (the publisher's status).
+    pub status: FederationStatus,
 }
 
 /// Sends the hub's commands to their machines by NATS request/reply (`cohost.cmd.<machine>`),
@@ -116,8 +120,14 @@ impl Hub {
         let this = Arc::new(self);
         let mut followed = std::collections::HashSet::new();
         let tasks = tokio_util::task::TaskTracker::new();
-        let client = match this.nats.connect(&this.machine).await {
-            Ok(client) => client,
+        // A refused permission is recorded in the status (and logged) by the connection; the
+        // hub's loops go on (each machine's stream on its own), and health and doctor name it.
+        let client = match this
+            .nats
+            .connect(&this.machine, "hub", Arc::clone(&this.status))
+            .await
+        {
+            Ok((client, _refusals)) => client,
             Err(error) => {
                 tracing::error!(error = %format!("{error:#}"), "hub: cannot connect to NATS");
                 return;

@@ -95,8 +95,12 @@ impl Publisher {
                 return;
             }
         };
-        let client = match self.nats.connect(&self.machine).await {
-            Ok(client) => client,
+        let (client, mut refusals) = match self
+            .nats
+            .connect(&self.machine, "publisher", Arc::clone(&self.status))
+            .await
+        {
+            Ok(connected) => connected,
             Err(error) => {
                 self.failed(&error);
                 return;
@@ -115,6 +119,21 @@ impl Publisher {
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => break,
                 outcome = self.publish(&js, &home_id, &cancel) => outcome,
+                refusal = refusals.refused() => {
+                    // A refused permission is the server's configuration, not a passing
+                    // failure: trying again would only be refused again (and an unanswered
+                    // request times out without saying why). Publishing stops, visibly; the log
+                    // keeps every event, and a restart with fixed permissions resumes after the
+                    // stream's last message.
+                    link.abort();
+                    tracing::error!(error = %refusal, "federation: publishing stopped: the NATS server refused a permission; nothing is lost locally, restart the daemon once the permissions are fixed");
+                    self.set(|s| {
+                        s.link = "refused".to_string();
+                        s.last_error = Some(refusal);
+                        s.last_error_at = Some(now_ms());
+                    });
+                    return;
+                }
             };
             match outcome {
                 Ok(()) => break,

@@ -63,7 +63,16 @@ impl Service {
                 health.url, health.link, health.backlog
             ));
         }
-        if let Some(error) = &health.last_error {
+        for refused in &health.refused {
+            answer
+                .issues
+                .push(format!("federation: a permission was refused: {refused}"));
+        }
+        if let Some(error) = health
+            .last_error
+            .as_ref()
+            .filter(|_| health.refused.is_empty())
+        {
             answer
                 .warnings
                 .push(format!("federation: the last publish failed: {error}"));

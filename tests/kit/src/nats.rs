@@ -1,5 +1,5 @@
 //! A real `nats-server` with JetStream for the federation tests: on a free loopback port with a
-//! private store directory, stopped (SIGTERM) or killed (SIGKILL) and started again on the same
+//! private store directory (its own flags, or a configuration file's text), stopped (SIGTERM) or killed (SIGKILL) and started again on the same
 //! port and store, killed on drop.
 //!
 //! The binary is `COHOST_TEST_NATS_SERVER` (`scripts/test` installs Debian's `nats-server` and
@@ -46,6 +46,8 @@ pub struct NatsServer {
     bin: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
+    /// The configuration file the server runs with (`-c`), when it was given one.
+    config: Option<PathBuf>,
     child: Option<Child>,
     /// Every stderr line of every run.
     log: Arc<Mutex<Vec<String>>>,
@@ -58,6 +60,27 @@ impl NatsServer {
             bin: nats_server_bin(),
             dir: temp_dir("cohost-nats-"),
             port: 0,
+            config: None,
+            child: None,
+            log: Arc::new(Mutex::new(Vec::new())),
+        };
+        server.spawn();
+        server
+    }
+
+    /// Starts a server from a configuration file's text, which `config` makes given the store
+    /// directory to use (JetStream's `store_dir`); the port is the server's pick (`-p -1`
+    /// overrides the file's).
+    pub fn start_with_config(config: impl FnOnce(&Path) -> String) -> NatsServer {
+        let dir = temp_dir("cohost-nats-");
+        let text = config(&dir.path().join("store"));
+        let path = dir.path().join("nats.conf");
+        std::fs::write(&path, text).expect("write the nats-server configuration");
+        let mut server = NatsServer {
+            bin: nats_server_bin(),
+            dir,
+            port: 0,
+            config: Some(path),
             child: None,
             log: Arc::new(Mutex::new(Vec::new())),
         };
@@ -91,10 +114,15 @@ impl NatsServer {
         } else {
             self.port.to_string()
         };
-        let mut child = Command::new(&self.bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port, "-sd"])
-            .arg(self.dir.path().join("store"))
-            .args(["--http_port", "0"])
+        let mut command = Command::new(&self.bin);
+        match &self.config {
+            Some(config) => command.arg("-c").arg(config).args(["-p", &port]),
+            None => command
+                .args(["-js", "-a", "127.0.0.1", "-p", &port, "-sd"])
+                .arg(self.dir.path().join("store"))
+                .args(["--http_port", "0"]),
+        };
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -38,7 +38,7 @@ fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
 }
 
 /// The hub's link entry for `machine` in `/api/health`.
-fn link(hub: &TestDaemon, machine: &str) -> Option<Value> {
+pub(super) fn link(hub: &TestDaemon, machine: &str) -> Option<Value> {
     health(hub)["hub"]["machines"]
         .as_array()?
         .iter()
@@ -95,7 +95,7 @@ fn assert_same(hub_events: &[Value], own: &[Value], what: &str) {
 
 /// Waits until the hub holds every event `machine` logged (its link shows no lag and the
 /// machine's own head).
-fn wait_caught_up(hub: &TestDaemon, machine: &TestDaemon, name: &str) -> Value {
+pub(super) fn wait_caught_up(hub: &TestDaemon, machine: &TestDaemon, name: &str) -> Value {
     wait_published(machine);
     let head = machine.head();
     hub.wait_for(&format!("the hub caught up with {name}"), CATCH_UP, |h| {

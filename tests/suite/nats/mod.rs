@@ -1,8 +1,10 @@
 //! Federation through a real `nats-server` with JetStream (the kit's [`NatsServer`]): the
 //! publisher's order, subjects and ids, its recovery from a killed server and a killed daemon,
-//! its health, and the refusal of a plaintext remote URL.
+//! its health, the refusal of a plaintext remote URL, and per-machine permissions under the
+//! sample server configuration of the docs.
 
 mod hub;
+mod permissions;
 mod publish;
 
 use std::time::Duration;
