@@ -135,6 +135,9 @@ pub async fn run(
         }),
     );
     let hub_world = config.hub.map(crate::service::HubWorld::new);
+    if let Some(world) = &hub_world {
+        world.open_tasks(&config.home)?;
+    }
     let service = match &hub_world {
         Some(world) => service.with_hub(Arc::clone(world)),
         None => service,
@@ -195,6 +198,7 @@ pub async fn run(
     if let Some(hub) = hub {
         tracing::info!(machine = %config.machine, url = %hub.nats.url, "viewing the other machines through NATS JetStream (hub)");
         tasks.spawn(hub.run(cancel.clone()));
+        tasks.spawn(service.clone().deliver_hub_tasks(cancel.clone()));
     }
     tasks.spawn(service.clone().give_back_ended_adoptions(cancel.clone()));
     for host in hosts.all() {

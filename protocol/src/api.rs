@@ -630,33 +630,34 @@ pub struct HostedSessionView {
 /// A command a hub sends to the machine that owns a session, by NATS request/reply on
 /// `cohost.cmd.<machine>` (the machine answers only with `serve --nats-commands`). The owning
 /// machine executes it as a client of its own service layer, exactly as its HTTP API would.
+/// On the wire: `{"op": …, "session": …, "from": …, <the op's fields>}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteCommand {
+    /// The session's id on its machine (unqualified).
+    pub session: String,
+    /// The hub that sent it.
+    pub from: String,
+    #[serde(flatten)]
+    pub op: RemoteOp,
+}
+
+/// What a [`RemoteCommand`] asks of the owning machine: one op per route of its HTTP API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", tag = "op")]
-pub enum RemoteCommand {
+pub enum RemoteOp {
     /// `POST /api/sessions/{id}/messages` on the owning machine.
     #[serde(rename_all = "camelCase")]
     Prompt {
-        /// The session's id on its machine (unqualified).
-        session: String,
-        /// The hub that sent it.
-        from: String,
         /// The body `POST /api/sessions/{id}/messages` takes, its idempotency key included.
         message: super::MessageBody,
     },
     /// `POST /api/sessions/{id}/interrupt` on the owning machine.
-    #[serde(rename_all = "camelCase")]
-    Interrupt {
-        /// The session's id on its machine (unqualified).
-        session: String,
-        /// The hub that sent it.
-        from: String,
-    },
+    Interrupt {},
     /// `POST /api/sessions/{id}/approvals/{approval}` on the owning machine: the first answer
     /// from any surface of any machine wins; a later one gets the owning machine's 409.
     #[serde(rename_all = "camelCase")]
     Approval {
-        session: String,
-        from: String,
         /// The approval's id (`approval.requested`'s `approvalId`).
         approval: String,
         /// The body the route takes; `by` defaults to `hub:<from>`.
@@ -666,13 +667,23 @@ pub enum RemoteCommand {
     /// a form, a permissions request), answered as there.
     #[serde(rename_all = "camelCase")]
     Answer {
-        session: String,
-        from: String,
         /// The request's id (`input.requested`'s `requestId`).
         request: String,
         /// The body the route takes; `by` defaults to `hub:<from>`.
         answer: super::InputAnswer,
     },
+    /// `POST /api/sessions/{id}/tasks` on the owning machine: the task joins that machine's
+    /// queue (the hub always sends an idempotency key, so a delivery sent again finds the
+    /// first). Answered with its `SendResult`.
+    #[serde(rename_all = "camelCase")]
+    Task { task: super::SendBody },
+    /// `GET /api/tasks/{task}` on the owning machine (a task of `session`). Answered with its
+    /// `TaskReply`.
+    #[serde(rename_all = "camelCase")]
+    TaskStatus { task: String },
+    /// `POST /api/tasks/{task}/cancel` on the owning machine. Answered with its `CancelResult`.
+    #[serde(rename_all = "camelCase")]
+    TaskCancel { task: String },
 }
 
 /// The owning machine's answer to a [`RemoteCommand`]: `ok` (the answer its HTTP API gives) or

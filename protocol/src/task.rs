@@ -66,6 +66,9 @@ pub enum WaitingReason {
     QueuedBehindOtherTask,
     /// The session is starting, restarting or its agent is not accepting input yet.
     NotReady,
+    /// A task queued at a hub for another machine's session: that machine is down or takes no
+    /// commands now; the hub delivers it when it is back (`machine` names it).
+    MachineUnreachable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -220,6 +223,13 @@ pub struct TaskAbort {
 pub struct TaskView {
     pub task_id: String,
     pub session_id: String,
+    /// A task queued at a hub for another machine's session: that machine (`sessionId` is
+    /// qualified, `<machine>/<id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// Such a task once delivered: its id in that machine's queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_task_id: Option<String>,
     pub state: TaskState,
     pub phase: TaskPhase,
     pub revision: u64,

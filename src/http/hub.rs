@@ -1,7 +1,8 @@
 //! A hub's routes to other machines (`serve --hub`): `GET /api/sessions/{machine}/{id}/events`
 //! (and the same with a qualified id, `laptop%2F<id>`), served from the hub's world with that
 //! machine's own seqs as the cursor; and the commands (a prompt, an interrupt, an approval's or
-//! a request's answer), sent to the owning machine, which executes them. Nothing here writes.
+//! a request's answer, a task), sent to the owning machine, which executes them through one
+//! path ([`remote`], a `RemoteOp` per route). Nothing here writes.
 
 use std::time::Duration;
 
@@ -14,63 +15,60 @@ use super::extract::{ApiJson, ApiQuery};
 use super::stream::{EventsQuery, parse_u64};
 use super::{ApiError, AppState};
 use crate::protocol::codes;
-use crate::protocol::{DecisionBody, InputAnswer, MessageBody};
+use crate::protocol::{DecisionBody, InputAnswer, MessageBody, RemoteOp, SendBody};
 
-/// `POST /api/sessions/{machine}/{id}/messages`: this machine's own session when `machine` is
-/// this machine, else a prompt sent to the machine that owns the session (NATS request/reply,
-/// with its idempotency key), answered with that machine's answer.
+/// A command for another machine's session, run by the machine that owns it (NATS
+/// request/reply): every session route that acts calls this with its `RemoteOp` when its id is
+/// another machine's (`laptop/<id>`), and answers with that machine's answer.
+pub(super) async fn remote(
+    state: &AppState,
+    machine: &str,
+    session: &str,
+    op: RemoteOp,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.service.remote(machine, session, op).await?).into_response())
+}
+
+/// The routes with the machine as a segment (`/api/sessions/{machine}/{id}/…`) are the local
+/// routes with the qualified id: this machine's own session, or a known machine's (else
+/// `machine_not_found`, never a local session's 404).
+fn qualified(state: &AppState, machine: &str, id: String) -> Result<String, ApiError> {
+    if machine == state.service.machine() {
+        return Ok(id);
+    }
+    state.service.known_machine(machine)?;
+    Ok(format!("{machine}/{id}"))
+}
+
+/// `POST /api/sessions/{machine}/{id}/messages`: a prompt, run where the session is (with its
+/// idempotency key).
 pub async fn machine_message(
     State(state): State<AppState>,
     Path((machine, id)): Path<(String, String)>,
-    ApiJson(body): ApiJson<MessageBody>,
+    body: ApiJson<MessageBody>,
 ) -> Result<Response, ApiError> {
-    if machine == state.service.machine() {
-        return Ok(
-            super::sessions::message(State(state), Path(id), ApiJson(body))
-                .await?
-                .into_response(),
-        );
-    }
-    Ok(Json(state.service.remote_prompt(&machine, &id, body).await?).into_response())
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::message(State(state), Path(id), body).await
 }
 
-/// `POST /api/sessions/{machine}/{id}/interrupt`: this machine's own session, or the owning
-/// machine interrupts its session (NATS request/reply), answered with that machine's answer.
+/// `POST /api/sessions/{machine}/{id}/interrupt`.
 pub async fn machine_interrupt(
     State(state): State<AppState>,
     Path((machine, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    if machine == state.service.machine() {
-        return Ok(super::sessions::interrupt(State(state), Path(id))
-            .await?
-            .into_response());
-    }
-    Ok(Json(state.service.remote_interrupt(&machine, &id).await?).into_response())
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::interrupt(State(state), Path(id)).await
 }
 
-/// `POST /api/sessions/{machine}/{id}/approvals/{approval}`: answered on the machine that owns
-/// the session; the first answer from anywhere wins, a later one is that machine's 409.
+/// `POST /api/sessions/{machine}/{id}/approvals/{approval}`: the first answer from anywhere
+/// wins, a later one is the owning machine's 409.
 pub async fn machine_approval(
     State(state): State<AppState>,
     Path((machine, id, approval)): Path<(String, String, String)>,
-    ApiJson(body): ApiJson<DecisionBody>,
+    body: ApiJson<DecisionBody>,
 ) -> Result<Response, ApiError> {
-    if machine == state.service.machine() {
-        return Ok(super::sessions::resolve_approval(
-            State(state),
-            Path((id, approval)),
-            ApiJson(body),
-        )
-        .await?
-        .into_response());
-    }
-    Ok(Json(
-        state
-            .service
-            .remote_approval(&machine, &id, &approval, body)
-            .await?,
-    )
-    .into_response())
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::resolve_approval(State(state), Path((id, approval)), body).await
 }
 
 /// `POST /api/sessions/{machine}/{id}/requests/{request}`: a question, plan, form or
@@ -78,22 +76,21 @@ pub async fn machine_approval(
 pub async fn machine_answer(
     State(state): State<AppState>,
     Path((machine, id, request)): Path<(String, String, String)>,
-    ApiJson(body): ApiJson<InputAnswer>,
+    body: ApiJson<InputAnswer>,
 ) -> Result<Response, ApiError> {
-    if machine == state.service.machine() {
-        return Ok(
-            super::requests::answer(State(state), Path((id, request)), ApiJson(body))
-                .await?
-                .into_response(),
-        );
-    }
-    Ok(Json(
-        state
-            .service
-            .remote_answer(&machine, &id, &request, body)
-            .await?,
-    )
-    .into_response())
+    let id = qualified(&state, &machine, id)?;
+    super::requests::answer(State(state), Path((id, request)), body).await
+}
+
+/// `POST /api/sessions/{machine}/{id}/tasks`: a task for the session, delivered into its
+/// machine's queue now, or kept at the hub until the machine is back.
+pub async fn machine_task(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    body: ApiJson<SendBody>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::tasks::send(State(state), Path(id), body).await
 }
 
 /// `GET /api/sessions/{machine}/{id}/events`: this machine's own session when `machine` is this

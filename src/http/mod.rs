@@ -163,6 +163,10 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             post(hub::machine_interrupt),
         )
         .route(
+            "/api/sessions/{machine}/{id}/tasks",
+            post(hub::machine_task),
+        )
+        .route(
             "/api/sessions/{machine}/{id}/approvals/{approval_id}",
             post(hub::machine_approval),
         )

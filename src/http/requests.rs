@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
+use crate::protocol::RemoteOp;
 use crate::protocol::{InputAnswer, RequestAnswered, RequestList};
 
 pub async fn list(
@@ -27,11 +28,11 @@ pub async fn answer(
 ) -> Result<Response, ApiError> {
     // On a hub, `laptop/<id>` (`laptop%2F<id>`) names another machine's session.
     if let Some((machine, session)) = state.service.remote_id(&id) {
-        let answer = state
-            .service
-            .remote_answer(machine, session, &request_id, body)
-            .await?;
-        return Ok(Json(answer).into_response());
+        let op = RemoteOp::Answer {
+            request: request_id,
+            answer: body,
+        };
+        return super::hub::remote(&state, machine, session, op).await;
     }
     let id = state.service.local_id(&id);
     state.service.answer_request(id, &request_id, body).await?;

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
+use crate::protocol::RemoteOp;
 use crate::protocol::boundary::{HookAnswer, HookLine, PermissionAsk};
 use crate::protocol::codes;
 use crate::protocol::{
@@ -93,12 +94,8 @@ pub async fn message(
 ) -> Result<Response, ApiError> {
     // On a hub, `laptop/<id>` (`laptop%2F<id>`) names another machine's session.
     if let Some((machine, session)) = state.service.remote_id(&id) {
-        let (machine, session) = (machine.to_string(), session.to_string());
-        let answer = state
-            .service
-            .remote_prompt(&machine, &session, body)
-            .await?;
-        return Ok(Json(answer).into_response());
+        let op = RemoteOp::Prompt { message: body };
+        return super::hub::remote(&state, machine, session, op).await;
     }
     let id = state.service.local_id(&id).to_string();
     let sent: PromptSent = state
@@ -113,8 +110,7 @@ pub async fn interrupt(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     if let Some((machine, session)) = state.service.remote_id(&id) {
-        let answer = state.service.remote_interrupt(machine, session).await?;
-        return Ok(Json(answer).into_response());
+        return super::hub::remote(&state, machine, session, RemoteOp::Interrupt {}).await;
     }
     let interrupted = state.service.interrupt(state.service.local_id(&id)).await?;
     Ok(Json(Interrupted { interrupted }).into_response())
@@ -143,11 +139,11 @@ pub async fn resolve_approval(
     ApiJson(body): ApiJson<DecisionBody>,
 ) -> Result<Response, ApiError> {
     if let Some((machine, session)) = state.service.remote_id(&id) {
-        let answer = state
-            .service
-            .remote_approval(machine, session, &approval_id, body)
-            .await?;
-        return Ok(Json(answer).into_response());
+        let op = RemoteOp::Approval {
+            approval: approval_id,
+            decision: body,
+        };
+        return super::hub::remote(&state, machine, session, op).await;
     }
     state
         .service

@@ -5,6 +5,7 @@ use crate::protocol::{CancelBody, EditBody, LeaseBody, SendBody};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::extract::ApiJson;
@@ -31,18 +32,35 @@ pub async fn send(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<SendBody>,
-) -> Result<(StatusCode, Json<crate::protocol::SendResult>), ApiError> {
+) -> Result<Response, ApiError> {
     let source = source_of(&body.source)?;
-    let sent = state
-        .service
-        .queue_task(&id, &body.text, body.idempotency_key, source)
-        .await?;
+    // On a hub, `laptop/<id>` names another machine's session: the task goes to that
+    // machine's queue, or waits at the hub while the machine is down.
+    let sent = match state.service.remote_id(&id) {
+        Some((machine, session)) => {
+            state
+                .service
+                .queue_remote_task(machine, session, body)
+                .await?
+        }
+        None => {
+            state
+                .service
+                .queue_task(
+                    state.service.local_id(&id),
+                    &body.text,
+                    body.idempotency_key,
+                    source,
+                )
+                .await?
+        }
+    };
     let status = if sent.replayed {
         StatusCode::OK
     } else {
         StatusCode::ACCEPTED
     };
-    Ok((status, Json(sent)))
+    Ok((status, Json(sent)).into_response())
 }
 
 /// `GET /api/sessions/{id}/queue`.
@@ -117,6 +135,11 @@ pub async fn status(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskReply>, ApiError> {
+    if state.service.is_hub_task(&id) {
+        return Ok(Json(TaskReply {
+            task: state.service.hub_task(&id).await?,
+        }));
+    }
     Ok(Json(TaskReply {
         task: state.service.task(&id)?,
     }))
@@ -165,6 +188,9 @@ pub async fn cancel(
     body: axum::body::Bytes,
 ) -> Result<Json<CancelResult>, ApiError> {
     let body: CancelBody = super::sessions::optional_json(&headers, &body)?;
+    if state.service.is_hub_task(&id) {
+        return Ok(Json(state.service.cancel_hub_task(&id).await?));
+    }
     Ok(Json(
         state
             .service

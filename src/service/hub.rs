@@ -17,8 +17,9 @@ use super::{ErrorKind, Service, ServiceError};
 use crate::core::now_ms;
 use crate::protocol::codes;
 use crate::protocol::{
-    DecisionBody, HostedSessionView, HubHealth, InputAnswer, MachineLink, MachineLinkState,
-    MessageBody, RemoteCommand, RemoteError, RemoteReply, StateView,
+    ApprovalDecided, HostedSessionView, HubHealth, Interrupted, MachineLink, MachineLinkState,
+    RemoteCommand, RemoteError, RemoteOp, RemoteReply, RequestAnswered, StateView, TaskReply,
+    TaskSource, TaskView,
 };
 
 /// How long a command to another machine waits for its answer.
@@ -91,6 +92,8 @@ pub struct HubWorld {
     changed: tokio::sync::watch::Sender<u64>,
     /// Where commands to other machines go (set once the hub's NATS link runs).
     commands: OnceLock<tokio::sync::mpsc::Sender<CommandRequest>>,
+    /// Tasks queued here for other machines (`hub_tasks`), once opened.
+    tasks: OnceLock<super::hub_tasks::HubTasks>,
 }
 
 /// What [`HubWorld::add_events`] did.
@@ -108,7 +111,20 @@ impl HubWorld {
             down_after_ms: down_after.as_millis() as u64,
             changed: tokio::sync::watch::channel(0).0,
             commands: OnceLock::new(),
+            tasks: OnceLock::new(),
         })
+    }
+
+    /// Opens the hub's task outbox, `$home/hub/tasks.json` (the tasks it keeps for machines
+    /// that are down).
+    pub fn open_tasks(&self, home: &std::path::Path) -> anyhow::Result<()> {
+        let tasks = super::hub_tasks::HubTasks::open(home)?;
+        let _ = self.tasks.set(tasks);
+        Ok(())
+    }
+
+    pub(super) fn tasks(&self) -> Option<&super::hub_tasks::HubTasks> {
+        self.tasks.get()
     }
 
     /// Connects the commands to other machines to the hub's NATS link.
@@ -421,76 +437,8 @@ impl Service {
 }
 
 impl Service {
-    /// `POST /api/sessions/{machine}/{id}/messages` at a hub: the prompt goes to the machine
-    /// that owns the session, with its idempotency key, and the answer is that machine's (its
-    /// refusals keep their class and code). A machine that does not answer within
-    /// [`COMMAND_TIMEOUT`] (or takes no commands) is `machine_unreachable`, naming it.
-    /// `POST /api/sessions/{machine}/{id}/interrupt` at a hub: the owning machine interrupts.
-    pub async fn remote_interrupt(
-        &self,
-        machine: &str,
-        session: &str,
-    ) -> Result<serde_json::Value, ServiceError> {
-        let command = RemoteCommand::Interrupt {
-            session: session.to_string(),
-            from: self.machine().to_string(),
-        };
-        self.remote_command(machine, command).await
-    }
-
-    /// `POST /api/sessions/{machine}/{id}/approvals/{approval}` at a hub.
-    pub async fn remote_approval(
-        &self,
-        machine: &str,
-        session: &str,
-        approval: &str,
-        decision: DecisionBody,
-    ) -> Result<serde_json::Value, ServiceError> {
-        let command = RemoteCommand::Approval {
-            session: session.to_string(),
-            from: self.machine().to_string(),
-            approval: approval.to_string(),
-            decision,
-        };
-        self.remote_command(machine, command).await
-    }
-
-    /// `POST /api/sessions/{machine}/{id}/requests/{request}` at a hub.
-    pub async fn remote_answer(
-        &self,
-        machine: &str,
-        session: &str,
-        request: &str,
-        answer: InputAnswer,
-    ) -> Result<serde_json::Value, ServiceError> {
-        let command = RemoteCommand::Answer {
-            session: session.to_string(),
-            from: self.machine().to_string(),
-            request: request.to_string(),
-            answer,
-        };
-        self.remote_command(machine, command).await
-    }
-
-    pub async fn remote_prompt(
-        &self,
-        machine: &str,
-        session: &str,
-        message: MessageBody,
-    ) -> Result<serde_json::Value, ServiceError> {
-        let command = RemoteCommand::Prompt {
-            session: session.to_string(),
-            from: self.machine().to_string(),
-            message,
-        };
-        self.remote_command(machine, command).await
-    }
-
-    async fn remote_command(
-        &self,
-        machine: &str,
-        command: RemoteCommand,
-    ) -> Result<serde_json::Value, ServiceError> {
+    /// Whether this daemon is a hub that has heard of `machine` (else `machine_not_found`).
+    pub fn known_machine(&self, machine: &str) -> Result<&Arc<HubWorld>, ServiceError> {
         let unknown = || {
             ServiceError::not_found(
                 codes::MACHINE_NOT_FOUND,
@@ -501,6 +449,27 @@ impl Service {
         if !world.read(|machines| machines.contains_key(machine)) {
             return Err(unknown());
         }
+        Ok(world)
+    }
+
+    /// A command for another machine's session at a hub — every route that acts on a session
+    /// (`RemoteOp`: a prompt, an interrupt, an approval's or a request's answer, a task, …) —
+    /// sent to the machine that owns it, which decides and writes; the answer is that
+    /// machine's (its refusals keep their class and code, the message names the machine). A
+    /// machine that does not answer within [`COMMAND_TIMEOUT`] (or takes no commands) is
+    /// `machine_unreachable`, naming it.
+    pub async fn remote(
+        &self,
+        machine: &str,
+        session: &str,
+        op: RemoteOp,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let world = self.known_machine(machine)?;
+        let command = RemoteCommand {
+            session: session.to_string(),
+            from: self.machine().to_string(),
+            op,
+        };
         let unreachable = |why: String| {
             ServiceError::new(
                 ErrorKind::Unavailable,
@@ -545,12 +514,9 @@ impl Service {
     /// The owning machine's side of a [`RemoteCommand`] (`serve --nats-commands`): executed as
     /// a client of this service, exactly as the HTTP API would, and answered the same way.
     pub async fn serve_command(&self, command: RemoteCommand) -> RemoteReply {
-        let answer = match command {
-            RemoteCommand::Prompt {
-                session,
-                from,
-                message,
-            } => {
+        let RemoteCommand { session, from, op } = command;
+        let answer = match op {
+            RemoteOp::Prompt { message } => {
                 tracing::info!(%session, hub = %from, "a prompt from a hub");
                 self.send_prompt(
                     &session,
@@ -561,33 +527,26 @@ impl Service {
                 .await
                 .and_then(to_value)
             }
-            RemoteCommand::Interrupt { session, from } => {
+            RemoteOp::Interrupt {} => {
                 tracing::info!(%session, hub = %from, "an interrupt from a hub");
                 self.interrupt(&session)
                     .await
-                    .map(|interrupted| serde_json::json!({ "interrupted": interrupted }))
+                    .and_then(|interrupted| to_value(Interrupted { interrupted }))
             }
-            RemoteCommand::Approval {
-                session,
-                from,
-                approval,
-                decision,
-            } => {
+            RemoteOp::Approval { approval, decision } => {
                 tracing::info!(%session, %approval, hub = %from, "an approval's answer from a hub");
                 let by = decision.by.unwrap_or_else(|| hub_by(&from));
                 self.resolve_approval(&session, &approval, &decision.decision, Some(&by))
                     .await
-                    .map(|()| {
-                        serde_json::json!({
-                            "ok": true,
-                            "approvalId": approval,
-                            "decision": decision.decision,
+                    .and_then(|()| {
+                        to_value(ApprovalDecided {
+                            ok: true,
+                            approval_id: approval.into(),
+                            decision: decision.decision.into(),
                         })
                     })
             }
-            RemoteCommand::Answer {
-                session,
-                from,
+            RemoteOp::Answer {
                 request,
                 mut answer,
             } => {
@@ -595,7 +554,32 @@ impl Service {
                 answer.by = Some(answer.by.unwrap_or_else(|| hub_by(&from)));
                 self.answer_request(&session, &request, answer)
                     .await
-                    .map(|()| serde_json::json!({ "ok": true, "requestId": request }))
+                    .and_then(|()| {
+                        to_value(RequestAnswered {
+                            ok: true,
+                            request_id: request,
+                        })
+                    })
+            }
+            RemoteOp::Task { task } => {
+                tracing::info!(%session, hub = %from, "a task from a hub");
+                match task_source(task.source.as_deref()) {
+                    Ok(source) => self
+                        .queue_task(&session, &task.text, task.idempotency_key, source)
+                        .await
+                        .and_then(to_value),
+                    Err(error) => Err(error),
+                }
+            }
+            RemoteOp::TaskStatus { task } => self
+                .task_of(&session, &task)
+                .and_then(|task| to_value(TaskReply { task })),
+            RemoteOp::TaskCancel { task } => {
+                tracing::info!(%session, %task, hub = %from, "a task's cancel from a hub");
+                match self.task_of(&session, &task) {
+                    Ok(_) => self.cancel_task(&task, None).await.and_then(to_value),
+                    Err(error) => Err(error),
+                }
             }
         };
         match answer {
@@ -612,6 +596,31 @@ impl Service {
                 }),
             },
         }
+    }
+
+    /// A task of `session` (a hub names both; a task of another session is not found).
+    fn task_of(&self, session: &str, task: &str) -> Result<TaskView, ServiceError> {
+        let view = self.task(task)?;
+        if view.session_id != session {
+            return Err(ServiceError::not_found(
+                codes::TASK_NOT_FOUND,
+                format!("no task `{task}` in the session `{session}`"),
+            ));
+        }
+        Ok(view)
+    }
+}
+
+/// A task's `source` as the task routes take it: `api` (default) or `cli`.
+pub fn task_source(source: Option<&str>) -> Result<TaskSource, ServiceError> {
+    match source {
+        None | Some("api") => Ok(TaskSource::Api),
+        Some("cli") => Ok(TaskSource::Cli),
+        Some(other) => Err(ServiceError::new(
+            ErrorKind::Invalid,
+            codes::INVALID_FIELD,
+            format!("`source` must be api or cli, got `{other}`"),
+        )),
     }
 }
 

@@ -8,6 +8,7 @@ mod adopt;
 mod claude_hooks;
 mod events;
 mod hub;
+mod hub_tasks;
 mod keys;
 mod machine;
 pub mod profiles;
@@ -28,7 +29,10 @@ pub use crate::core::StoredEvent;
 pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
-pub use hub::{COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemotePage, RemoteView};
+pub use hub::{
+    COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemotePage, RemoteView, task_source,
+};
+pub use hub_tasks::HUB_TASK_PREFIX;
 pub use machine::FederationStatus;
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;

@@ -125,6 +125,13 @@ fn check_key(key: &Option<String>) -> Result<(), TaskError> {
     Ok(())
 }
 
+/// The checks a prompt queued as a task passes (its text, its idempotency key), for a hub that
+/// keeps a task for another machine before that machine sees it.
+pub fn check_send(text: &str, key: &Option<String>) -> Result<(), TaskError> {
+    check_prompt(text)?;
+    check_key(key)
+}
+
 fn new_task_id() -> String {
     let mut bytes = [0u8; 12];
     let _ = getrandom::fill(&mut bytes);

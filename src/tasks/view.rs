@@ -57,6 +57,8 @@ pub fn view(state: &State, task: &TaskRecord) -> TaskView {
     TaskView {
         task_id: task.id.clone(),
         session_id: task.session.clone(),
+        machine: None,
+        machine_task_id: None,
         state: task.state,
         phase: task.phase,
         revision: task.revision,

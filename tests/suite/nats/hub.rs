@@ -513,3 +513,161 @@ fn a_claude_approval_answered_at_the_hub_is_resolved_once_on_its_machine() {
     let at_hub = hub.session_events(&remote);
     assert_same(&at_hub, &alpha.events(&id), "the approved turn");
 }
+
+/// User messages on a machine whose text contains `needle`.
+fn user_messages(events: &[Value], needle: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["type"] == "userMessage"
+                && e["data"]["item"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains(needle))
+        })
+        .count()
+}
+
+#[test]
+fn a_task_queued_at_the_hub_for_a_stopped_machine_runs_once_when_it_returns() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let mut beta =
+        CodexFixture::start_with_args(&["--nats", &url, "--machine", "beta", "--nats-commands"]);
+    let id = beta.create(json!({ "approvalPolicy": "never" }));
+    let (_tmux_h, mut hub) = hub(&nats);
+    let remote = format!("beta/{id}");
+    hub.wait_for("B's session at the hub", CATCH_UP, |h| {
+        let list = h.get("/api/sessions").assert_ok();
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == remote.as_str())
+            .then_some(())
+    });
+    // B stops: the hub shows it down within its bound.
+    beta.daemon.stop();
+    let stopped = Instant::now();
+    let bound = Duration::from_secs(DOWN_AFTER_SECS);
+    let down = hub.wait_for("beta down at the hub", bound * 4, |h| {
+        link(h, "beta").filter(|l| l["link"] == "down")
+    });
+    let took_down = stopped.elapsed();
+    eprintln!("beta down at the hub after {took_down:?} (bound {bound:?}): {down}");
+    assert!(took_down <= bound + Duration::from_secs(2), "{took_down:?}");
+    // A task queued at the hub waits there, for beta, shown so.
+    let tasks = format!("/api/sessions/beta/{id}/tasks");
+    let body = json!({ "text": "Queued while beta was away", "idempotencyKey": "away-1" });
+    let queued = hub.post(&tasks, &body);
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let task = queued.json()["task"].clone();
+    let task_id = task["taskId"].as_str().unwrap().to_string();
+    assert_eq!(task["state"], "waiting", "{task}");
+    assert_eq!(task["waitingReason"], "machine_unreachable", "{task}");
+    assert_eq!(task["machine"], "beta", "{task}");
+    assert_eq!(task["sessionId"], remote.as_str(), "{task}");
+    // A retry at the hub (either form of the id) finds the same task.
+    let retry = hub.post(&format!("/api/sessions/beta%2F{id}/tasks"), &body);
+    assert_eq!(retry.status, 200, "{}", retry.body);
+    assert_eq!(
+        retry.json()["task"]["taskId"],
+        task_id.as_str(),
+        "{}",
+        retry.body
+    );
+    assert_eq!(retry.json()["replayed"], true, "{}", retry.body);
+    // A second task, cancelled at the hub while it waits, never runs.
+    let second = hub
+        .post(&tasks, &json!({ "text": "Cancelled before beta returned" }))
+        .json();
+    let second_id = second["task"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(second["task"]["state"], "waiting", "{second}");
+    let cancelled = hub
+        .post(&format!("/api/tasks/{second_id}/cancel"), &json!({}))
+        .assert_ok();
+    assert_eq!(cancelled["task"]["state"], "cancelled", "{cancelled}");
+    assert_eq!(
+        cancelled["outcome"], "cancelled_before_delivery",
+        "{cancelled}"
+    );
+    // A direct command to beta fails clearly, naming it, within the bound.
+    let asked = Instant::now();
+    let direct = hub.post(
+        &format!("/api/sessions/beta/{id}/messages"),
+        &json!({ "text": "Are you there?" }),
+    );
+    let took_direct = asked.elapsed();
+    assert_eq!(direct.status, 503, "{}", direct.body);
+    assert_eq!(
+        direct.json()["error"]["code"],
+        "machine_unreachable",
+        "{}",
+        direct.body
+    );
+    assert!(direct.body.contains("`beta`"), "{}", direct.body);
+    assert!(took_direct < Duration::from_secs(12), "{took_direct:?}");
+    // The hub restarts: the waiting task is kept, still waiting for beta.
+    hub.restart();
+    let kept = hub.get(&format!("/api/tasks/{task_id}")).assert_ok();
+    assert_eq!(kept["task"]["state"], "waiting", "{kept}");
+    assert_eq!(kept["task"]["machine"], "beta", "{kept}");
+    assert_eq!(
+        kept["task"]["waitingReason"], "machine_unreachable",
+        "{kept}"
+    );
+    // Beta returns: the task is delivered into its queue and runs there, once.
+    beta.mock.push(Step::text("Done while you were away."));
+    beta.daemon.start_again();
+    let done = hub.wait_for("the hub's task completed on beta", CATCH_UP, |h| {
+        let task = h.get(&format!("/api/tasks/{task_id}")).assert_ok()["task"].clone();
+        (task["state"] == "completed").then_some(task)
+    });
+    eprintln!("the task at the hub: {done}");
+    assert_eq!(done["machine"], "beta", "{done}");
+    let machine_task = done["machineTaskId"].as_str().unwrap().to_string();
+    assert_eq!(done["resultExcerpt"], "Done while you were away.", "{done}");
+    let on_beta = beta
+        .daemon
+        .get(&format!("/api/tasks/{machine_task}"))
+        .assert_ok();
+    assert_eq!(on_beta["task"]["state"], "completed", "{on_beta}");
+    // The cancelled task stays cancelled after the machine returned.
+    let never = hub.get(&format!("/api/tasks/{second_id}")).assert_ok();
+    assert_eq!(never["task"]["state"], "cancelled", "{never}");
+    beta.wait_turns_completed(&id, 1);
+    let events = beta.events(&id);
+    let ran = user_messages(&events, "Queued while beta was away");
+    let cancelled_ran = user_messages(&events, "Cancelled before beta returned");
+    let direct_ran = user_messages(&events, "Are you there?");
+    let queued_on_beta = events.iter().filter(|e| e["type"] == "task.queued").count();
+    let model_saw = beta
+        .mock
+        .main_requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("Queued while beta was away"))
+        .count();
+    eprintln!(
+        "down after {took_down:?}; direct command refused in {took_direct:?}; on beta: the queued task's user messages {ran}, tasks queued {queued_on_beta}, model requests with it {model_saw}, the cancelled task's {cancelled_ran}, the refused prompt's {direct_ran}"
+    );
+    assert_eq!(ran, 1, "the task ran once on beta");
+    assert_eq!(queued_on_beta, 1, "one task reached beta's queue");
+    assert_eq!(model_saw, 1, "the model saw the task once");
+    assert_eq!(cancelled_ran, 0, "the cancelled task never ran");
+    assert_eq!(direct_ran, 0, "the refused prompt never ran");
+    // A retry of the first task after delivery finds it, delivered, and queues nothing on beta.
+    let late = hub.post(&tasks, &body);
+    assert_eq!(late.status, 200, "{}", late.body);
+    assert_eq!(
+        late.json()["task"]["taskId"],
+        task_id.as_str(),
+        "{}",
+        late.body
+    );
+    let queued_after = beta
+        .events(&id)
+        .iter()
+        .filter(|e| e["type"] == "task.queued")
+        .count();
+    assert_eq!(queued_after, 1);
+}
