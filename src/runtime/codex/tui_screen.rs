@@ -235,7 +235,10 @@ fn read_approval(lines: &[String], prompt: &mut ApprovalPrompt) -> Result<(), St
     }
     let mut rest = lines.iter().map(String::as_str).peekable();
     blank(&mut rest, "the header")?;
-    if rest.peek().is_some_and(|l| l.starts_with("  Environment: ")) {
+    if rest
+        .peek()
+        .is_some_and(|l| l.starts_with("  Environment: "))
+    {
         rest.next();
         blank(&mut rest, "the environment")?;
     }
@@ -401,7 +404,11 @@ mod tests {
                 Composer::Unreadable(_)
             ));
         }
-        assert_eq!(approval_key("0.170.0", "accept"), None, "an unknown release");
+        assert_eq!(
+            approval_key("0.170.0", "accept"),
+            None,
+            "an unknown release"
+        );
     }
 
     #[test]
@@ -421,7 +428,10 @@ mod tests {
                 let edited = good.replacen(from, to, 1);
                 assert_ne!(edited, good, "{from}");
                 let prompt = approval(&edited).expect(from);
-                assert!(prompt.exact.is_err(), "{release}: {from} -> {to}: {prompt:?}");
+                assert!(
+                    prompt.exact.is_err(),
+                    "{release}: {from} -> {to}: {prompt:?}"
+                );
             }
             // A fourth option, and text below the prompt.
             let extra = good.replacen("  3. No,", "  3. Something else (x)\n  4. No,", 1);
@@ -433,10 +443,16 @@ mod tests {
             assert_eq!(approval(&fixture(release, "empty.ansi")), None);
             let approved = fixture(release, "approved.ansi");
             assert_eq!(approval(&approved), None);
-            assert_eq!(answered(&approved, "touch made_by_codex.txt"), Some("accept"));
+            assert_eq!(
+                answered(&approved, "touch made_by_codex.txt"),
+                Some("accept")
+            );
             let canceled = fixture(release, "canceled.ansi");
             assert_eq!(approval(&canceled), None);
-            assert_eq!(answered(&canceled, "echo second > second.txt"), Some("cancel"));
+            assert_eq!(
+                answered(&canceled, "echo second > second.txt"),
+                Some("cancel")
+            );
         }
     }
 }
