@@ -207,6 +207,7 @@ pub const ALL: &[&str] = &[
     NOT_ADOPTABLE,
     NOT_ADOPTED,
     BUSY,
+    SCREEN_MISMATCH,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,
