@@ -127,6 +127,10 @@ pub const NOT_ADOPTED: &str = "not_adopted";
 /// `rehome` of an adopted agent that runs a turn (or shows a dialog): it is never stopped
 /// mid-turn; ask again when it is idle.
 pub const BUSY: &str = "busy";
+/// An answer typed as a key into an adopted TUI's prompt (an adopted codex's approval) when the
+/// screen is not exactly the prompt cohost knows for that release: nothing was typed; answer
+/// in the pane.
+pub const SCREEN_MISMATCH: &str = "screen_mismatch";
 
 // Tasks.
 
@@ -203,6 +207,7 @@ pub const ALL: &[&str] = &[
     NOT_ADOPTABLE,
     NOT_ADOPTED,
     BUSY,
+    SCREEN_MISMATCH,
     TASK_NOT_FOUND,
     REVISION_CONFLICT,
     NOT_WAITING,

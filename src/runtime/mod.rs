@@ -97,6 +97,10 @@ pub enum HostError {
     /// The agent runs a turn (or waits in a dialog): what was asked (a rehome) would stop it.
     #[error("{0}")]
     Busy(String),
+    /// A key would answer a prompt on an adopted TUI's screen, but the screen is not exactly
+    /// the prompt known for its release (or none is known): nothing was typed.
+    #[error("{0}")]
+    ScreenMismatch(String),
     /// Recording the outcome in the event log failed.
     #[error(transparent)]
     Core(#[from] CoreError),

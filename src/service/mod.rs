@@ -306,6 +306,7 @@ impl From<HostError> for ServiceError {
             ),
             HostError::NotAdopted(_) => ServiceError::conflict(codes::NOT_ADOPTED, message),
             HostError::Busy(_) => ServiceError::conflict(codes::BUSY, message),
+            HostError::ScreenMismatch(_) => ServiceError::conflict(codes::SCREEN_MISMATCH, message),
             HostError::Core(core) => ServiceError::from(core),
         }
     }

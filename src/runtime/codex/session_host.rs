@@ -173,6 +173,12 @@ impl SessionHost for CodexHost {
         decision: &str,
         by: &str,
     ) -> Result<(), HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self
+                .adoptions()
+                .resolve_approval(session, approval, decision, by)
+                .await;
+        }
         CodexHost::resolve_approval(self, session, approval, decision, by).await
     }
 

@@ -178,6 +178,147 @@ fn typed_text(line: &[(char, bool)]) -> String {
         .to_string()
 }
 
+/// The codex releases whose command-approval prompt is known (captured in
+/// `tests/fixtures/codex/screens/<release>/approval.ansi`): only on these is an approval
+/// answered by a key.
+pub const APPROVAL_RELEASES: [&str; 2] = ["0.169.0", "0.171.0"];
+
+/// The header line of codex's command-approval prompt.
+const APPROVAL_HEADER: &str = "  Would you like to run the following command?";
+/// The prompt's last line.
+const APPROVAL_FOOTER: &str = "  Press enter to confirm or esc to cancel";
+
+/// A command-approval prompt seen on the codex TUI's screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalPrompt {
+    /// The command shown after `$ ` (its lines joined with `\n`); empty when none could be read.
+    pub command: String,
+    /// The `Reason:` line, when codex shows one.
+    pub reason: Option<String>,
+    /// Whether the prompt is exactly the known one, with the first option selected (`Ok`),
+    /// or why not: only then may it be answered with a key.
+    pub exact: Result<(), String>,
+}
+
+/// The command-approval prompt on a `capture-pane -p` capture (attributes are ignored), if its
+/// header is on screen: the command it asks about and whether it matches the known prompt
+/// exactly.
+///
+/// The known prompt (codex 0.169.0 and 0.171.0 alike) is, to the bottom of the screen:
+/// the header, a blank line, `  Environment: …` and `  Reason: …` (each optional, each followed
+/// by a blank line), `  $ <command>` (lines indented four spaces continue it), a blank line, the
+/// three options `› 1. Yes, proceed (y)`, `  2. Yes, and don't ask again for commands that start
+/// with `…` (p)`, `  3. No, and tell Codex what to do differently (esc)`, a blank line and the
+/// footer. Anything else — another selection, another option, a wrapped line, text below —
+/// is not exact.
+pub fn approval(capture: &str) -> Option<ApprovalPrompt> {
+    let lines: Vec<String> = styled_lines(capture)
+        .iter()
+        .map(|l| plain(l).trim_end().to_string())
+        .collect();
+    let at = lines.iter().rposition(|l| l == APPROVAL_HEADER)?;
+    let mut prompt = ApprovalPrompt {
+        command: String::new(),
+        reason: None,
+        exact: Ok(()),
+    };
+    prompt.exact = read_approval(&lines[at + 1..], &mut prompt);
+    Some(prompt)
+}
+
+fn read_approval(lines: &[String], prompt: &mut ApprovalPrompt) -> Result<(), String> {
+    fn blank<'a>(rest: &mut impl Iterator<Item = &'a str>, after: &str) -> Result<(), String> {
+        match rest.next() {
+            Some("") => Ok(()),
+            other => Err(format!("no blank line after {after}: {other:?}")),
+        }
+    }
+    let mut rest = lines.iter().map(String::as_str).peekable();
+    blank(&mut rest, "the header")?;
+    if rest
+        .peek()
+        .is_some_and(|l| l.starts_with("  Environment: "))
+    {
+        rest.next();
+        blank(&mut rest, "the environment")?;
+    }
+    if let Some(reason) = rest.peek().and_then(|l| l.strip_prefix("  Reason: ")) {
+        prompt.reason = Some(reason.to_string());
+        rest.next();
+        blank(&mut rest, "the reason")?;
+    }
+    let Some(first) = rest.next().and_then(|l| l.strip_prefix("  $ ")) else {
+        return Err("no `$ command` line".into());
+    };
+    let mut command = vec![first.to_string()];
+    while let Some(more) = rest.peek().and_then(|l| l.strip_prefix("    ")) {
+        command.push(more.to_string());
+        rest.next();
+    }
+    prompt.command = command.join("\n");
+    blank(&mut rest, "the command")?;
+    blank(&mut rest, "the command")?;
+    let options: Vec<&str> = rest.by_ref().take_while(|l| !l.is_empty()).collect();
+    let known = match options.as_slice() {
+        [one, two, three] => {
+            *one == "\u{203a} 1. Yes, proceed (y)"
+                && two
+                    .strip_prefix("  2. Yes, and don't ask again for commands that start with `")
+                    .is_some_and(|t| t.ends_with("` (p)"))
+                && *three == "  3. No, and tell Codex what to do differently (esc)"
+        }
+        _ => false,
+    };
+    if !known {
+        return Err(format!(
+            "the options are not the known ones with the first selected: {options:?}"
+        ));
+    }
+    match rest.next() {
+        Some(APPROVAL_FOOTER) => {}
+        other => return Err(format!("no `Press enter to confirm` line: {other:?}")),
+    }
+    if let Some(extra) = rest.find(|l| !l.is_empty()) {
+        return Err(format!("text below the prompt: `{}`", extra.trim()));
+    }
+    Ok(())
+}
+
+/// The key that gives `decision` to the known approval prompt of `release`; `None` when the
+/// release's prompt is not known or the prompt has no such answer.
+pub fn approval_key(release: &str, decision: &str) -> Option<&'static str> {
+    if !APPROVAL_RELEASES.contains(&release) {
+        return None;
+    }
+    match decision {
+        "accept" => Some("y"),
+        "cancel" => Some("Escape"),
+        _ => None,
+    }
+}
+
+/// The decisions the known prompt offers by a key: `accept` (`y`, run it this once) and
+/// `cancel` (Escape: `No, and tell Codex what to do differently`, which ends the turn). Its
+/// second option (a rule for later commands) is not offered.
+pub const APPROVAL_DECISIONS: [&str; 2] = ["accept", "cancel"];
+
+/// What the screen says a person answered, after the prompt closed: `accept` (`✔ You approved
+/// codex to run <command>`) or `cancel` (`✗ You canceled the request to run <command>`).
+pub fn answered(capture: &str, command: &str) -> Option<&'static str> {
+    let lines: Vec<String> = styled_lines(capture).iter().map(plain).collect();
+    lines.iter().rev().find_map(|l| {
+        let l = l.trim();
+        if l.starts_with("\u{2714} You approved codex to run ") && l.contains(command) {
+            Some("accept")
+        } else if l.starts_with("\u{2717} You canceled the request to run ") && l.contains(command)
+        {
+            Some("cancel")
+        } else {
+            None
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +380,79 @@ mod tests {
         // `38;2;2;2;2` is a colour, not dim.
         let screen = analyze("\u{1b}[38;2;2;2;2m\u{203a} typed\u{1b}[0m\n");
         assert_eq!(screen.composer, Composer::Draft("typed".into()));
+    }
+
+    #[test]
+    fn the_recorded_approval_prompts_match_exactly() {
+        for release in RELEASES {
+            let prompt = approval(&fixture(release, "approval.ansi")).expect(release);
+            assert_eq!(
+                prompt,
+                ApprovalPrompt {
+                    command: "touch made_by_codex.txt".into(),
+                    reason: Some("Need to create a file".into()),
+                    exact: Ok(()),
+                },
+                "{release}"
+            );
+            assert_eq!(approval_key(release, "accept"), Some("y"));
+            assert_eq!(approval_key(release, "cancel"), Some("Escape"));
+            assert_eq!(approval_key(release, "acceptForSession"), None);
+            // The composer is not readable under the prompt.
+            assert!(matches!(
+                analyze(&fixture(release, "approval.ansi")).composer,
+                Composer::Unreadable(_)
+            ));
+        }
+        assert_eq!(
+            approval_key("0.170.0", "accept"),
+            None,
+            "an unknown release"
+        );
+    }
+
+    #[test]
+    fn near_misses_are_seen_but_not_exact() {
+        for release in RELEASES {
+            // A person moved the selection to the second option.
+            let moved = approval(&fixture(release, "approval_moved.ansi")).expect(release);
+            assert_eq!(moved.command, "touch made_by_codex.txt");
+            assert!(moved.exact.is_err(), "{release}: {moved:?}");
+            let good = fixture(release, "approval.ansi");
+            for (from, to) in [
+                ("Yes, proceed (", "Yes, run it ("),
+                ("Press ", "Hit "),
+                ("don't ask again", "never ask"),
+                ("tell Codex what to do differently", "tell Codex"),
+            ] {
+                let edited = good.replacen(from, to, 1);
+                assert_ne!(edited, good, "{from}");
+                let prompt = approval(&edited).expect(from);
+                assert!(
+                    prompt.exact.is_err(),
+                    "{release}: {from} -> {to}: {prompt:?}"
+                );
+            }
+            // A fourth option, and text below the prompt.
+            let extra = good.replacen("  3. No,", "  3. Something else (x)\n  4. No,", 1);
+            assert_ne!(extra, good);
+            assert!(approval(&extra).unwrap().exact.is_err());
+            let below = format!("{}\n  more text\n", good.trim_end());
+            assert!(approval(&below).unwrap().exact.is_err());
+            // No prompt: the empty composer, and the screens after an answer.
+            assert_eq!(approval(&fixture(release, "empty.ansi")), None);
+            let approved = fixture(release, "approved.ansi");
+            assert_eq!(approval(&approved), None);
+            assert_eq!(
+                answered(&approved, "touch made_by_codex.txt"),
+                Some("accept")
+            );
+            let canceled = fixture(release, "canceled.ansi");
+            assert_eq!(approval(&canceled), None);
+            assert_eq!(
+                answered(&canceled, "echo second > second.txt"),
+                Some("cancel")
+            );
+        }
     }
 }

@@ -28,7 +28,7 @@ pub(super) struct Rig {
     pub(super) mock: MockResponses,
     home: PathBuf,
     codex_home: PathBuf,
-    work: PathBuf,
+    pub(super) work: PathBuf,
     pub(super) pane: String,
     pub(super) pid: u32,
     _dir: tempfile::TempDir,

@@ -7,6 +7,14 @@
 //! `tui_screen`; a draft or an unreadable screen refuses, nothing typed), Escape to interrupt
 //! only while the rollout shows a running turn, and `disown`, which gives it back.
 //!
+//! Approvals: codex 0.169/0.171 have a `PermissionRequest` hook, but hooks are read from the
+//! config when the TUI starts, and a TUI started by hand has none of cohost's; its `notify`
+//! program hears only a turn's end. So an adopted TUI's command approval is read from its
+//! screen while a turn runs (`tui_screen::approval`): `approval.requested` with the command,
+//! the instance `waiting`; answered with the prompt's own key only when the screen is exactly
+//! the prompt known for the TUI's release (else `ScreenMismatch`, nothing typed); a prompt that
+//! closes unanswered by cohost was answered in the pane (`by: "pane"`).
+//!
 //! No app-server of cohost's is involved: the TUI keeps its own. A daemon restart follows the
 //! rollout on from its checkpoint, so the events keep codex's ids and none repeats.
 
@@ -25,12 +33,13 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
-    AgentStatus, EventKind, HostedSessionView, InjectState, InstanceRef, Liveness, Runtime,
-    SessionAdopted, SessionBound, SessionClosed, SessionCreated, SessionPane, TurnCompleted,
-    TurnStatus,
+    AgentStatus, ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, HostedSessionView,
+    InjectState, InstanceRef, Liveness, Runtime, SessionAdopted, SessionBound, SessionClosed,
+    SessionCreated, SessionPane, TurnCompleted, TurnStatus,
 };
 use crate::runtime::codex::tui_screen::{self, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
+use crate::runtime::common::hosted;
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -56,6 +65,43 @@ struct Adopted {
     /// The TUI is quitting for a rehome: its exit does not end the session.
     rehoming: AtomicBool,
     end: mpsc::Sender<(End, oneshot::Sender<()>)>,
+    /// The codex release that wrote the rollout (`session_meta`'s `cli_version`): which
+    /// approval prompt its screen shows.
+    release: Option<String>,
+    /// The approval prompt on the screen, as cohost knows it.
+    approval: Mutex<Shown>,
+}
+
+/// An approval prompt on an adopted TUI's screen.
+#[derive(Debug, Default)]
+enum Shown {
+    #[default]
+    None,
+    /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
+    /// row without it (one capture is not trusted to say it closed).
+    Pending {
+        id: String,
+        command: String,
+        misses: u8,
+    },
+    /// Answered by cohost; the prompt may still show until codex redraws.
+    Answered,
+}
+
+/// The release named by a rollout's first line (`session_meta.payload.cli_version`).
+fn cli_version(rollout: &Path) -> Option<String> {
+    use std::io::{BufRead, Read};
+    let file = std::fs::File::open(rollout).ok()?;
+    let mut first = String::new();
+    // `session_meta` carries codex's base instructions (~20 kB): bounded, not the whole file.
+    std::io::BufReader::new(file.take(1 << 20))
+        .read_line(&mut first)
+        .ok()?;
+    let value: serde_json::Value = serde_json::from_str(&first).ok()?;
+    value
+        .pointer("/payload/cli_version")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
 }
 
 /// The codex TUIs this daemon adopted.
@@ -326,6 +372,7 @@ impl Adoptions {
         checkpoint: PathBuf,
     ) -> Arc<Adopted> {
         let (end, ends) = mpsc::channel(1);
+        let release = cli_version(Path::new(&record.transcript));
         let adopted = Arc::new(Adopted {
             session_id: session_id.to_string(),
             record,
@@ -334,6 +381,8 @@ impl Adoptions {
             ended: AtomicBool::new(false),
             rehoming: AtomicBool::new(false),
             end,
+            release,
+            approval: Mutex::new(Shown::None),
         });
         lock(&self.live).insert(session_id.to_string(), adopted.clone());
         let this = self.clone();
@@ -380,7 +429,12 @@ impl Adoptions {
             if self.read_rollout(&adopted, &mut checkpoint).await {
                 let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
             }
-            let now = if lock(&adopted.events).turn().is_some() {
+            if !adopted.rehoming.load(Ordering::SeqCst) {
+                self.watch_approval(&adopted).await;
+            }
+            let now = if matches!(*lock(&adopted.approval), Shown::Pending { .. }) {
+                AgentStatus::Waiting
+            } else if lock(&adopted.events).turn().is_some() {
                 AgentStatus::Running
             } else {
                 AgentStatus::Idle
@@ -552,14 +606,169 @@ impl Adoptions {
         Ok(())
     }
 
-    async fn screen(&self, adopted: &Adopted) -> Result<tui_screen::Screen, HostError> {
-        let capture = self
-            .tmux
+    async fn capture(&self, adopted: &Adopted) -> Result<String, HostError> {
+        self.tmux
             .tmux()
             .run(&["capture-pane", "-p", "-e", "-t", &adopted.record.pane_id])
             .await
+            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))
+    }
+
+    async fn screen(&self, adopted: &Adopted) -> Result<tui_screen::Screen, HostError> {
+        Ok(tui_screen::analyze(&self.capture(adopted).await?))
+    }
+
+    /// Looks at the screen for a command-approval prompt while a turn runs (or one is known):
+    /// a new one is `approval.requested`; a pending one gone from two captures in a row was
+    /// answered in the pane (`by: "pane"`, with the decision the screen then shows). Skipped
+    /// while cohost types (an answer in flight settles the prompt itself).
+    async fn watch_approval(&self, adopted: &Adopted) {
+        let turn = lock(&adopted.events).turn().map(str::to_string);
+        if turn.is_none() && matches!(*lock(&adopted.approval), Shown::None) {
+            return;
+        }
+        let Ok(_typing) = adopted.typing.try_lock() else {
+            return;
+        };
+        let Ok(capture) = self.capture(adopted).await else {
+            return;
+        };
+        let prompt = tui_screen::approval(&capture);
+        let session_id = &adopted.session_id;
+        let state = std::mem::take(&mut *lock(&adopted.approval));
+        let (next, event) = match (state, prompt) {
+            (Shown::None, Some(prompt)) => match turn {
+                Some(turn_id) => {
+                    let n = self.core.read(|state| {
+                        state
+                            .sessions
+                            .get(session_id)
+                            .map_or(0, |s| s.approvals.len())
+                    });
+                    let id = format!("ap:{turn_id}:screen{n}:command");
+                    tracing::info!(session = %session_id, approval = %id, command = %prompt.command, "an approval prompt on the adopted codex's screen");
+                    let event = EventKind::ApprovalRequested(ApprovalRequested {
+                        approval_id: id.clone().into(),
+                        kind: ApprovalKind::Command,
+                        turn_id,
+                        item_id: None,
+                        command: Some(prompt.command.clone()),
+                        cwd: None,
+                        reason: prompt.reason.clone(),
+                        decisions: tui_screen::APPROVAL_DECISIONS
+                            .iter()
+                            .map(|d| (*d).into())
+                            .collect(),
+                    });
+                    let shown = Shown::Pending {
+                        id,
+                        command: prompt.command,
+                        misses: 0,
+                    };
+                    (shown, Some(event))
+                }
+                None => (Shown::None, None),
+            },
+            (
+                Shown::Pending {
+                    id,
+                    command,
+                    misses,
+                },
+                None,
+            ) if misses >= 1 => {
+                let decision = tui_screen::answered(&capture, &command);
+                let event = EventKind::ApprovalResolved(ApprovalResolved {
+                    approval_id: id.into(),
+                    decision: decision.map(Into::into),
+                    by: "pane".into(),
+                });
+                (Shown::None, Some(event))
+            }
+            (
+                Shown::Pending {
+                    id,
+                    command,
+                    misses,
+                },
+                None,
+            ) => (
+                Shown::Pending {
+                    id,
+                    command,
+                    misses: misses + 1,
+                },
+                None,
+            ),
+            (Shown::Pending { id, command, .. }, Some(_)) => (
+                Shown::Pending {
+                    id,
+                    command,
+                    misses: 0,
+                },
+                None,
+            ),
+            (Shown::Answered, None) => (Shown::None, None),
+            (state, _) => (state, None),
+        };
+        *lock(&adopted.approval) = next;
+        if let Some(event) = event {
+            hosted::store(&self.core, session_id, event, Runtime::Codex).await;
+        }
+    }
+
+    /// Answers the approval prompt on the adopted TUI's screen with its own key (`y` accepts,
+    /// Escape cancels), only when it is still pending here, the pane is verified, the TUI's
+    /// release is one whose prompt is known, and the screen is exactly that prompt about the
+    /// same command; else nothing is typed (`ScreenMismatch`). The first answer wins.
+    pub async fn resolve_approval(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+        decision: &str,
+        by: &str,
+    ) -> Result<(), HostError> {
+        hosted::check_decision(decision, &tui_screen::APPROVAL_DECISIONS)?;
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        let command = match &*lock(&adopted.approval) {
+            Shown::Pending { id, command, .. } if id == approval_id => command.clone(),
+            _ => return Err(hosted::not_pending(&self.core, session_id, approval_id)),
+        };
+        self.verified(&adopted).await?;
+        let pane = &adopted.record.pane_id;
+        let release = adopted.release.as_deref().unwrap_or("of unknown release");
+        let Some(key) = tui_screen::approval_key(release, decision) else {
+            return Err(HostError::ScreenMismatch(format!(
+                "the approval prompt of codex {release} is not one cohost knows (known: {}); nothing typed, answer it in pane {pane}",
+                tui_screen::APPROVAL_RELEASES.join(", ")
+            )));
+        };
+        let capture = self.capture(&adopted).await?;
+        let Some(prompt) = tui_screen::approval(&capture) else {
+            return Err(HostError::ScreenMismatch(format!(
+                "no approval prompt on pane {pane}'s screen; nothing typed"
+            )));
+        };
+        if let Err(why) = &prompt.exact {
+            return Err(HostError::ScreenMismatch(format!(
+                "the approval prompt on pane {pane}'s screen is not codex {release}'s known prompt exactly ({why}); nothing typed, answer it in the pane"
+            )));
+        }
+        if prompt.command != command {
+            return Err(HostError::ScreenMismatch(format!(
+                "the prompt on pane {pane}'s screen asks about `{}`, not `{command}`; nothing typed",
+                prompt.command
+            )));
+        }
+        self.tmux
+            .tmux()
+            .send_keys(pane, &[key])
+            .await
             .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
-        Ok(tui_screen::analyze(&capture))
+        *lock(&adopted.approval) = Shown::Answered;
+        tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted codex's approval prompt");
+        hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await
     }
 
     /// Types `text` into the adopted TUI's composer and submits it, only when the screen shows

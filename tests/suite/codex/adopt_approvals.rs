@@ -1,0 +1,161 @@
+//! An adopted codex TUI's command approvals, read from its screen (issue 25): the real codex TUI
+//! (the release the version matrix names) asks before an escalated command; the adopted session
+//! shows `approval.requested` with the command and the instance `waiting`; an answer over HTTP
+//! types the prompt's own key only while the screen is exactly the known prompt (a moved
+//! selection refuses, nothing typed); accept runs the command, cancel does not, a second answer
+//! is 409, and a prompt answered in the pane resolves the approval `by: "pane"`.
+
+use serde_json::{Value, json};
+
+use crate::suite::codex::adopt::{AGENT, Rig, adopt, send, wait_event};
+use crate::suite::watch::common::wait_instance;
+use crate::support::TestDaemon;
+use crate::support::mock_responses::Step;
+
+fn escalated(cmd: &str) -> Step {
+    Step::exec_with(json!({
+        "cmd": cmd,
+        "sandbox_permissions": "require_escalated",
+        "justification": "Need to write"
+    }))
+}
+
+fn answer(daemon: &TestDaemon, id: &str, approval: &str, decision: &str) -> (u16, Value) {
+    let resp = daemon.post(
+        &format!("/api/sessions/{id}/approvals/{approval}"),
+        &json!({ "decision": decision }),
+    );
+    (resp.status, resp.json())
+}
+
+/// Sends `prompt` and waits for the approval its turn asks; answers the turn id and the
+/// `approval.requested` event.
+fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Value) {
+    let (status, sent) = send(daemon, id, prompt);
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let requested = wait_event(daemon, id, "approval.requested", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
+    });
+    (turn, requested)
+}
+
+#[test]
+fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when_it_matches() {
+    let rig = Rig::start();
+    let daemon = rig.daemon();
+    rig.mock.push(Step::text("Hand reply."));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
+        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
+    });
+    let key = watched["key"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+
+    // The prompt on screen is a pending approval with its command; the instance waits.
+    rig.mock.push(escalated("touch made_by_codex.txt"));
+    rig.mock.push(Step::text("The command ran."));
+    let (turn, requested) = prompt_approval(&daemon, &id, "touch please");
+    let data = &requested["data"];
+    assert_eq!(data["kind"], "command", "{requested}");
+    assert_eq!(data["command"], "touch made_by_codex.txt", "{requested}");
+    assert_eq!(data["reason"], "Need to write", "{requested}");
+    assert_eq!(
+        data["decisions"],
+        json!(["accept", "cancel"]),
+        "{requested}"
+    );
+    let approval = data["approvalId"].as_str().unwrap().to_string();
+    wait_instance(&daemon, AGENT, "the adopted codex, waiting", |i| {
+        i["status"] == "waiting" && i["paneId"] == rig.pane.as_str()
+    });
+    let listed = daemon
+        .get(&format!("/api/sessions/{id}/approvals"))
+        .assert_ok();
+    assert!(
+        listed.to_string().contains(&approval),
+        "listed pending: {listed}"
+    );
+
+    // A person moved the selection: the screen is not the known prompt; nothing is typed.
+    rig.keys(&["Down"]);
+    rig.wait_screen("the second option selected", |s| {
+        s.contains("\u{203a} 2. Yes")
+    });
+    let (status, refused) = answer(&daemon, &id, &approval, "accept");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "screen_mismatch", "{refused}");
+    let screen = rig.screen();
+    assert!(
+        screen.contains("\u{203a} 2. Yes") && screen.contains("Would you like to run"),
+        "nothing typed:\n{screen}"
+    );
+    assert!(!rig.work.join("made_by_codex.txt").exists());
+    rig.keys(&["Up"]);
+    rig.wait_screen("the first option selected", |s| {
+        s.contains("\u{203a} 1. Yes")
+    });
+
+    // Accept: the command runs and the turn goes on; a second answer is 409.
+    let (status, accepted) = answer(&daemon, &id, &approval, "accept");
+    assert_eq!(status, 200, "{accepted}");
+    let done = wait_event(&daemon, &id, "the accepted turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    assert!(
+        rig.work.join("made_by_codex.txt").exists(),
+        "the command ran"
+    );
+    let resolved = wait_event(&daemon, &id, "approval.resolved", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
+    });
+    assert_eq!(resolved["data"]["decision"], "accept", "{resolved}");
+    let (status, again) = answer(&daemon, &id, &approval, "cancel");
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "approval_resolved", "{again}");
+    wait_event(&daemon, &id, "the command's output in the turn", |e| {
+        e["type"] == "item.completed" && e["data"]["item"]["text"] == "The command ran."
+    });
+
+    // Cancel: the command does not run, the turn ends.
+    rig.mock.push(escalated("touch declined.txt"));
+    let (turn, requested) = prompt_approval(&daemon, &id, "second please");
+    let second = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(second, approval);
+    let (status, cancelled) = answer(&daemon, &id, &second, "cancel");
+    assert_eq!(status, 200, "{cancelled}");
+    let done = wait_event(&daemon, &id, "the cancelled turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    assert!(!rig.work.join("declined.txt").exists(), "not run");
+
+    // Answered by the person in the pane: resolved by the pane.
+    rig.mock.push(escalated("touch by_hand.txt"));
+    rig.mock.push(Step::text("Ran it by hand."));
+    let (turn, requested) = prompt_approval(&daemon, &id, "third please");
+    let third = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rig.keys(&["y"]);
+    let resolved = wait_event(&daemon, &id, "the approval answered in the pane", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == third.as_str()
+    });
+    assert_eq!(resolved["data"]["by"], "pane", "{resolved}");
+    assert_eq!(resolved["data"]["decision"], "accept", "{resolved}");
+    wait_event(&daemon, &id, "the third turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert!(rig.work.join("by_hand.txt").exists());
+    let (status, late) = answer(&daemon, &id, &third, "accept");
+    assert_eq!(status, 409, "{late}");
+    assert_eq!(late["error"]["code"], "approval_resolved", "{late}");
+}
