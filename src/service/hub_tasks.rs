@@ -157,6 +157,14 @@ impl HubTasks {
     }
 }
 
+/// Where the hub's task `task` is in the outbox, else `unknown_task`.
+fn index_of(tasks: &[HubTask], task: &str) -> Result<usize, ServiceError> {
+    tasks
+        .iter()
+        .position(|t| t.id == task)
+        .ok_or_else(|| unknown_task(task))
+}
+
 fn unknown_task(task: &str) -> ServiceError {
     ServiceError::not_found(codes::TASK_NOT_FOUND, format!("no task `{task}`"))
 }
@@ -414,10 +422,7 @@ impl Service {
     pub async fn hub_task(&self, task: &str) -> Result<TaskView, ServiceError> {
         let outbox = self.hub_tasks()?;
         let mut tasks = outbox.tasks.lock().await;
-        let index = tasks
-            .iter()
-            .position(|t| t.id == task)
-            .ok_or_else(|| unknown_task(task))?;
+        let index = index_of(&tasks, task)?;
         let index = self.refresh(&mut tasks, index).await;
         Ok(tasks[index].view(Some(position(&tasks, index))))
     }
@@ -427,10 +432,7 @@ impl Service {
     pub async fn cancel_hub_task(&self, task: &str) -> Result<CancelResult, ServiceError> {
         let outbox = self.hub_tasks()?;
         let mut tasks = outbox.tasks.lock().await;
-        let index = tasks
-            .iter()
-            .position(|t| t.id == task)
-            .ok_or_else(|| unknown_task(task))?;
+        let index = index_of(&tasks, task)?;
         match tasks[index].stage {
             Stage::Waiting => {
                 tasks[index].stage = Stage::Cancelled;
