@@ -90,7 +90,16 @@ impl CohostMcp {
                 &format!("`{name}` must be between 1 and {MAX_EVENTS}"),
             );
         }
-        let head = self.service.head();
+        // On a hub, `laptop/<id>` names another machine's session: its seqs are the cursor.
+        let remote = self
+            .service
+            .remote_id(&session)
+            .map(|(machine, id)| (machine.to_string(), id.to_string()));
+        let session = self.service.local_id(&session).to_string();
+        let head = match &remote {
+            Some((machine, _)) => self.service.remote_head(machine),
+            None => self.service.head(),
+        };
         if let Some(before) = args.before
             && (before == 0 || before > head + 1)
         {
@@ -102,41 +111,66 @@ impl CohostMcp {
                 ),
             );
         }
-        let window = match self
-            .service
-            .read_window(&session, args.before, count as usize)
-            .await
-        {
-            Ok(window) => window,
-            Err(error) => return failed(error),
+        let (answer, machine) = match &remote {
+            Some((machine, id)) => {
+                let page =
+                    match self
+                        .service
+                        .remote_window(machine, id, args.before, count as usize)
+                    {
+                        Ok(page) => page,
+                        Err(error) => return failed(error),
+                    };
+                let answer = LoggedWindow {
+                    events: remote_values(&page),
+                    next: page.next,
+                    head: page.head,
+                    gaps: Vec::new(),
+                    has_older: page.older_before.is_some(),
+                    older_before: page.older_before,
+                };
+                (answer, Some((page.machine, page.link)))
+            }
+            None => {
+                let window = match self
+                    .service
+                    .read_window(&session, args.before, count as usize)
+                    .await
+                {
+                    Ok(window) => window,
+                    Err(error) => return failed(error),
+                };
+                let answer = LoggedWindow {
+                    events: window
+                        .events
+                        .iter()
+                        .filter_map(|e| serde_json::from_str(&e.json).ok())
+                        .collect(),
+                    next: window.next,
+                    head: window.head,
+                    gaps: window.gaps,
+                    has_older: window.older_before.is_some(),
+                    older_before: window.older_before,
+                };
+                (answer, None)
+            }
         };
-        let events: Vec<Value> = window
-            .events
-            .iter()
-            .filter_map(|e| serde_json::from_str(&e.json).ok())
-            .collect();
-        let total = events.len();
-        let mut gaps = window.gaps;
-        let answer = LoggedWindow {
-            events,
-            next: window.next,
-            head: window.head,
-            gaps: gaps.clone(),
-            has_older: window.older_before.is_some(),
-            older_before: window.older_before,
-        };
+        let total = answer.events.len();
+        let window_next = answer.next;
+        let mut gaps = answer.gaps.clone();
         let bounded = match bound(to_value(answer), Some("events")) {
             Ok(bounded) => bounded,
             Err(failure) => return failure,
         };
         let mut value = bounded.value;
+        with_machine(&mut value, machine);
         if bounded.kept < total {
             let next = value["events"]
                 .as_array()
                 .and_then(|kept| kept.last())
                 .and_then(|last| last.get("seq"))
                 .and_then(Value::as_u64)
-                .unwrap_or(window.next);
+                .unwrap_or(window_next);
             value["next"] = json!(next);
             gaps.retain(|gap| gap.from <= next);
             for gap in &mut gaps {
@@ -214,6 +248,22 @@ fn failed(error: impl Into<ServiceError>) -> CallToolResult {
     CallToolResult::from(error.into())
 }
 
+/// Another machine's events as that machine published them (each parses: its daemon wrote it).
+fn remote_values(page: &crate::service::RemotePage) -> Vec<Value> {
+    page.events
+        .iter()
+        .filter_map(|e| serde_json::from_str(&e.json).ok())
+        .collect()
+}
+
+/// An `events` answer about another machine's session names the machine and its link.
+fn with_machine(value: &mut Value, machine: Option<(String, crate::protocol::MachineLinkState)>) {
+    if let (Some((machine, link)), Some(object)) = (machine, value.as_object_mut()) {
+        object.insert("machine".to_string(), json!(machine));
+        object.insert("link".to_string(), json!(link));
+    }
+}
+
 fn to_value(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
@@ -221,12 +271,12 @@ fn to_value(value: impl serde::Serialize) -> Value {
 #[tool_router(vis = "pub(crate)")]
 impl CohostMcp {
     #[tool(
-        description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks.",
+        description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks. At a hub (serve --hub), every machine's: another machine's with its id qualified `machine/id`, its `machine` and `machineLink` (up, or down: its last known state).",
         annotations(read_only_hint = true),
         output_schema = output::<SessionPage>()
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let sessions = self.service.sessions();
+        let sessions = self.service.world_sessions();
         let total = sessions.len();
         Ok(answer_list(
             SessionPage { sessions, total },
@@ -240,26 +290,33 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks.",
+        description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks. At a hub, `machine/id` is another machine's, as the hub last heard it.",
         annotations(read_only_hint = true),
         output_schema = output::<SessionReply>()
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        if let Some((machine, id)) = self.service.remote_id(&args.session_id) {
+            return answered(
+                self.service
+                    .remote_session(machine, id)
+                    .map(|session| SessionReply { session }),
+            );
+        }
         answered(
             self.service
-                .session(&args.session_id)
+                .session(self.service.local_id(&args.session_id))
                 .map(|session| SessionReply { session }),
         )
     }
 
     #[tool(
-        description = "The tracker: tmux sessions, their agent instances and metadata.",
+        description = "The tracker: tmux sessions, their agent instances and metadata. At a hub, every machine's (another machine's names qualified `machine/name`, with `machine` and `machineLink`) and `machines`: each machine's link, when it was last heard from and its lag.",
         annotations(read_only_hint = true),
         output_schema = output::<StateView>()
     )]
     async fn tracker_state(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         Ok(answer_list(
-            self.service.state_view(),
+            self.service.world_state(),
             "sessions",
             |kept, total| format!("only the first {kept} of {total} tmux sessions fit"),
         ))
@@ -471,7 +528,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`. With `session_id`, `last` (the session's last N events) or `before` (the `limit` events before a seq) read a window backwards: page back with `before` = the answer's `olderBefore` while `hasOlder`.",
+        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`. With `session_id`, `last` (the session's last N events) or `before` (the `limit` events before a seq) read a window backwards: page back with `before` = the answer's `olderBefore` while `hasOlder`. At a hub, `session_id` `machine/id` reads another machine's session, with that machine's seqs as the cursor; the answer names its `machine` and `link`.",
         annotations(read_only_hint = true),
         output_schema = logged_output::<EventsPage>()
     )]
@@ -494,25 +551,53 @@ impl CohostMcp {
                 &format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
             ));
         }
-        let read =
-            match self
+        // On a hub, `laptop/<id>` names another machine's session: its seqs are the cursor.
+        let remote = args
+            .session_id
+            .as_deref()
+            .and_then(|id| self.service.remote_id(id));
+        let (events, next, head, mut gaps, machine) = if let Some((machine, id)) = remote {
+            let wait = (wait > 0.0).then(|| std::time::Duration::from_secs_f64(wait));
+            let page = match self
                 .service
-                .read_request(after, Some(limit), Some(wait), args.session_id.clone())
+                .remote_events(machine, id, after, limit as usize, wait)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => return Ok(failed(error)),
+            };
+            let events = remote_values(&page);
+            (
+                events,
+                page.next,
+                page.head,
+                Vec::new(),
+                Some((page.machine, page.link)),
+            )
+        } else {
+            let session = args
+                .session_id
+                .as_deref()
+                .map(|id| self.service.local_id(id).to_string());
+            let read = match self
+                .service
+                .read_request(after, Some(limit), Some(wait), session)
             {
                 Ok(read) => read,
                 Err(error) => return Ok(failed(error)),
             };
-        let page = match self.service.events(read).await {
-            Ok(page) => page,
-            Err(error) => return Ok(failed(error)),
+            let page = match self.service.events(read).await {
+                Ok(page) => page,
+                Err(error) => return Ok(failed(error)),
+            };
+            // Each stored line is an event the daemon wrote, so it parses (and fits the schema).
+            let events: Vec<Value> = page
+                .events
+                .iter()
+                .filter_map(|e| serde_json::from_str(&e.json).ok())
+                .collect();
+            (events, page.next, page.head, page.gaps, None)
         };
-        // Each stored line is an event the daemon wrote, so it parses (and fits the schema).
-        let events: Vec<Value> = page
-            .events
-            .iter()
-            .filter_map(|e| serde_json::from_str(&e.json).ok())
-            .collect();
-        let (next, head, mut gaps) = (page.next, page.head, page.gaps);
         let total = events.len();
         let answer = LoggedEvents {
             events,
@@ -525,6 +610,7 @@ impl CohostMcp {
             Err(failure) => return Ok(failure),
         };
         let mut value = bounded.value;
+        with_machine(&mut value, machine);
         if bounded.kept < total {
             // The cursor moves only past what was returned, and so do the reported gaps.
             let next = value["events"]

@@ -28,7 +28,10 @@ pub use crate::core::StoredEvent;
 pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Window};
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
-pub use hub::{COMMAND_TIMEOUT, CommandRequest, HubWorld, RemoteEvent, RemotePage, RemoteView};
+pub use hub::{
+    COMMAND_TIMEOUT, CommandRequest, HubWorld, MAX_REMOTE_LIMIT, RemoteEvent, RemotePage,
+    RemoteView,
+};
 pub use machine::FederationStatus;
 pub use sessions::CreateRequest;
 pub use tasks::MAX_RESULT_CHUNK;
