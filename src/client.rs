@@ -413,6 +413,28 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
     if !state.tmux_running {
         writeln!(out, "no tmux server is running on the configured socket")?;
     }
+    // At a hub: each other machine's link first; its sessions follow, named `machine/name`.
+    if !state.machines.is_empty() {
+        writeln!(
+            out,
+            "{:<20} {:<6} {:<32} LAG",
+            "MACHINE", "LINK", "LAST HEARD"
+        )?;
+        for machine in &state.machines {
+            writeln!(
+                out,
+                "{:<20} {:<6} {:<32} {}",
+                machine.machine,
+                match machine.link {
+                    crate::protocol::MachineLinkState::Up => "up",
+                    crate::protocol::MachineLinkState::Down => "down",
+                },
+                heard(machine.last_heard),
+                machine.lag
+            )?;
+        }
+        writeln!(out)?;
+    }
     if state.sessions.is_empty() && state.unplaced.is_empty() {
         return writeln!(out, "no tmux sessions");
     }
@@ -425,7 +447,10 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
         let status = session.status.map(|s| s.as_str()).unwrap_or("-");
         let unseen = if session.unseen { "*" } else { "" };
         let focused = state.focused_session.as_deref() == Some(session.name.as_str());
-        let name = if focused {
+        let name = if session.machine_link == Some(crate::protocol::MachineLinkState::Down) {
+            // Its machine is down: what follows is its last known state.
+            format!("{} (down)", session.name)
+        } else if focused {
             format!("{} (focused)", session.name)
         } else {
             session.name.clone()
@@ -456,6 +481,30 @@ pub fn render_state(state: &StateView, out: &mut impl Write) -> std::io::Result<
         render_agent(out, first, "", "", agent)?;
     }
     Ok(())
+}
+
+/// When a machine was last heard from, for people: `12s ago (18:40:02 UTC)`, or `never`.
+pub fn heard(last_heard: Option<u64>) -> String {
+    let Some(at) = last_heard else {
+        return "never heard from".to_string();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let secs = now.saturating_sub(at) / 1000;
+    let ago = match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86400),
+    };
+    let of_day = (at / 1000) % 86400;
+    format!(
+        "last heard {ago} ago ({:02}:{:02}:{:02} UTC)",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
 }
 
 fn render_agent(

@@ -433,6 +433,13 @@ pub struct RemoteEventsPage {
     /// The newest seq of the machine the hub holds.
     pub head: u64,
     pub link: MachineLinkState,
+    /// A backwards window (`last=N`, `before=SEQ`): whether the hub holds older events of the
+    /// session; absent for a forward read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_older: Option<bool>,
+    /// A backwards window's next `before`, while `hasOlder`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_before: Option<u64>,
 }
 
 /// `GET /api/events`.

@@ -1,6 +1,9 @@
 //! `cohost status [--tmux]` and `cohost next`: the agents that need the human, for tmux's status
 //! line and a jump key. Both read the daemon's state with one `GET /api/state`; `next` then
 //! drives the user's tmux client (the daemon's socket, from `daemon.json`) and reports the focus.
+//! At a hub (`serve --hub`) the state holds other machines' agents too: they count like this
+//! machine's while their machine is up; a machine that is down is named instead (its agents' last
+//! known states are not news), and `next` switches only to this machine's tmux sessions.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use crate::client::Client;
-use crate::protocol::{AgentStatus, InstanceView, StateView};
+use crate::protocol::{AgentStatus, InstanceView, MachineLinkState, StateView};
 
 /// The agents by what they ask of the human.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -19,6 +22,8 @@ pub struct Counts {
     pub waiting: usize,
     /// Finished (or failed, interrupted) and not seen yet.
     pub unseen: usize,
+    /// At a hub, the other machines that are down (their agents are not counted).
+    pub down: Vec<String>,
 }
 
 fn instances(state: &StateView) -> impl Iterator<Item = &InstanceView> {
@@ -29,9 +34,35 @@ fn instances(state: &StateView) -> impl Iterator<Item = &InstanceView> {
         .chain(state.unplaced.iter())
 }
 
+/// Whether an agent (or a tmux session) is on another machine a hub views: `machine` is its
+/// machine, and only other machines have a link in `state.machines`.
+fn is_remote(state: &StateView, machine: Option<&str>) -> bool {
+    machine.is_some_and(|name| state.machines.iter().any(|m| m.machine == name))
+}
+
+/// The other machines a hub views that are down, by name.
+fn down_machines(state: &StateView) -> Vec<String> {
+    state
+        .machines
+        .iter()
+        .filter(|m| m.link == MachineLinkState::Down)
+        .map(|m| m.machine.clone())
+        .collect()
+}
+
 pub fn counts(state: &StateView) -> Counts {
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        down: down_machines(state),
+        ..Counts::default()
+    };
     for instance in instances(state) {
+        if instance
+            .machine
+            .as_ref()
+            .is_some_and(|m| counts.down.contains(m))
+        {
+            continue;
+        }
         match instance.status {
             AgentStatus::Running | AgentStatus::ToolRunning => counts.running += 1,
             AgentStatus::Waiting => counts.waiting += 1,
@@ -42,9 +73,10 @@ pub fn counts(state: &StateView) -> Counts {
     counts
 }
 
-/// The tmux segment: `●2 !1 ✓3` in colour, zeros left out, empty when all are zero.
+/// The tmux segment: `●2 !1 ✓3` in colour, zeros left out, then each machine that is down
+/// (`⚠laptop down`); empty when there is nothing to say.
 pub fn tmux_segment(counts: &Counts) -> String {
-    let parts: Vec<String> = [
+    let mut parts: Vec<String> = [
         (counts.waiting, "#[fg=colour3,bold]!"),
         (counts.unseen, "#[fg=colour6]✓"),
         (counts.running, "#[fg=colour2]●"),
@@ -53,6 +85,9 @@ pub fn tmux_segment(counts: &Counts) -> String {
     .filter(|(n, _)| *n > 0)
     .map(|(n, mark)| format!("{mark}{n}#[default]"))
     .collect();
+    for machine in &counts.down {
+        parts.push(format!("#[fg=colour1]⚠{machine} down#[default]"));
+    }
     parts.join(" ")
 }
 
@@ -76,12 +111,15 @@ pub fn status(
     if tmux {
         writeln!(out, "{}", tmux_segment(&counts))?;
     } else if json {
-        let body = json!({
+        let mut body = json!({
             "running": counts.running,
             "waiting": counts.waiting,
             "unseen": counts.unseen,
             "seq": state.seq,
         });
+        if !state.machines.is_empty() {
+            body["machines"] = serde_json::to_value(&state.machines)?;
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&body)?)?;
     } else {
         writeln!(
@@ -89,6 +127,18 @@ pub fn status(
             "{} running, {} waiting for you, {} finished unseen",
             counts.running, counts.waiting, counts.unseen
         )?;
+        for machine in state
+            .machines
+            .iter()
+            .filter(|m| m.link == MachineLinkState::Down)
+        {
+            writeln!(
+                out,
+                "{} is down: {}; its agents are not counted",
+                machine.machine,
+                crate::client::heard(machine.last_heard)
+            )?;
+        }
     }
     Ok(())
 }
@@ -118,6 +168,9 @@ pub struct Candidate {
     pub pane: Option<String>,
     pub agent: String,
     pub status: AgentStatus,
+    /// At a hub, another machine's agent (its session's name is qualified): listed, never
+    /// switched to.
+    pub remote: bool,
 }
 
 /// The agents to visit, in order: those waiting first, then the finished unseen ones, each in
@@ -131,14 +184,21 @@ pub fn candidates(state: &StateView, want: Want) -> Vec<Candidate> {
         Want::Waiting => &[&waiting],
         Want::Unseen => &[&unseen],
     };
+    let down = down_machines(state);
     for pass in passes {
         for session in &state.sessions {
+            // A down machine's last known waits are not news.
+            if session.machine.as_ref().is_some_and(|m| down.contains(m)) {
+                continue;
+            }
+            let remote = is_remote(state, session.machine.as_deref());
             for instance in session.agents.iter().filter(|i| pass(i)) {
                 out.push(Candidate {
                     session: session.name.clone(),
                     pane: instance.pane_id.clone(),
                     agent: instance.agent.clone(),
                     status: instance.status,
+                    remote,
                 });
             }
         }
@@ -168,7 +228,9 @@ pub fn next(
 ) -> anyhow::Result<()> {
     let client = Client::new(home)?;
     let state = client.state()?;
-    let candidates = candidates(&state, want);
+    let (candidates, elsewhere): (Vec<Candidate>, Vec<Candidate>) = candidates(&state, want)
+        .into_iter()
+        .partition(|c| !c.remote);
     let tmux = client.tmux_command();
     let mut target_client: Vec<&str> = Vec::new();
     if let Some(name) = &client_name {
@@ -183,7 +245,34 @@ pub fn next(
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let Some(next) = pick(&candidates, current.as_deref()) else {
-        writeln!(out, "nothing needs you")?;
+        if elsewhere.is_empty() {
+            writeln!(out, "nothing needs you")?;
+        } else {
+            // At a hub: tmux cannot switch to another machine's session; say where they are.
+            let list: Vec<String> = elsewhere
+                .iter()
+                .map(|c| {
+                    let status = serde_json::to_value(c.status).unwrap_or_default();
+                    format!(
+                        "{} ({} {})",
+                        c.session,
+                        c.agent,
+                        status.as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            writeln!(
+                out,
+                "nothing here needs you; on other machines: {}",
+                list.join(", ")
+            )?;
+        }
+        for machine in down_machines(&state) {
+            writeln!(
+                out,
+                "{machine} is down: its agents' last known states are not shown here"
+            )?;
+        }
         return Ok(());
     };
     if let Some(pane) = &next.pane {
@@ -228,6 +317,7 @@ mod tests {
             pane: None,
             agent: "codex".into(),
             status: AgentStatus::Waiting,
+            remote: false,
         }
     }
 
@@ -249,11 +339,20 @@ mod tests {
             running: 2,
             waiting: 1,
             unseen: 0,
+            down: Vec::new(),
         };
         assert_eq!(
             tmux_segment(&counts),
             "#[fg=colour3,bold]!1#[default] #[fg=colour2]●2#[default]"
         );
         assert_eq!(tmux_segment(&Counts::default()), "");
+        let down = Counts {
+            down: vec!["laptop".into()],
+            ..counts
+        };
+        assert_eq!(
+            tmux_segment(&down),
+            "#[fg=colour3,bold]!1#[default] #[fg=colour2]●2#[default] #[fg=colour1]⚠laptop down#[default]"
+        );
     }
 }

@@ -1,21 +1,26 @@
 //! A hub's routes to other machines (`serve --hub`): `GET /api/sessions/{machine}/{id}/events`
-//! (and the same with a qualified id, `laptop%2F<id>`), served from the hub's world with that
-//! machine's own seqs as the cursor; and the commands (a prompt, an interrupt, an approval's or
-//! a request's answer, a task), sent to the owning machine, which executes them through one
-//! path ([`remote`], a `RemoteOp` per route). Nothing here writes.
+//! (forward, or a window backwards) and `…/events/stream` (SSE), and the same with a qualified
+//! id (`laptop%2F<id>`), served from the hub's world with that machine's own seqs as the
+//! cursor; and the commands (a prompt, an interrupt, an approval's or a request's answer, a
+//! task), sent to the owning machine, which executes them through one path ([`remote`], a
+//! `RemoteOp` per route). Nothing here writes.
 
+use std::collections::VecDeque;
+use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
 use super::extract::{ApiJson, ApiQuery};
-use super::stream::{EventsQuery, parse_u64};
+use super::stream::{EventsQuery, StreamQuery, parse_u64};
 use super::{ApiError, AppState};
 use crate::protocol::codes;
 use crate::protocol::{DecisionBody, InputAnswer, MessageBody, RemoteOp, SendBody};
+use crate::service::{MAX_REMOTE_LIMIT, RemoteEvent, RemotePage};
 
 /// A command for another machine's session, run by the machine that owns it (NATS
 /// request/reply): every session route that acts calls this with its `RemoteOp` when its id is
@@ -114,16 +119,13 @@ pub(super) async fn remote_events(
     session: &str,
     query: EventsQuery,
 ) -> Result<Response, ApiError> {
-    for (name, given) in [("last", &query.last), ("before", &query.before)] {
-        if given.is_some() {
-            return Err(ApiError::field(
-                codes::UNSUPPORTED,
-                name,
-                format!(
-                    "`{name}` (reading backwards) is not built yet for another machine's session: read forward with `after`"
-                ),
-            ));
-        }
+    if query.last.is_some() || query.before.is_some() {
+        let (before, limit) =
+            super::stream::window_bounds(&query, state.service.remote_head(machine))?;
+        let page = state
+            .service
+            .remote_window(machine, session, before, limit)?;
+        return Ok(page_body(&page, true));
     }
     let after = query
         .after
@@ -167,8 +169,14 @@ pub(super) async fn remote_events(
         .service
         .remote_events(machine, session, after, limit, wait)
         .await?;
+    Ok(page_body(&page, false))
+}
+
+/// `{"machine","session","events":[…],"next","head","link"}` (and a backwards window's
+/// `hasOlder`, `olderBefore`), the events as their machine published them.
+fn page_body(page: &RemotePage, window: bool) -> Response {
     let mut body =
-        String::with_capacity(128 + page.events.iter().map(|e| e.len() + 1).sum::<usize>());
+        String::with_capacity(160 + page.events.iter().map(|e| e.json.len() + 1).sum::<usize>());
     body.push_str("{\"machine\":");
     body.push_str(&serde_json::to_string(&page.machine).unwrap_or_default());
     body.push_str(",\"session\":");
@@ -178,20 +186,119 @@ pub(super) async fn remote_events(
         if i > 0 {
             body.push(',');
         }
-        body.push_str(event);
+        body.push_str(&event.json);
     }
     body.push_str(&format!(
-        "],\"next\":{},\"head\":{},\"link\":{}}}",
+        "],\"next\":{},\"head\":{},\"link\":{}",
         page.next,
         page.head,
         serde_json::to_string(&page.link).unwrap_or_default()
     ));
-    Ok((
+    match page.older_before {
+        Some(seq) => body.push_str(&format!(",\"hasOlder\":true,\"olderBefore\":{seq}")),
+        None if window => body.push_str(",\"hasOlder\":false"),
+        None => {}
+    }
+    body.push('}');
+    (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
         body,
     )
-        .into_response())
+        .into_response()
+}
+
+/// `GET /api/sessions/{machine}/{id}/events/stream`: this machine's own session's SSE, or
+/// another machine's, from the hub.
+pub async fn machine_session_events_stream(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    query: ApiQuery<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if machine == state.service.machine() {
+        return super::stream::session_events_stream(State(state), Path(id), query, headers).await;
+    }
+    remote_stream(state, &machine, &id, query.0, headers).await
+}
+
+/// How long one wait of a remote stream lasts before it looks again (at a stop of the daemon, or
+/// a closed connection).
+const REMOTE_STREAM_WAIT: Duration = Duration::from_secs(15);
+
+/// Another machine's session as SSE, with the cursor rules of the local streams: `id:` is that
+/// machine's seq; `after` (or a reconnect's `Last-Event-ID`, which wins) resumes after it with no
+/// gap and no duplicate; without either the stream starts at the present (the newest event the
+/// hub holds of the machine). Its events come as the hub receives them; live-only events (deltas)
+/// are not published, so none come.
+pub(super) async fn remote_stream(
+    state: AppState,
+    machine: &str,
+    session: &str,
+    query: StreamQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let last_event_id = headers
+        .get("last-event-id")
+        .map(|value| value.to_str().unwrap_or("x").trim().to_string());
+    let after = match (last_event_id, query.after) {
+        (Some(id), _) => parse_u64("Last-Event-ID", &id)?,
+        (None, Some(after)) => parse_u64("after", &after)?,
+        (None, None) => state.service.remote_head(machine),
+    };
+    // An unknown machine or session answers with its status now, not as an empty stream.
+    state
+        .service
+        .remote_events(machine, session, after, 1, None)
+        .await?;
+    struct Cursor {
+        state: AppState,
+        machine: String,
+        session: String,
+        after: u64,
+        pending: VecDeque<RemoteEvent>,
+    }
+    let cursor = Cursor {
+        state,
+        machine: machine.to_string(),
+        session: session.to_string(),
+        after,
+        pending: VecDeque::new(),
+    };
+    let stream = futures_util::stream::unfold(cursor, |mut cursor| async move {
+        loop {
+            if let Some(event) = cursor.pending.pop_front() {
+                cursor.after = event.seq;
+                let sse = SseEvent::default()
+                    .id(event.seq.to_string())
+                    .data(&*event.json);
+                return Some((Ok::<_, Infallible>(sse), cursor));
+            }
+            if cursor.state.shutdown.is_cancelled() {
+                return None;
+            }
+            let page = cursor
+                .state
+                .service
+                .remote_events(
+                    &cursor.machine,
+                    &cursor.session,
+                    cursor.after,
+                    MAX_REMOTE_LIMIT,
+                    Some(REMOTE_STREAM_WAIT),
+                )
+                .await
+                .ok()?;
+            cursor.pending.extend(page.events);
+        }
+    });
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
 }

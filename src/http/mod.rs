@@ -178,6 +178,10 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),
         )
+        .route(
+            "/api/sessions/{machine}/{id}/events/stream",
+            get(hub::machine_session_events_stream),
+        )
         .route("/api/sessions/{id}/approvals", get(sessions::approvals))
         .route("/api/sessions/{id}/requests", get(requests::list))
         .route(

@@ -87,6 +87,27 @@ pub async fn session_events(
 /// `?last=N` or `?before=SEQ&limit=N`: a window of the session's events read backwards, with
 /// `hasOlder` and `olderBefore` (the next window's `before`).
 async fn window_for(state: AppState, query: EventsQuery, id: String) -> Result<Response, ApiError> {
+    let (before, limit) = window_bounds(&query, state.service.head())?;
+    let window = state.service.read_window(&id, before, limit).await?;
+    let older = match window.older_before {
+        Some(seq) => format!(",\"hasOlder\":true,\"olderBefore\":{seq}"),
+        None => ",\"hasOlder\":false".to_string(),
+    };
+    Ok(page_response(
+        &window.events,
+        window.next,
+        window.head,
+        &window.gaps,
+        &older,
+    ))
+}
+
+/// A backwards window's `before` and size from `?last=N` or `?before=SEQ&limit=N` (`head`: the
+/// newest seq of the log read, which `before` may pass by one).
+pub(super) fn window_bounds(
+    query: &EventsQuery,
+    head: u64,
+) -> Result<(Option<u64>, usize), ApiError> {
     let forward = |name: &str| {
         ApiError::field(
             codes::INVALID_FIELD,
@@ -133,7 +154,6 @@ async fn window_for(state: AppState, query: EventsQuery, id: String) -> Result<R
         }
         (None, Some(before)) => {
             let before = parse_u64("before", before)?;
-            let head = state.service.head();
             if before == 0 || before > head + 1 {
                 return Err(ApiError::field(
                     codes::INVALID_FIELD,
@@ -152,18 +172,7 @@ async fn window_for(state: AppState, query: EventsQuery, id: String) -> Result<R
         }
         (None, None) => unreachable!("a window has `last` or `before`"),
     };
-    let window = state.service.read_window(&id, before, limit).await?;
-    let older = match window.older_before {
-        Some(seq) => format!(",\"hasOlder\":true,\"olderBefore\":{seq}"),
-        None => ",\"hasOlder\":false".to_string(),
-    };
-    Ok(page_response(
-        &window.events,
-        window.next,
-        window.head,
-        &window.gaps,
-        &older,
-    ))
+    Ok((before, limit))
 }
 
 async fn events_for(
@@ -241,7 +250,7 @@ fn page_response(
 
 #[derive(Deserialize)]
 pub struct StreamQuery {
-    after: Option<String>,
+    pub(super) after: Option<String>,
 }
 
 pub async fn events_stream(
@@ -260,6 +269,12 @@ pub async fn session_events_stream(
     ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    // On a hub, `laptop/<id>` names another machine's session (its seqs are the cursor).
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let (machine, session) = (machine.to_string(), session.to_string());
+        return super::hub::remote_stream(state, &machine, &session, query, headers).await;
+    }
+    let id = state.service.local_id(&id).to_string();
     state.service.known_session(&id)?;
     stream_for(state, query, headers, Some(id)).await
 }

@@ -23,6 +23,7 @@
 
 mod args;
 mod tools;
+mod window;
 
 use std::sync::Arc;
 

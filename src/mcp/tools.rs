@@ -7,6 +7,7 @@ use rmcp::{ErrorData, tool, tool_router};
 use serde_json::{Value, json};
 
 use super::args::*;
+use super::window::{remote_values, with_machine};
 use super::{CohostMcp, answer, answer_list, bound, failure, logged_output, output};
 use crate::protocol::TaskSource as Source;
 use crate::protocol::{
@@ -32,131 +33,12 @@ struct LoggedEvents {
     gaps: Vec<crate::protocol::SeqRange>,
 }
 
-const DEFAULT_EVENTS: usize = 100;
-const MAX_EVENTS: usize = 1000;
+pub(super) const DEFAULT_EVENTS: usize = 100;
+pub(super) const MAX_EVENTS: usize = 1000;
 /// The longest `wait_seconds` an `events` call may ask for.
 const MAX_WAIT_SECONDS: f64 = 60.0;
 
-/// The `events` answer for a window read backwards (`last`, `before`).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LoggedWindow {
-    events: Vec<Value>,
-    next: u64,
-    head: u64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    gaps: Vec<crate::protocol::SeqRange>,
-    has_older: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    older_before: Option<u64>,
-}
-
 impl CohostMcp {
-    /// `events` with `last` or `before`: a window of one session's events read backwards. A
-    /// window cut to fit keeps its oldest events; `next` then is the last one kept.
-    async fn window(&self, args: EventsArgs) -> CallToolResult {
-        let Some(session) = args.session_id else {
-            return failure(
-                codes::INVALID_FIELD,
-                "`last` and `before` read one session's events: give `session_id`",
-            );
-        };
-        let conflict = if args.after.is_some() {
-            Some("after")
-        } else if args.wait_seconds.is_some() {
-            Some("wait_seconds")
-        } else if args.last.is_some() && args.before.is_some() {
-            Some("before")
-        } else if args.last.is_some() && args.limit.is_some() {
-            Some("limit")
-        } else {
-            None
-        };
-        if let Some(name) = conflict {
-            return failure(
-                codes::INVALID_FIELD,
-                &format!(
-                    "`{name}` does not go with this read: `last=N` alone, or `before` with `limit`"
-                ),
-            );
-        }
-        let (name, count) = match args.last {
-            Some(last) => ("last", last),
-            None => ("limit", args.limit.unwrap_or(DEFAULT_EVENTS as u64)),
-        };
-        if count == 0 || count > MAX_EVENTS as u64 {
-            return failure(
-                codes::INVALID_FIELD,
-                &format!("`{name}` must be between 1 and {MAX_EVENTS}"),
-            );
-        }
-        let head = self.service.head();
-        if let Some(before) = args.before
-            && (before == 0 || before > head + 1)
-        {
-            return failure(
-                codes::INVALID_FIELD,
-                &format!(
-                    "`before` must be between 1 and {} (the newest event + 1)",
-                    head + 1
-                ),
-            );
-        }
-        let window = match self
-            .service
-            .read_window(&session, args.before, count as usize)
-            .await
-        {
-            Ok(window) => window,
-            Err(error) => return failed(error),
-        };
-        let events: Vec<Value> = window
-            .events
-            .iter()
-            .filter_map(|e| serde_json::from_str(&e.json).ok())
-            .collect();
-        let total = events.len();
-        let mut gaps = window.gaps;
-        let answer = LoggedWindow {
-            events,
-            next: window.next,
-            head: window.head,
-            gaps: gaps.clone(),
-            has_older: window.older_before.is_some(),
-            older_before: window.older_before,
-        };
-        let bounded = match bound(to_value(answer), Some("events")) {
-            Ok(bounded) => bounded,
-            Err(failure) => return failure,
-        };
-        let mut value = bounded.value;
-        if bounded.kept < total {
-            let next = value["events"]
-                .as_array()
-                .and_then(|kept| kept.last())
-                .and_then(|last| last.get("seq"))
-                .and_then(Value::as_u64)
-                .unwrap_or(window.next);
-            value["next"] = json!(next);
-            gaps.retain(|gap| gap.from <= next);
-            for gap in &mut gaps {
-                gap.to = gap.to.min(next);
-            }
-            if gaps.is_empty() {
-                if let Some(object) = value.as_object_mut() {
-                    object.remove("gaps");
-                }
-            } else {
-                value["gaps"] = json!(gaps);
-            }
-            value["note"] = json!(format!(
-                "only {} of {total} events fit; read the rest with after={next}",
-                bounded.kept
-            ));
-        }
-        CallToolResult::structured(value)
-    }
-
     /// `edit_task` and `supersede_task`: a waiting task's prompt replaced `how`, if its
     /// revision is still `args.revision`.
     async fn revise_task(&self, args: EditArgs, how: Revise) -> ToolResult {
@@ -210,23 +92,23 @@ fn answered<T: serde::Serialize, E: Into<ServiceError>>(result: Result<T, E>) ->
     })
 }
 
-fn failed(error: impl Into<ServiceError>) -> CallToolResult {
+pub(super) fn failed(error: impl Into<ServiceError>) -> CallToolResult {
     CallToolResult::from(error.into())
 }
 
-fn to_value(value: impl serde::Serialize) -> Value {
+pub(super) fn to_value(value: impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 #[tool_router(vis = "pub(crate)")]
 impl CohostMcp {
     #[tool(
-        description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks.",
+        description = "List hosted sessions (codex and claude) with their state, control lease and waiting tasks. At a hub (serve --hub), every machine's: another machine's with its id qualified `machine/id`, its `machine` and `machineLink` (up, or down: its last known state).",
         annotations(read_only_hint = true),
         output_schema = output::<SessionPage>()
     )]
     async fn list_sessions(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
-        let sessions = self.service.sessions();
+        let sessions = self.service.world_sessions();
         let total = sessions.len();
         Ok(answer_list(
             SessionPage { sessions, total },
@@ -240,26 +122,33 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks.",
+        description = "One hosted session: runtime, status, thread, pending approvals, control lease and waiting tasks. At a hub, `machine/id` is another machine's, as the hub last heard it.",
         annotations(read_only_hint = true),
         output_schema = output::<SessionReply>()
     )]
     async fn get_session(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        if let Some((machine, id)) = self.service.remote_id(&args.session_id) {
+            return answered(
+                self.service
+                    .remote_session(machine, id)
+                    .map(|session| SessionReply { session }),
+            );
+        }
         answered(
             self.service
-                .session(&args.session_id)
+                .session(self.service.local_id(&args.session_id))
                 .map(|session| SessionReply { session }),
         )
     }
 
     #[tool(
-        description = "The tracker: tmux sessions, their agent instances and metadata.",
+        description = "The tracker: tmux sessions, their agent instances and metadata. At a hub, every machine's (another machine's names qualified `machine/name`, with `machine` and `machineLink`) and `machines`: each machine's link, when it was last heard from and its lag.",
         annotations(read_only_hint = true),
         output_schema = output::<StateView>()
     )]
     async fn tracker_state(&self, Parameters(_): Parameters<NoArgs>) -> ToolResult {
         Ok(answer_list(
-            self.service.state_view(),
+            self.service.world_state(),
             "sessions",
             |kept, total| format!("only the first {kept} of {total} tmux sessions fit"),
         ))
@@ -471,7 +360,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`. With `session_id`, `last` (the session's last N events) or `before` (the `limit` events before a seq) read a window backwards: page back with `before` = the answer's `olderBefore` while `hasOlder`.",
+        description = "Read the event log after a cursor, optionally only one session's, waiting up to `wait_seconds` for the first new event. Read on with `after` = the answer's `next`. With `session_id`, `last` (the session's last N events) or `before` (the `limit` events before a seq) read a window backwards: page back with `before` = the answer's `olderBefore` while `hasOlder`. At a hub, `session_id` `machine/id` reads another machine's session, with that machine's seqs as the cursor; the answer names its `machine` and `link`.",
         annotations(read_only_hint = true),
         output_schema = logged_output::<EventsPage>()
     )]
@@ -494,25 +383,53 @@ impl CohostMcp {
                 &format!("`wait_seconds` must be between 0 and {MAX_WAIT_SECONDS}"),
             ));
         }
-        let read =
-            match self
+        // On a hub, `laptop/<id>` names another machine's session: its seqs are the cursor.
+        let remote = args
+            .session_id
+            .as_deref()
+            .and_then(|id| self.service.remote_id(id));
+        let (events, next, head, mut gaps, machine) = if let Some((machine, id)) = remote {
+            let wait = (wait > 0.0).then(|| std::time::Duration::from_secs_f64(wait));
+            let page = match self
                 .service
-                .read_request(after, Some(limit), Some(wait), args.session_id.clone())
+                .remote_events(machine, id, after, limit as usize, wait)
+                .await
+            {
+                Ok(page) => page,
+                Err(error) => return Ok(failed(error)),
+            };
+            let events = remote_values(&page);
+            (
+                events,
+                page.next,
+                page.head,
+                Vec::new(),
+                Some((page.machine, page.link)),
+            )
+        } else {
+            let session = args
+                .session_id
+                .as_deref()
+                .map(|id| self.service.local_id(id).to_string());
+            let read = match self
+                .service
+                .read_request(after, Some(limit), Some(wait), session)
             {
                 Ok(read) => read,
                 Err(error) => return Ok(failed(error)),
             };
-        let page = match self.service.events(read).await {
-            Ok(page) => page,
-            Err(error) => return Ok(failed(error)),
+            let page = match self.service.events(read).await {
+                Ok(page) => page,
+                Err(error) => return Ok(failed(error)),
+            };
+            // Each stored line is an event the daemon wrote, so it parses (and fits the schema).
+            let events: Vec<Value> = page
+                .events
+                .iter()
+                .filter_map(|e| serde_json::from_str(&e.json).ok())
+                .collect();
+            (events, page.next, page.head, page.gaps, None)
         };
-        // Each stored line is an event the daemon wrote, so it parses (and fits the schema).
-        let events: Vec<Value> = page
-            .events
-            .iter()
-            .filter_map(|e| serde_json::from_str(&e.json).ok())
-            .collect();
-        let (next, head, mut gaps) = (page.next, page.head, page.gaps);
         let total = events.len();
         let answer = LoggedEvents {
             events,
@@ -525,6 +442,7 @@ impl CohostMcp {
             Err(failure) => return Ok(failure),
         };
         let mut value = bounded.value;
+        with_machine(&mut value, machine);
         if bounded.kept < total {
             // The cursor moves only past what was returned, and so do the reported gaps.
             let next = value["events"]

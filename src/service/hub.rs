@@ -206,6 +206,35 @@ impl HubWorld {
         });
     }
 
+    /// Runs `f` on the machine holding `session`: `machine_not_found` for a machine the hub
+    /// has not heard of, `session_not_found` for a session neither its view nor its events name.
+    fn session<T>(
+        &self,
+        machine: &str,
+        session: &str,
+        f: impl FnOnce(&RemoteMachine) -> T,
+    ) -> Result<T, ServiceError> {
+        self.read(|machines| {
+            let m = machines.get(machine).ok_or_else(|| {
+                ServiceError::not_found(
+                    codes::MACHINE_NOT_FOUND,
+                    format!("no machine `{machine}`: the hub has heard of none by that name"),
+                )
+            })?;
+            let known = m
+                .view
+                .as_ref()
+                .is_some_and(|v| v.sessions.iter().any(|s| s.id == session))
+                || m.events
+                    .iter()
+                    .any(|e| e.session.as_deref() == Some(session));
+            if !known {
+                return Err(ServiceError::unknown_session(&qualify(machine, session)));
+            }
+            Ok(f(m))
+        })
+    }
+
     /// Every machine's link, by name.
     pub fn links(&self) -> Vec<MachineLink> {
         let now = now_ms();
@@ -239,10 +268,13 @@ impl HubWorld {
 pub struct RemotePage {
     pub machine: String,
     pub session: String,
-    pub events: Vec<Arc<str>>,
+    pub events: Vec<RemoteEvent>,
     pub next: u64,
     pub head: u64,
     pub link: MachineLinkState,
+    /// A backwards window's next `before` when the session has older events (`None` for a
+    /// forward read, or when the window reaches the session's first event).
+    pub older_before: Option<u64>,
 }
 
 impl Service {
@@ -385,37 +417,23 @@ impl Service {
         let mut changed = world.changed.subscribe();
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
         loop {
-            let page = world.read(|machines| {
-                let m = machines.get(machine).ok_or_else(|| {
-                    ServiceError::not_found(
-                        codes::MACHINE_NOT_FOUND,
-                        format!("no machine `{machine}`: the hub has heard of none by that name"),
-                    )
-                })?;
-                let known = m
-                    .view
-                    .as_ref()
-                    .is_some_and(|v| v.sessions.iter().any(|s| s.id == session))
-                    || m.events
-                        .iter()
-                        .any(|e| e.session.as_deref() == Some(session));
-                if !known {
-                    return Err(ServiceError::unknown_session(&qualify(machine, session)));
-                }
+            let page = world.session(machine, session, |m| {
                 let start = m.events.partition_point(|e| e.seq <= after);
-                let events: Vec<&RemoteEvent> = m.events[start..]
+                let events: Vec<RemoteEvent> = m.events[start..]
                     .iter()
                     .filter(|e| e.session.as_deref() == Some(session))
                     .take(limit)
+                    .cloned()
                     .collect();
-                Ok(RemotePage {
+                RemotePage {
                     machine: machine.to_string(),
                     session: session.to_string(),
                     next: events.last().map_or(after, |e| e.seq),
-                    events: events.iter().map(|e| Arc::clone(&e.json)).collect(),
+                    events,
                     head: m.last_seq(),
                     link: m.link(now_ms(), world.down_after_ms),
-                })
+                    older_before: None,
+                }
             })?;
             let Some(deadline) = deadline else {
                 return Ok(page);
@@ -433,6 +451,65 @@ impl Service {
                 }
             }
         }
+    }
+}
+
+impl Service {
+    /// A window of another machine's session read backwards, as the local one
+    /// (`GET /api/sessions/{id}/events?last=N` or `?before=SEQ&limit=N`): its `limit` events
+    /// before `before` (that machine's seq; `None`: its newest), oldest first; `next` is the
+    /// cursor a forward read goes on from (the window's end), `older_before` the next window's
+    /// `before` while older events are held.
+    pub fn remote_window(
+        &self,
+        machine: &str,
+        session: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<RemotePage, ServiceError> {
+        let world = self.machine.hub.clone().ok_or_else(|| {
+            ServiceError::not_found(
+                codes::MACHINE_NOT_FOUND,
+                format!(
+                    "no machine `{machine}`: this daemon is no hub (start it with --hub to view other machines)"
+                ),
+            )
+        })?;
+        let limit = limit.clamp(1, MAX_REMOTE_LIMIT);
+        world.session(machine, session, |m| {
+            let (events, end, older_before) = window_of(m, session, before, limit);
+            RemotePage {
+                machine: machine.to_string(),
+                session: session.to_string(),
+                older_before,
+                events,
+                next: end,
+                head: m.last_seq(),
+                link: m.link(now_ms(), world.down_after_ms),
+            }
+        })
+    }
+
+    /// Another machine's hosted session as its last view had it (`GET`-like, for MCP's
+    /// `get_session`): its id qualified, with its machine and the machine's link.
+    pub fn remote_session(
+        &self,
+        machine: &str,
+        session: &str,
+    ) -> Result<HostedSessionView, ServiceError> {
+        let qualified = qualify(machine, session);
+        self.world_sessions()
+            .into_iter()
+            .find(|s| s.id == qualified)
+            .ok_or_else(|| ServiceError::unknown_session(&qualified))
+    }
+
+    /// The newest seq the hub holds of `machine` (where a stream without a cursor starts).
+    pub fn remote_head(&self, machine: &str) -> u64 {
+        self.machine
+            .hub
+            .as_ref()
+            .map_or(0, |world| world.last_seq(machine))
     }
 }
 
@@ -624,6 +701,32 @@ pub fn task_source(source: Option<&str>) -> Result<TaskSource, ServiceError> {
     }
 }
 
+/// A machine's session's `limit` events before `before` (its newest when `None`), oldest first,
+/// with the window's end (the cursor a forward read goes on from) and, while older events of the
+/// session are held, the next window's `before`.
+fn window_of(
+    machine: &RemoteMachine,
+    session: &str,
+    before: Option<u64>,
+    limit: usize,
+) -> (Vec<RemoteEvent>, u64, Option<u64>) {
+    let head = machine.last_seq();
+    let end = before.map_or(head, |before| before.saturating_sub(1).min(head));
+    let stop = machine.events.partition_point(|e| e.seq <= end);
+    let mut events: Vec<RemoteEvent> = machine.events[..stop]
+        .iter()
+        .rev()
+        .filter(|e| e.session.as_deref() == Some(session))
+        .take(limit + 1)
+        .cloned()
+        .collect();
+    let has_older = events.len() > limit;
+    events.truncate(limit);
+    events.reverse();
+    let older_before = has_older.then(|| events.first().map(|e| e.seq)).flatten();
+    (events, end, older_before)
+}
+
 /// Who answered, as the owning machine's `approval.resolved` / `input.resolved` says when the
 /// hub's caller named nobody: `hub:<hub>` (at most 64 bytes, as `by` allows).
 fn hub_by(hub: &str) -> String {
@@ -712,5 +815,28 @@ mod tests {
         world.know("never");
         let never = world.links().into_iter().find(|l| l.machine == "never");
         assert_eq!(never.unwrap().link, MachineLinkState::Down);
+    }
+
+    #[test]
+    fn a_window_of_another_machines_session_reads_backwards_in_its_seqs() {
+        let world = HubWorld::new(Duration::from_secs(5));
+        let events = (1..=7).map(|seq| event(seq, if seq % 2 == 0 { "t" } else { "s" }));
+        world.add_events("b", events, Some(now_ms()));
+        let (window, end, older) = world
+            .session("b", "s", |m| window_of(m, "s", None, 2))
+            .unwrap();
+        assert_eq!(end, 7);
+        let seqs: Vec<u64> = window.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [5, 7]);
+        assert_eq!(older, Some(5));
+        let (window, end, older) = world
+            .session("b", "s", |m| window_of(m, "s", Some(5), 2))
+            .unwrap();
+        assert_eq!(end, 4);
+        let seqs: Vec<u64> = window.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 3]);
+        assert_eq!(older, None);
+        let unknown = world.session("b", "nope", |_| ()).unwrap_err();
+        assert_eq!(unknown.code, codes::SESSION_NOT_FOUND);
     }
 }

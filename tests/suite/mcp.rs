@@ -207,7 +207,7 @@ fn run_client_with(
 }
 
 #[track_caller]
-fn ok(answer: &Value) -> &Value {
+pub(super) fn ok(answer: &Value) -> &Value {
     assert_eq!(answer["isError"], false, "{answer:#}");
     let structured = &answer["structured"];
     assert!(structured.is_object(), "{answer:#}");

@@ -15,10 +15,10 @@ use crate::support::mock_messages::Step as ClaudeStep;
 use crate::support::mock_responses::Step;
 
 /// The hub's bound: a machine silent this long is `down`.
-const DOWN_AFTER_SECS: u64 = 3;
+pub(crate) const DOWN_AFTER_SECS: u64 = 3;
 
 /// Starts a hub daemon named `hub` viewing every machine publishing into `nats`.
-fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
+pub(crate) fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
     let (tmux, _) = tmux_with_sessions(&["desk"]);
     let url = nats.url();
     let down_after = DOWN_AFTER_SECS.to_string();
@@ -38,7 +38,7 @@ fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
 }
 
 /// The hub's link entry for `machine` in `/api/health`.
-pub(super) fn link(hub: &TestDaemon, machine: &str) -> Option<Value> {
+pub(crate) fn link(hub: &TestDaemon, machine: &str) -> Option<Value> {
     health(hub)["hub"]["machines"]
         .as_array()?
         .iter()
@@ -95,7 +95,7 @@ fn assert_same(hub_events: &[Value], own: &[Value], what: &str) {
 
 /// Waits until the hub holds every event `machine` logged (its link shows no lag and the
 /// machine's own head).
-pub(super) fn wait_caught_up(hub: &TestDaemon, machine: &TestDaemon, name: &str) -> Value {
+pub(crate) fn wait_caught_up(hub: &TestDaemon, machine: &TestDaemon, name: &str) -> Value {
     wait_published(machine);
     let head = machine.head();
     hub.wait_for(&format!("the hub caught up with {name}"), CATCH_UP, |h| {

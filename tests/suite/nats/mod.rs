@@ -3,7 +3,8 @@
 //! its health, the refusal of a plaintext remote URL, and per-machine permissions under the
 //! sample server configuration of the docs.
 
-mod hub;
+pub(crate) mod hub;
+mod hub_surfaces;
 mod permissions;
 mod publish;
 
@@ -16,7 +17,7 @@ use crate::support::*;
 
 /// How long a test waits for the publisher to catch up (a reconnect backs off up to 2 s, an ack
 /// waits up to 5 s).
-const CATCH_UP: Duration = Duration::from_secs(45);
+pub(crate) const CATCH_UP: Duration = Duration::from_secs(45);
 
 /// One message of a machine's stream, as a JetStream consumer reads it.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ struct Got {
 }
 
 /// Starts a daemon publishing to `nats` as `machine`, with a tmux session `work` to report in.
-fn publishing(nats: &NatsServer, machine: &str) -> (TmuxServer, TestDaemon) {
+pub(crate) fn publishing(nats: &NatsServer, machine: &str) -> (TmuxServer, TestDaemon) {
     let (tmux, _) = tmux_with_sessions(&["work"]);
     let url = nats.url();
     let daemon = TestDaemon::start(&tmux, &["--nats", &url, "--machine", machine]);
@@ -37,7 +38,7 @@ fn publishing(nats: &NatsServer, machine: &str) -> (TmuxServer, TestDaemon) {
 }
 
 /// A report that is a new event every time (its prompt differs).
-fn post(daemon: &TestDaemon, i: usize) -> u64 {
+pub(crate) fn post(daemon: &TestDaemon, i: usize) -> u64 {
     let status = if i.is_multiple_of(2) {
         "running"
     } else {
@@ -52,14 +53,14 @@ fn post(daemon: &TestDaemon, i: usize) -> u64 {
     }))
 }
 
-fn health(daemon: &TestDaemon) -> Value {
+pub(crate) fn health(daemon: &TestDaemon) -> Value {
     let resp = daemon.get_no_token("/api/health");
     assert_eq!(resp.status, 200, "{}", resp.body);
     resp.json()
 }
 
 /// Waits until the server acknowledged every event the daemon logged.
-fn wait_published(daemon: &TestDaemon) -> Value {
+pub(crate) fn wait_published(daemon: &TestDaemon) -> Value {
     daemon.wait_for(
         "every logged event acknowledged by nats-server",
         CATCH_UP,

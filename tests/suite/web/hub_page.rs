@@ -1,0 +1,182 @@
+//! The hub's page (`serve --hub`) in a real Chromium, against a real nats-server and two
+//! machine daemons: machines as the first-level grouping of the hosted sessions and of All
+//! agents, each with its link; another machine's hosted codex session opened, its events shown
+//! and a turn prompted from the page streamed back; a stopped machine shown down with when it
+//! was last heard from, its agents still listed with their last known state (issue 26).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::suite::nats::hub::{DOWN_AFTER_SECS, hub, link, wait_caught_up};
+use crate::suite::nats::{CATCH_UP, post, publishing};
+use crate::support::browser::{Browser, UI_TIMEOUT};
+use crate::support::codex_host::CodexFixture;
+use crate::support::mock_responses::Step;
+use crate::support::nats::NatsServer;
+use crate::support::*;
+
+/// The hub's page, connected.
+fn page(hub: &TestDaemon) -> Browser {
+    let b = Browser::start();
+    b.set_viewport(1440, 900);
+    b.goto(&format!(
+        "http://127.0.0.1:{}/#token={}",
+        hub.port(),
+        hub.token()
+    ));
+    b.wait_text("#conn", "connected", UI_TIMEOUT);
+    b
+}
+
+/// A list's machines in order: `{machine, link, heard, items}`, `items` the entries under
+/// each (`css`: what an entry is).
+fn machines(b: &Browser, list: &str, entry: &str) -> Value {
+    b.exec(
+        "const [list, entry] = arguments;
+         const out = [];
+         for (const node of document.querySelectorAll(list + ' .machine, ' + list + ' ' + entry)) {
+           if (node.classList.contains('machine')) {
+             const heard = node.querySelector('.heard');
+             out.push({ machine: node.dataset.machine, link: node.dataset.link, heard: heard ? heard.textContent : null, items: [] });
+           } else if (out.length) {
+             out[out.length - 1].items.push(node.dataset.key || node.querySelector('strong').textContent);
+           }
+         }
+         return out;",
+        vec![json!(list), json!(entry)],
+    )
+}
+
+fn machine<'a>(groups: &'a Value, name: &str) -> Option<&'a Value> {
+    groups.as_array()?.iter().find(|m| m["machine"] == name)
+}
+
+// See: issue 26 (the hub's read surfaces).
+#[test]
+fn the_hub_page_groups_machines_follows_another_machines_session_and_shows_a_stopped_one_down() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    // alpha: an agent reported over its API, in its tmux session `work`.
+    let (_tmux_a, mut alpha) = publishing(&nats, "alpha");
+    post(&alpha, 1);
+    // beta: a hosted codex session (the mock model) that takes the hub's commands.
+    let beta =
+        CodexFixture::start_with_args(&["--nats", &url, "--machine", "beta", "--nats-commands"]);
+    beta.mock.push(Step::text("Hello from beta."));
+    let id = beta.create(json!({ "approvalPolicy": "never" }));
+    beta.send(&id, "Say hello");
+    beta.wait_turns_completed(&id, 1);
+    let (_tmux_h, hub) = hub(&nats);
+    let remote = format!("beta/{id}");
+    wait_caught_up(&hub, &alpha, "alpha");
+    wait_caught_up(&hub, &beta.daemon, "beta");
+
+    // Hosted sessions: this machine, then alpha and beta, each with its link; beta's session
+    // under beta.
+    let b = page(&hub);
+    let key = format!("s:{remote}");
+    let groups = b.wait_for(
+        "the machines grouping the hosted sessions",
+        UI_TIMEOUT,
+        || {
+            let groups = machines(&b, "#sessions", "button.entry");
+            machine(&groups, "beta")
+                .is_some_and(|m| m["items"] == json!([key]))
+                .then_some(groups)
+        },
+    );
+    eprintln!("hosted sessions: {groups}");
+    let names: Vec<&str> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["machine"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["hub", "alpha", "beta"], "{groups}");
+    assert_eq!(machine(&groups, "hub").unwrap()["link"], "self", "{groups}");
+    assert_eq!(machine(&groups, "alpha").unwrap()["link"], "up", "{groups}");
+    assert_eq!(machine(&groups, "alpha").unwrap()["items"], json!([]));
+    assert_eq!(machine(&groups, "beta").unwrap()["link"], "up", "{groups}");
+
+    // beta's session opened at the hub: its events, then a turn prompted from the page runs on
+    // beta and streams back.
+    b.click(&format!("#sessions button[data-key=\"{key}\"]"));
+    b.wait_text("#entries", "Hello from beta.", UI_TIMEOUT);
+    b.wait_text("#followText", "live", UI_TIMEOUT);
+    beta.mock.push(Step::text("Second answer from beta."));
+    b.type_into("#prompt", "Again, from the hub's page");
+    b.click("#sendNow");
+    b.wait_text("#entries", "Second answer from beta.", CATCH_UP);
+    let turns = beta.wait_turns_completed(&id, 2);
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    let prompts: Vec<Value> = beta
+        .events(&id)
+        .into_iter()
+        .filter(|e| e["type"] == "turn.started")
+        .collect();
+    assert_eq!(
+        prompts.len(),
+        2,
+        "the page's prompt ran once on beta: {prompts:?}"
+    );
+    // The queue of another machine's session is not reachable from the hub: said, and only
+    // Send now takes a prompt.
+    b.wait_text("#leaseLine", "runs on beta", UI_TIMEOUT);
+    b.type_into("#prompt", "not sent");
+    assert!(b.is_enabled("#sendNow"));
+    assert!(!b.is_enabled("#queueTask"));
+    b.clear("#prompt");
+
+    // All agents: grouped by machine, alpha's reported agent under alpha.
+    b.click("#showAgents");
+    b.wait_text("#agentsTitle", "every machine", UI_TIMEOUT);
+    let agents = b.wait_for("alpha's agent under alpha", UI_TIMEOUT, || {
+        let agents = machines(&b, "#agents", ".tmux .top");
+        machine(&agents, "alpha")
+            .is_some_and(|m| m["items"] == json!(["work"]))
+            .then_some(agents)
+    });
+    eprintln!("all agents: {agents}");
+    assert!(machine(&agents, "beta").is_some(), "{agents}");
+
+    // alpha stopped: shown down at the hub within its bound, with when it was last heard
+    // from, its agent still listed with its last known state (never as idle).
+    let up = link(&hub, "alpha").unwrap();
+    assert_eq!(up["link"], "up", "{up}");
+    alpha.stop();
+    let stopped = Instant::now();
+    let bound = Duration::from_secs(DOWN_AFTER_SECS);
+    let down = b.wait_for("alpha down on the page", bound * 4, || {
+        let agents = machines(&b, "#agents", ".tmux .top");
+        machine(&agents, "alpha")
+            .filter(|m| m["link"] == "down")
+            .cloned()
+    });
+    let took = stopped.elapsed();
+    eprintln!("alpha down on the page after {took:?} (bound {bound:?}): {down}");
+    // Its last heartbeat may be up to a second before the stop; the page looks every second.
+    assert!(took <= bound + Duration::from_secs(3), "{took:?}");
+    assert!(
+        down["heard"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("last heard ")),
+        "{down}"
+    );
+    assert_eq!(down["items"], json!(["work"]), "{down}");
+    let row = b.exec(
+        "return Array.from(document.querySelectorAll('#agents .tmux')).filter((g) => g.querySelector('.badge.bad') && g.textContent.includes('alpha down')).map((g) => g.querySelector('.agentrow .badge').textContent);",
+        vec![],
+    );
+    assert_eq!(row, json!(["waiting for you (last known)"]), "{row}");
+    // The hosted sessions' grouping says it too.
+    b.click("#showHosted");
+    let hosted = b.wait_for("alpha down in the hosted sessions", UI_TIMEOUT, || {
+        let groups = machines(&b, "#sessions", "button.entry");
+        machine(&groups, "alpha")
+            .filter(|m| m["link"] == "down")
+            .cloned()
+    });
+    assert!(hosted["heard"].as_str().is_some(), "{hosted}");
+    b.assert_no_problems();
+}
