@@ -391,9 +391,21 @@ fn claude_smoke_plain_reply_reaches_screen_transcript_and_mock() {
         "the submitted prompt is in the scroll-back with a plain space:\n{screen}"
     );
 
-    let (path, lines) = tui.wait_transcript("the assistant reply", |line| {
+    tui.wait_transcript("the assistant reply", |line| {
         assistant_text(line).as_deref() == Some(reply)
     });
+    // Claude may flush a turn's reply (and its turn_duration) above the prompt line that
+    // opened it (watchers-observed.md, "File order ≠ logical order"; seen with 2.1.197 on a
+    // loaded machine): the prompt line follows.
+    let (path, lines) = tui.wait_transcript("the typed prompt", |line| {
+        line["type"] == "user" && line["message"]["content"] == prompt
+    });
+    assert!(
+        lines
+            .iter()
+            .any(|l| assistant_text(l).as_deref() == Some(reply)),
+        "the transcript still holds the reply: {lines:#?}"
+    );
     let session = tui.session_file();
     let session_id = session["sessionId"].as_str().expect("sessionId");
     assert_eq!(
