@@ -365,6 +365,10 @@ pub struct ServeArgs {
     /// this many seconds.
     #[arg(long, default_value_t = 10)]
     pub hub_down_after: u64,
+    /// A hub holds each machine's newest events in memory up to this many MiB (their JSON);
+    /// older ones are read back from its copy on disk when asked for.
+    #[arg(long, default_value_t = 64)]
+    pub hub_memory_mb: u64,
     /// Take commands from a hub over NATS (`cohost.cmd.<machine>`: prompts to this machine's
     /// sessions, executed through this daemon's own service layer). Give only hub credentials
     /// permission to publish there. Config file: `nats-commands = true`.

@@ -43,6 +43,8 @@ pub struct ServeConfig {
     /// `--hub`: view every other machine publishing into the NATS server; a machine silent
     /// for this long is shown `down` (`--hub-down-after`).
     pub hub: Option<std::time::Duration>,
+    /// `--hub-memory-mb`: the bytes of each machine's events a hub holds in memory.
+    pub hub_memory: usize,
     /// `--nats-commands`: answer a hub's commands (see `federation::commands`).
     pub nats_commands: bool,
     /// The config file's agent profiles (`[profiles.NAME]`), validated.
@@ -172,6 +174,12 @@ impl ServeConfig {
         if args.hub_down_after == 0 {
             bail!("{} must be at least 1 second", name("hub-down-after"));
         }
+        if !(1..=1 << 20).contains(&args.hub_memory_mb) {
+            bail!(
+                "{} must be between 1 and 1048576 (MiB of each machine's events held in memory)",
+                name("hub-memory-mb")
+            );
+        }
         let hub = if args.hub {
             if nats.is_none() {
                 bail!(
@@ -195,6 +203,7 @@ impl ServeConfig {
             machine,
             nats,
             hub,
+            hub_memory: (args.hub_memory_mb as usize) << 20,
             nats_commands: args.nats_commands,
             profiles: Default::default(),
             profiles_file: None,

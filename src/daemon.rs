@@ -134,7 +134,9 @@ pub async fn run(
             ))
         }),
     );
-    let hub_world = config.hub.map(crate::service::HubWorld::new);
+    let hub_world = config
+        .hub
+        .map(|down_after| crate::service::HubWorld::new(down_after, config.hub_memory));
     if let Some(world) = &hub_world {
         world.open_tasks(&config.home)?;
     }

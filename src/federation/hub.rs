@@ -135,6 +135,9 @@ impl Hub {
         };
         let (commands, requests) = tokio::sync::mpsc::channel(64);
         this.world.set_command_link(commands);
+        this.world.set_cold(Arc::new(mirror::Copies {
+            home: this.home.clone(),
+        }));
         tasks.spawn(send_commands(client.clone(), requests, cancel.clone()));
         let js = jetstream::ContextBuilder::new()
             .timeout(REQUEST_TIMEOUT)
@@ -217,12 +220,17 @@ impl Hub {
         let opened = {
             let home = self.home.clone();
             let name = machine.clone();
-            tokio::task::spawn_blocking(move || Mirror::open(&home, &name)).await
+            let world = Arc::clone(&self.world);
+            tokio::task::spawn_blocking(move || {
+                Mirror::open(&home, &name, |held| {
+                    world.add_events(&name, held, None);
+                })
+            })
+            .await
         };
         let mut copy = match opened {
             Ok(Ok((copy, held))) => {
-                let added = self.world.add_events(&machine, held, None);
-                tracing::info!(%machine, events = added.added, "hub: read the machine's copy back");
+                tracing::info!(%machine, events = held, "hub: read the machine's copy back");
                 self.world.know(&machine);
                 copy
             }

@@ -34,6 +34,58 @@ struct Head {
     session: Option<String>,
 }
 
+/// The same, borrowed where it can be (a scan of the copy reads every line).
+#[derive(Deserialize)]
+struct HeadRef<'a> {
+    seq: u64,
+    #[serde(default, borrow)]
+    session: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// How many events [`Mirror::open`] hands over at a time.
+const OPEN_BATCH: usize = 4096;
+
+/// The hub's copies read back for the events its world let go from memory
+/// ([`crate::service::ColdEvents`]): each read scans the machine's copy from its start.
+pub struct Copies {
+    pub home: PathBuf,
+}
+
+impl crate::service::ColdEvents for Copies {
+    fn scan(
+        &self,
+        machine: &str,
+        visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
+    ) -> anyhow::Result<()> {
+        let path = path(&self.home, machine);
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("failed to open {}", path.display())),
+        };
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = reader
+                .read_line(&mut line)
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            // The end, or a line still being appended.
+            if read == 0 || !line.ends_with('\n') {
+                return Ok(());
+            }
+            let Some((_, json)) = line.trim_end().split_once(' ') else {
+                anyhow::bail!("{}: a line without its stream sequence", path.display());
+            };
+            let head: HeadRef = serde_json::from_str(json)
+                .with_context(|| format!("{}: a line that is not an event", path.display()))?;
+            if !visit(head.seq, head.session.as_deref(), json) {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// Reads an event's seq and session from its JSON.
 pub fn parse(json: &str) -> anyhow::Result<RemoteEvent> {
     let head: Head = serde_json::from_str(json).context("not an event (no `seq`)")?;
@@ -70,9 +122,14 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// Opens (or makes) the copy of `machine` and reads what it holds; a torn or unreadable
-    /// tail is cut off.
-    pub fn open(home: &Path, machine: &str) -> anyhow::Result<(Mirror, Vec<RemoteEvent>)> {
+    /// Opens (or makes) the copy of `machine` and reads what it holds into `held`, a batch at a
+    /// time (so a long copy is never all in memory at once); a torn or unreadable tail is cut
+    /// off. Answers the copy and how many events it holds.
+    pub fn open(
+        home: &Path,
+        machine: &str,
+        mut held: impl FnMut(Vec<RemoteEvent>),
+    ) -> anyhow::Result<(Mirror, usize)> {
         let dir = dir(home);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("failed to create {}", dir.display()))?;
@@ -85,6 +142,7 @@ impl Mirror {
             .open(&path)
             .with_context(|| format!("failed to open {}", path.display()))?;
         let mut events = Vec::new();
+        let mut count = 0;
         let mut stream_seq = 0;
         let mut good: u64 = 0;
         let mut reader = BufReader::new(&file);
@@ -104,14 +162,19 @@ impl Mirror {
             let Some((seq, event)) = parsed else { break };
             stream_seq = seq;
             events.push(event);
+            count += 1;
             good += read as u64;
+            if events.len() == OPEN_BATCH {
+                held(std::mem::take(&mut events));
+            }
         }
+        held(events);
         if file.metadata().map(|m| m.len()).unwrap_or(good) != good {
-            tracing::warn!(path = %path.display(), kept = events.len(), "hub: cutting a torn tail off a machine's copy");
+            tracing::warn!(path = %path.display(), kept = count, "hub: cutting a torn tail off a machine's copy");
             file.set_len(good)
                 .with_context(|| format!("failed to cut {}", path.display()))?;
         }
-        Ok((Mirror { file, stream_seq }, events))
+        Ok((Mirror { file, stream_seq }, count))
     }
 
     /// Appends `(stream sequence, event)` lines and syncs them (on a blocking thread).
@@ -144,8 +207,8 @@ mod tests {
     #[tokio::test]
     async fn a_copy_survives_a_reopen_and_a_torn_tail_is_cut() {
         let home = tempfile::tempdir().unwrap();
-        let (mut mirror, held) = Mirror::open(home.path(), "b").unwrap();
-        assert!(held.is_empty());
+        let (mut mirror, count) = Mirror::open(home.path(), "b", |_| {}).unwrap();
+        assert_eq!(count, 0);
         let events: Vec<(u64, RemoteEvent)> = (1..=3)
             .map(|i| {
                 let json = format!("{{\"seq\":{i},\"session\":\"s\",\"type\":\"x\"}}");
@@ -157,11 +220,36 @@ mod tests {
         let path = path(home.path(), "b");
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(b"14 {\"seq\":4,\"sess").unwrap();
-        let (mirror, held) = Mirror::open(home.path(), "b").unwrap();
+        let mut held = Vec::new();
+        let (mirror, count) = Mirror::open(home.path(), "b", |batch| held.extend(batch)).unwrap();
+        assert_eq!(count, 3);
         assert_eq!(held.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(held[0].session.as_deref(), Some("s"));
         assert_eq!(mirror.stream_seq, 13);
         assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
         assert_eq!(machines(home.path()), ["b"]);
+        // Read back for a world's cold reads: every whole line, in order, until told to stop.
+        use crate::service::ColdEvents;
+        let copies = Copies {
+            home: home.path().to_path_buf(),
+        };
+        let mut seen = Vec::new();
+        copies
+            .scan("b", &mut |seq, session, json| {
+                seen.push((seq, session.map(str::to_string), json.len()));
+                seq < 2
+            })
+            .unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].0, 2);
+        assert_eq!(seen[1].1.as_deref(), Some("s"));
+        let mut none = 0;
+        copies
+            .scan("nobody", &mut |_, _, _| {
+                none += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(none, 0);
     }
 }

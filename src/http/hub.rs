@@ -124,7 +124,8 @@ pub(super) async fn remote_events(
             super::stream::window_bounds(&query, state.service.remote_head(machine))?;
         let page = state
             .service
-            .remote_window(machine, session, before, limit)?;
+            .remote_window(machine, session, before, limit)
+            .await?;
         return Ok(page_body(&page, true));
     }
     let after = query

@@ -86,14 +86,14 @@ impl CohostMcp {
         }
         let (answer, machine) = match &remote {
             Some((machine, id)) => {
-                let page =
-                    match self
-                        .service
-                        .remote_window(machine, id, args.before, count as usize)
-                    {
-                        Ok(page) => page,
-                        Err(error) => return failed(error),
-                    };
+                let page = match self
+                    .service
+                    .remote_window(machine, id, args.before, count as usize)
+                    .await
+                {
+                    Ok(page) => page,
+                    Err(error) => return failed(error),
+                };
                 let answer = LoggedWindow {
                     events: remote_values(&page),
                     next: page.next,

@@ -1,13 +1,17 @@
 //! A hub's view of other machines (`serve --hub`): what the federation's hub consumer heard from
-//! each machine — its last published view (state and hosted sessions) and its events — held in
-//! memory, and how the surfaces see it merged with this machine's own.
+//! each machine — its last published view (state and hosted sessions) and its events — and how
+//! the surfaces see it merged with this machine's own.
+//!
+//! Memory is bounded: each machine's newest events are held in memory up to a budget of bytes
+//! (`--hub-memory-mb`); older ones are read back, when a reader asks for them, from where the
+//! hub keeps every event it received ([`ColdEvents`], the hub's copy on disk).
 //!
 //! This is a reader's world, never the log: the hub consumer (`crate::federation::hub`, above
 //! the service) fills the [`HubWorld`]; nothing here appends to this machine's log, and another
 //! machine's events are served from here with that machine's own seqs. Another machine's ids
 //! are machine-qualified (`laptop/<session>`); this machine's ids keep working unchanged.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -58,21 +62,61 @@ pub struct RemoteEvent {
     pub json: Arc<str>,
 }
 
+/// A machine's events the hub no longer holds in memory, read back from where it keeps every
+/// event it received (`federation::mirror`, the hub's copy on disk, written before an event
+/// reaches the world).
+pub trait ColdEvents: Send + Sync {
+    /// Calls `visit` with each event of `machine` kept there — its seq, its session, its JSON —
+    /// in seq order, until `visit` answers `false`.
+    fn scan(
+        &self,
+        machine: &str,
+        visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
+    ) -> anyhow::Result<()>;
+}
+
+/// The default budget of one machine's events in a hub's memory (`--hub-memory-mb`).
+pub const DEFAULT_HUB_MEMORY: usize = 64 << 20;
+
+/// What one held event costs the budget: its JSON, its session and the entry itself.
+fn cost(event: &RemoteEvent) -> usize {
+    event.json.len() + event.session.as_ref().map_or(0, String::len) + 64
+}
+
 /// What the hub holds of one machine.
 #[derive(Debug, Default)]
 struct RemoteMachine {
     view: Option<RemoteView>,
     /// When the machine was last heard from (ms, the NATS server's clock).
     heard_at: Option<u64>,
-    /// Its events, in seq order, each once.
-    events: Vec<RemoteEvent>,
+    /// Its newest events, in seq order, each once, within the hub's budget.
+    events: VecDeque<RemoteEvent>,
+    /// What `events` costs ([`cost`]).
+    held_bytes: usize,
+    /// The newest seq let go from memory (0: none); events up to it are read from the
+    /// [`ColdEvents`].
+    evicted_through: u64,
+    /// The newest seq received.
+    last: u64,
+    /// Every session its events named, held or not.
+    sessions: BTreeSet<String>,
     duplicates: u64,
     last_error: Option<String>,
 }
 
 impl RemoteMachine {
     fn last_seq(&self) -> u64 {
-        self.events.last().map_or(0, |e| e.seq)
+        self.last
+    }
+
+    /// Lets the oldest events go until the held ones fit `budget` (the newest always stays).
+    fn evict_to(&mut self, budget: usize) {
+        while self.held_bytes > budget && self.events.len() > 1 {
+            if let Some(event) = self.events.pop_front() {
+                self.held_bytes -= cost(&event);
+                self.evicted_through = event.seq;
+            }
+        }
     }
 
     fn link(&self, now: u64, down_after_ms: u64) -> MachineLinkState {
@@ -88,6 +132,10 @@ impl RemoteMachine {
 pub struct HubWorld {
     machines: RwLock<BTreeMap<String, RemoteMachine>>,
     down_after_ms: u64,
+    /// The bytes of one machine's events held in memory ([`cost`]).
+    budget: usize,
+    /// Where events let go from memory are read back (set by the hub consumer).
+    cold: OnceLock<Arc<dyn ColdEvents>>,
     /// Bumped whenever events are added (long polls wait on it).
     changed: tokio::sync::watch::Sender<u64>,
     /// Where commands to other machines go (set once the hub's NATS link runs).
@@ -104,11 +152,14 @@ pub struct Added {
 }
 
 impl HubWorld {
-    /// A world where a machine not heard from for `down_after` is `down`.
-    pub fn new(down_after: Duration) -> Arc<HubWorld> {
+    /// A world where a machine not heard from for `down_after` is `down` and each machine's
+    /// newest events are held in memory up to `budget` bytes.
+    pub fn new(down_after: Duration, budget: usize) -> Arc<HubWorld> {
         Arc::new(HubWorld {
             machines: RwLock::default(),
             down_after_ms: down_after.as_millis() as u64,
+            budget,
+            cold: OnceLock::new(),
             changed: tokio::sync::watch::channel(0).0,
             commands: OnceLock::new(),
             tasks: OnceLock::new(),
@@ -125,6 +176,11 @@ impl HubWorld {
 
     pub(super) fn tasks(&self) -> Option<&super::hub_tasks::HubTasks> {
         self.tasks.get()
+    }
+
+    /// Where the events let go from memory are read back.
+    pub fn set_cold(&self, cold: Arc<dyn ColdEvents>) {
+        let _ = self.cold.set(cold);
     }
 
     /// Connects the commands to other machines to the hub's NATS link.
@@ -177,10 +233,18 @@ impl HubWorld {
                 if event.seq <= held.last_seq() {
                     added.duplicates += 1;
                 } else {
-                    held.events.push(event);
+                    held.last = event.seq;
+                    held.held_bytes += cost(&event);
+                    if let Some(session) = &event.session
+                        && !held.sessions.contains(session)
+                    {
+                        held.sessions.insert(session.clone());
+                    }
+                    held.events.push_back(event);
                     added.added += 1;
                 }
             }
+            held.evict_to(self.budget);
             held.duplicates += added.duplicates as u64;
             held.heard_at = held.heard_at.max(heard_at);
             added
@@ -225,9 +289,7 @@ impl HubWorld {
                 .view
                 .as_ref()
                 .is_some_and(|v| v.sessions.iter().any(|s| s.id == session))
-                || m.events
-                    .iter()
-                    .any(|e| e.session.as_deref() == Some(session));
+                || m.sessions.contains(session);
             if !known {
                 return Err(ServiceError::unknown_session(&qualify(machine, session)));
             }
@@ -265,6 +327,7 @@ impl HubWorld {
 }
 
 /// A read of another machine's session (`GET /api/sessions/{machine}/{id}/events`).
+#[derive(Debug)]
 pub struct RemotePage {
     pub machine: String,
     pub session: String,
@@ -416,25 +479,10 @@ impl Service {
         let limit = limit.clamp(1, MAX_REMOTE_LIMIT);
         let mut changed = world.changed.subscribe();
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let mut after = after;
         loop {
-            let page = world.session(machine, session, |m| {
-                let start = m.events.partition_point(|e| e.seq <= after);
-                let events: Vec<RemoteEvent> = m.events[start..]
-                    .iter()
-                    .filter(|e| e.session.as_deref() == Some(session))
-                    .take(limit)
-                    .cloned()
-                    .collect();
-                RemotePage {
-                    machine: machine.to_string(),
-                    session: session.to_string(),
-                    next: events.last().map_or(after, |e| e.seq),
-                    events,
-                    head: m.last_seq(),
-                    link: m.link(now_ms(), world.down_after_ms),
-                    older_before: None,
-                }
-            })?;
+            let page = forward_page(&world, machine, session, after, limit).await?;
+            after = page.next;
             let Some(deadline) = deadline else {
                 return Ok(page);
             };
@@ -460,7 +508,7 @@ impl Service {
     /// before `before` (that machine's seq; `None`: its newest), oldest first; `next` is the
     /// cursor a forward read goes on from (the window's end), `older_before` the next window's
     /// `before` while older events are held.
-    pub fn remote_window(
+    pub async fn remote_window(
         &self,
         machine: &str,
         session: &str,
@@ -475,19 +523,14 @@ impl Service {
                 ),
             )
         })?;
-        let limit = limit.clamp(1, MAX_REMOTE_LIMIT);
-        world.session(machine, session, |m| {
-            let (events, end, older_before) = window_of(m, session, before, limit);
-            RemotePage {
-                machine: machine.to_string(),
-                session: session.to_string(),
-                older_before,
-                events,
-                next: end,
-                head: m.last_seq(),
-                link: m.link(now_ms(), world.down_after_ms),
-            }
-        })
+        backward_page(
+            &world,
+            machine,
+            session,
+            before,
+            limit.clamp(1, MAX_REMOTE_LIMIT),
+        )
+        .await
     }
 
     /// Another machine's hosted session as its last view had it (`GET`-like, for MCP's
@@ -701,6 +744,192 @@ pub fn task_source(source: Option<&str>) -> Result<TaskSource, ServiceError> {
     }
 }
 
+/// A window of another machine's session read backwards: its `limit` events before `before`,
+/// from memory, then from the [`ColdEvents`] when the window reaches past what memory holds.
+async fn backward_page(
+    world: &Arc<HubWorld>,
+    machine: &str,
+    session: &str,
+    before: Option<u64>,
+    limit: usize,
+) -> Result<RemotePage, ServiceError> {
+    let (mut page, cold_through) = world.session(machine, session, |m| {
+        let (events, end, older_before) = window_of(m, session, before, limit);
+        // The memory's window reached its oldest held event: older ones may be cold.
+        let cold =
+            (older_before.is_none() && m.evicted_through > 0).then(|| end.min(m.evicted_through));
+        let page = RemotePage {
+            machine: machine.to_string(),
+            session: session.to_string(),
+            older_before,
+            events,
+            next: end,
+            head: m.last_seq(),
+            link: m.link(now_ms(), world.down_after_ms),
+        };
+        (page, cold)
+    })?;
+    if let Some(through) = cold_through {
+        // One more than the window needs tells whether older events remain.
+        let want = limit + 1 - page.events.len();
+        let (w, m, s) = (Arc::clone(world), machine.to_string(), session.to_string());
+        let older = tokio::task::spawn_blocking(move || w.cold_backward(&m, &s, through, want))
+            .await
+            .map_err(|e| cold_failed(machine, e))??;
+        let mut events: Vec<RemoteEvent> = older.into_iter().collect();
+        events.append(&mut page.events);
+        let has_older = events.len() > limit;
+        if has_older {
+            events.drain(..events.len() - limit);
+        }
+        page.older_before = has_older.then(|| events.first().map(|e| e.seq)).flatten();
+        page.events = events;
+    }
+    Ok(page)
+}
+
+/// A forward read of another machine's session: its events after `after`, at most `limit`,
+/// from the [`ColdEvents`] while `after` is older than what memory holds, then from memory.
+async fn forward_page(
+    world: &Arc<HubWorld>,
+    machine: &str,
+    session: &str,
+    after: u64,
+    limit: usize,
+) -> Result<RemotePage, ServiceError> {
+    let (mut page, cold_through) = world.session(machine, session, |m| {
+        let mut page = RemotePage {
+            machine: machine.to_string(),
+            session: session.to_string(),
+            next: after,
+            events: Vec::new(),
+            head: m.last_seq(),
+            link: m.link(now_ms(), world.down_after_ms),
+            older_before: None,
+        };
+        if after < m.evicted_through {
+            return (page, Some(m.evicted_through));
+        }
+        page.events = held_after(m, session, after, limit);
+        page.next = page.events.last().map_or(after, |e| e.seq);
+        (page, None)
+    })?;
+    let Some(through) = cold_through else {
+        return Ok(page);
+    };
+    let (w, m, s) = (Arc::clone(world), machine.to_string(), session.to_string());
+    page.events =
+        tokio::task::spawn_blocking(move || w.cold_forward(&m, &s, after, through, limit))
+            .await
+            .map_err(|e| cold_failed(machine, e))??;
+    if page.events.len() == limit {
+        page.next = page.events.last().map_or(through, |e| e.seq);
+        return Ok(page);
+    }
+    // Every event of the session up to `through` is read: go on from memory (unless more was
+    // let go meanwhile: the next read goes to the disk again from `through`).
+    page.next = through;
+    let more = world.session(machine, session, |m| {
+        (m.evicted_through <= through)
+            .then(|| held_after(m, session, through, limit - page.events.len()))
+            .unwrap_or_default()
+    })?;
+    page.events.extend(more);
+    page.next = page.events.last().map_or(through, |e| e.seq.max(through));
+    Ok(page)
+}
+
+/// The held events of `session` after `after`, at most `limit`.
+fn held_after(m: &RemoteMachine, session: &str, after: u64, limit: usize) -> Vec<RemoteEvent> {
+    let start = m.events.partition_point(|e| e.seq <= after);
+    m.events
+        .range(start..)
+        .filter(|e| e.session.as_deref() == Some(session))
+        .take(limit)
+        .cloned()
+        .collect()
+}
+
+impl HubWorld {
+    fn cold(&self, machine: &str) -> Result<&Arc<dyn ColdEvents>, ServiceError> {
+        self.cold.get().ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::Internal,
+                codes::INTERNAL_ERROR,
+                format!("the hub let older events of `{machine}` go from memory and has no copy to read them back from"),
+            )
+        })
+    }
+
+    /// `session`'s events of `machine` with seqs in `(after, through]`, from the disk, at most
+    /// `limit`.
+    fn cold_forward(
+        &self,
+        machine: &str,
+        session: &str,
+        after: u64,
+        through: u64,
+        limit: usize,
+    ) -> Result<Vec<RemoteEvent>, ServiceError> {
+        let mut found = Vec::new();
+        self.cold(machine)?
+            .scan(machine, &mut |seq, of, json| {
+                if seq > through {
+                    return false;
+                }
+                if seq > after && of == Some(session) {
+                    found.push(cold_event(seq, session, json));
+                }
+                found.len() < limit
+            })
+            .map_err(|e| cold_failed(machine, e))?;
+        Ok(found)
+    }
+
+    /// `session`'s last `keep` events of `machine` with seqs up to `through`, from the disk,
+    /// oldest first.
+    fn cold_backward(
+        &self,
+        machine: &str,
+        session: &str,
+        through: u64,
+        keep: usize,
+    ) -> Result<VecDeque<RemoteEvent>, ServiceError> {
+        let mut found = VecDeque::with_capacity(keep + 1);
+        self.cold(machine)?
+            .scan(machine, &mut |seq, of, json| {
+                if seq > through {
+                    return false;
+                }
+                if of == Some(session) {
+                    found.push_back(cold_event(seq, session, json));
+                    if found.len() > keep {
+                        found.pop_front();
+                    }
+                }
+                true
+            })
+            .map_err(|e| cold_failed(machine, e))?;
+        Ok(found)
+    }
+}
+
+fn cold_event(seq: u64, session: &str, json: &str) -> RemoteEvent {
+    RemoteEvent {
+        seq,
+        session: Some(session.to_string()),
+        json: Arc::from(json),
+    }
+}
+
+fn cold_failed(machine: &str, error: impl std::fmt::Display) -> ServiceError {
+    ServiceError::new(
+        ErrorKind::Internal,
+        codes::INTERNAL_ERROR,
+        format!("failed to read the hub's copy of `{machine}`'s older events: {error:#}"),
+    )
+}
+
 /// A machine's session's `limit` events before `before` (its newest when `None`), oldest first,
 /// with the window's end (the cursor a forward read goes on from) and, while older events of the
 /// session are held, the next window's `before`.
@@ -713,8 +942,9 @@ fn window_of(
     let head = machine.last_seq();
     let end = before.map_or(head, |before| before.saturating_sub(1).min(head));
     let stop = machine.events.partition_point(|e| e.seq <= end);
-    let mut events: Vec<RemoteEvent> = machine.events[..stop]
-        .iter()
+    let mut events: Vec<RemoteEvent> = machine
+        .events
+        .range(..stop)
         .rev()
         .filter(|e| e.session.as_deref() == Some(session))
         .take(limit + 1)
@@ -794,7 +1024,7 @@ mod tests {
 
     #[test]
     fn events_are_held_once_in_order_and_a_silent_machine_is_down() {
-        let world = HubWorld::new(Duration::from_secs(5));
+        let world = HubWorld::new(Duration::from_secs(5), DEFAULT_HUB_MEMORY);
         let added = world.add_events("b", [event(1, "s"), event(2, "s")], Some(now_ms()));
         assert_eq!(added.added, 2);
         // A redelivery (after a restart) adds nothing and is counted.
@@ -819,7 +1049,7 @@ mod tests {
 
     #[test]
     fn a_window_of_another_machines_session_reads_backwards_in_its_seqs() {
-        let world = HubWorld::new(Duration::from_secs(5));
+        let world = HubWorld::new(Duration::from_secs(5), DEFAULT_HUB_MEMORY);
         let events = (1..=7).map(|seq| event(seq, if seq % 2 == 0 { "t" } else { "s" }));
         world.add_events("b", events, Some(now_ms()));
         let (window, end, older) = world
@@ -838,5 +1068,76 @@ mod tests {
         assert_eq!(older, None);
         let unknown = world.session("b", "nope", |_| ()).unwrap_err();
         assert_eq!(unknown.code, codes::SESSION_NOT_FOUND);
+    }
+
+    /// Every event, as the hub's copy on disk keeps them.
+    struct Kept(Vec<RemoteEvent>);
+
+    impl ColdEvents for Kept {
+        fn scan(
+            &self,
+            _machine: &str,
+            visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
+        ) -> anyhow::Result<()> {
+            for e in &self.0 {
+                if !visit(e.seq, e.session.as_deref(), &e.json) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn seqs(events: &[RemoteEvent]) -> Vec<u64> {
+        events.iter().map(|e| e.seq).collect()
+    }
+
+    #[tokio::test]
+    async fn a_machines_older_events_leave_memory_and_are_read_back_from_its_copy() {
+        let events: Vec<RemoteEvent> = (1..=10)
+            .map(|seq| event(seq, if seq % 2 == 0 { "t" } else { "s" }))
+            .collect();
+        // Room for three events (each costs its JSON, its session and 64).
+        let world = HubWorld::new(Duration::from_secs(5), 3 * cost(&events[9]));
+        world.add_events("b", events.clone(), Some(now_ms()));
+        world.read(|m| {
+            let b = &m["b"];
+            assert_eq!(seqs(&Vec::from(b.events.clone())), [8, 9, 10]);
+            assert_eq!(b.evicted_through, 7);
+            assert_eq!(b.last_seq(), 10);
+            assert!(b.held_bytes <= 3 * cost(&events[9]));
+        });
+        // Without the copy, an older read is an error that says so, never a short answer.
+        let lost = forward_page(&world, "b", "s", 0, 10).await.unwrap_err();
+        assert_eq!(lost.code, codes::INTERNAL_ERROR);
+        assert!(lost.to_string().contains("no copy"), "{lost}");
+        world.set_cold(Arc::new(Kept(events)));
+        // Forward: from the copy, then from memory, the cursor never skipping the session's
+        // events.
+        let page = forward_page(&world, "b", "s", 0, 2).await.unwrap();
+        assert_eq!((seqs(&page.events), page.next), (vec![1, 3], 3));
+        let page = forward_page(&world, "b", "s", 3, 10).await.unwrap();
+        assert_eq!((seqs(&page.events), page.next), (vec![5, 7, 9], 9));
+        let page = forward_page(&world, "b", "t", 7, 10).await.unwrap();
+        assert_eq!((seqs(&page.events), page.next), (vec![8, 10], 10));
+        let page = forward_page(&world, "b", "s", 9, 10).await.unwrap();
+        assert_eq!((seqs(&page.events), page.next), (vec![], 9));
+        // Backwards: memory's newest, then the copy's, `older_before` while older ones remain.
+        let page = backward_page(&world, "b", "s", None, 2).await.unwrap();
+        assert_eq!(
+            (seqs(&page.events), page.older_before),
+            (vec![7, 9], Some(7))
+        );
+        let page = backward_page(&world, "b", "s", Some(7), 10).await.unwrap();
+        assert_eq!(
+            (seqs(&page.events), page.older_before),
+            (vec![1, 3, 5], None)
+        );
+        let page = backward_page(&world, "b", "t", Some(9), 1).await.unwrap();
+        assert_eq!((seqs(&page.events), page.older_before), (vec![8], Some(8)));
+        // A session only the let-go events name is still known.
+        world.add_events("b", [event(11, "u")], None);
+        world.add_events("b", (12..=15).map(|seq| event(seq, "t")), None);
+        assert!(world.session("b", "u", |_| ()).is_ok());
     }
 }

@@ -30,8 +30,8 @@ pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Wind
 
 pub use claude_hooks::{ClaudeDriver, HookRoute};
 pub use hub::{
-    COMMAND_TIMEOUT, CommandRequest, HubWorld, MAX_REMOTE_LIMIT, RemoteEvent, RemotePage,
-    RemoteView, task_source,
+    COMMAND_TIMEOUT, ColdEvents, CommandRequest, DEFAULT_HUB_MEMORY, HubWorld, MAX_REMOTE_LIMIT,
+    RemoteEvent, RemotePage, RemoteView, task_source,
 };
 pub use hub_tasks::HUB_TASK_PREFIX;
 pub use machine::FederationStatus;
