@@ -641,12 +641,33 @@ pub struct HostedSessionView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteCommand {
-    /// The session's id on its machine (unqualified).
+    /// The session's id on its machine (unqualified); empty for an op of the machine itself
+    /// (`create`, `models`).
+    #[serde(default)]
     pub session: String,
     /// The hub that sent it.
     pub from: String,
+    /// The surface of the hub the command came from: the owning machine applies that
+    /// surface's rules (MCP refuses an interrupt or an answer while a human holds the lease).
+    /// Absent (an older hub): `http`.
+    #[serde(default)]
+    pub surface: RemoteSurface,
     #[serde(flatten)]
     pub op: RemoteOp,
+}
+
+/// Which surface of a hub sent a [`RemoteCommand`].
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum RemoteSurface {
+    /// The HTTP API (and the web page, the CLI): its routes' rules.
+    #[default]
+    Http,
+    /// An MCP tool: refused while a human holds the session's control lease where MCP refuses
+    /// locally (`interrupt`, answers, the model).
+    Mcp,
 }
 
 /// What a [`RemoteCommand`] asks of the owning machine: one op per route of its HTTP API.
@@ -691,6 +712,36 @@ pub enum RemoteOp {
     /// `POST /api/tasks/{task}/cancel` on the owning machine. Answered with its `CancelResult`.
     #[serde(rename_all = "camelCase")]
     TaskCancel { task: String },
+    /// `GET /api/sessions/{id}/goal` on the owning machine. Answered with its `Capability`.
+    GoalGet {},
+    /// `PUT /api/sessions/{id}/goal` on the owning machine. Answered with its `Capability`.
+    #[serde(rename_all = "camelCase")]
+    GoalSet { goal: super::GoalBody },
+    /// `DELETE /api/sessions/{id}/goal` on the owning machine. Answered with its `Capability`.
+    GoalClear {},
+    /// `POST /api/sessions/{id}/fork` on the owning machine: answered with its `Capability`
+    /// (`ok` with the new session, unqualified; the hub qualifies it).
+    #[serde(rename_all = "camelCase")]
+    Fork { fork: super::ForkBody },
+    /// `GET /api/models?runtime=` on the owning machine (no session). Answered with its
+    /// `Capability`.
+    #[serde(rename_all = "camelCase")]
+    Models {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        runtime: Option<String>,
+    },
+    /// `PUT /api/sessions/{id}/model` on the owning machine. Answered with its `Capability`.
+    #[serde(rename_all = "camelCase")]
+    Model { model: super::ModelBody },
+    /// `POST /api/sessions/{id}/lease` on the owning machine: a human takes over or releases
+    /// the session there (`by` defaults to `hub:<from>`). Answered with its `LeaseReply`.
+    #[serde(rename_all = "camelCase")]
+    Lease { lease: super::LeaseBody },
+    /// `POST /api/sessions` on the owning machine (no session; `create.machine` is not sent):
+    /// the idempotency key travels, so a retry finds the first session. Answered with its
+    /// `CreatedReply` (ids unqualified; the hub qualifies them).
+    #[serde(rename_all = "camelCase")]
+    Create { create: super::CreateBody },
 }
 
 /// The owning machine's answer to a [`RemoteCommand`]: `ok` (the answer its HTTP API gives) or

@@ -45,6 +45,10 @@ pub struct CreateBody {
     /// (co-driving: `codex --remote … resume`, `opencode attach`).
     #[serde(default)]
     pub terminal: bool,
+    /// At a hub (`serve --hub`): the machine to start the session on (default this one); the
+    /// answer's session id is then qualified (`<machine>/<id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// `POST /api/sessions/{id}/messages`: a prompt sent now.

@@ -2,8 +2,9 @@
 //! (forward, or a window backwards) and `…/events/stream` (SSE), and the same with a qualified
 //! id (`laptop%2F<id>`), served from the hub's world with that machine's own seqs as the
 //! cursor; and the commands (a prompt, an interrupt, an approval's or a request's answer, a
-//! task), sent to the owning machine, which executes them through one path ([`remote`], a
-//! `RemoteOp` per route). Nothing here writes.
+//! task, the goal, a fork, the model, the lease, a new session), sent to the owning machine,
+//! which executes them through one path ([`remote`], a `RemoteOp` per route). Nothing here
+//! writes.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
@@ -19,7 +20,10 @@ use super::extract::{ApiJson, ApiQuery};
 use super::stream::{EventsQuery, StreamQuery, parse_u64};
 use super::{ApiError, AppState};
 use crate::protocol::codes;
-use crate::protocol::{DecisionBody, InputAnswer, MessageBody, RemoteOp, SendBody};
+use crate::protocol::{
+    CreateBody, DecisionBody, ForkBody, GoalBody, InputAnswer, LeaseBody, MessageBody, ModelBody,
+    RemoteOp, SendBody,
+};
 use crate::service::{MAX_REMOTE_LIMIT, RemoteEvent, RemotePage};
 
 /// A command for another machine's session, run by the machine that owns it (NATS
@@ -32,6 +36,55 @@ pub(super) async fn remote(
     op: RemoteOp,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.service.remote(machine, session, op).await?).into_response())
+}
+
+/// `POST /api/sessions/{machine}/{id}/fork` or a qualified id's fork: the owning machine forks
+/// it (`201` with the new session, its id qualified, as locally; a capability's refusal `200`).
+pub(super) async fn remote_fork(
+    state: &AppState,
+    machine: &str,
+    session: &str,
+    fork: ForkBody,
+) -> Result<Response, ApiError> {
+    let mut answer = state
+        .service
+        .remote(machine, session, RemoteOp::Fork { fork })
+        .await?;
+    let forked = answer.get("ok").and_then(serde_json::Value::as_bool) == Some(true);
+    if let Some(view) = answer.pointer_mut("/data/session") {
+        qualify_view(view, machine);
+    }
+    let status = if forked {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(answer)).into_response())
+}
+
+/// `POST /api/sessions` with `machine`: the machine starts the session (`201`, its id
+/// qualified). The idempotency key travels, so a retry finds the first session.
+pub(super) async fn remote_create(
+    state: &AppState,
+    machine: &str,
+    create: CreateBody,
+) -> Result<Response, ApiError> {
+    let mut answer = state
+        .service
+        .remote(machine, "", RemoteOp::Create { create })
+        .await?;
+    if let Some(view) = answer.get_mut("session") {
+        qualify_view(view, machine);
+    }
+    Ok((StatusCode::CREATED, Json(answer)).into_response())
+}
+
+/// Another machine's session view as the hub names it: id qualified, its machine set.
+fn qualify_view(view: &mut serde_json::Value, machine: &str) {
+    if let Some(id) = view.get("id").and_then(serde_json::Value::as_str) {
+        view["id"] = serde_json::Value::String(crate::service::qualify(machine, id));
+        view["machine"] = serde_json::Value::String(machine.to_string());
+    }
 }
 
 /// The routes with the machine as a segment (`/api/sessions/{machine}/{id}/…`) are the local
@@ -96,6 +149,65 @@ pub async fn machine_task(
 ) -> Result<Response, ApiError> {
     let id = qualified(&state, &machine, id)?;
     super::tasks::send(State(state), Path(id), body).await
+}
+
+/// `GET /api/sessions/{machine}/{id}/goal`.
+pub async fn machine_goal_get(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::goal_get(State(state), Path(id)).await
+}
+
+/// `PUT /api/sessions/{machine}/{id}/goal`.
+pub async fn machine_goal_put(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    body: ApiJson<GoalBody>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::goal_put(State(state), Path(id), body).await
+}
+
+/// `DELETE /api/sessions/{machine}/{id}/goal`.
+pub async fn machine_goal_delete(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::goal_delete(State(state), Path(id)).await
+}
+
+/// `POST /api/sessions/{machine}/{id}/fork` (the body is optional).
+pub async fn machine_fork(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::sessions::fork(State(state), Path(id), headers, body).await
+}
+
+/// `PUT /api/sessions/{machine}/{id}/model`.
+pub async fn machine_model(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    body: ApiJson<ModelBody>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::requests::set_model(State(state), Path(id), body).await
+}
+
+/// `POST /api/sessions/{machine}/{id}/lease`: take over or release, decided on the machine.
+pub async fn machine_lease(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    body: ApiJson<LeaseBody>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::tasks::set_lease(State(state), Path(id), body).await
 }
 
 /// `GET /api/sessions/{machine}/{id}/events`: this machine's own session when `machine` is this

@@ -175,6 +175,21 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
             post(hub::machine_answer),
         )
         .route(
+            "/api/sessions/{machine}/{id}/goal",
+            get(hub::machine_goal_get)
+                .put(hub::machine_goal_put)
+                .delete(hub::machine_goal_delete),
+        )
+        .route("/api/sessions/{machine}/{id}/fork", post(hub::machine_fork))
+        .route(
+            "/api/sessions/{machine}/{id}/model",
+            put(hub::machine_model),
+        )
+        .route(
+            "/api/sessions/{machine}/{id}/lease",
+            post(hub::machine_lease),
+        )
+        .route(
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),
         )

@@ -55,11 +55,15 @@ pub async fn set_model(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ModelBody>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(
-        state
-            .service
-            .set_model(&id, &body.model, body.thinking_level.as_deref())
-            .await?,
-    ))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let op = RemoteOp::Model { model: body };
+        return super::hub::remote(&state, machine, session, op).await;
+    }
+    let id = state.service.local_id(&id);
+    let set = state
+        .service
+        .set_model(id, &body.model, body.thinking_level.as_deref())
+        .await?;
+    Ok(Json(set).into_response())
 }

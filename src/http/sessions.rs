@@ -44,25 +44,15 @@ pub(super) fn optional_json<T: Default + serde::de::DeserializeOwned>(
 
 pub async fn create(
     State(state): State<AppState>,
-    ApiJson(body): ApiJson<CreateBody>,
+    ApiJson(mut body): ApiJson<CreateBody>,
 ) -> Result<Response, ApiError> {
-    let created = state
-        .service
-        .create(CreateRequest {
-            runtime: body.runtime,
-            cwd: body.cwd,
-            model: body.model,
-            approval_policy: body.approval_policy,
-            sandbox: body.sandbox,
-            budget: body.budget,
-            permission_mode: body.permission_mode,
-            tmux_session: body.tmux_session,
-            terminal: body.terminal,
-            idempotency_key: body.idempotency_key,
-            prompt: body.prompt,
-            profile: body.profile,
-        })
-        .await?;
+    // At a hub, `machine` names the machine to start it on (this one by default).
+    if let Some(machine) = body.machine.take()
+        && machine != state.service.machine()
+    {
+        return super::hub::remote_create(&state, &machine, body).await;
+    }
+    let created = state.service.create(CreateRequest::from(body)).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -165,28 +155,40 @@ pub async fn resolve_approval(
 pub async fn goal_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.service.goal_get(&id).await?))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        return super::hub::remote(&state, machine, session, RemoteOp::GoalGet {}).await;
+    }
+    let id = state.service.local_id(&id);
+    Ok(Json(state.service.goal_get(id).await?).into_response())
 }
 
 pub async fn goal_put(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<GoalBody>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(
-        state
-            .service
-            .goal_set(&id, body.objective, body.status, body.token_budget)
-            .await?,
-    ))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let op = RemoteOp::GoalSet { goal: body };
+        return super::hub::remote(&state, machine, session, op).await;
+    }
+    let id = state.service.local_id(&id);
+    let goal = state
+        .service
+        .goal_set(id, body.objective, body.status, body.token_budget)
+        .await?;
+    Ok(Json(goal).into_response())
 }
 
 pub async fn goal_delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.service.goal_clear(&id).await?))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        return super::hub::remote(&state, machine, session, RemoteOp::GoalClear {}).await;
+    }
+    let id = state.service.local_id(&id);
+    Ok(Json(state.service.goal_clear(id).await?).into_response())
 }
 
 pub async fn fork(
@@ -197,7 +199,11 @@ pub async fn fork(
 ) -> Result<Response, ApiError> {
     // The body is optional: `POST /fork` with none forks the whole thread.
     let body: ForkBody = optional_json(&headers, &body)?;
-    Ok(match state.service.fork(&id, body.after_turn_id).await? {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        return super::hub::remote_fork(&state, machine, session, body).await;
+    }
+    let id = state.service.local_id(&id);
+    Ok(match state.service.fork(id, body.after_turn_id).await? {
         Ok(view) => (
             StatusCode::CREATED,
             Json(Capability::ok(json!(SessionReply { session: view }))),
@@ -210,13 +216,23 @@ pub async fn fork(
 #[derive(Deserialize)]
 pub struct ModelsQuery {
     runtime: Option<String>,
+    /// At a hub: the machine whose models (default this one).
+    machine: Option<String>,
 }
 
 pub async fn models(
     State(state): State<AppState>,
     Query(query): Query<ModelsQuery>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.service.models(query.runtime.as_deref()).await?))
+) -> Result<Response, ApiError> {
+    if let Some(machine) = query.machine.as_deref()
+        && machine != state.service.machine()
+    {
+        let op = RemoteOp::Models {
+            runtime: query.runtime,
+        };
+        return super::hub::remote(&state, machine, "", op).await;
+    }
+    Ok(Json(state.service.models(query.runtime.as_deref()).await?).into_response())
 }
 
 /// Chat-bot slash commands: `/goal [text|clear]`, `/fork`, `/models`, `/interrupt`.

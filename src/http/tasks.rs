@@ -82,52 +82,21 @@ pub async fn lease(
     }))
 }
 
-/// `POST /api/sessions/{id}/lease`: a human takes over or releases the session.
+/// `POST /api/sessions/{id}/lease`: a human takes over or releases the session (on a hub, a
+/// qualified id's on its machine).
 pub async fn set_lease(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<LeaseBody>,
-) -> Result<Json<LeaseReply>, ApiError> {
-    if let Some(by) = &body.by
-        && by.len() > 256
-    {
-        return Err(ApiError::field(
-            codes::INVALID_FIELD,
-            "by",
-            "`by` must be at most 256 bytes",
-        ));
+) -> Result<Response, ApiError> {
+    crate::service::lease_check(&body)
+        .map_err(|(field, message)| ApiError::field(codes::INVALID_FIELD, field, message))?;
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let op = crate::protocol::RemoteOp::Lease { lease: body };
+        return super::hub::remote(&state, machine, session, op).await;
     }
-    match body.action.as_str() {
-        "takeover" => {
-            if body.drop_queued {
-                return Err(ApiError::field(
-                    codes::INVALID_FIELD,
-                    "dropQueued",
-                    "`dropQueued` goes with `release`",
-                ));
-            }
-            let lease = state.service.takeover(&id, body.by).await?;
-            Ok(Json(LeaseReply {
-                lease,
-                dropped: None,
-            }))
-        }
-        "release" => {
-            let (lease, dropped) = state
-                .service
-                .release(&id, body.by, body.drop_queued)
-                .await?;
-            Ok(Json(LeaseReply {
-                lease,
-                dropped: Some(dropped),
-            }))
-        }
-        other => Err(ApiError::field(
-            codes::INVALID_FIELD,
-            "action",
-            format!("`action` must be takeover or release, got `{other}`"),
-        )),
-    }
+    let id = state.service.local_id(&id).to_string();
+    Ok(Json(state.service.set_lease(&id, body).await?).into_response())
 }
 
 /// `GET /api/tasks/{id}`.

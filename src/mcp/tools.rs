@@ -84,6 +84,21 @@ enum Revise {
     Supersede,
 }
 
+/// A command for another machine's session at a hub, sent as MCP's (the machine applies MCP's
+/// rules), answered with the machine's answer or refusal.
+async fn remote_tool(
+    mcp: &CohostMcp,
+    machine: &str,
+    session: &str,
+    op: crate::protocol::RemoteOp,
+) -> ToolResult {
+    answered(
+        mcp.service
+            .remote_from(crate::protocol::RemoteSurface::Mcp, machine, session, op)
+            .await,
+    )
+}
+
 /// A service's answer as the tool's: the value, or the error mapped as every tool maps it.
 fn answered<T: serde::Serialize, E: Into<ServiceError>>(result: Result<T, E>) -> ToolResult {
     Ok(match result {
@@ -238,6 +253,15 @@ impl CohostMcp {
         output_schema = output::<SendResult>()
     )]
     async fn send(&self, Parameters(args): Parameters<SendArgs>) -> ToolResult {
+        // At a hub, another machine's session: a hub task, delivered into its machine's queue.
+        if let Some((machine, session)) = self.service.remote_id(&args.session_id) {
+            let body = crate::protocol::SendBody {
+                text: args.prompt,
+                idempotency_key: args.idempotency_key,
+                source: Some(Source::Mcp.as_str().to_string()),
+            };
+            return answered(self.service.queue_remote_task(machine, session, body).await);
+        }
         answered(
             self.service
                 .queue_task(
@@ -474,6 +498,11 @@ impl CohostMcp {
     )]
     async fn interrupt(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
+        // At a hub, another machine's session: that machine applies MCP's lease rule.
+        if let Some((machine, session)) = self.service.remote_id(id) {
+            let op = crate::protocol::RemoteOp::Interrupt {};
+            return remote_tool(self, machine, session, op).await;
+        }
         if let Ok(lease) = self.service.lease(id)
             && lease.holder == crate::protocol::LeaseHolder::Human
         {
@@ -511,6 +540,16 @@ impl CohostMcp {
     )]
     async fn resolve_approval(&self, Parameters(args): Parameters<ResolveArgs>) -> ToolResult {
         let id = &args.session_id;
+        if let Some((machine, session)) = self.service.remote_id(id) {
+            let op = crate::protocol::RemoteOp::Approval {
+                approval: args.approval_id,
+                decision: crate::protocol::DecisionBody {
+                    decision: args.decision.as_str().to_string(),
+                    by: None,
+                },
+            };
+            return remote_tool(self, machine, session, op).await;
+        }
         Ok(
             match self
                 .service
@@ -653,7 +692,10 @@ impl CohostMcp {
     )]
     async fn answer_request(&self, Parameters(args): Parameters<AnswerArgs>) -> ToolResult {
         let id = &args.session_id;
-        if let Some(refused) = self.human_holds(id, "answers what the agent asks") {
+        let remote = self.service.remote_id(id);
+        if remote.is_none()
+            && let Some(refused) = self.human_holds(id, "answers what the agent asks")
+        {
             return Ok(refused);
         }
         let reply = match serde_json::from_value::<crate::protocol::InputAnswer>(json!({
@@ -673,6 +715,13 @@ impl CohostMcp {
                 )));
             }
         };
+        if let Some((machine, session)) = remote {
+            let op = crate::protocol::RemoteOp::Answer {
+                request: args.request_id,
+                answer: reply,
+            };
+            return remote_tool(self, machine, session, op).await;
+        }
         Ok(
             match self
                 .service
@@ -706,6 +755,15 @@ impl CohostMcp {
     )]
     async fn set_model(&self, Parameters(args): Parameters<ModelArgs>) -> ToolResult {
         let id = &args.session_id;
+        if let Some((machine, session)) = self.service.remote_id(id) {
+            let op = crate::protocol::RemoteOp::Model {
+                model: crate::protocol::ModelBody {
+                    model: args.model,
+                    thinking_level: args.thinking_level,
+                },
+            };
+            return remote_tool(self, machine, session, op).await;
+        }
         if let Some(refused) = self.human_holds(id, "changes its model") {
             return Ok(refused);
         }

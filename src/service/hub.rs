@@ -21,9 +21,9 @@ use super::{ErrorKind, Service, ServiceError};
 use crate::core::now_ms;
 use crate::protocol::codes;
 use crate::protocol::{
-    ApprovalDecided, HostedSessionView, HubHealth, Interrupted, MachineLink, MachineLinkState,
-    RemoteCommand, RemoteError, RemoteOp, RemoteReply, RequestAnswered, StateView, TaskReply,
-    TaskSource, TaskView,
+    ApprovalDecided, Capability, HostedSessionView, HubHealth, Interrupted, LeaseHolder,
+    MachineLink, MachineLinkState, RemoteCommand, RemoteError, RemoteOp, RemoteReply,
+    RemoteSurface, RequestAnswered, SessionReply, StateView, TaskReply, TaskSource, TaskView,
 };
 
 /// How long a command to another machine waits for its answer.
@@ -584,10 +584,24 @@ impl Service {
         session: &str,
         op: RemoteOp,
     ) -> Result<serde_json::Value, ServiceError> {
+        self.remote_from(RemoteSurface::Http, machine, session, op)
+            .await
+    }
+
+    /// [`Service::remote`] from a named surface of the hub, whose rules the owning machine
+    /// applies (MCP's: no interrupt or answer while a human holds the lease).
+    pub async fn remote_from(
+        &self,
+        surface: RemoteSurface,
+        machine: &str,
+        session: &str,
+        op: RemoteOp,
+    ) -> Result<serde_json::Value, ServiceError> {
         let world = self.known_machine(machine)?;
         let command = RemoteCommand {
             session: session.to_string(),
             from: self.machine().to_string(),
+            surface,
             op,
         };
         let unreachable = |why: String| {
@@ -634,7 +648,25 @@ impl Service {
     /// The owning machine's side of a [`RemoteCommand`] (`serve --nats-commands`): executed as
     /// a client of this service, exactly as the HTTP API would, and answered the same way.
     pub async fn serve_command(&self, command: RemoteCommand) -> RemoteReply {
-        let RemoteCommand { session, from, op } = command;
+        let RemoteCommand {
+            session,
+            from,
+            surface,
+            op,
+        } = command;
+        if surface == RemoteSurface::Mcp
+            && let Some(what) = mcp_lease_bound(&op)
+            && self
+                .lease(&session)
+                .is_ok_and(|lease| lease.holder == LeaseHolder::Human)
+        {
+            // MCP acts only while the lease is managed, as MCP on this machine refuses.
+            return refusal(ServiceError::new(
+                ErrorKind::Forbidden,
+                codes::HUMAN_CONTROL,
+                format!("a human holds this session's control lease; only they {what}"),
+            ));
+        }
         let answer = match op {
             RemoteOp::Prompt { message } => {
                 tracing::info!(%session, hub = %from, "a prompt from a hub");
@@ -701,20 +733,57 @@ impl Service {
                     Err(error) => Err(error),
                 }
             }
+            RemoteOp::GoalGet {} => self.goal_get(&session).await.and_then(to_value),
+            RemoteOp::GoalSet { goal } => {
+                tracing::info!(%session, hub = %from, "a goal from a hub");
+                self.goal_set(&session, goal.objective, goal.status, goal.token_budget)
+                    .await
+                    .and_then(to_value)
+            }
+            RemoteOp::GoalClear {} => {
+                tracing::info!(%session, hub = %from, "a goal's clear from a hub");
+                self.goal_clear(&session).await.and_then(to_value)
+            }
+            RemoteOp::Fork { fork } => {
+                tracing::info!(%session, hub = %from, "a fork from a hub");
+                match self.fork(&session, fork.after_turn_id).await {
+                    Ok(Ok(view)) => to_value(Capability::ok(serde_json::json!(SessionReply {
+                        session: view
+                    }))),
+                    Ok(Err(capability)) => to_value(capability),
+                    Err(error) => Err(error),
+                }
+            }
+            RemoteOp::Models { runtime } => {
+                self.models(runtime.as_deref()).await.and_then(to_value)
+            }
+            RemoteOp::Model { model } => {
+                tracing::info!(%session, hub = %from, "a model from a hub");
+                self.set_model(&session, &model.model, model.thinking_level.as_deref())
+                    .await
+                    .and_then(to_value)
+            }
+            RemoteOp::Lease { mut lease } => {
+                tracing::info!(%session, action = %lease.action, hub = %from, "a lease from a hub");
+                lease.by = Some(lease.by.unwrap_or_else(|| hub_by(&from)));
+                self.set_lease(&session, lease).await.and_then(to_value)
+            }
+            RemoteOp::Create { mut create } => {
+                tracing::info!(runtime = %create.runtime, hub = %from, "a session's start from a hub");
+                match create.machine.take() {
+                    Some(machine) if machine != self.machine() => Err(ServiceError::invalid(
+                        format!("this machine is `{}`, not `{machine}`", self.machine()),
+                    )),
+                    _ => self.create(create.into()).await.and_then(to_value),
+                }
+            }
         };
         match answer {
             Ok(ok) => RemoteReply {
                 ok: Some(ok),
                 error: None,
             },
-            Err(error) => RemoteReply {
-                ok: None,
-                error: Some(RemoteError {
-                    kind: kind_name(error.kind).to_string(),
-                    code: error.code.to_string(),
-                    message: error.to_string(),
-                }),
-            },
+            Err(error) => refusal(error),
         }
     }
 
@@ -731,11 +800,13 @@ impl Service {
     }
 }
 
-/// A task's `source` as the task routes take it: `api` (default) or `cli`.
+/// A task's `source` as the task routes take it: `api` (default) or `cli`; and `mcp`, which
+/// only a hub's MCP `send` names (the HTTP route refuses it before).
 pub fn task_source(source: Option<&str>) -> Result<TaskSource, ServiceError> {
     match source {
         None | Some("api") => Ok(TaskSource::Api),
         Some("cli") => Ok(TaskSource::Cli),
+        Some("mcp") => Ok(TaskSource::Mcp),
         Some(other) => Err(ServiceError::new(
             ErrorKind::Invalid,
             codes::INVALID_FIELD,
@@ -955,6 +1026,29 @@ fn window_of(
     events.reverse();
     let older_before = has_older.then(|| events.first().map(|e| e.seq)).flatten();
     (events, end, older_before)
+}
+
+/// What MCP may not do while a human holds the session's lease (as its tools refuse locally),
+/// or `None` for an op MCP does alike under any lease.
+fn mcp_lease_bound(op: &RemoteOp) -> Option<&'static str> {
+    match op {
+        RemoteOp::Interrupt {} => Some("interrupt its turns"),
+        RemoteOp::Answer { .. } => Some("answers what the agent asks"),
+        RemoteOp::Model { .. } => Some("changes its model"),
+        _ => None,
+    }
+}
+
+/// A refusal as a command's answer: its class, code and message.
+fn refusal(error: ServiceError) -> RemoteReply {
+    RemoteReply {
+        ok: None,
+        error: Some(RemoteError {
+            kind: kind_name(error.kind).to_string(),
+            code: error.code.to_string(),
+            message: error.to_string(),
+        }),
+    }
 }
 
 /// Who answered, as the owning machine's `approval.resolved` / `input.resolved` says when the

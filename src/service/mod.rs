@@ -31,12 +31,12 @@ pub use events::{DEFAULT_LIMIT, EventsRead, MAX_LIMIT, MAX_WAIT_SECS, Page, Wind
 pub use claude_hooks::{ClaudeDriver, HookRoute};
 pub use hub::{
     COMMAND_TIMEOUT, ColdEvents, CommandRequest, DEFAULT_HUB_MEMORY, HubWorld, MAX_REMOTE_LIMIT,
-    RemoteEvent, RemotePage, RemoteView, task_source,
+    RemoteEvent, RemotePage, RemoteView, qualify, task_source,
 };
 pub use hub_tasks::HUB_TASK_PREFIX;
 pub use machine::FederationStatus;
 pub use sessions::CreateRequest;
-pub use tasks::MAX_RESULT_CHUNK;
+pub use tasks::{MAX_RESULT_CHUNK, lease_check};
 pub use tracker::RefreshAnswer;
 
 use crate::core::CoreError;

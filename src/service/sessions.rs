@@ -33,6 +33,26 @@ pub struct CreateRequest {
     pub profile: Option<String>,
 }
 
+impl From<crate::protocol::CreateBody> for CreateRequest {
+    /// `POST /api/sessions`'s body (its `machine` already decided: this one).
+    fn from(body: crate::protocol::CreateBody) -> Self {
+        CreateRequest {
+            runtime: body.runtime,
+            cwd: body.cwd,
+            model: body.model,
+            approval_policy: body.approval_policy,
+            sandbox: body.sandbox,
+            budget: body.budget,
+            permission_mode: body.permission_mode,
+            tmux_session: body.tmux_session,
+            terminal: body.terminal,
+            idempotency_key: body.idempotency_key,
+            prompt: body.prompt,
+            profile: body.profile,
+        }
+    }
+}
+
 /// The goal statuses codex takes.
 pub const GOAL_STATUSES: [&str; 4] = ["active", "paused", "budgetLimited", "complete"];
 

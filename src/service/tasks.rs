@@ -1,10 +1,32 @@
 //! The task queue and the control lease, as the surfaces reach them: each a call into the
 //! [`TaskManager`](crate::tasks::TaskManager) below the service, with its error mapped once.
 
-use super::{Service, ServiceError};
+use super::{ErrorKind, Service, ServiceError};
+use crate::protocol::codes;
 use crate::protocol::{
-    CancelResult, EditResult, Lease, QueueView, ResultChunk, SendResult, TaskSource, TaskView,
+    CancelResult, EditResult, Lease, LeaseBody, LeaseReply, QueueView, ResultChunk, SendResult,
+    TaskSource, TaskView,
 };
+
+/// A lease body's refusal before anything is done: the field it names and why (the HTTP route
+/// and a hub's `lease` command refuse alike).
+pub fn lease_check(body: &LeaseBody) -> Result<(), (&'static str, String)> {
+    if let Some(by) = &body.by
+        && by.len() > 256
+    {
+        return Err(("by", "`by` must be at most 256 bytes".to_string()));
+    }
+    match body.action.as_str() {
+        "takeover" if body.drop_queued => {
+            Err(("dropQueued", "`dropQueued` goes with `release`".to_string()))
+        }
+        "takeover" | "release" => Ok(()),
+        other => Err((
+            "action",
+            format!("`action` must be takeover or release, got `{other}`"),
+        )),
+    }
+}
 
 /// The largest chunk of a task's result one read returns.
 pub const MAX_RESULT_CHUNK: usize = crate::tasks::MAX_RESULT_CHUNK;
@@ -77,6 +99,30 @@ impl Service {
     /// A human takes the session's control lease.
     pub async fn takeover(&self, session: &str, by: Option<String>) -> Result<Lease, ServiceError> {
         Ok(self.tasks.takeover(session, by, "takeover").await?)
+    }
+
+    /// `POST /api/sessions/{id}/lease`: a human takes over or releases the session, as the
+    /// body says (refused by [`lease_check`] first).
+    pub async fn set_lease(
+        &self,
+        session: &str,
+        body: LeaseBody,
+    ) -> Result<LeaseReply, ServiceError> {
+        lease_check(&body).map_err(|(_, message)| {
+            ServiceError::new(ErrorKind::Invalid, codes::INVALID_FIELD, message)
+        })?;
+        if body.action == "takeover" {
+            let lease = self.takeover(session, body.by).await?;
+            return Ok(LeaseReply {
+                lease,
+                dropped: None,
+            });
+        }
+        let (lease, dropped) = self.release(session, body.by, body.drop_queued).await?;
+        Ok(LeaseReply {
+            lease,
+            dropped: Some(dropped),
+        })
     }
 
     /// A human gives the lease back; with `drop_queued`, the waiting tasks are cancelled (their
