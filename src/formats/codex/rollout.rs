@@ -60,7 +60,7 @@ impl RolloutLine {
                 "task_started" => EventMsg::TaskStarted(object(payload)),
                 "task_complete" => EventMsg::TaskComplete(object(payload)),
                 "turn_aborted" => EventMsg::TurnAborted(object(payload)),
-                "item_completed" => EventMsg::ItemCompleted(object(payload)),
+                "item_completed" => EventMsg::ItemCompleted(Box::new(object(payload))),
                 "user_message" => EventMsg::UserMessage(object(payload)),
                 other => EventMsg::Other(other.to_string()),
             }),
@@ -109,7 +109,8 @@ pub enum EventMsg {
     TaskStarted(TaskStartedEvent),
     TaskComplete(TaskCompleteEvent),
     TurnAborted(TurnAbortedEvent),
-    ItemCompleted(ItemCompletedEvent),
+    /// Boxed: a command's item is far larger than the other payloads.
+    ItemCompleted(Box<ItemCompletedEvent>),
     UserMessage(UserMessageEvent),
     /// Any other payload `type` (`token_count`, `agent_message`, …), read no further.
     Other(String),
