@@ -204,7 +204,7 @@ impl RolloutDecoder {
 
     fn event(&mut self, line: &RolloutLine, event: &EventMsg, out: &mut Vec<Observation>) {
         match event {
-            EventMsg::TaskStarted => {
+            EventMsg::TaskStarted(_) => {
                 self.state.open_calls.clear();
                 out.push(self.observe(
                     line,

@@ -17,4 +17,4 @@ pub use rollout::*;
 pub use session_index::*;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

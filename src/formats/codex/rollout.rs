@@ -57,10 +57,10 @@ impl RolloutLine {
             "session_meta" => RolloutItem::SessionMeta(object(payload)),
             "turn_context" => RolloutItem::TurnContext(object(payload)),
             "event_msg" => RolloutItem::EventMsg(match payload_kind().as_str() {
-                "task_started" => EventMsg::TaskStarted,
+                "task_started" => EventMsg::TaskStarted(object(payload)),
                 "task_complete" => EventMsg::TaskComplete(object(payload)),
                 "turn_aborted" => EventMsg::TurnAborted(object(payload)),
-                "item_completed" => EventMsg::ItemCompleted(object(payload)),
+                "item_completed" => EventMsg::ItemCompleted(Box::new(object(payload))),
                 "user_message" => EventMsg::UserMessage(object(payload)),
                 other => EventMsg::Other(other.to_string()),
             }),
@@ -106,28 +106,53 @@ pub struct TurnContext {
 /// `item_completed` with a `UserMessage` item); older versions do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventMsg {
-    TaskStarted,
+    TaskStarted(TaskStartedEvent),
     TaskComplete(TaskCompleteEvent),
     TurnAborted(TurnAbortedEvent),
-    ItemCompleted(ItemCompletedEvent),
+    /// Boxed: a command's item is far larger than the other payloads.
+    ItemCompleted(Box<ItemCompletedEvent>),
     UserMessage(UserMessageEvent),
     /// Any other payload `type` (`token_count`, `agent_message`, …), read no further.
     Other(String),
+}
+
+/// `task_started`: the turn that starts, by codex's turn id.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TaskStartedEvent {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
 }
 
 /// `task_complete`: a failed turn carries `error` (`{"message","codex_error_info"}`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TaskCompleteEvent {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
     /// Kept as written: `Some(Value::Null)` is an `error` that is `null`.
     #[serde(deserialize_with = "lenient::opt")]
     pub error: Option<Value>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub duration_ms: Option<u64>,
 }
 
 impl TaskCompleteEvent {
     /// Whether the line carries an `error` that is not `null`.
     pub fn has_error(&self) -> bool {
         self.error.as_ref().is_some_and(|error| !error.is_null())
+    }
+
+    /// The `error`'s `message`, or the whole `error` as JSON when it has none; `None` without
+    /// an error.
+    pub fn error_message(&self) -> Option<String> {
+        let error = self.error.as_ref().filter(|error| !error.is_null())?;
+        Some(
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string),
+        )
     }
 }
 
@@ -136,26 +161,108 @@ impl TaskCompleteEvent {
 #[serde(default)]
 pub struct TurnAbortedEvent {
     #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
     pub reason: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub duration_ms: Option<u64>,
 }
 
 /// `item_completed`: a turn item (`UserMessage`, `AgentMessage`, `CommandExecution`,
-/// `Reasoning`, …) as it completed.
+/// `Reasoning`, …) as it completed, in the turn `turn_id`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ItemCompletedEvent {
     #[serde(deserialize_with = "lenient::opt")]
+    pub turn_id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
     pub item: Option<TurnItem>,
 }
 
-/// A turn item: its `type` and, for a `UserMessage`, its `content` (`[{type:"text", text}]`).
+/// A turn item: its `type` and `id`, and the fields of the kinds cohost reads — a
+/// `UserMessage`'s or `AgentMessage`'s `content` (`[{type:"text"|"Text", text}]`), a
+/// `Reasoning`'s `summary_text`, a `CommandExecution`'s command and what it gave. Codex 0.169
+/// and 0.171 write a command only once it ran (accepted, or needing no approval); a declined
+/// one has no item, only its `function_call_output` (`aborted by user`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TurnItem {
     #[serde(rename = "type", deserialize_with = "lenient::opt")]
     pub kind: Option<String>,
+    /// The item's id; a `CommandExecution`'s is the model's `call_id` (`call_…`), as the
+    /// app-server's `commandExecution` item's.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
     #[serde(deserialize_with = "lenient::vec")]
     pub content: Vec<ContentItem>,
+    /// `Reasoning`: the summary's paragraphs.
+    #[serde(deserialize_with = "lenient::vec")]
+    pub summary_text: Vec<String>,
+    /// `CommandExecution`: the argv it ran (`["/bin/bash", "-lc", "echo hi"]`).
+    #[serde(deserialize_with = "lenient::vec")]
+    pub command: Vec<String>,
+    /// `CommandExecution`: where it ran, as a `file://` URL (see [`TurnItem::cwd_path`]).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub cwd: Option<String>,
+    /// `CommandExecution`: `completed`, `failed`, `declined`, … (snake_case).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub status: Option<String>,
+    /// `CommandExecution`: its stdout and stderr as they interleaved.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub aggregated_output: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub exit_code: Option<i64>,
+    /// `CommandExecution`: how long it ran, `{"secs", "nanos"}`.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub duration: Option<ItemDuration>,
+}
+
+impl TurnItem {
+    /// The `cwd` as a path: codex writes a `file://` URL (percent-encoded); a plain path reads
+    /// as written, another scheme or a bad escape as absent.
+    pub fn cwd_path(&self) -> Option<String> {
+        let cwd = self.cwd.as_deref()?;
+        let Some(encoded) = cwd.strip_prefix("file://") else {
+            return cwd.starts_with('/').then(|| cwd.to_string());
+        };
+        let bytes = encoded.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out)
+            .ok()
+            .filter(|path| path.starts_with('/'))
+    }
+}
+
+/// A Rust `Duration` as serde writes it: `{"secs": 0, "nanos": 21570}`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ItemDuration {
+    #[serde(deserialize_with = "lenient::opt")]
+    pub secs: Option<u64>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub nanos: Option<u64>,
+}
+
+impl ItemDuration {
+    /// In whole milliseconds; `None` when `secs` is absent.
+    pub fn as_millis(&self) -> Option<u64> {
+        let secs = self.secs?;
+        Some(
+            secs.saturating_mul(1000)
+                .saturating_add(self.nanos.unwrap_or(0) / 1_000_000),
+        )
+    }
 }
 
 /// `user_message` (before 0.169): the prompt as text.
@@ -236,4 +343,4 @@ pub struct ToolCallOutputItem {
     pub call_id: Option<String>,
 }
 
-lenient_object!(TurnItem, ContentItem);
+lenient_object!(TurnItem, ContentItem, ItemDuration);

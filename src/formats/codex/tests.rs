@@ -57,7 +57,9 @@ fn rollout_lines_of_0_169() {
     assert_eq!(
         aborted.item,
         RolloutItem::EventMsg(EventMsg::TurnAborted(TurnAbortedEvent {
-            reason: Some("interrupted".into())
+            turn_id: Some("01a230dd-61d7-…".into()),
+            reason: Some("interrupted".into()),
+            duration_ms: Some(4999),
         }))
     );
 
@@ -90,6 +92,62 @@ fn rollout_lines_of_0_169() {
         r#"{"timestamp":"2026-12-01T09:08:48.930Z","ordinal":25,"type":"token_usage_record","payload":{"input_tokens":10}}"#,
     );
     assert_eq!(usage.item, RolloutItem::Other("token_usage_record".into()));
+}
+
+/// A command the agent ran, as the real codex TUI wrote it in an adopted pane (recorded from
+/// `suite::codex::adopt_approvals` against the mock model): 0.169.0, then 0.171.0 with output.
+const COMMAND_0_169: &str = r#"{"timestamp":"2026-12-03T22:46:00.073Z","ordinal":21,"type":"event_msg","payload":{"type":"item_completed","thread_id":"01a23e15-ed17-7702-9bf1-9a4a03120d54","turn_id":"01a23e15-f33e-7723-82fe-ad1317be28ee","item":{"type":"CommandExecution","id":"call_mock_6","process_id":"20150","command":["/bin/bash","-lc","touch made_by_codex.txt"],"cwd":"file:///tmp/cohost-adopt-codex-1uqCKU/ws","parsed_cmd":[{"type":"unknown","cmd":"touch made_by_codex.txt"}],"source":"unified_exec_startup","status":"completed","aggregated_output":"","exit_code":0,"duration":{"secs":0,"nanos":21570}},"started_at_ms":1796337955881,"completed_at_ms":1796337960073}}"#;
+pub(crate) const COMMAND_0_171: &str = r#"{"timestamp":"2026-12-03T22:59:38.970Z","ordinal":21,"type":"event_msg","payload":{"type":"item_completed","thread_id":"01a23e22-77f3-7981-8198-e28f0ce9f8f3","turn_id":"01a23e22-7cce-7602-befc-f2fab0a6683f","item":{"type":"CommandExecution","id":"call_mock_6","process_id":"77103","command":["/bin/bash","-lc","touch made_by_codex.txt && echo made it"],"cwd":"file:///tmp/cohost-adopt-codex-run2Gu/ws","parsed_cmd":[{"type":"unknown","cmd":"touch made_by_codex.txt && echo made it"}],"source":"unified_exec_startup","status":"completed","aggregated_output":"made it\n","exit_code":0,"duration":{"secs":0,"nanos":24967}},"started_at_ms":1796338777539,"completed_at_ms":1796338778970}}"#;
+
+#[test]
+fn command_execution_items_of_0_169_and_0_171() {
+    for (text, cmd, output, workspace) in [
+        (
+            COMMAND_0_169,
+            "touch made_by_codex.txt",
+            "",
+            "/tmp/cohost-adopt-codex-1uqCKU/ws",
+        ),
+        (
+            COMMAND_0_171,
+            "touch made_by_codex.txt && echo made it",
+            "made it\n",
+            "/tmp/cohost-adopt-codex-run2Gu/ws",
+        ),
+    ] {
+        let RolloutItem::EventMsg(EventMsg::ItemCompleted(completed)) = line(text).item else {
+            panic!("{text}")
+        };
+        assert!(completed.turn_id.is_some());
+        let item = completed.item.unwrap();
+        assert_eq!(item.kind.as_deref(), Some("CommandExecution"));
+        assert_eq!(item.id.as_deref(), Some("call_mock_6"));
+        assert_eq!(item.command, vec!["/bin/bash", "-lc", cmd]);
+        assert_eq!(item.cwd_path().as_deref(), Some(workspace));
+        assert_eq!(item.status.as_deref(), Some("completed"));
+        assert_eq!(item.aggregated_output.as_deref(), Some(output));
+        assert_eq!(item.exit_code, Some(0));
+        assert_eq!(item.duration.and_then(|d| d.as_millis()), Some(0));
+    }
+    let cwd = |cwd: &str| {
+        TurnItem {
+            cwd: Some(cwd.into()),
+            ..TurnItem::default()
+        }
+        .cwd_path()
+    };
+    assert_eq!(
+        cwd("file:///home/me/my%20proj").as_deref(),
+        Some("/home/me/my proj")
+    );
+    assert_eq!(cwd("/home/me").as_deref(), Some("/home/me"));
+    assert_eq!(cwd("file:///bad%2"), None);
+    assert_eq!(cwd("https://example.com/x"), None);
+    let duration = ItemDuration {
+        secs: Some(2),
+        nanos: Some(345_678_901),
+    };
+    assert_eq!(duration.as_millis(), Some(2345));
 }
 
 #[test]

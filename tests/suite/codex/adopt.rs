@@ -19,24 +19,24 @@ use crate::support::mock_responses::{MockResponses, Step};
 use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, temp_dir};
 
-pub(super) const AGENT: &str = "codex";
-pub(super) const HAND: &str = "hand";
-pub(super) const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const AGENT: &str = "codex";
+pub(crate) const HAND: &str = "hand";
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-pub(super) struct Rig {
-    pub(super) tmux: TmuxServer,
-    pub(super) mock: MockResponses,
+pub(crate) struct Rig {
+    pub(crate) tmux: TmuxServer,
+    pub(crate) mock: MockResponses,
     home: PathBuf,
     codex_home: PathBuf,
-    pub(super) work: PathBuf,
-    pub(super) pane: String,
-    pub(super) pid: u32,
+    pub(crate) work: PathBuf,
+    pub(crate) pane: String,
+    pub(crate) pid: u32,
     _dir: tempfile::TempDir,
 }
 
 impl Rig {
     /// A codex TUI started by hand in tmux session `hand`, ready for a prompt.
-    pub(super) fn start() -> Rig {
+    pub(crate) fn start() -> Rig {
         let mock = MockResponses::start();
         let dir = temp_dir("cohost-adopt-codex-");
         let home = dir.path().join("home");
@@ -76,12 +76,12 @@ impl Rig {
         rig
     }
 
-    pub(super) fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
     }
 
     #[track_caller]
-    pub(super) fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+    pub(crate) fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + WAIT;
         loop {
             let screen = self.screen();
@@ -96,7 +96,7 @@ impl Rig {
         }
     }
 
-    pub(super) fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", self.pane.as_str()];
         args.extend_from_slice(keys);
         self.tmux.run(&args);
@@ -107,7 +107,7 @@ impl Rig {
     /// kill to the start of the line), so the composer ends holding `text` once whether the
     /// earlier keys were dropped or only slow to show (the pane keeps keys in order; typed
     /// again without it, a slow first try showed as `texttext`, seen under load).
-    pub(super) fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         let deadline = Instant::now() + WAIT;
         loop {
             self.keys(&["C-u"]);
@@ -123,7 +123,7 @@ impl Rig {
         }
     }
 
-    pub(super) fn daemon(&self) -> TestDaemon {
+    pub(crate) fn daemon(&self) -> TestDaemon {
         let codex_home = self.codex_home.to_string_lossy().into_owned();
         daemon_watching(
             &self.tmux,
@@ -175,7 +175,7 @@ impl Drop for Rig {
     }
 }
 
-pub(super) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
+pub(crate) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
     let page = daemon
         .get(&format!("/api/sessions/{id}/events?after=0&limit=1000"))
         .assert_ok();
@@ -183,7 +183,7 @@ pub(super) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
 }
 
 #[track_caller]
-pub(super) fn wait_event(
+pub(crate) fn wait_event(
     daemon: &TestDaemon,
     id: &str,
     what: &str,
@@ -194,7 +194,7 @@ pub(super) fn wait_event(
     })
 }
 
-pub(super) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
+pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     let resp = daemon.post(
         &format!("/api/sessions/{id}/messages"),
         &json!({ "text": text }),
@@ -202,7 +202,7 @@ pub(super) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     (resp.status, resp.json())
 }
 
-pub(super) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
+pub(crate) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
     let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
     (resp.status, resp.json())
 }

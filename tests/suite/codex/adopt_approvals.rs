@@ -3,11 +3,12 @@
 //! shows `approval.requested` with the command and the instance `waiting`; an answer over HTTP
 //! types the prompt's own key only while the screen is exactly the known prompt (a moved
 //! selection refuses, nothing typed); accept runs the command, cancel does not, a second answer
-//! is 409, and a prompt answered in the pane resolves the approval `by: "pane"`.
+//! is 409, and a prompt answered in the pane resolves the approval `by: "pane"`. A command that
+//! ran is a `command` item of its turn with its output, once.
 
 use serde_json::{Value, json};
 
-use crate::suite::codex::adopt::{AGENT, Rig, adopt, send, wait_event};
+use crate::suite::codex::adopt::{AGENT, Rig, adopt, events, send, wait_event};
 use crate::suite::watch::common::wait_instance;
 use crate::support::TestDaemon;
 use crate::support::mock_responses::Step;
@@ -56,12 +57,16 @@ fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when
     let id = adopted["session"]["id"].as_str().unwrap().to_string();
 
     // The prompt on screen is a pending approval with its command; the instance waits.
-    rig.mock.push(escalated("touch made_by_codex.txt"));
+    rig.mock
+        .push(escalated("touch made_by_codex.txt && echo made it"));
     rig.mock.push(Step::text("The command ran."));
     let (turn, requested) = prompt_approval(&daemon, &id, "touch please");
     let data = &requested["data"];
     assert_eq!(data["kind"], "command", "{requested}");
-    assert_eq!(data["command"], "touch made_by_codex.txt", "{requested}");
+    assert_eq!(
+        data["command"], "touch made_by_codex.txt && echo made it",
+        "{requested}"
+    );
     assert_eq!(data["reason"], "Need to write", "{requested}");
     assert_eq!(
         data["decisions"],
@@ -117,9 +122,27 @@ fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when
     let (status, again) = answer(&daemon, &id, &approval, "cancel");
     assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"]["code"], "approval_resolved", "{again}");
-    wait_event(&daemon, &id, "the command's output in the turn", |e| {
+    wait_event(&daemon, &id, "the agent's reply in the turn", |e| {
         e["type"] == "item.completed" && e["data"]["item"]["text"] == "The command ran."
     });
+    // The command is an item of its turn, with its output, as for a hosted codex.
+    let ran: Vec<Value> = events(&daemon, &id)
+        .into_iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "command")
+        .collect();
+    let [command] = &ran[..] else {
+        panic!("one command item: {ran:#?}")
+    };
+    assert_eq!(command["data"]["turnId"], turn.as_str(), "{command:#}");
+    let item = &command["data"]["item"];
+    assert_eq!(
+        item["command"], "/bin/bash -lc 'touch made_by_codex.txt && echo made it'",
+        "{command:#}"
+    );
+    assert_eq!(item["output"], "made it\n", "{command:#}");
+    assert_eq!(item["status"], "completed", "{command:#}");
+    assert_eq!(item["exitCode"], 0, "{command:#}");
+    assert_eq!(item["cwd"], rig.work.to_str().unwrap(), "{command:#}");
 
     // Cancel: the command does not run, the turn ends.
     rig.mock.push(escalated("touch declined.txt"));
@@ -158,4 +181,18 @@ fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when
     let (status, late) = answer(&daemon, &id, &third, "accept");
     assert_eq!(status, 409, "{late}");
     assert_eq!(late["error"]["code"], "approval_resolved", "{late}");
+    // Each command that ran once (the cancelled one never ran: no item).
+    let commands: Vec<String> = events(&daemon, &id)
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "command")
+        .filter_map(|e| e["data"]["item"]["command"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        commands,
+        vec![
+            "/bin/bash -lc 'touch made_by_codex.txt && echo made it'",
+            "/bin/bash -lc 'touch by_hand.txt'"
+        ],
+        "each command once"
+    );
 }

@@ -1,15 +1,17 @@
 //! An adopted codex TUI's rollout as session events: the lines codex 0.169+ writes
 //! (`event_msg/task_started`, `item_completed`, `task_complete`, `turn_aborted`; see
-//! ../shared/reference/watchers-observed.md) become `turn.started`, `item.completed` and
-//! `turn.completed` under codex's own turn and item ids, so reading a line twice (after a daemon
-//! restart) gives the same events, which the core refuses as duplicates.
+//! ../shared/reference/watchers-observed.md), read as the `formats::codex` types, become
+//! `turn.started`, `item.completed` and `turn.completed` under codex's own turn and item ids, so
+//! reading a line twice (after a daemon restart) gives the same events, which the core refuses
+//! as duplicates. A command the agent ran (`CommandExecution`) is a `command` item with its
+//! output, as a hosted codex session's `commandExecution` is, under the same id (the model's
+//! `call_id`).
 //!
 //! Pure: it takes lines and gives events.
 
 use std::collections::VecDeque;
 
-use serde_json::Value;
-
+use crate::formats::codex::{ContentItem, EventMsg, RolloutItem, RolloutLine, TurnItem};
 use crate::protocol::{
     EventKind, Item, ItemEvent, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
@@ -23,14 +25,68 @@ pub struct RolloutEvents {
     pasted: VecDeque<String>,
 }
 
-fn texts(content: Option<&Value>) -> String {
+fn texts(content: &[ContentItem]) -> String {
     content
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .iter()
+        .filter_map(|part| part.text.as_deref())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// An argv as one shell line, as the app-server shows a `commandExecution`'s `command`
+/// (`/bin/bash -lc 'echo hi'`): a word with anything but `[A-Za-z0-9_@%+=:,./-]` is
+/// single-quoted, a `'` in it written `'"'"'`.
+fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\"'\"'"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A rollout item as a session item; `None` for the kinds not mirrored (web searches, …) and
+/// an item without an id.
+fn item(item: &TurnItem) -> Option<Item> {
+    let id = item.id.clone().filter(|id| !id.is_empty())?;
+    Some(match item.kind.as_deref()? {
+        "UserMessage" => Item::UserMessage {
+            id,
+            text: texts(&item.content),
+        },
+        "AgentMessage" => Item::AgentMessage {
+            id,
+            text: texts(&item.content),
+            interrupted: false,
+        },
+        "Reasoning" => Item::Reasoning {
+            id,
+            summary: item.summary_text.clone(),
+        },
+        "CommandExecution" => Item::Command {
+            id,
+            command: shell_line(&item.command),
+            cwd: item.cwd_path(),
+            // The app-server's names for codex's snake_case statuses.
+            status: match item.status.as_deref() {
+                Some("in_progress") => "inProgress".to_string(),
+                Some(status) => status.to_string(),
+                None => "completed".to_string(),
+            },
+            exit_code: item.exit_code,
+            output: item.aggregated_output.clone(),
+            duration_ms: item.duration.as_ref().and_then(|d| d.as_millis()),
+        },
+        _ => return None,
+    })
 }
 
 impl RolloutEvents {
@@ -46,77 +102,46 @@ impl RolloutEvents {
 
     /// The events one rollout line gives.
     pub fn line(&mut self, line: &[u8]) -> Vec<EventKind> {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        let Some(RolloutLine {
+            item: RolloutItem::EventMsg(event),
+            ..
+        }) = RolloutLine::from_slice(line)
+        else {
             return Vec::new();
         };
-        if value.get("type").and_then(Value::as_str) != Some("event_msg") {
-            return Vec::new();
-        }
-        let Some(payload) = value.get("payload") else {
-            return Vec::new();
-        };
-        let turn_id = payload
-            .get("turn_id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| self.turn.clone());
-        let Some(turn_id) = turn_id else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        match payload.get("type").and_then(Value::as_str) {
-            Some("task_started") => {
+        // A line without its turn's id is of the turn running now.
+        let turn_of = |id: &Option<String>| id.clone().or_else(|| self.turn.clone());
+        match event {
+            EventMsg::TaskStarted(started) => {
+                let Some(turn_id) = turn_of(&started.turn_id) else {
+                    return Vec::new();
+                };
                 let source = if self.pasted.pop_front().is_some() {
                     TurnSource::Api
                 } else {
                     TurnSource::Terminal
                 };
                 self.turn = Some(turn_id.clone());
-                out.push(EventKind::TurnStarted(TurnStarted { turn_id, source }));
+                vec![EventKind::TurnStarted(TurnStarted { turn_id, source })]
             }
-            Some("item_completed") => {
-                let Some(item) = payload.get("item") else {
-                    return out;
+            EventMsg::ItemCompleted(completed) => {
+                let Some(turn_id) = turn_of(&completed.turn_id) else {
+                    return Vec::new();
                 };
-                let id = item
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                if id.is_empty() {
-                    return out;
-                }
-                let item = match item.get("type").and_then(Value::as_str) {
-                    Some("UserMessage") => Item::UserMessage {
-                        id,
-                        text: texts(item.get("content")),
-                    },
-                    Some("AgentMessage") => Item::AgentMessage {
-                        id,
-                        text: texts(item.get("content")),
-                        interrupted: false,
-                    },
-                    Some("Reasoning") => Item::Reasoning {
-                        id,
-                        summary: item
-                            .get("summary_text")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|s| s.as_str().map(str::to_string))
-                            .collect(),
-                    },
-                    _ => return out,
-                };
-                out.push(EventKind::ItemCompleted(ItemEvent { turn_id, item }));
+                completed
+                    .item
+                    .as_ref()
+                    .and_then(item)
+                    .map(|item| EventKind::ItemCompleted(ItemEvent { turn_id, item }))
+                    .into_iter()
+                    .collect()
             }
-            Some("task_complete") => {
-                let error = payload.get("error").filter(|e| !e.is_null()).map(|e| {
-                    e.get("message")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| e.to_string(), str::to_string)
-                });
-                out.push(self.end(TurnCompleted {
+            EventMsg::TaskComplete(complete) => {
+                let Some(turn_id) = turn_of(&complete.turn_id) else {
+                    return Vec::new();
+                };
+                let error = complete.error_message();
+                vec![self.end(TurnCompleted {
                     turn_id,
                     status: if error.is_some() {
                         TurnStatus::Failed
@@ -124,22 +149,24 @@ impl RolloutEvents {
                         TurnStatus::Completed
                     },
                     error,
-                    duration_ms: payload.get("duration_ms").and_then(Value::as_u64),
+                    duration_ms: complete.duration_ms,
                     lost: false,
-                }));
+                })]
             }
-            Some("turn_aborted") => {
-                out.push(self.end(TurnCompleted {
+            EventMsg::TurnAborted(aborted) => {
+                let Some(turn_id) = turn_of(&aborted.turn_id) else {
+                    return Vec::new();
+                };
+                vec![self.end(TurnCompleted {
                     turn_id,
                     status: TurnStatus::Interrupted,
                     error: None,
-                    duration_ms: payload.get("duration_ms").and_then(Value::as_u64),
+                    duration_ms: aborted.duration_ms,
                     lost: false,
-                }));
+                })]
             }
-            _ => {}
+            EventMsg::UserMessage(_) | EventMsg::Other(_) => Vec::new(),
         }
-        out
     }
 
     fn end(&mut self, done: TurnCompleted) -> EventKind {
@@ -203,6 +230,32 @@ mod tests {
         // The same lines again give the same events (the core refuses the repeats).
         let again = run(&mut RolloutEvents::default(), "rollout.jsonl");
         assert_eq!(again.len(), out.len());
+    }
+
+    #[test]
+    fn a_command_the_agent_ran_is_a_command_item_with_its_output() {
+        let out =
+            RolloutEvents::default().line(crate::formats::codex::tests::COMMAND_0_171.as_bytes());
+        let [EventKind::ItemCompleted(ItemEvent { turn_id, item })] = &out[..] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(turn_id, "01a23e22-7cce-7602-befc-f2fab0a6683f");
+        assert_eq!(
+            *item,
+            Item::Command {
+                id: "call_mock_6".into(),
+                command: "/bin/bash -lc 'touch made_by_codex.txt && echo made it'".into(),
+                cwd: Some("/tmp/cohost-adopt-codex-run2Gu/ws".into()),
+                status: "completed".into(),
+                exit_code: Some(0),
+                output: Some("made it\n".into()),
+                duration_ms: Some(0),
+            }
+        );
+        assert_eq!(
+            shell_line(&["echo".into(), "it's".into(), String::new(), "a/b.c".into()]),
+            r#"echo 'it'"'"'s' '' a/b.c"#
+        );
     }
 
     #[test]
