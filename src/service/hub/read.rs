@@ -199,9 +199,11 @@ async fn forward_page(
     // let go meanwhile: the next read goes to the disk again from `through`).
     page.next = through;
     let more = world.session(machine, session, |m| {
-        (m.evicted_through <= through)
-            .then(|| held_after(m, session, through, limit - page.events.len()))
-            .unwrap_or_default()
+        if m.evicted_through <= through {
+            held_after(m, session, through, limit - page.events.len())
+        } else {
+            Vec::new()
+        }
     })?;
     page.events.extend(more);
     page.next = page.events.last().map_or(through, |e| e.seq.max(through));
