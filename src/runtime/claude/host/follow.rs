@@ -40,12 +40,18 @@ impl Inner {
     ) {
         let session_id = live.session_id.clone();
         let checkpoints = live.dir.join("checkpoints");
-        let (record_thread, record_turn) = self.core.read(|state| {
+        let (record_thread, record_turn, last_turn) = self.core.read(|state| {
             state
                 .sessions
                 .get(&session_id)
-                .map(|s| (s.thread_id.clone(), s.active_turn.clone()))
-                .unwrap_or((None, None))
+                .map(|s| {
+                    (
+                        s.thread_id.clone(),
+                        s.active_turn.clone(),
+                        s.last_turn.as_ref().map(|t| t.turn_id.clone()),
+                    )
+                })
+                .unwrap_or((None, None, None))
         });
         let transcript_checkpoint = tail::load_checkpoint(&checkpoints.join("transcript.json"))
             .await
@@ -87,6 +93,9 @@ impl Inner {
         } else {
             // Until a hook reaches it, the transcript says what the hooks say of a hosted one.
             normalizer.lead_by_transcript();
+            if let Some(last) = last_turn {
+                normalizer.resume_ended(last);
+            }
         }
         let mut transcript_cancel = cancel.child_token();
         if let Some(checkpoint) = transcript_checkpoint {

@@ -172,3 +172,36 @@ fn rebind_follows_another_session_and_transcript() {
     );
     assert!(n.rebind("s2", "/t/s2.jsonl").is_empty());
 }
+
+#[test]
+fn lines_read_again_after_a_restart_stay_with_the_last_turn_and_never_open_or_end_the_next() {
+    // After a daemon restart the transcript tail resumes from its last saved checkpoint, which
+    // may lie before the last turn's reply and turn_duration (a shutdown does not wait for the
+    // save): they are read again, before the next prompt's line. Held as lines "above their
+    // prompt", they were the next turn's — its reply and its end (seen in CI: a task after a
+    // restart completed at once with no result).
+    let mut n = Normalizer::resume(Some("s1".into()), Some("/t/s1.jsonl".into()), None);
+    n.lead_by_transcript();
+    n.resume_ended("p1".into());
+    n.tick(1_000);
+    let again = n.transcript_line(&reply("a1", "Before the restart."));
+    assert!(
+        again.iter().all(|o| match o {
+            Output::Store(EventKind::ItemCompleted(item)) => item.turn_id == "p1",
+            Output::Store(EventKind::TurnStarted(_)) => false,
+            _ => true,
+        }),
+        "the reply read again is the last turn's: {again:?}"
+    );
+    assert!(
+        ends(&n.transcript_line(&turn_duration())).is_empty(),
+        "p1 ends once"
+    );
+    let next = n.transcript_line(&prompt("p2", "A task after the restart"));
+    assert!(stored(&next).contains(&"turn.started"), "{next:?}");
+    assert!(ends(&next).is_empty(), "the next turn stays open: {next:?}");
+    assert_eq!(n.turn(), Some("p2"));
+    n.transcript_line(&reply("a2", "Done as a task."));
+    let end = n.transcript_line(&turn_duration());
+    assert_eq!(ends(&end), [("p2".to_string(), TurnStatus::Completed)]);
+}

@@ -157,6 +157,17 @@ impl Normalizer {
         }
     }
 
+    /// Resumed with no turn running, `turn` being the session's last (ended) turn: transcript
+    /// lines read again after a restart (the tail resumes from its last saved checkpoint) are
+    /// that turn's — deduplicated, never ending it twice — not lines of the next prompt's turn
+    /// flushed above its prompt line.
+    pub fn resume_ended(&mut self, turn: String) {
+        if self.turn.is_none() {
+            self.transcript_turn = Some(turn.clone());
+            self.ended.insert(turn);
+        }
+    }
+
     /// No hook reports this session: the transcript leads (see `transcript_led`). A hook line
     /// read later hands the lead back to the hooks.
     pub fn lead_by_transcript(&mut self) {
