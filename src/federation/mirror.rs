@@ -63,25 +63,32 @@ impl crate::service::ColdEvents for Copies {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e).with_context(|| format!("failed to open {}", path.display())),
         };
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = reader
-                .read_line(&mut line)
-                .with_context(|| format!("failed to read {}", path.display()))?;
-            // The end, or a line still being appended.
-            if read == 0 || !line.ends_with('\n') {
-                return Ok(());
-            }
-            let Some((_, json)) = line.trim_end().split_once(' ') else {
+        whole_lines(BufReader::with_capacity(1 << 16, file), &path, |line, _| {
+            let Some((_, json)) = line.split_once(' ') else {
                 anyhow::bail!("{}: a line without its stream sequence", path.display());
             };
             let head: HeadRef = serde_json::from_str(json)
                 .with_context(|| format!("{}: a line that is not an event", path.display()))?;
-            if !visit(head.seq, head.session.as_deref(), json) {
-                return Ok(());
-            }
+            Ok(visit(head.seq, head.session.as_deref(), json))
+        })
+    }
+}
+
+/// Calls `each` with every whole line of a copy (without its newline) and the bytes it took,
+/// until the end, a line still being written (no newline yet), or `each` answering `false`.
+fn whole_lines(
+    mut reader: impl BufRead,
+    path: &Path,
+    mut each: impl FnMut(&str, usize) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = reader
+            .read_line(&mut line)
+            .with_context(|| format!("failed to read {}", path.display()))?;
+        if read == 0 || !line.ends_with('\n') || !each(line.trim_end(), read)? {
+            return Ok(());
         }
     }
 }
@@ -145,21 +152,14 @@ impl Mirror {
         let mut count = 0;
         let mut stream_seq = 0;
         let mut good: u64 = 0;
-        let mut reader = BufReader::new(&file);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let read = reader
-                .read_line(&mut line)
-                .with_context(|| format!("failed to read {}", path.display()))?;
-            if read == 0 || !line.ends_with('\n') {
-                break;
-            }
+        whole_lines(BufReader::new(&file), &path, |line, read| {
             let parsed = line
-                .trim_end()
                 .split_once(' ')
                 .and_then(|(s, json)| Some((s.parse::<u64>().ok()?, parse(json).ok()?)));
-            let Some((seq, event)) = parsed else { break };
+            // An unreadable line ends what the copy holds (its tail is cut below).
+            let Some((seq, event)) = parsed else {
+                return Ok(false);
+            };
             stream_seq = seq;
             events.push(event);
             count += 1;
@@ -167,7 +167,8 @@ impl Mirror {
             if events.len() == OPEN_BATCH {
                 held(std::mem::take(&mut events));
             }
-        }
+            Ok(true)
+        })?;
         held(events);
         if file.metadata().map(|m| m.len()).unwrap_or(good) != good {
             tracing::warn!(path = %path.display(), kept = count, "hub: cutting a torn tail off a machine's copy");

@@ -800,7 +800,8 @@ pub fn qualify(machine: &str, id: &str) -> String {
 mod tests {
     use super::*;
 
-    fn event(seq: u64, session: &str) -> RemoteEvent {
+    /// An event of `session` with `seq` (also read.rs's tests).
+    pub(super) fn event(seq: u64, session: &str) -> RemoteEvent {
         RemoteEvent {
             seq,
             session: Some(session.to_string()),

@@ -15,6 +15,18 @@ use crate::protocol::codes;
 use crate::service::{ErrorKind, Service, ServiceError};
 
 impl Service {
+    /// The hub's world, to read `machine` in (`machine_not_found` when this daemon is no hub).
+    fn hub_of(&self, machine: &str) -> Result<Arc<HubWorld>, ServiceError> {
+        self.machine.hub.clone().ok_or_else(|| {
+            ServiceError::not_found(
+                codes::MACHINE_NOT_FOUND,
+                format!(
+                    "no machine `{machine}`: this daemon is no hub (start it with --hub to view other machines)"
+                ),
+            )
+        })
+    }
+
     /// Another machine's session's events after `after` (that machine's seq), at most `limit`;
     /// with `wait`, waits up to it for one when there is none yet.
     pub async fn remote_events(
@@ -25,14 +37,7 @@ impl Service {
         limit: usize,
         wait: Option<Duration>,
     ) -> Result<RemotePage, ServiceError> {
-        let world = self.machine.hub.clone().ok_or_else(|| {
-            ServiceError::not_found(
-                codes::MACHINE_NOT_FOUND,
-                format!(
-                    "no machine `{machine}`: this daemon is no hub (start it with --hub to view other machines)"
-                ),
-            )
-        })?;
+        let world = self.hub_of(machine)?;
         let limit = limit.clamp(1, MAX_REMOTE_LIMIT);
         let mut changed = world.changed.subscribe();
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
@@ -72,14 +77,7 @@ impl Service {
         before: Option<u64>,
         limit: usize,
     ) -> Result<RemotePage, ServiceError> {
-        let world = self.machine.hub.clone().ok_or_else(|| {
-            ServiceError::not_found(
-                codes::MACHINE_NOT_FOUND,
-                format!(
-                    "no machine `{machine}`: this daemon is no hub (start it with --hub to view other machines)"
-                ),
-            )
-        })?;
+        let world = self.hub_of(machine)?;
         backward_page(
             &world,
             machine,
@@ -331,15 +329,8 @@ fn window_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::hub::tests::event;
     use crate::service::hub::{DEFAULT_HUB_MEMORY, cost};
-
-    fn event(seq: u64, session: &str) -> RemoteEvent {
-        RemoteEvent {
-            seq,
-            session: Some(session.to_string()),
-            json: format!("{{\"seq\":{seq},\"session\":\"{session}\"}}").into(),
-        }
-    }
 
     #[test]
     fn a_window_of_another_machines_session_reads_backwards_in_its_seqs() {
