@@ -202,6 +202,18 @@ pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     (resp.status, resp.json())
 }
 
+/// A first turn typed by hand in the rig's TUI (it writes the rollout the watcher places);
+/// answers the watched instance once that turn is done.
+pub(crate) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
+    rig.mock.push(Step::text("Hand reply."));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    wait_instance(daemon, AGENT, "the watched codex, done", |i| {
+        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
+    })
+    .1
+}
+
 pub(crate) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
     let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
     (resp.status, resp.json())
@@ -211,13 +223,7 @@ pub(crate) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
 fn a_codex_tui_started_by_hand_is_adopted_driven_interrupted_given_back_and_ends_with_its_pane() {
     let rig = Rig::start();
     let daemon = rig.daemon();
-    // A first turn by hand writes the rollout the watcher places.
-    rig.mock.push(Step::text("Hand reply."));
-    rig.type_text("Hello by hand");
-    rig.keys(&["Enter"]);
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
-        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
-    });
+    let watched = turn_by_hand(&rig, &daemon);
     assert_eq!(watched["control"], "watched", "{watched:#}");
     assert_eq!(watched["adoptable"], true, "{watched:#}");
     let key = watched["key"].as_str().unwrap().to_string();

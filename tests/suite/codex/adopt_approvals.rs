@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::suite::codex::adopt::{AGENT, Rig, adopt, events, send, wait_event};
+use crate::suite::codex::adopt::{AGENT, Rig, adopt, events, send, turn_by_hand, wait_event};
 use crate::suite::watch::common::wait_instance;
 use crate::support::TestDaemon;
 use crate::support::mock_responses::Step;
@@ -45,12 +45,7 @@ fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Valu
 fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when_it_matches() {
     let rig = Rig::start();
     let daemon = rig.daemon();
-    rig.mock.push(Step::text("Hand reply."));
-    rig.type_text("Hello by hand");
-    rig.keys(&["Enter"]);
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
-        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
-    });
+    let watched = turn_by_hand(&rig, &daemon);
     let key = watched["key"].as_str().unwrap().to_string();
     let (status, adopted) = adopt(&daemon, &key);
     assert_eq!(status, 201, "{adopted:#}");

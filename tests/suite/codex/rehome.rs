@@ -11,9 +11,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::adopt::{AGENT, Rig, WAIT, adopt, events, send, wait_event};
+use super::adopt::{Rig, WAIT, adopt, events, send, turn_by_hand, wait_event};
 use crate::suite::codex::host::session_sse;
-use crate::suite::watch::common::wait_instance;
 use crate::support::TestDaemon;
 use crate::support::claude_env::is_running;
 use crate::support::mock_responses::Step;
@@ -42,13 +41,7 @@ fn completed(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
 fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() {
     let rig = Rig::start();
     let mut daemon = rig.daemon();
-    // A turn by hand, then adopted.
-    rig.mock.push(Step::text("Hand reply."));
-    rig.type_text("Hello by hand");
-    rig.keys(&["Enter"]);
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
-        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
-    });
+    let watched = turn_by_hand(&rig, &daemon);
     let key = watched["key"].as_str().unwrap().to_string();
     let thread = watched["threadId"].as_str().unwrap().to_string();
     let (status, adopted) = adopt(&daemon, &key);

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::suite::codex::adopt::{AGENT, Rig, adopt, wait_event};
+use crate::suite::codex::adopt::{AGENT, Rig, adopt, turn_by_hand, wait_event};
 use crate::suite::watch::common::wait_instance;
 use crate::support::browser::{Browser, UI_TIMEOUT};
 use crate::support::claude_env::is_running;
@@ -22,12 +22,7 @@ const TURN: Duration = Duration::from_secs(60);
 fn an_adopted_codex_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockpit_completes() {
     let rig = Rig::start();
     let daemon = rig.daemon();
-    rig.mock.push(Step::text("Hand reply."));
-    rig.type_text("Hello by hand");
-    rig.keys(&["Enter"]);
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex, done", |i| {
-        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
-    });
+    let watched = turn_by_hand(&rig, &daemon);
     let key = watched["key"].as_str().unwrap().to_string();
     let thread = watched["threadId"].as_str().unwrap().to_string();
     let (status, adopted) = adopt(&daemon, &key);
