@@ -575,8 +575,13 @@ async fn run() -> anyhow::Result<bool> {
     let mut discovered_secs = 0.0;
     if plan.synthetic > 0 {
         let client = async_nats::connect(&url).await?;
+        // Every machine's task holds a window of unacknowledged publishes before it awaits
+        // them, so the client's bound on acks in flight (5,000 by default, waited on when
+        // reached) must hold all windows at once: 100 machines each holding part of a window
+        // would wait on each other for ever.
         let js = jetstream::ContextBuilder::new()
             .timeout(Duration::from_secs(5))
+            .max_ack_inflight(WINDOW * plan.synthetic)
             .build(client);
         let kv = js.get_key_value("cohost_machines").await?;
         // A real machine's view and event, as templates.
@@ -643,8 +648,15 @@ async fn run() -> anyhow::Result<bool> {
                     Arc::clone(&data),
                 )));
             }
+            let deadline = tokio::time::Instant::now() + DEADLINE;
             for task in tasks {
-                fleet.push(task.await??);
+                let Ok(machine) = tokio::time::timeout_at(deadline, task).await else {
+                    bail!(
+                        "synthetic round {}: publishing did not finish within {DEADLINE:?}",
+                        round + 1
+                    );
+                };
+                fleet.push(machine??);
             }
             let published = t0.elapsed();
             for machine in &fleet {
