@@ -405,6 +405,14 @@ pub struct MachineLink {
     /// Events the stream delivered again that the hub already held (dropped, counted).
     #[serde(default)]
     pub duplicates_dropped: u64,
+    /// The bytes of the machine's events the hub holds in memory (each counted by its JSON, its
+    /// session id and 64 bytes of entry), within `--hub-memory-mb`.
+    #[serde(default)]
+    pub memory_bytes: u64,
+    /// The newest seq that left the hub's memory (0: none): a read of events up to it is read
+    /// from the hub's copy on disk.
+    #[serde(default)]
+    pub on_disk_through: u64,
     /// The last failure reading the machine's stream or view, while it lasts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,

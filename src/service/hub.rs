@@ -320,6 +320,8 @@ impl HubWorld {
                         head_seq: head,
                         lag: head - received,
                         duplicates_dropped: m.duplicates,
+                        memory_bytes: m.held_bytes as u64,
+                        on_disk_through: m.evicted_through,
                         last_error: m.last_error.clone(),
                     }
                 })

@@ -4,6 +4,7 @@
 //! sample server configuration of the docs.
 
 pub(crate) mod hub;
+mod hub_memory;
 mod hub_ops;
 mod hub_surfaces;
 mod permissions;
