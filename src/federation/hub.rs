@@ -135,9 +135,8 @@ impl Hub {
         };
         let (commands, requests) = tokio::sync::mpsc::channel(64);
         this.world.set_command_link(commands);
-        this.world.set_cold(Arc::new(mirror::Copies {
-            home: this.home.clone(),
-        }));
+        this.world
+            .set_cold(Arc::new(mirror::Copies::new(this.home.clone())));
         tasks.spawn(send_commands(client.clone(), requests, cancel.clone()));
         let js = jetstream::ContextBuilder::new()
             .timeout(REQUEST_TIMEOUT)

@@ -68,11 +68,21 @@ pub struct RemoteEvent {
 /// event it received (`federation::mirror`, the hub's copy on disk, written before an event
 /// reaches the world).
 pub trait ColdEvents: Send + Sync {
-    /// Calls `visit` with each event of `machine` kept there — its seq, its session, its JSON —
-    /// in seq order, until `visit` answers `false`.
+    /// Calls `visit` with each event of `machine` kept there after seq `after` — its seq, its
+    /// session, its JSON — in seq order, until `visit` answers `false`.
     fn scan(
         &self,
         machine: &str,
+        after: u64,
+        visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
+    ) -> anyhow::Result<()>;
+
+    /// The same backwards: each event up to seq `through`, newest first, until `visit` answers
+    /// `false`.
+    fn scan_back(
+        &self,
+        machine: &str,
+        through: u64,
         visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
     ) -> anyhow::Result<()>;
 }

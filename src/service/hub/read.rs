@@ -242,11 +242,11 @@ impl HubWorld {
     ) -> Result<Vec<RemoteEvent>, ServiceError> {
         let mut found = Vec::new();
         self.cold(machine)?
-            .scan(machine, &mut |seq, of, json| {
+            .scan(machine, after, &mut |seq, of, json| {
                 if seq > through {
                     return false;
                 }
-                if seq > after && of == Some(session) {
+                if of == Some(session) {
                     found.push(cold_event(seq, session, json));
                 }
                 found.len() < limit
@@ -264,19 +264,16 @@ impl HubWorld {
         through: u64,
         keep: usize,
     ) -> Result<VecDeque<RemoteEvent>, ServiceError> {
-        let mut found = VecDeque::with_capacity(keep + 1);
+        let mut found = VecDeque::with_capacity(keep);
+        if keep == 0 {
+            return Ok(found);
+        }
         self.cold(machine)?
-            .scan(machine, &mut |seq, of, json| {
-                if seq > through {
-                    return false;
-                }
+            .scan_back(machine, through, &mut |seq, of, json| {
                 if of == Some(session) {
-                    found.push_back(cold_event(seq, session, json));
-                    if found.len() > keep {
-                        found.pop_front();
-                    }
+                    found.push_front(cold_event(seq, session, json));
                 }
-                true
+                found.len() < keep
             })
             .map_err(|e| cold_failed(machine, e))?;
         Ok(found)
@@ -362,9 +359,24 @@ mod tests {
         fn scan(
             &self,
             _machine: &str,
+            after: u64,
             visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
         ) -> anyhow::Result<()> {
-            for e in &self.0 {
+            for e in self.0.iter().filter(|e| e.seq > after) {
+                if !visit(e.seq, e.session.as_deref(), &e.json) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+
+        fn scan_back(
+            &self,
+            _machine: &str,
+            through: u64,
+            visit: &mut dyn FnMut(u64, Option<&str>, &str) -> bool,
+        ) -> anyhow::Result<()> {
+            for e in self.0.iter().rev().filter(|e| e.seq <= through) {
                 if !visit(e.seq, e.session.as_deref(), &e.json) {
                     break;
                 }
