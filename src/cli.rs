@@ -356,6 +356,10 @@ pub struct ServeArgs {
     /// Require TLS to the NATS server (implied by a `tls://` URL).
     #[arg(long)]
     pub nats_tls: bool,
+    /// Trust the CA certificates in this PEM file for the NATS server's certificate (a server
+    /// whose certificate a private CA signs), beside the system's roots. Needs TLS.
+    #[arg(long, env = "COHOST_NATS_CA", value_name = "FILE")]
+    pub nats_ca: Option<PathBuf>,
     /// View every other machine publishing into the NATS server (`--nats`): their state,
     /// sessions and events, machine-qualified (`laptop/<session>`), read through a durable
     /// consumer. Config file: `hub = true`.

@@ -167,6 +167,7 @@ impl ServeConfig {
                 args.nats_creds.clone(),
                 args.nats_user_file.clone(),
                 args.nats_tls,
+                args.nats_ca.clone(),
                 name,
             )?),
             None => None,

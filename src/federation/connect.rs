@@ -1,4 +1,4 @@
-//! The NATS settings (`--nats`, `--nats-creds`, `--nats-user-file`, `--nats-tls`), checked before
+//! The NATS settings (`--nats`, `--nats-creds`, `--nats-user-file`, `--nats-tls`, `--nats-ca`), checked before
 //! anything starts, and the connection made from them.
 //!
 //! Secure by default, like the HTTP bind: a server that is not on loopback is refused unless the
@@ -75,6 +75,8 @@ pub struct NatsConfig {
     pub user_file: Option<PathBuf>,
     /// TLS required (a `tls://` URL or `--nats-tls`).
     pub tls: bool,
+    /// CA certificates (PEM) trusted for the server's certificate beside the system's roots.
+    pub ca: Option<PathBuf>,
 }
 
 /// The host of a `nats://` or `tls://` URL (`[::1]` without brackets), and whether it is TLS.
@@ -125,6 +127,7 @@ impl NatsConfig {
         creds: Option<PathBuf>,
         user_file: Option<PathBuf>,
         tls_flag: bool,
+        ca: Option<PathBuf>,
         name: impl Fn(&str) -> String,
     ) -> anyhow::Result<NatsConfig> {
         let (host, tls_scheme) =
@@ -136,7 +139,11 @@ impl NatsConfig {
                 name("nats-user-file")
             );
         }
-        for (key, path) in [("nats-creds", &creds), ("nats-user-file", &user_file)] {
+        for (key, path) in [
+            ("nats-creds", &creds),
+            ("nats-user-file", &user_file),
+            ("nats-ca", &ca),
+        ] {
             if let Some(path) = path
                 && !path.is_file()
             {
@@ -144,6 +151,13 @@ impl NatsConfig {
             }
         }
         let tls = tls_scheme || tls_flag;
+        if ca.is_some() && !tls {
+            bail!(
+                "{} names CA certificates for a TLS link, but {url} is plain: use a tls:// URL or {}",
+                name("nats-ca"),
+                name("nats-tls")
+            );
+        }
         let authenticated = creds.is_some() || user_file.is_some();
         let secured = tls && authenticated;
         if !(is_loopback(&host) || secured) {
@@ -159,6 +173,7 @@ impl NatsConfig {
             creds,
             user_file,
             tls,
+            ca,
         })
     }
 
@@ -177,6 +192,7 @@ impl NatsConfig {
         let (refused_tx, refused_rx) = tokio::sync::watch::channel(None);
         let url = self.url.clone();
         let user = machine.to_string();
+        let tls = self.tls;
         let mut options = async_nats::ConnectOptions::new()
             .name(format!("cohost {machine}"))
             .custom_inbox_prefix(inbox_prefix(machine))
@@ -186,8 +202,25 @@ impl NatsConfig {
                 let url = url.clone();
                 let user = user.clone();
                 async move {
-                    let async_nats::Event::ServerError(error) = event else {
-                        return;
+                    let error = match event {
+                        async_nats::Event::ServerError(error) => error,
+                        async_nats::Event::ClientError(async_nats::ClientError::Other(error)) => {
+                            // A certificate the client does not trust reads as an IO error.
+                            let hint = if tls {
+                                " (over TLS: if a private CA signs the server's certificate, give its certificate with --nats-ca)"
+                            } else {
+                                ""
+                            };
+                            let text = format!(
+                                "the {role} cannot connect to the NATS server at {url}: {error}{hint}; trying again"
+                            );
+                            tracing::warn!(error = %text, "federation: cannot connect");
+                            let mut status = status.lock().unwrap_or_else(|e| e.into_inner());
+                            status.last_error = Some(text);
+                            status.last_error_at = Some(crate::core::now_ms());
+                            return;
+                        }
+                        _ => return,
                     };
                     if let Some(violation) = permission_violation(&error) {
                         let text = format!(
@@ -224,6 +257,9 @@ impl NatsConfig {
                 step.min(MAX_RECONNECT_DELAY)
             })
             .require_tls(self.tls);
+        if let Some(ca) = &self.ca {
+            options = options.add_root_certificates(ca.clone());
+        }
         if let Some(creds) = &self.creds {
             options = options
                 .credentials_file(creds)
@@ -256,7 +292,8 @@ mod tests {
     fn check(url: &str, tls: bool, creds: bool) -> Result<NatsConfig, String> {
         let file = tempfile::NamedTempFile::new().unwrap();
         let creds = creds.then(|| file.path().to_path_buf());
-        NatsConfig::check(url, creds, None, tls, |k| format!("--{k}")).map_err(|e| e.to_string())
+        NatsConfig::check(url, creds, None, tls, None, |k| format!("--{k}"))
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod bench;
 pub mod browser;
+pub mod certs;
 pub mod claude_env;
 pub mod claude_host;
 pub mod claude_panes;

@@ -131,6 +131,16 @@ fn a_remote_plaintext_nats_url_is_refused_at_start() {
     // TLS without credentials is refused too.
     let refused = serve(&["--nats", "tls://hub.example:4222"], None);
     assert!(refused.contains("refusing to publish"), "{refused}");
+    // A CA for a plain link is a mistake, said at start.
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "not read").unwrap();
+    let ca = ca.to_str().unwrap();
+    let refused = serve(&["--nats", "nats://127.0.0.1:4222", "--nats-ca", ca], None);
+    assert!(
+        refused.contains("--nats-ca names CA certificates for a TLS link")
+            && refused.contains("--nats-tls"),
+        "{refused}"
+    );
     // The config file's `[nats]` section names the same setting, and the error names the key.
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "[nats]\nurl = \"nats://10.1.2.3:4222\"\n").unwrap();
@@ -161,4 +171,49 @@ fn a_remote_plaintext_nats_url_is_refused_at_start() {
         "{refused}"
     );
     assert!(!dir.path().join("home/federation").exists());
+}
+
+#[test]
+fn a_tls_link_to_a_server_a_private_ca_signs_publishes_with_that_ca_and_says_why_without_it() {
+    let certs = temp_dir("cohost-nats-tls-");
+    crate::support::certs::write_certificates(certs.path());
+    let file = |name: &str| certs.path().join(name).to_str().unwrap().to_string();
+    let nats = NatsServer::start_with_config(|store| {
+        format!(
+            "host: 127.0.0.1\njetstream {{ store_dir: \"{}\" }}\ntls {{ cert_file: \"{}\", key_file: \"{}\" }}\n",
+            store.display(),
+            file("server.pem"),
+            file("server.key")
+        )
+    });
+    let url = format!("tls://127.0.0.1:{}", nats.port());
+    // The CA trusted: the log is published over TLS.
+    let (tmux, _) = tmux_with_sessions(&["work"]);
+    let ca = file("ca.pem");
+    let daemon = TestDaemon::start(
+        &tmux,
+        &["--nats", &url, "--machine", "box", "--nats-ca", &ca],
+    );
+    for i in 0..3 {
+        post(&daemon, i);
+    }
+    // (The server acknowledged every logged event: it speaks only TLS.)
+    let published = wait_published(&daemon);
+    eprintln!("with --nats-ca: {}", published["federation"]);
+    assert!(published["seq"].as_u64() >= Some(3), "{published}");
+    // Without it the server's certificate is not trusted: nothing is published, and health
+    // says why and what to give.
+    let (tmux_b, _) = tmux_with_sessions(&["work"]);
+    let untrusting = TestDaemon::start(&tmux_b, &["--nats", &url, "--machine", "other"]);
+    post(&untrusting, 0);
+    let federation = untrusting.wait_for("the TLS failure in health", CATCH_UP, |d| {
+        let federation = health(d)["federation"].clone();
+        federation["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot connect") && e.contains("--nats-ca"))
+            .then_some(federation)
+    });
+    eprintln!("without --nats-ca: {federation}");
+    assert_ne!(federation["link"], "connected", "{federation}");
+    assert_eq!(federation["lastAckedSeq"], 0, "{federation}");
 }
