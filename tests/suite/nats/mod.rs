@@ -4,7 +4,9 @@
 //! sample server configuration of the docs.
 
 pub(crate) mod hub;
+mod hub_mcp;
 mod hub_ops;
+mod hub_requests;
 mod hub_surfaces;
 mod permissions;
 mod publish;
