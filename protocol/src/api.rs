@@ -708,6 +708,12 @@ pub enum RemoteOp {
         /// The body the route takes; `by` defaults to `hub:<from>`.
         answer: super::InputAnswer,
     },
+    /// `GET /api/sessions/{id}/approvals` on the owning machine: its session's approvals,
+    /// pending and resolved, as it holds them now. Answered with its `ApprovalList`.
+    Approvals {},
+    /// `GET /api/sessions/{id}/requests` on the owning machine. Answered with its
+    /// `RequestList`.
+    Requests {},
     /// `POST /api/sessions/{id}/tasks` on the owning machine: the task joins that machine's
     /// queue (the hub always sends an idempotency key, so a delivery sent again finds the
     /// first). Answered with its `SendResult`.

@@ -161,6 +161,10 @@ pub struct ApprovalEntry {
     pub requested_at: u64,
     pub resolved: Option<ApprovalResolved>,
     pub pending: bool,
+    /// At a hub, another machine's session as the hub names it (`laptop/<id>`): the id its
+    /// answer is posted to. Absent on a machine's own sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// `GET /api/sessions/{id}/approvals`.
@@ -187,6 +191,10 @@ pub struct RequestEntry {
     pub resolved: Option<InputResolved>,
     pub resolved_at: Option<u64>,
     pub pending: bool,
+    /// At a hub, another machine's session as the hub names it (`laptop/<id>`): the id its
+    /// answer is posted to. Absent on a machine's own sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// `GET /api/sessions/{id}/requests`.

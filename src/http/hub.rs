@@ -22,7 +22,7 @@ use super::{ApiError, AppState};
 use crate::protocol::codes;
 use crate::protocol::{
     CreateBody, DecisionBody, ForkBody, GoalBody, InputAnswer, LeaseBody, MessageBody, ModelBody,
-    RemoteOp, SendBody,
+    RemoteOp, RemoteSurface, SendBody,
 };
 use crate::service::{MAX_REMOTE_LIMIT, RemoteEvent, RemotePage};
 
@@ -46,14 +46,11 @@ pub(super) async fn remote_fork(
     session: &str,
     fork: ForkBody,
 ) -> Result<Response, ApiError> {
-    let mut answer = state
+    let answer = state
         .service
-        .remote(machine, session, RemoteOp::Fork { fork })
+        .remote_fork(RemoteSurface::Http, machine, session, fork)
         .await?;
     let forked = answer.get("ok").and_then(serde_json::Value::as_bool) == Some(true);
-    if let Some(view) = answer.pointer_mut("/data/session") {
-        qualify_view(view, machine);
-    }
     let status = if forked {
         StatusCode::CREATED
     } else {
@@ -69,22 +66,11 @@ pub(super) async fn remote_create(
     machine: &str,
     create: CreateBody,
 ) -> Result<Response, ApiError> {
-    let mut answer = state
+    let answer = state
         .service
-        .remote(machine, "", RemoteOp::Create { create })
+        .remote_create(RemoteSurface::Http, machine, create)
         .await?;
-    if let Some(view) = answer.get_mut("session") {
-        qualify_view(view, machine);
-    }
     Ok((StatusCode::CREATED, Json(answer)).into_response())
-}
-
-/// Another machine's session view as the hub names it: id qualified, its machine set.
-fn qualify_view(view: &mut serde_json::Value, machine: &str) {
-    if let Some(id) = view.get("id").and_then(serde_json::Value::as_str) {
-        view["id"] = serde_json::Value::String(crate::service::qualify(machine, id));
-        view["machine"] = serde_json::Value::String(machine.to_string());
-    }
 }
 
 /// The routes with the machine as a segment (`/api/sessions/{machine}/{id}/…`) are the local

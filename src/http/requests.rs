@@ -9,16 +9,24 @@ use axum::response::{IntoResponse, Response};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
-use crate::protocol::RemoteOp;
 use crate::protocol::{InputAnswer, RequestAnswered, RequestList};
+use crate::protocol::{RemoteOp, RemoteSurface};
 
 pub async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<RequestList>, ApiError> {
-    Ok(Json(RequestList {
-        requests: state.service.requests(&id)?,
-    }))
+    // On a hub, another machine's session: its machine's list, as it holds it now.
+    let requests = match state.service.remote_id(&id) {
+        Some((machine, session)) => {
+            state
+                .service
+                .remote_requests(RemoteSurface::Http, machine, session)
+                .await?
+        }
+        None => state.service.requests(state.service.local_id(&id))?,
+    };
+    Ok(Json(RequestList { requests }))
 }
 
 pub async fn answer(

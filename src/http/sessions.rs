@@ -15,13 +15,13 @@ use serde_json::{Value, json};
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
 use crate::protocol::Capability;
-use crate::protocol::RemoteOp;
 use crate::protocol::boundary::{HookAnswer, HookLine, PermissionAsk};
 use crate::protocol::codes;
 use crate::protocol::{
     ApprovalDecided, ApprovalList, DoctorReport, Done, HostedSessionView, Interrupted, PromptSent,
     RuntimeList, Seen, SessionList, SessionReply, TerminalSpec,
 };
+use crate::protocol::{RemoteOp, RemoteSurface};
 use crate::service::CreateRequest;
 
 /// An optional JSON body: none (empty) is the default, anything else must be JSON.
@@ -118,9 +118,17 @@ pub async fn approvals(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
-    Ok(Json(ApprovalList {
-        approvals: state.service.approvals(&id)?,
-    }))
+    // On a hub, another machine's session: its machine's list, as it holds it now.
+    let approvals = match state.service.remote_id(&id) {
+        Some((machine, session)) => {
+            state
+                .service
+                .remote_approvals(RemoteSurface::Http, machine, session)
+                .await?
+        }
+        None => state.service.approvals(state.service.local_id(&id))?,
+    };
+    Ok(Json(ApprovalList { approvals }))
 }
 
 pub async fn resolve_approval(

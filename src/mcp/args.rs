@@ -198,6 +198,10 @@ pub struct StartArgs {
     /// claude only (default `default`).
     #[serde(default)]
     pub permission_mode: Option<ModeArg>,
+    /// At a hub: the machine to start the session on (default this one); it checks `cwd`
+    /// against its own project roots, and the session's id is qualified (`<machine>/<id>`).
+    #[serde(default)]
+    pub machine: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

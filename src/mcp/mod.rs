@@ -22,6 +22,7 @@
 //! failure names is named as the tool's argument ([`args::arg_name`]), never as HTTP names it.
 
 mod args;
+mod remote;
 mod tools;
 mod window;
 

@@ -190,23 +190,26 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt, or from a `profile` of the daemon's config file (its runtime, directory, model, instructions, MCP servers…; the arguments given override it). A retry with the same idempotency_key returns the first session.",
+        description = "Start a hosted codex or claude session in a directory under a project root the owner allowed (`cohost serve --mcp-allowed-root DIR`), optionally with a first prompt, or from a `profile` of the daemon's config file (its runtime, directory, model, instructions, MCP servers…; the arguments given override it). A retry with the same idempotency_key returns the first session. At a hub, `machine` starts it on another machine, under that machine's own project roots.",
         output_schema = output::<SessionStarted>()
     )]
-    async fn start_session(&self, Parameters(args): Parameters<StartArgs>) -> ToolResult {
+    async fn start_session(&self, Parameters(mut args): Parameters<StartArgs>) -> ToolResult {
+        // At a hub, `machine` names where: another machine starts it under its own roots.
+        if let Some(machine) = args.machine.take()
+            && machine != self.service.machine()
+        {
+            if let Err(error) = self.service.known_machine(&machine) {
+                return Ok(failed(error));
+            }
+            return super::remote::start(self, &machine, args).await;
+        }
         // A profile's directory is held to the project roots like one given here.
-        let cwd_text = args.cwd.clone().or_else(|| {
-            args.profile
-                .as_deref()
-                .and_then(|name| self.service.profile_cwd(name))
-        });
-        let cwd = match cwd_text {
-            Some(cwd_text) => match self.service.check_root(&cwd_text) {
-                Ok(cwd) => cwd.to_string_lossy().into_owned(),
-                Err(error) => return Ok(failed(error)),
-            },
-            // No directory: the create's own error names `cwd` (or the profile's).
-            None => String::new(),
+        let cwd = match self
+            .service
+            .mcp_cwd(args.cwd.as_deref(), args.profile.as_deref())
+        {
+            Ok(cwd) => cwd,
+            Err(error) => return Ok(failed(error)),
         };
         let created = match self
             .service
@@ -520,13 +523,22 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "A hosted session's approval requests, pending and resolved.",
+        description = "A hosted session's approval requests, pending and resolved (at a hub, `machine/id`: that machine's, asked of it).",
         annotations(read_only_hint = true),
         output_schema = output::<ApprovalList>()
     )]
     async fn list_approvals(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
         let id = &args.session_id;
-        Ok(match self.service.approvals(id) {
+        // At a hub, another machine's session: its machine's list, as it holds it now.
+        let listed = match self.service.remote_id(id) {
+            Some((machine, session)) => {
+                self.service
+                    .remote_approvals(crate::protocol::RemoteSurface::Mcp, machine, session)
+                    .await
+            }
+            None => self.service.approvals(self.service.local_id(id)),
+        };
+        Ok(match listed {
             Ok(approvals) => answer_list(ApprovalList { approvals }, "approvals", |kept, total| {
                 format!("only the first {kept} of {total} approvals fit")
             }),
@@ -572,6 +584,9 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_get(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        if let Some((machine, session)) = self.service.remote_id(&args.session_id) {
+            return super::remote::goal(self, machine, session, None, false).await;
+        }
         answered(self.service.goal_get(&args.session_id).await)
     }
 
@@ -580,6 +595,10 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_set(&self, Parameters(args): Parameters<GoalSetArgs>) -> ToolResult {
+        if let Some((machine, session)) = self.service.remote_id(&args.session_id) {
+            let (machine, session) = (machine.to_string(), session.to_string());
+            return super::remote::goal(self, &machine, &session, Some(args), false).await;
+        }
         answered(
             self.service
                 .goal_set(
@@ -597,6 +616,9 @@ impl CohostMcp {
         output_schema = output::<Capability>()
     )]
     async fn goal_clear(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        if let Some((machine, session)) = self.service.remote_id(&args.session_id) {
+            return super::remote::goal(self, machine, session, None, true).await;
+        }
         answered(self.service.goal_clear(&args.session_id).await)
     }
 
@@ -605,6 +627,9 @@ impl CohostMcp {
         output_schema = output::<ForkReply>()
     )]
     async fn fork(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
+        if let Some((machine, session)) = self.service.remote_id(&args.session_id) {
+            return super::remote::fork(self, machine, session).await;
+        }
         Ok(match self.service.fork(&args.session_id, None).await {
             Ok(Ok(view)) => answer(ForkReply {
                 ok: true,
@@ -678,7 +703,16 @@ impl CohostMcp {
         output_schema = output::<RequestList>()
     )]
     async fn list_requests(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.requests(&args.session_id) {
+        let id = &args.session_id;
+        let listed = match self.service.remote_id(id) {
+            Some((machine, session)) => {
+                self.service
+                    .remote_requests(crate::protocol::RemoteSurface::Mcp, machine, session)
+                    .await
+            }
+            None => self.service.requests(self.service.local_id(id)),
+        };
+        Ok(match listed {
             Ok(requests) => answer_list(RequestList { requests }, "requests", |kept, total| {
                 format!("only the first {kept} of {total} requests fit")
             }),

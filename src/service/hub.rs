@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod read;
+mod remote;
 
 use super::{ErrorKind, Service, ServiceError};
 use crate::core::now_ms;
@@ -630,6 +631,12 @@ impl Service {
                         })
                     })
             }
+            RemoteOp::Approvals {} => self
+                .approvals(&session)
+                .and_then(|approvals| to_value(crate::protocol::ApprovalList { approvals })),
+            RemoteOp::Requests {} => self
+                .requests(&session)
+                .and_then(|requests| to_value(crate::protocol::RequestList { requests })),
             RemoteOp::Task { task } => {
                 tracing::info!(%session, hub = %from, "a task from a hub");
                 match task_source(task.source.as_deref()) {
@@ -691,6 +698,17 @@ impl Service {
                     Some(machine) if machine != self.machine() => Err(ServiceError::invalid(
                         format!("this machine is `{}`, not `{machine}`", self.machine()),
                     )),
+                    // MCP starts sessions only under this machine's project roots.
+                    _ if surface == RemoteSurface::Mcp => match self.mcp_cwd(
+                        Some(create.cwd.as_str()).filter(|cwd| !cwd.is_empty()),
+                        create.profile.as_deref(),
+                    ) {
+                        Ok(cwd) => {
+                            create.cwd = cwd;
+                            self.create(create.into()).await.and_then(to_value)
+                        }
+                        Err(error) => Err(error),
+                    },
                     _ => self.create(create.into()).await.and_then(to_value),
                 }
             }

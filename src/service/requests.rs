@@ -28,6 +28,7 @@ impl Service {
                             resolved: r.resolved.clone(),
                             resolved_at: r.resolved_at,
                             pending: r.resolved.is_none(),
+                            session_id: None,
                         })
                         .collect()
                 })

@@ -343,6 +343,23 @@ impl Service {
         Ok((request, Some(applied.profile)))
     }
 
+    /// Where MCP's start puts a session: `cwd`, else the directory `profile` sets, held to the
+    /// project roots ([`Service::check_root`]); empty when neither names one (the create's own
+    /// error then names `cwd`, or the profile's).
+    pub fn mcp_cwd(
+        &self,
+        cwd: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<String, ServiceError> {
+        let cwd_text = cwd
+            .map(str::to_string)
+            .or_else(|| profile.and_then(|name| self.profile_cwd(name)));
+        match cwd_text {
+            Some(cwd_text) => Ok(self.check_root(&cwd_text)?.to_string_lossy().into_owned()),
+            None => Ok(String::new()),
+        }
+    }
+
     /// Where an MCP client may start a session: `cwd`, resolved (symlinks, `..`), under one of
     /// the project roots the owner allowed.
     pub fn check_root(&self, cwd: &str) -> Result<PathBuf, ServiceError> {
@@ -512,6 +529,7 @@ impl Service {
                             requested_at: a.requested_at,
                             resolved: a.resolved.clone(),
                             pending: a.resolved.is_none(),
+                            session_id: None,
                         })
                         .collect()
                 })

@@ -4,8 +4,10 @@
 //! sample server configuration of the docs.
 
 pub(crate) mod hub;
+mod hub_mcp;
 mod hub_memory;
 mod hub_ops;
+mod hub_requests;
 mod hub_surfaces;
 mod permissions;
 mod publish;

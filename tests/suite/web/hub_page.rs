@@ -2,7 +2,9 @@
 //! machine daemons: machines as the first-level grouping of the hosted sessions and of All
 //! agents, each with its link; another machine's hosted codex session opened, its events shown
 //! and a turn prompted from the page streamed back; a stopped machine shown down with when it
-//! was last heard from, its agents still listed with their last known state (issue 26).
+//! was last heard from, its agents still listed with their last known state; another machine's
+//! Claude permission prompt shown in the panel and answered from the page, and the panel saying
+//! that machine is down once it stops (issue 26).
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +13,9 @@ use serde_json::{Value, json};
 use crate::suite::nats::hub::{DOWN_AFTER_SECS, hub, link, wait_caught_up};
 use crate::suite::nats::{CATCH_UP, post, publishing};
 use crate::support::browser::{Browser, UI_TIMEOUT};
+use crate::support::claude_host::ClaudeFixture;
 use crate::support::codex_host::CodexFixture;
+use crate::support::mock_messages::Step as ClaudeStep;
 use crate::support::mock_responses::Step;
 use crate::support::nats::NatsServer;
 use crate::support::*;
@@ -179,4 +183,66 @@ fn the_hub_page_groups_machines_follows_another_machines_session_and_shows_a_sto
     });
     assert!(hosted["heard"].as_str().is_some(), "{hosted}");
     b.assert_no_problems();
+}
+
+// See: issue 26 (another machine's approvals and requests at the hub).
+#[test]
+fn the_hub_page_shows_another_machines_approval_answers_it_there_and_says_when_it_is_down() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let alpha =
+        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
+    alpha.mock.push(
+        ClaudeStep::tool_use(
+            "Bash",
+            json!({"command": "touch approved.txt", "description": "Create a file"}),
+        )
+        .then_text("Created it."),
+    );
+    let id = alpha.create(json!({}));
+    let (_tmux_h, hub) = hub(&nats);
+    let remote = format!("alpha/{id}");
+
+    // alpha's session opened at the hub; the permission Claude asks there shows in the panel,
+    // its buttons enabled, and the page's answer runs once on alpha.
+    let b = page(&hub);
+    let entry = format!("#sessions button[data-key=\"s:{remote}\"]");
+    b.wait_visible(&entry, CATCH_UP);
+    b.click(&entry);
+    let (status, sent) = alpha.send(&id, "Make a file");
+    assert_eq!(status, 200, "{sent}");
+    let requested = alpha.wait_event(&id, "approval.requested", |e| {
+        e["type"] == "approval.requested"
+    });
+    let approval = requested["data"]["approvalId"].as_str().unwrap();
+    b.wait_text("#requests", "touch approved.txt", CATCH_UP);
+    let accept = format!("#requests button[data-key=\"a:{approval}:accept\"]");
+    assert!(
+        b.is_enabled(&accept),
+        "the approval's buttons answer at the hub"
+    );
+    b.click(&accept);
+    alpha.wait_turns_completed(&id, 1);
+    let resolved: Vec<Value> = alpha
+        .events(&id)
+        .into_iter()
+        .filter(|e| e["type"] == "approval.resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1, "{resolved:?}");
+    assert_eq!(resolved[0]["data"]["decision"], "accept", "{resolved:?}");
+    assert_eq!(resolved[0]["data"]["by"], "web", "{resolved:?}");
+    assert!(alpha.work.join("approved.txt").exists());
+    b.wait_for(
+        "the answered approval gone from the panel",
+        UI_TIMEOUT,
+        || (!b.exists("#requests .request")).then_some(()),
+    );
+    b.assert_no_problems();
+
+    // alpha stopped: once it is down, the panel says so, naming it, with no button to press.
+    let mut alpha = alpha;
+    alpha.daemon.stop();
+    let bound = Duration::from_secs(DOWN_AFTER_SECS);
+    b.wait_text("#requests", "`alpha` is down", bound * 4 + UI_TIMEOUT);
+    assert!(!b.exists("#requests button"), "{}", b.text("#requests"));
 }
