@@ -330,7 +330,8 @@ impl ClaudeHost {
         let mut argv = pane::read_launch(&live.dir)
             .ok_or_else(|| HostError::failed(Runtime::Claude, "launch.json is missing"))?
             .argv;
-        // Drop an earlier --resume/--fork-session, then resume this conversation.
+        // Drop an earlier --resume/--fork-session (or the --session-id a rehome before the first
+        // prompt started with), then resume this conversation.
         let mut cleaned = Vec::new();
         let mut skip = false;
         for arg in argv.drain(..) {
@@ -339,7 +340,7 @@ impl ClaudeHost {
                 continue;
             }
             match arg.as_str() {
-                "--resume" => skip = true,
+                "--resume" | "--session-id" => skip = true,
                 "--fork-session" => {}
                 _ => cleaned.push(arg),
             }

@@ -11,9 +11,10 @@
 //! `session.rehomed` records the transcript, and the pane runs `cohost-runner` with
 //! `claude --settings <cohost's hooks> --permission-mode <mode> --resume <id>` in the session's
 //! directory (`common::pane::respawn`): an ordinary hosted session from then on, whose Claude
-//! re-renders the conversation and appends to the same transcript.
+//! re-renders the conversation and appends to the same transcript. A conversation with no prompt
+//! yet has no transcript to resume: its Claude starts with `--session-id <id>`, the same id.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -89,21 +90,38 @@ impl ClaudeHost {
         // session's own directory): a failure here leaves the person's Claude running, adopted.
         let dir = live.dir.clone();
         let cwd = PathBuf::from(&self.view(session_id)?.cwd);
-        let launch = |claude_session: &str| -> Result<(), HostError> {
+        let transcript_of = || async {
+            tail::load_checkpoint(&dir.join("checkpoints").join("transcript.json"))
+                .await
+                .ok()
+                .flatten()
+                .map(|checkpoint| checkpoint.path)
+                .unwrap_or_else(|| PathBuf::from(&adopted.transcript))
+        };
+        // A conversation with no prompt yet has no transcript, which `--resume` refuses ("No
+        // conversation found"): its Claude starts under the same session id instead.
+        let launch = |claude_session: &str, transcript: &Path| -> Result<(), HostError> {
             let settings = write_settings(&dir, &hook_bin, &permission_mode)?;
+            let same_session = if transcript.is_file() {
+                "--resume"
+            } else {
+                "--session-id"
+            };
             let argv = [
                 claude.to_string_lossy().into_owned(),
                 "--settings".to_string(),
                 settings.to_string_lossy().into_owned(),
                 "--permission-mode".to_string(),
                 permission_mode.clone(),
-                "--resume".to_string(),
+                same_session.to_string(),
                 claude_session.to_string(),
             ];
             self.write_launch(session_id, &dir, &argv, &cwd, &Default::default())
         };
-        let claude_session = self.conversation(session_id, &adopted);
-        launch(&claude_session)?;
+        launch(
+            &self.conversation(session_id, &adopted),
+            &transcript_of().await,
+        )?;
         let tmux = self.tmux();
         let failed =
             |e: crate::tmux::TmuxError| HostError::failed_by(Runtime::Claude, e.to_string(), e);
@@ -154,18 +172,12 @@ impl ClaudeHost {
                 ),
             )
         };
-        // `/clear` typed in the pane meanwhile moved the session to Claude's newer session.
-        let now = self.conversation(session_id, &adopted);
-        if now != claude_session {
-            launch(&now).map_err(|e| lost(e.to_string(), &now))?;
-        }
-        let claude_session = now;
-        let transcript = tail::load_checkpoint(&dir.join("checkpoints").join("transcript.json"))
-            .await
-            .ok()
-            .flatten()
-            .map(|checkpoint| checkpoint.path.to_string_lossy().into_owned())
-            .unwrap_or_else(|| adopted.transcript.clone());
+        // Written again as Claude left them: `/clear` typed in the pane meanwhile moved the
+        // session to Claude's newer session, or a first prompt wrote the transcript.
+        let claude_session = self.conversation(session_id, &adopted);
+        let transcript = transcript_of().await;
+        launch(&claude_session, &transcript).map_err(|e| lost(e.to_string(), &claude_session))?;
+        let transcript = transcript.to_string_lossy().into_owned();
         self.inner
             .core
             .append(
