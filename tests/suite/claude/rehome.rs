@@ -1,8 +1,9 @@
 //! Rehoming a Claude started by hand (issue 25): the real Claude Code TUI, started from a shell in
 //! a pane and adopted (see `adopt.rs`), with a turn from HTTP, is moved under cohost's own runner
-//! with `POST /api/sessions/{id}/rehome`: refused (`human_typing`, nothing done) over a person's
-//! draft; when idle with an empty box the person's Claude ends, and `claude --resume <id>` with
-//! cohost's hooks and an explicit permission mode shows the same conversation in the same pane.
+//! with `POST /api/sessions/{id}/rehome`: refused (`busy`, nothing done) while a turn runs and
+//! (`human_typing`) over a person's draft; when idle with an empty box the person's Claude ends,
+//! and `claude --resume <id>` with cohost's hooks and an explicit permission mode shows the same
+//! conversation in the same pane.
 //! The session, the same id and Claude session, is hosted from then on: the next prompt from
 //! HTTP completes through cohost's hooks, and no turn is stored twice — also after a daemon
 //! restart, which restores it as a hosted session.
@@ -62,6 +63,29 @@ fn an_adopted_claude_is_rehomed_under_cohosts_runner_keeping_its_conversation() 
         "completed"
     );
     hand.wait_screen(&fx, "the adopted reply", |s| s.contains("Adopted reply."));
+
+    // Mid-turn a rehome is refused and nothing is done: the turn goes on, Claude runs.
+    fx.mock
+        .push(Step::text("Once upon a time there was a very long story\n").then_hang());
+    let (status, sent) = fx.send(&id, "Write a long story");
+    assert_eq!(status, 200, "{sent}");
+    let long = sent["turnId"].as_str().unwrap().to_string();
+    hand.wait_screen(&fx, "the streamed text", |s| s.contains("Once upon a time"));
+    let (status, refused) = rehome(&fx, &id);
+    assert_eq!(status, 409, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "busy", "{refused:#}");
+    assert!(is_running(claude), "a refused rehome leaves claude running");
+    assert_eq!(fx.view(&id)["control"], "adopted");
+    let interrupted = fx
+        .daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(interrupted["interrupted"], true, "{interrupted}");
+    assert_eq!(
+        wait_turn_end(&fx, &id, &long)["data"]["status"],
+        "interrupted"
+    );
+    hand.wait_ready(&fx);
 
     // Over a person's draft a rehome is refused and nothing is done: the draft stays, Claude runs.
     hand.keys(&fx, &["-l", "a draft of a person"]);
