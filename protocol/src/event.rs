@@ -91,7 +91,7 @@ pub enum EventKind {
     /// The session drives an agent a person started by hand (see `SessionAdopted`).
     #[serde(rename = "session.adopted")]
     SessionAdopted(SessionAdopted),
-    /// An adopted codex moved under cohost's own app-server (see `SessionRehomed`).
+    /// An adopted codex or claude moved under cohost's own host (see `SessionRehomed`).
     #[serde(rename = "session.rehomed")]
     SessionRehomed(SessionRehomed),
     #[serde(rename = "turn.started")]

@@ -186,16 +186,19 @@ pub struct SessionAdopted {
     pub transcript: String,
 }
 
-/// `session.rehomed`: an adopted codex TUI was moved under cohost: the person's TUI quit in its
-/// pane, its thread resumed on cohost's own app-server from its rollout (`rollout`, which codex
-/// goes on writing), and a `codex --remote` TUI attached to it in the same pane. From here on the
+/// `session.rehomed`: an adopted agent was moved under cohost in its pane. codex: the person's TUI
+/// quit in its pane, its thread resumed on cohost's own app-server from its rollout (`rollout`,
+/// which codex goes on writing), and a `codex --remote` TUI attached to it in the same pane.
+/// claude: the person's Claude ended, and `claude --resume` under cohost's runner and hooks goes
+/// on with the same conversation (`rollout`: its transcript) in the same pane. From here on the
 /// session is hosted (its `session.adopted` no longer applies); the thread id is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRehomed {
-    /// The thread, the same before and after.
+    /// The thread (claude: Claude's session id), the same before and after.
     pub thread_id: String,
-    /// The rollout the thread is resumed from (also after a daemon restart).
+    /// The rollout the thread is resumed from (also after a daemon restart); claude: the
+    /// transcript the conversation goes on in.
     pub rollout: String,
 }
 

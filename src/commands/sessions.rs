@@ -520,7 +520,7 @@ pub fn disown(client: &Client, id: String) -> anyhow::Result<()> {
 
 pub fn rehome(client: &Client, id: String) -> anyhow::Result<()> {
     let _: serde_json::Value = client.post(&format!("/api/sessions/{id}/rehome"), &json!({}))?;
-    println!("{id} rehomed: its codex runs under cohost's app-server in the same pane");
+    println!("{id} rehomed: its agent runs under cohost in the same pane, the same conversation");
     Ok(())
 }
 

@@ -77,8 +77,8 @@ pub struct SessionRecord {
     /// An agent a person started by hand that this session drives (`session.adopted`).
     #[serde(default)]
     pub adopted: Option<crate::protocol::SessionAdopted>,
-    /// An adopted codex moved under cohost (`session.rehomed`): the rollout its thread resumes
-    /// from.
+    /// An adopted agent moved under cohost (`session.rehomed`): the rollout its codex thread
+    /// resumes from (claude: its transcript).
     #[serde(default)]
     pub rehomed: Option<crate::protocol::SessionRehomed>,
     /// Dedupe keys of stored turn and item events (`turn.started:<id>`, `item.completed:<id>`…).

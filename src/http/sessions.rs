@@ -1,5 +1,5 @@
 //! Hosted-session routes: create, list, inject, interrupt, approvals, goal, fork, models,
-//! slash commands, terminals, relaunch, disown (an adopted agent given back), rehome (an adopted codex moved under cohost), the permission
+//! slash commands, terminals, relaunch, disown (an adopted agent given back), rehome (an adopted codex or claude moved under cohost), the permission
 //! hook's long-poll, and doctor — each a thin call into the service.
 
 use crate::protocol::{
@@ -286,8 +286,8 @@ pub async fn disown(
     Ok(Json(SessionReply { session }))
 }
 
-/// `POST /api/sessions/{id}/rehome`: an adopted codex moves under cohost's own app-server in its
-/// pane (the session goes on, hosted).
+/// `POST /api/sessions/{id}/rehome`: an adopted codex or claude moves under cohost's own host in
+/// its pane (the session goes on, hosted).
 pub async fn rehome(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -491,7 +491,7 @@ pub trait SessionHost: Send + Sync {
     /// Runtimes that cannot answer `unsupported`.
     async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
         Err(HostError::Unsupported(format!(
-            "{} sessions cannot be rehomed (session `{session}`): only an adopted codex can",
+            "{} sessions cannot be rehomed (session `{session}`): only an adopted codex or claude can",
             self.runtime().as_str()
         )))
     }

@@ -114,7 +114,8 @@ impl Service {
 
     /// `POST /api/sessions/{id}/rehome`: an adopted agent moves under cohost's own host in its
     /// pane (codex: its thread resumed on cohost's app-server, a `codex --remote` TUI in the
-    /// pane); the session goes on, hosted, with the same id and thread.
+    /// pane; claude: `claude --resume` under cohost's runner with its hooks); the session goes
+    /// on, hosted, with the same id and thread.
     pub async fn rehome(&self, id: &str) -> Result<HostedSessionView, ServiceError> {
         Ok(self.host_of(id)?.rehome(id).await?)
     }

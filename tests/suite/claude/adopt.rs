@@ -86,7 +86,7 @@ impl ByHand {
     }
 
     /// The input box on screen and the session file idle, for half a second.
-    fn wait_ready(&self, fx: &ClaudeFixture) {
+    pub(crate) fn wait_ready(&self, fx: &ClaudeFixture) {
         let deadline = Instant::now() + WAIT;
         let mut since: Option<Instant> = None;
         loop {
@@ -162,7 +162,7 @@ pub(crate) fn wait_turn_end(fx: &ClaudeFixture, id: &str, turn: &str) -> Value {
 }
 
 /// Every stored event id a turn or item carries: none may repeat.
-fn assert_no_repeats(events: &[Value]) {
+pub(crate) fn assert_no_repeats(events: &[Value]) {
     let mut seen = std::collections::HashSet::new();
     for event in events {
         let kind = event["type"].as_str().unwrap_or_default();

@@ -6,6 +6,7 @@ pub(crate) mod cockpit_adopt;
 pub(crate) mod cockpit_lists;
 pub(crate) mod cockpit_profiles;
 pub(crate) mod cockpit_rehome;
+pub(crate) mod cockpit_rehome_claude;
 pub(crate) mod hub_page;
 pub(crate) mod layout;
 pub(crate) mod page;

@@ -175,7 +175,8 @@ impl Inner {
                 _ = tick.tick() => {
                     ticks = ticks.wrapping_add(1);
                     let mut outputs = Vec::new();
-                    if ending.is_none() {
+                    // A Claude ending for a rehome is expected to go: that ends no session.
+                    if ending.is_none() && !live.rehoming.load(std::sync::atomic::Ordering::SeqCst) {
                         match self.check_adopted(&live, ticks, &mut normalizer).await {
                             Ok(rebound) => outputs.extend(rebound),
                             Err(end) => ending = Some((end, None)),
@@ -240,7 +241,14 @@ impl Inner {
                 for (file, checkpoint) in unsaved.drain() {
                     let _ = tail::save_checkpoint(&file, &checkpoint).await;
                 }
-                self.end_adopted(&live, &end, &mut normalizer).await;
+                if end == AdoptedEnd::Rehomed {
+                    // The session goes on, hosted: a new session task follows it from the
+                    // checkpoints just saved.
+                    live.exited.store(true, std::sync::atomic::Ordering::SeqCst);
+                    lock(&self.live).remove(&session_id);
+                } else {
+                    self.end_adopted(&live, &end, &mut normalizer).await;
+                }
                 if let Some(done) = done {
                     let _ = done.send(());
                 }

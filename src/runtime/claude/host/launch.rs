@@ -90,6 +90,30 @@ pub fn hook_settings(hook_bin: &Path, permission_mode: &str) -> Value {
     json!({ "hooks": hooks, "permissions": { "defaultMode": permission_mode } })
 }
 
+/// Writes the session's `settings.json` (cohost's hooks and the permission mode, 0600) in `dir`;
+/// answers its path, for `--settings`.
+pub(super) fn write_settings(
+    dir: &Path,
+    hook_bin: &Path,
+    permission_mode: &str,
+) -> Result<PathBuf, HostError> {
+    let settings = dir.join("settings.json");
+    write_private(
+        &settings,
+        hook_settings(hook_bin, permission_mode)
+            .to_string()
+            .as_bytes(),
+    )
+    .map_err(|e| {
+        HostError::failed_by(
+            Runtime::Claude,
+            format!("cannot write {}: {e}", settings.display()),
+            e,
+        )
+    })?;
+    Ok(settings)
+}
+
 impl ClaudeHost {
     /// Starts the claude TUI in a new pane and follows it.
     pub(super) async fn create(
@@ -126,20 +150,7 @@ impl ClaudeHost {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
         }
-        let settings = dir.join("settings.json");
-        write_private(
-            &settings,
-            hook_settings(&hook_bin, &permission_mode)
-                .to_string()
-                .as_bytes(),
-        )
-        .map_err(|e| {
-            HostError::failed_by(
-                Runtime::Claude,
-                format!("cannot write {}: {e}", settings.display()),
-                e,
-            )
-        })?;
+        let settings = write_settings(&dir, &hook_bin, &permission_mode)?;
         let mut argv = vec![
             claude.to_string_lossy().into_owned(),
             "--settings".to_string(),
@@ -223,7 +234,7 @@ impl ClaudeHost {
         self.view(&session_id)
     }
 
-    fn write_launch(
+    pub(super) fn write_launch(
         &self,
         session_id: &str,
         dir: &Path,
@@ -319,7 +330,8 @@ impl ClaudeHost {
         let mut argv = pane::read_launch(&live.dir)
             .ok_or_else(|| HostError::failed(Runtime::Claude, "launch.json is missing"))?
             .argv;
-        // Drop an earlier --resume/--fork-session, then resume this conversation.
+        // Drop an earlier --resume/--fork-session (or the --session-id a rehome before the first
+        // prompt started with), then resume this conversation.
         let mut cleaned = Vec::new();
         let mut skip = false;
         for arg in argv.drain(..) {
@@ -328,7 +340,7 @@ impl ClaudeHost {
                 continue;
             }
             match arg.as_str() {
-                "--resume" => skip = true,
+                "--resume" | "--session-id" => skip = true,
                 "--fork-session" => {}
                 _ => cleaned.push(arg),
             }

@@ -16,8 +16,10 @@
 //! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it with the pure
 //! `clearing.rs` machine), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay),
 //! `asks.rs` (questions, plans, modes), `queued.rs` (prompts Claude queued, followed until they
-//! run), `follow.rs` (the session task) and `adopt.rs` (a Claude a person started by hand,
-//! driven in its own pane: the same session task, typing and interrupt, no runner).
+//! run), `follow.rs` (the session task), `adopt.rs` (a Claude a person started by hand,
+//! driven in its own pane: the same session task, typing and interrupt, no runner) and
+//! `rehome.rs` (such a Claude ended in its pane and its conversation resumed there under a
+//! runner, hosted).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -47,6 +49,7 @@ mod launch;
 mod permissions;
 mod prompt;
 mod queued;
+mod rehome;
 mod session_host;
 mod typing;
 
@@ -132,6 +135,8 @@ struct Live {
     /// A Claude a person started by hand that this session drives in its own pane (`adopt.rs`):
     /// no runner, its session file and process as adopted.
     adopted: Option<crate::protocol::SessionAdopted>,
+    /// The adopted Claude is ending for a rehome (`rehome.rs`): its exit ends no session.
+    rehoming: std::sync::atomic::AtomicBool,
     commands: mpsc::Sender<Command>,
     cancel: CancellationToken,
 }
@@ -290,6 +295,7 @@ impl Inner {
             queued: Mutex::new(Vec::new()),
             queue_watch: std::sync::atomic::AtomicBool::new(false),
             adopted,
+            rehoming: std::sync::atomic::AtomicBool::new(false),
             commands,
             cancel: self.cancel.child_token(),
         });

@@ -268,6 +268,10 @@ impl SessionHost for ClaudeHost {
         ClaudeHost::disown(self, session).await
     }
 
+    async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        ClaudeHost::rehome(self, session).await
+    }
+
     fn after_restart(&self) -> AfterRestart {
         // The TUI runs in tmux and outlives the daemon: a turn it started still ends.
         AfterRestart::Continues
