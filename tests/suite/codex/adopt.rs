@@ -123,6 +123,40 @@ impl Rig {
         }
     }
 
+    /// Pastes `text` into the composer as a bracketed paste (as a person's terminal pastes it)
+    /// until the composer shows it, again after Ctrl-U when it does not (see
+    /// [`Rig::type_text`]). Enter after a paste submits it; Enter right after typed keys may not
+    /// (codex takes a fast burst of keys for a paste and the Enter in it for a newline;
+    /// codex-app-server-observed.md §16).
+    pub(crate) fn paste_text(&self, text: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            self.keys(&["C-u"]);
+            self.tmux.run(&["set-buffer", "-b", "by-hand", "--", text]);
+            self.tmux.run(&[
+                "paste-buffer",
+                "-p",
+                "-d",
+                "-b",
+                "by-hand",
+                "-t",
+                &self.pane,
+            ]);
+            let shown = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < shown {
+                if self.screen().contains(text) {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never pasted:\n{}",
+                self.screen()
+            );
+        }
+    }
+
     pub(crate) fn daemon(&self) -> TestDaemon {
         let codex_home = self.codex_home.to_string_lossy().into_owned();
         daemon_watching(
@@ -202,12 +236,15 @@ pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
     (resp.status, resp.json())
 }
 
-/// A first turn typed by hand in the rig's TUI (it writes the rollout the watcher places);
-/// answers the watched instance once that turn is done.
+/// A first turn put in by hand (pasted, then Enter) in the rig's TUI (it writes the rollout
+/// the watcher places); answers the watched instance once that turn is done.
 pub(crate) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
     rig.mock.push(Step::text("Hand reply."));
-    rig.type_text("Hello by hand");
+    rig.paste_text("Hello by hand");
     rig.keys(&["Enter"]);
+    rig.wait_screen("the reply of the turn put in by hand", |s| {
+        s.contains("Hand reply.")
+    });
     wait_instance(daemon, AGENT, "the watched codex, done", |i| {
         i["status"] == "done" && i["paneId"] == rig.pane.as_str()
     })
