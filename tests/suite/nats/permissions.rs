@@ -3,7 +3,9 @@
 //! the page stays true: machines `alpha` and `beta` publish with their own user files and the hub
 //! `laptop` sees both and commands `beta`; alpha's credentials used as `beta` (a daemon, and a
 //! raw client publishing, subscribing and requesting on beta's subjects) are refused by the
-//! server, the daemon says which subject, and beta's stream holds beta's events only.
+//! server, the daemon says which subject, and beta's stream holds beta's events only. With the
+//! `CREATE` grants removed, a machine publishes into its stream and the bucket an administrator
+//! made ahead (and, before they exist, says its `CREATE` was refused).
 
 use super::hub::{link, wait_caught_up};
 use super::*;
@@ -302,4 +304,110 @@ async fn expect_refusal(
     assert!(error.contains(what), "expected {what}, got {error}");
     eprintln!("refused: {error}");
     1
+}
+
+/// The sample configuration with alpha's `CREATE` grants removed (the streams are made ahead),
+/// and an administrator's user in the same account (no permissions: all of them).
+fn made_ahead_server() -> NatsServer {
+    NatsServer::start_with_config(|store| {
+        let mut text = SAMPLE.replace(SAMPLE_STORE, store.to_str().expect("a UTF-8 store path"));
+        for grant in [
+            r#" "$JS.API.STREAM.CREATE.COHOST_alpha","#,
+            r#", "$JS.API.STREAM.CREATE.KV_cohost_machines""#,
+        ] {
+            let at = text
+                .find("user: alpha")
+                .expect("the sample has the user alpha");
+            let found = text[at..]
+                .find(grant)
+                .unwrap_or_else(|| panic!("alpha's grants in the sample no longer hold {grant}"));
+            text.replace_range(at + found..at + found + grant.len(), "");
+        }
+        let users = text.find("users: [").expect("the sample's users");
+        text.insert_str(
+            users + "users: [".len(),
+            "\n      { user: admin, password: \"admin-password\" }",
+        );
+        text
+    })
+}
+
+#[test]
+fn a_machine_without_create_grants_publishes_into_streams_an_administrator_made_ahead() {
+    let nats = made_ahead_server();
+    let url = nats.url();
+    let users = temp_dir("cohost-nats-users-");
+    // Nothing made ahead: alpha's first act, making its stream, is refused, and said.
+    let (_tmux_a, mut alpha) = machine(&nats, users.path(), "alpha", "alpha", &[]);
+    post(&alpha, 0);
+    let federation = alpha.wait_for("alpha's CREATE refused", CATCH_UP, |d| {
+        let federation = health(d)["federation"].clone();
+        federation["refused"]
+            .to_string()
+            .contains("$JS.API.STREAM.CREATE.COHOST_alpha")
+            .then_some(federation)
+    });
+    eprintln!("without its stream: {federation:#}");
+    assert_eq!(federation["lastAckedSeq"], 0, "{federation}");
+    alpha.stop();
+
+    // The administrator makes alpha's stream and the bucket as docs/federation.md describes.
+    let rt = runtime();
+    rt.block_on(async {
+        let admin = async_nats::ConnectOptions::with_user_and_password(
+            "admin".into(),
+            "admin-password".into(),
+        )
+        .connect(&url)
+        .await
+        .expect("the administrator connects");
+        let js = async_nats::jetstream::new(admin);
+        use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
+        js.create_stream(Config {
+            name: "COHOST_alpha".into(),
+            subjects: vec!["cohost.ev.alpha".into(), "cohost.ev.alpha.>".into()],
+            storage: StorageType::File,
+            duplicate_window: Duration::from_secs(600),
+            ..Default::default()
+        })
+        .await
+        .expect("the administrator makes COHOST_alpha");
+        js.create_stream(Config {
+            name: "KV_cohost_machines".into(),
+            subjects: vec!["$KV.cohost_machines.>".into()],
+            max_messages_per_subject: 1,
+            storage: StorageType::File,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: DiscardPolicy::New,
+            ..Default::default()
+        })
+        .await
+        .expect("the administrator makes the bucket's stream");
+    });
+
+    // alpha, still without CREATE, publishes everything into them; the hub sees it.
+    alpha.start_again();
+    for i in 1..5 {
+        post(&alpha, i);
+    }
+    let published = wait_published(&alpha);
+    let federation = &published["federation"];
+    assert!(
+        federation["refused"].as_array().is_none_or(Vec::is_empty),
+        "{federation}"
+    );
+    let (_tmux_h, hub) = machine(&nats, users.path(), "laptop", "laptop", &["--hub"]);
+    wait_caught_up(&hub, &alpha, "alpha");
+    let own: Vec<Value> = alpha
+        .events_after(0)
+        .into_iter()
+        .filter(|e| e["session"] == "work")
+        .collect();
+    assert_eq!(
+        hub.session_events("alpha/work"),
+        own,
+        "the hub reads alpha's events, published into the streams made ahead"
+    );
 }
