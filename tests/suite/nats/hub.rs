@@ -19,22 +19,45 @@ pub(crate) const DOWN_AFTER_SECS: u64 = 3;
 
 /// Starts a hub daemon named `hub` viewing every machine publishing into `nats`.
 pub(crate) fn hub(nats: &NatsServer) -> (TmuxServer, TestDaemon) {
+    hub_with(nats, &[])
+}
+
+/// [`hub`] with more arguments of `serve`.
+pub(crate) fn hub_with(nats: &NatsServer, extra: &[&str]) -> (TmuxServer, TestDaemon) {
     let (tmux, _) = tmux_with_sessions(&["desk"]);
     let url = nats.url();
     let down_after = DOWN_AFTER_SECS.to_string();
-    let daemon = TestDaemon::start(
-        &tmux,
-        &[
-            "--nats",
-            &url,
-            "--machine",
-            "hub",
-            "--hub",
-            "--hub-down-after",
-            &down_after,
-        ],
-    );
+    let mut args = vec![
+        "--nats",
+        &url,
+        "--machine",
+        "hub",
+        "--hub",
+        "--hub-down-after",
+        &down_after,
+    ];
+    args.extend_from_slice(extra);
+    let daemon = TestDaemon::start(&tmux, &args);
     (tmux, daemon)
+}
+
+/// Machine `alpha`, a hosted Claude taking the hub's commands whose next turn asks to run a
+/// Bash command, and a hub viewing it: alpha, its session's id, the hub.
+pub(crate) fn claude_asking_and_a_hub(
+    nats: &NatsServer,
+) -> (ClaudeFixture, String, (TmuxServer, TestDaemon)) {
+    let url = nats.url();
+    let alpha =
+        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
+    alpha.mock.push(
+        ClaudeStep::tool_use(
+            "Bash",
+            json!({"command": "touch approved.txt", "description": "Create a file"}),
+        )
+        .then_text("Created it."),
+    );
+    let id = alpha.create(json!({}));
+    (alpha, id, hub(nats))
 }
 
 /// The hub's link entry for `machine` in `/api/health`.
@@ -448,18 +471,7 @@ fn a_prompt_sent_at_the_hub_runs_once_on_its_machine_and_streams_back() {
 #[test]
 fn a_claude_approval_answered_at_the_hub_is_resolved_once_on_its_machine() {
     let nats = NatsServer::start();
-    let url = nats.url();
-    let alpha =
-        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
-    alpha.mock.push(
-        ClaudeStep::tool_use(
-            "Bash",
-            json!({"command": "touch approved.txt", "description": "Create a file"}),
-        )
-        .then_text("Created it."),
-    );
-    let id = alpha.create(json!({}));
-    let (_tmux_h, hub) = hub(&nats);
+    let (alpha, id, (_tmux_h, hub)) = claude_asking_and_a_hub(&nats);
     let remote = format!("alpha/{id}");
     let (status, sent) = alpha.send(&id, "Make a file");
     assert_eq!(status, 200, "{sent}");

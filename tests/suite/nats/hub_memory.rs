@@ -5,7 +5,7 @@
 //! their seqs, read from the hub's copy on disk; the same after the hub restarts (it reads its
 //! copy back within the budget).
 
-use super::hub::{DOWN_AFTER_SECS, link, wait_caught_up};
+use super::hub::{hub_with, link, wait_caught_up};
 use super::*;
 
 /// The hub's budget: 1 MiB of each machine's events, the smallest `--hub-memory-mb`.
@@ -121,23 +121,7 @@ fn assert_every_read(hub: &TestDaemon, want: &[Value], what: &str) {
 fn a_hub_past_its_memory_budget_reads_every_event_back_from_its_copy() {
     let nats = NatsServer::start();
     let (_tmux_a, alpha) = publishing(&nats, "alpha");
-    let (tmux_h, _) = tmux_with_sessions(&["desk"]);
-    let down_after = DOWN_AFTER_SECS.to_string();
-    let url = nats.url();
-    let mut hub = TestDaemon::start(
-        &tmux_h,
-        &[
-            "--nats",
-            &url,
-            "--machine",
-            "hub",
-            "--hub",
-            "--hub-down-after",
-            &down_after,
-            "--hub-memory-mb",
-            "1",
-        ],
-    );
+    let (_tmux_h, mut hub) = hub_with(&nats, &["--hub-memory-mb", "1"]);
     for i in 0..REPORTS {
         report(&alpha, i);
     }

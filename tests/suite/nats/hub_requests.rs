@@ -7,10 +7,9 @@
 
 use std::time::Instant;
 
-use super::hub::{DOWN_AFTER_SECS, hub, link};
+use super::hub::{DOWN_AFTER_SECS, claude_asking_and_a_hub, link};
 use super::*;
 use crate::suite::mcp::{Transport, ok, run_client};
-use crate::support::claude_host::ClaudeFixture;
 use crate::support::mock_messages::Step as ClaudeStep;
 
 /// `%2F` for the `/` of a qualified id in a path segment.
@@ -62,18 +61,7 @@ fn same_as_alpha(at_hub: &Value, alpha: &TestDaemon, id: &str, kind: &str) {
 #[test]
 fn another_machines_approval_and_question_are_listed_at_the_hub_and_answered_from_its_entries() {
     let nats = NatsServer::start();
-    let url = nats.url();
-    let alpha =
-        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
-    alpha.mock.push(
-        ClaudeStep::tool_use(
-            "Bash",
-            json!({"command": "touch approved.txt", "description": "Create a file"}),
-        )
-        .then_text("Created it."),
-    );
-    let id = alpha.create(json!({}));
-    let (_tmux_h, hub) = hub(&nats);
+    let (alpha, id, (_tmux_h, hub)) = claude_asking_and_a_hub(&nats);
     let remote = format!("alpha/{id}");
     let (status, sent) = alpha.send(&id, "Make a file");
     assert_eq!(status, 200, "{sent}");

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::suite::nats::hub::{DOWN_AFTER_SECS, hub, link, wait_caught_up};
+use crate::suite::nats::hub::{
+    DOWN_AFTER_SECS, claude_asking_and_a_hub, hub, link, wait_caught_up,
+};
 use crate::suite::nats::{CATCH_UP, post, publishing};
 use crate::support::browser::{Browser, UI_TIMEOUT};
-use crate::support::claude_host::ClaudeFixture;
 use crate::support::codex_host::CodexFixture;
-use crate::support::mock_messages::Step as ClaudeStep;
 use crate::support::mock_responses::Step;
 use crate::support::nats::NatsServer;
 use crate::support::*;
@@ -189,18 +189,7 @@ fn the_hub_page_groups_machines_follows_another_machines_session_and_shows_a_sto
 #[test]
 fn the_hub_page_shows_another_machines_approval_answers_it_there_and_says_when_it_is_down() {
     let nats = NatsServer::start();
-    let url = nats.url();
-    let alpha =
-        ClaudeFixture::start_with_args(&["--nats", &url, "--machine", "alpha", "--nats-commands"]);
-    alpha.mock.push(
-        ClaudeStep::tool_use(
-            "Bash",
-            json!({"command": "touch approved.txt", "description": "Create a file"}),
-        )
-        .then_text("Created it."),
-    );
-    let id = alpha.create(json!({}));
-    let (_tmux_h, hub) = hub(&nats);
+    let (alpha, id, (_tmux_h, hub)) = claude_asking_and_a_hub(&nats);
     let remote = format!("alpha/{id}");
 
     // alpha's session opened at the hub; the permission Claude asks there shows in the panel,
