@@ -613,3 +613,26 @@ fn a_submitted_prompt_is_a_typed_line_only() {
         assert_eq!(user(line).submitted_prompt(), None, "{line}");
     }
 }
+
+#[test]
+fn the_model_a_conversation_last_ran_on() {
+    let lines = [
+        r#"{"type":"assistant","uuid":"a0","isSidechain":false,"message":{"id":"m0","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Earlier"}],"stop_reason":"end_turn"}}"#,
+        r#"{"type":"assistant","uuid":"a1","isSidechain":false,"message":{"id":"m1","model":"claude-opus-4-8","content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn"}}"#,
+        // A subagent's line, an interrupt's made-up line, a prompt and a torn line after it.
+        r#"{"type":"assistant","uuid":"a2","isSidechain":true,"message":{"id":"m2","model":"claude-haiku-4-5","content":[],"stop_reason":"end_turn"}}"#,
+        r#"{"type":"assistant","uuid":"a3","isSidechain":false,"message":{"id":"m3","model":"<synthetic>","content":[{"type":"text","text":"Once"}],"stop_reason":"stop_sequence"}}"#,
+        r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"next"}}"#,
+        r#"{"type":"assistant","uuid":"a4","message":{"model":"claude-"#,
+    ];
+    assert_eq!(
+        last_model(lines.iter().copied()).as_deref(),
+        Some("claude-opus-4-8")
+    );
+    assert_eq!(
+        last_model(lines[..1].iter().copied()).as_deref(),
+        Some("claude-sonnet-4-5")
+    );
+    assert_eq!(last_model(lines[2..].iter().copied()), None);
+    assert_eq!(last_model(std::iter::empty()), None);
+}

@@ -93,6 +93,23 @@ impl<'de> Deserialize<'de> for TranscriptRecord {
     }
 }
 
+/// The model the conversation last ran on, from its transcript's lines (oldest first): the
+/// newest assistant line of the main thread (not a subagent's, `isSidechain`) whose
+/// `message.model` is a real one (not `<synthetic>`, which Claude writes for the lines it makes
+/// up). `None` when no line says.
+pub fn last_model<'a>(lines: impl DoubleEndedIterator<Item = &'a str>) -> Option<String> {
+    lines.rev().find_map(|line| {
+        let value: Value = serde_json::from_str(line).ok()?;
+        match TranscriptRecord::from_value(&value) {
+            TranscriptRecord::Assistant(head, record) if head.is_sidechain != Some(true) => record
+                .message?
+                .model
+                .filter(|model| !model.is_empty() && model != "<synthetic>"),
+            _ => None,
+        }
+    })
+}
+
 /// The title lines, `ai-title` (Claude's own title for the session) and `custom-title` (one a
 /// person set with `/rename`); [`TranscriptRecord`] reads them as `Other`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

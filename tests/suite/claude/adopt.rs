@@ -37,7 +37,12 @@ pub(crate) struct ByHand {
 
 impl ByHand {
     pub(crate) fn start(fx: &ClaudeFixture) -> ByHand {
-        let argv: Vec<String> = vec![
+        ByHand::start_with(fx, &[])
+    }
+
+    /// Claude started with `extra` arguments after `--permission-mode default`.
+    pub(crate) fn start_with(fx: &ClaudeFixture, extra: &[&str]) -> ByHand {
+        let mut argv: Vec<String> = vec![
             "sh".into(),
             "-c".into(),
             r#""$@"; echo "claude-exit=$?"; exec sh"#.into(),
@@ -46,6 +51,7 @@ impl ByHand {
             "--permission-mode".into(),
             "default".into(),
         ];
+        argv.extend(extra.iter().map(|arg| arg.to_string()));
         let (pane, shell) = fx.tmux.launch(HAND, &fx.work, &fx.env.env(), &argv);
         let hand = ByHand { pane, shell };
         hand.wait_ready(fx);

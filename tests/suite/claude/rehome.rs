@@ -15,6 +15,9 @@ use crate::support::claude_env::is_running;
 use crate::support::claude_host::ClaudeFixture;
 use crate::support::mock_messages::Step;
 
+/// A model the person's Claude is started with (not Claude Code's default).
+const PICKED_MODEL: &str = "claude-3-7-sonnet-20250219";
+
 fn rehome(fx: &ClaudeFixture, id: &str) -> (u16, Value) {
     let resp = fx
         .daemon
@@ -42,7 +45,8 @@ fn hook_lines(fx: &ClaudeFixture, id: &str) -> Vec<Value> {
 #[test]
 fn an_adopted_claude_is_rehomed_under_cohosts_runner_keeping_its_conversation() {
     let fx = fixture();
-    let hand = ByHand::start(&fx);
+    // The person picked a model of their own: the rehomed Claude goes on with it.
+    let hand = ByHand::start_with(&fx, &["--model", PICKED_MODEL]);
     let claude = hand.claude_pid(&fx).expect("claude's session file");
     let watched = wait_instance(&fx, "the watched claude in its pane", |i| {
         i["source"] == "watcher:claude-code" && i["paneId"] == hand.pane.as_str()
@@ -63,6 +67,11 @@ fn an_adopted_claude_is_rehomed_under_cohosts_runner_keeping_its_conversation() 
         "completed"
     );
     hand.wait_screen(&fx, "the adopted reply", |s| s.contains("Adopted reply."));
+    let asked = fx.mock.main_requests().last().unwrap().body["model"].clone();
+    assert_eq!(
+        asked, PICKED_MODEL,
+        "the person's Claude runs on their model"
+    );
 
     // Mid-turn a rehome is refused and nothing is done: the turn goes on, Claude runs.
     fx.mock
@@ -155,8 +164,16 @@ fn an_adopted_claude_is_rehomed_under_cohosts_runner_keeping_its_conversation() 
     let next = sent["turnId"].as_str().unwrap().to_string();
     let done = wait_turn_end(&fx, &id, &next);
     assert_eq!(done["data"]["status"], "completed", "{done:#}");
-    let last = fx.mock.main_requests().last().unwrap().last_user_text();
-    assert!(last.contains("After the rehome"), "{last}");
+    let last = fx.mock.main_requests().last().unwrap().clone();
+    assert!(
+        last.last_user_text().contains("After the rehome"),
+        "{}",
+        last.last_user_text()
+    );
+    assert_eq!(
+        last.body["model"], PICKED_MODEL,
+        "the rehomed Claude goes on with the person's model"
+    );
     let hooks = hook_lines(&fx, &id);
     for event in ["UserPromptSubmit", "Stop"] {
         assert!(

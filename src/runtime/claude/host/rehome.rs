@@ -9,8 +9,8 @@
 //! the process has gone and the pane still has the process it had at the adoption, the adopted
 //! session task stops after saving its checkpoints (without closing the session),
 //! `session.rehomed` records the transcript, and the pane runs `cohost-runner` with
-//! `claude --settings <cohost's hooks> --permission-mode <mode> --resume <id>` in the session's
-//! directory (`common::pane::respawn`): an ordinary hosted session from then on, whose Claude
+//! `claude --settings <cohost's hooks> --permission-mode <mode> [--model <the model its
+//! transcript last names>] --resume <id>` in the session's directory (`common::pane::respawn`): an ordinary hosted session from then on, whose Claude
 //! re-renders the conversation and appends to the same transcript. A conversation with no prompt
 //! yet has no transcript to resume: its Claude starts with `--session-id <id>`, the same id.
 
@@ -30,6 +30,32 @@ use crate::tail;
 
 /// How long the person's Claude may take to exit after SIGTERM.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The most of a transcript's end read for the model it last ran on.
+const MODEL_TAIL_BYTES: u64 = 4 << 20;
+
+/// The model a transcript's conversation last ran on, from its last [`MODEL_TAIL_BYTES`]
+/// (`formats::claude::last_model`); `None` when the file is missing or no line says.
+fn transcript_model(transcript: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(transcript).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(MODEL_TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MODEL_TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    // A read from the middle of the file starts inside a line: it is skipped.
+    let whole = if start > 0 {
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    } else {
+        &text
+    };
+    // Passed as one argument's value: never something Claude could read as a flag.
+    crate::formats::claude::last_model(whole.lines()).filter(|model| {
+        !model.starts_with('-') && model.len() <= 200 && model.chars().all(|c| c.is_ascii_graphic())
+    })
+}
 
 impl ClaudeHost {
     /// Moves the adopted Claude of `session_id` under cohost's own runner, in its pane.
@@ -107,15 +133,19 @@ impl ClaudeHost {
             } else {
                 "--session-id"
             };
-            let argv = [
+            let mut argv = vec![
                 claude.to_string_lossy().into_owned(),
                 "--settings".to_string(),
                 settings.to_string_lossy().into_owned(),
                 "--permission-mode".to_string(),
                 permission_mode.clone(),
-                same_session.to_string(),
-                claude_session.to_string(),
             ];
+            // The model the person's Claude last ran on (`/model`, `--model`): `--resume` alone
+            // would start on the default one.
+            if let Some(model) = transcript_model(transcript) {
+                argv.extend(["--model".to_string(), model]);
+            }
+            argv.extend([same_session.to_string(), claude_session.to_string()]);
             self.write_launch(session_id, &dir, &argv, &cwd, &Default::default())
         };
         launch(
