@@ -17,7 +17,7 @@ use crate::support::http::Resp;
 use crate::support::mock_responses::Step;
 
 /// Waits until the hub lists `id` (qualified) and returns its entry.
-fn listed(hub: &TestDaemon, id: &str) -> Value {
+pub(super) fn listed(hub: &TestDaemon, id: &str) -> Value {
     hub.wait_for(&format!("{id} in the hub's list"), CATCH_UP, |h| {
         let list = h.get("/api/sessions").assert_ok();
         list["sessions"]

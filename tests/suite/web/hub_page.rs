@@ -124,12 +124,12 @@ fn the_hub_page_groups_machines_follows_another_machines_session_and_shows_a_sto
         2,
         "the page's prompt ran once on beta: {prompts:?}"
     );
-    // The queue of another machine's session is not reachable from the hub: said, and only
-    // Send now takes a prompt.
-    b.wait_text("#leaseLine", "runs on beta", UI_TIMEOUT);
+    // The queue and lease of another machine's session, read from beta through the hub, shown
+    // like a local session's; a task may be queued for it.
+    b.wait_text("#leaseLine", "the queue", UI_TIMEOUT);
     b.type_into("#prompt", "not sent");
     assert!(b.is_enabled("#sendNow"));
-    assert!(!b.is_enabled("#queueTask"));
+    assert!(b.is_enabled("#queueTask"));
     b.clear("#prompt");
 
     // All agents: grouped by machine, alpha's reported agent under alpha.
