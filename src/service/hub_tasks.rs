@@ -608,10 +608,12 @@ impl Service {
             Stage::Waiting => {
                 tasks[index].stage = Stage::Cancelled;
                 tasks[index].finished_at = Some(now_ms());
+                // Read before `save`, which may drop the oldest finished tasks.
+                let view = tasks[index].view(None);
                 outbox.save(&mut tasks)?;
                 tracing::info!(%task, "hub: a waiting task cancelled at the hub");
                 Ok(CancelResult {
-                    task: tasks[index].view(None),
+                    task: view,
                     outcome: Some(CancelOutcome::CancelledBeforeDelivery),
                     replayed: false,
                 })
@@ -733,15 +735,14 @@ impl Service {
         };
         tasks[kept].seen = Some(result.task);
         tasks[index].superseded_by = Some(tasks[kept].id.clone());
-        outbox.save(&mut tasks)?;
-        // Found again by `save` (which may drop older finished tasks).
-        let kept = index_of(&tasks, &tasks[kept].id.clone())?;
-        let index = index_of(&tasks, task)?;
-        Ok(EditResult {
+        // Read before `save`, which may drop the oldest finished tasks.
+        let revised = EditResult {
             task: tasks[kept].view(None),
             superseded: Some(tasks[index].view(None)),
             replayed: result.replayed,
-        })
+        };
+        outbox.save(&mut tasks)?;
+        Ok(revised)
     }
 
     /// `GET /api/tasks/<hubtask_…>/result` at a hub: the delivered task's result, read from
