@@ -598,6 +598,7 @@ fn federation_never_writes_the_log() {
         "service/hub.rs",
         "service/hub",
         "service/hub_tasks.rs",
+        "service/hub_tasks",
     ];
     forbid(
         &mut broken,

@@ -726,6 +726,31 @@ pub enum RemoteOp {
     /// `POST /api/tasks/{task}/cancel` on the owning machine. Answered with its `CancelResult`.
     #[serde(rename_all = "camelCase")]
     TaskCancel { task: String },
+    /// `GET /api/tasks/{task}/result` on the owning machine (a task of `session`). Answered
+    /// with its `ResultChunk`.
+    #[serde(rename_all = "camelCase")]
+    TaskResult {
+        task: String,
+        #[serde(default)]
+        offset: usize,
+        max_bytes: usize,
+    },
+    /// `POST /api/tasks/{task}/edit` on the owning machine (a task of `session`), with its
+    /// revision and idempotency rules. Answered with its `EditResult`.
+    #[serde(rename_all = "camelCase")]
+    TaskEdit { task: String, edit: super::EditBody },
+    /// `POST /api/tasks/{task}/supersede` on the owning machine (a task of `session`).
+    /// Answered with its `EditResult` (the replacement is that machine's task).
+    #[serde(rename_all = "camelCase")]
+    TaskSupersede { task: String, edit: super::EditBody },
+    /// `GET /api/sessions/{id}/queue` on the owning machine. Answered with its `QueueView`.
+    Queue {},
+    /// `GET /api/sessions/{id}/lease` on the owning machine. Answered with its `LeaseReply`.
+    LeaseGet {},
+    /// `PUT /api/sessions/{id}/mode` on the owning machine (from MCP: refused while a human
+    /// holds the lease, as MCP refuses there). Answered with its `Capability`.
+    #[serde(rename_all = "camelCase")]
+    Mode { mode: super::ModeBody },
     /// `GET /api/sessions/{id}/goal` on the owning machine. Answered with its `Capability`.
     GoalGet {},
     /// `PUT /api/sessions/{id}/goal` on the owning machine. Answered with its `Capability`.

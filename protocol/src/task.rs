@@ -291,6 +291,12 @@ pub struct QueueView {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pending_truncated: bool,
     pub recent: Vec<TaskView>,
+    /// At a hub, another machine's session: that machine's link. `down`: its lease is the last
+    /// one the hub saw, nothing runs or is recent as far as the hub can tell, and `pending`
+    /// holds only the tasks waiting at the hub for it (`waitingReason` `machine_unreachable`).
+    /// Up: its machine's queue, followed by the tasks still waiting at the hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_link: Option<super::MachineLinkState>,
 }
 
 /// A slice of a task's final assistant text (redacted), addressed by byte offset.

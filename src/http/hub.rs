@@ -186,6 +186,39 @@ pub async fn machine_model(
     super::requests::set_model(State(state), Path(id), body).await
 }
 
+/// `GET /api/sessions/{machine}/{id}/queue`: the machine's queue and the tasks waiting at the
+/// hub for the session.
+pub async fn machine_queue(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    Ok(super::tasks::queue(State(state), Path(id))
+        .await?
+        .into_response())
+}
+
+/// `GET /api/sessions/{machine}/{id}/lease`: the lease as the machine holds it now.
+pub async fn machine_lease_get(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    Ok(super::tasks::lease(State(state), Path(id))
+        .await?
+        .into_response())
+}
+
+/// `PUT /api/sessions/{machine}/{id}/mode`: the mode of its next turns, set by its machine.
+pub async fn machine_mode(
+    State(state): State<AppState>,
+    Path((machine, id)): Path<(String, String)>,
+    body: ApiJson<crate::protocol::ModeBody>,
+) -> Result<Response, ApiError> {
+    let id = qualified(&state, &machine, id)?;
+    super::requests::set_mode(State(state), Path(id), body).await
+}
+
 /// `POST /api/sessions/{machine}/{id}/lease`: take over or release, decided on the machine.
 pub async fn machine_lease(
     State(state): State<AppState>,

@@ -187,8 +187,13 @@ pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
         )
         .route(
             "/api/sessions/{machine}/{id}/lease",
-            post(hub::machine_lease),
+            get(hub::machine_lease_get).post(hub::machine_lease),
         )
+        .route(
+            "/api/sessions/{machine}/{id}/queue",
+            get(hub::machine_queue),
+        )
+        .route("/api/sessions/{machine}/{id}/mode", put(hub::machine_mode))
         .route(
             "/api/sessions/{id}/events/stream",
             get(stream::session_events_stream),

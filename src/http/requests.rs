@@ -8,7 +8,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
-use crate::protocol::Capability;
 use crate::protocol::{InputAnswer, RequestAnswered, RequestList};
 use crate::protocol::{RemoteOp, RemoteSurface};
 
@@ -51,12 +50,18 @@ pub async fn answer(
     .into_response())
 }
 
+/// `PUT /api/sessions/{id}/mode` (on a hub, a qualified id's, set by its machine).
 pub async fn set_mode(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ModeBody>,
-) -> Result<Json<Capability>, ApiError> {
-    Ok(Json(state.service.set_mode(&id, &body.mode).await?))
+) -> Result<Response, ApiError> {
+    if let Some((machine, session)) = state.service.remote_id(&id) {
+        let op = RemoteOp::Mode { mode: body };
+        return super::hub::remote(&state, machine, session, op).await;
+    }
+    let id = state.service.local_id(&id);
+    Ok(Json(state.service.set_mode(id, &body.mode).await?).into_response())
 }
 
 pub async fn set_model(

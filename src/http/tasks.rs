@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::extract::ApiJson;
 use super::{ApiError, AppState};
+use crate::protocol::RemoteSurface::Http;
 use crate::protocol::TaskSource as Source;
 use crate::protocol::codes;
 use crate::protocol::{CancelResult, EditResult, LeaseReply, QueueView, ResultChunk, TaskReply};
@@ -63,23 +64,21 @@ pub async fn send(
     Ok((status, Json(sent)).into_response())
 }
 
-/// `GET /api/sessions/{id}/queue`.
+/// `GET /api/sessions/{id}/queue` (on a hub, a qualified id's: its machine's queue and the
+/// tasks waiting at the hub for it).
 pub async fn queue(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<QueueView>, ApiError> {
-    Ok(Json(state.service.queue(&id)?))
+    Ok(Json(state.service.world_queue(Http, &id).await?))
 }
 
-/// `GET /api/sessions/{id}/lease`.
+/// `GET /api/sessions/{id}/lease` (on a hub, a qualified id's, asked of its machine).
 pub async fn lease(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<LeaseReply>, ApiError> {
-    Ok(Json(LeaseReply {
-        lease: state.service.lease(&id)?,
-        dropped: None,
-    }))
+    Ok(Json(state.service.world_lease(Http, &id).await?))
 }
 
 /// `POST /api/sessions/{id}/lease`: a human takes over or releases the session (on a hub, a
@@ -99,18 +98,13 @@ pub async fn set_lease(
     Ok(Json(state.service.set_lease(&id, body).await?).into_response())
 }
 
-/// `GET /api/tasks/{id}`.
+/// `GET /api/tasks/{id}` (on a hub, a hub task's, or another machine's task it can place).
 pub async fn status(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskReply>, ApiError> {
-    if state.service.is_hub_task(&id) {
-        return Ok(Json(TaskReply {
-            task: state.service.hub_task(&id).await?,
-        }));
-    }
     Ok(Json(TaskReply {
-        task: state.service.task(&id)?,
+        task: state.service.world_task(Http, &id).await?,
     }))
 }
 
@@ -145,7 +139,10 @@ pub async fn result(
 ) -> Result<Json<ResultChunk>, ApiError> {
     let offset = parse_usize("offset", query.offset.as_deref(), 0)?;
     let max = parse_usize("maxBytes", query.max_bytes.as_deref(), MAX_RESULT_CHUNK)?;
-    let chunk = state.service.task_result(&id, offset, max)?;
+    let chunk = state
+        .service
+        .world_task_result(Http, &id, offset, max)
+        .await?;
     Ok(Json(chunk))
 }
 
@@ -157,13 +154,10 @@ pub async fn cancel(
     body: axum::body::Bytes,
 ) -> Result<Json<CancelResult>, ApiError> {
     let body: CancelBody = super::sessions::optional_json(&headers, &body)?;
-    if state.service.is_hub_task(&id) {
-        return Ok(Json(state.service.cancel_hub_task(&id).await?));
-    }
     Ok(Json(
         state
             .service
-            .cancel_task(&id, body.lease_generation)
+            .world_cancel_task(Http, &id, body.lease_generation)
             .await?,
     ))
 }
@@ -174,12 +168,7 @@ pub async fn edit(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<EditBody>,
 ) -> Result<Json<EditResult>, ApiError> {
-    Ok(Json(
-        state
-            .service
-            .edit_task(&id, body.revision, &body.text, body.idempotency_key)
-            .await?,
-    ))
+    Ok(Json(state.service.world_edit_task(Http, &id, body).await?))
 }
 
 /// `POST /api/tasks/{id}/supersede`: cancel a waiting task and queue a replacement in its place.
@@ -189,9 +178,6 @@ pub async fn supersede(
     ApiJson(body): ApiJson<EditBody>,
 ) -> Result<Json<EditResult>, ApiError> {
     Ok(Json(
-        state
-            .service
-            .supersede_task(&id, body.revision, &body.text, body.idempotency_key)
-            .await?,
+        state.service.world_supersede_task(Http, &id, body).await?,
     ))
 }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::args::*;
 use super::window::{remote_values, with_machine};
 use super::{CohostMcp, answer, answer_list, bound, failure, logged_output, output};
+use crate::protocol::RemoteSurface::Mcp;
 use crate::protocol::TaskSource as Source;
 use crate::protocol::{
     Accepted, AgentEventParams, ApprovalDecided, ApprovalList, CancelResult, Capability,
@@ -48,17 +49,14 @@ impl CohostMcp {
             prompt,
             idempotency_key,
         } = args;
+        let edit = crate::protocol::EditBody {
+            revision,
+            text: prompt,
+            idempotency_key,
+        };
         let revised = match how {
-            Revise::InPlace => {
-                self.service
-                    .edit_task(&task_id, revision, &prompt, idempotency_key)
-                    .await
-            }
-            Revise::Supersede => {
-                self.service
-                    .supersede_task(&task_id, revision, &prompt, idempotency_key)
-                    .await
-            }
+            Revise::InPlace => self.service.world_edit_task(Mcp, &task_id, edit).await,
+            Revise::Supersede => self.service.world_supersede_task(Mcp, &task_id, edit).await,
         };
         answered(revised)
     }
@@ -291,13 +289,15 @@ impl CohostMcp {
             ));
         }
         let wait = std::time::Duration::from_secs_f64(wait);
-        Ok(match self.service.wait_task(&args.task_id, wait).await {
-            Ok(task) => {
-                let finished = task.phase == crate::protocol::TaskPhase::Finished;
-                answer(TaskWaited { task, finished })
-            }
-            Err(error) => failed(error),
-        })
+        Ok(
+            match self.service.world_wait_task(Mcp, &args.task_id, wait).await {
+                Ok(task) => {
+                    let finished = task.phase == crate::protocol::TaskPhase::Finished;
+                    answer(TaskWaited { task, finished })
+                }
+                Err(error) => failed(error),
+            },
+        )
     }
 
     #[tool(
@@ -308,7 +308,8 @@ impl CohostMcp {
     async fn task_status(&self, Parameters(args): Parameters<TaskArgs>) -> ToolResult {
         answered(
             self.service
-                .task(&args.task_id)
+                .world_task(Mcp, &args.task_id)
+                .await
                 .map(|task| TaskReply { task }),
         )
     }
@@ -319,12 +320,14 @@ impl CohostMcp {
         output_schema = output::<QueueView>()
     )]
     async fn queue(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {
-        Ok(match self.service.queue(&args.session_id) {
-            Ok(queue) => answer_list(queue, "pending", |kept, _| {
-                format!("only the first {kept} pending tasks fit; read one with task_status")
-            }),
-            Err(error) => failed(error),
-        })
+        Ok(
+            match self.service.world_queue(Mcp, &args.session_id).await {
+                Ok(queue) => answer_list(queue, "pending", |kept, _| {
+                    format!("only the first {kept} pending tasks fit; read one with task_status")
+                }),
+                Err(error) => failed(error),
+            },
+        )
     }
 
     #[tool(
@@ -343,7 +346,11 @@ impl CohostMcp {
         }
         // A chunk that escapes to more than the answer's budget comes back smaller, never cut.
         loop {
-            let chunk = match self.service.task_result(&args.task_id, offset, max) {
+            let chunk = match self
+                .service
+                .world_task_result(Mcp, &args.task_id, offset, max)
+                .await
+            {
                 Ok(chunk) => chunk,
                 Err(error) => return Ok(failed(error)),
             };
@@ -365,7 +372,7 @@ impl CohostMcp {
     async fn cancel_task(&self, Parameters(args): Parameters<CancelArgs>) -> ToolResult {
         answered(
             self.service
-                .cancel_task(&args.task_id, args.lease_generation)
+                .world_cancel_task(Mcp, &args.task_id, args.lease_generation)
                 .await,
         )
     }
@@ -777,6 +784,15 @@ impl CohostMcp {
     )]
     async fn set_mode(&self, Parameters(args): Parameters<ModeArgs>) -> ToolResult {
         let id = &args.session_id;
+        if let Some((machine, session)) = self.service.remote_id(id) {
+            // The machine applies MCP's lease rule to it (`surface` mcp).
+            let op = crate::protocol::RemoteOp::Mode {
+                mode: crate::protocol::ModeBody {
+                    mode: args.mode.as_str().to_string(),
+                },
+            };
+            return remote_tool(self, machine, session, op).await;
+        }
         if let Some(refused) = self.human_holds(id, "changes its mode") {
             return Ok(refused);
         }

@@ -310,6 +310,51 @@ impl HubWorld {
         })
     }
 
+    /// Told whenever events of any machine are added.
+    pub(super) fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// The machine and session of another machine's own task (`task_…`), when its
+    /// `task.queued` is among the events held in memory (newest first).
+    pub(super) fn task_owner(&self, task: &str) -> Option<(String, String)> {
+        let needle = format!("\"taskId\":{}", serde_json::to_string(task).ok()?);
+        self.read(|machines| {
+            machines.iter().find_map(|(name, m)| {
+                m.events.iter().rev().find_map(|e| {
+                    (e.json.contains(&needle) && e.json.contains("\"type\":\"task.queued\""))
+                        .then(|| e.session.clone())
+                        .flatten()
+                        .map(|session| (name.clone(), session))
+                })
+            })
+        })
+    }
+
+    /// The control lease of `machine`'s session as its last view showed it (a machine that is
+    /// down); `machine_unreachable` when its view does not show the session.
+    pub(super) fn last_lease(
+        &self,
+        machine: &str,
+        session: &str,
+    ) -> Result<crate::protocol::Lease, ServiceError> {
+        self.session(machine, session, |m| {
+            m.view
+                .as_ref()
+                .and_then(|v| v.sessions.iter().find(|s| s.id == session))
+                .map(|s| s.lease.clone())
+        })?
+        .ok_or_else(|| {
+            ServiceError::new(
+                ErrorKind::Unavailable,
+                codes::MACHINE_UNREACHABLE,
+                format!(
+                    "the machine `{machine}` does not answer and its last view does not show the session `{session}`"
+                ),
+            )
+        })
+    }
+
     /// Every machine's link, by name.
     pub fn links(&self) -> Vec<MachineLink> {
         let now = now_ms();
@@ -657,6 +702,45 @@ impl Service {
                     Err(error) => Err(error),
                 }
             }
+            RemoteOp::TaskResult {
+                task,
+                offset,
+                max_bytes,
+            } => self
+                .task_of(&session, &task)
+                .and_then(|_| self.task_result(&task, offset, max_bytes))
+                .and_then(to_value),
+            RemoteOp::TaskEdit { task, edit } => {
+                tracing::info!(%session, %task, hub = %from, "a task's edit from a hub");
+                match self.task_of(&session, &task) {
+                    Ok(_) => self
+                        .edit_task(&task, edit.revision, &edit.text, edit.idempotency_key)
+                        .await
+                        .and_then(to_value),
+                    Err(error) => Err(error),
+                }
+            }
+            RemoteOp::TaskSupersede { task, edit } => {
+                tracing::info!(%session, %task, hub = %from, "a task's supersede from a hub");
+                match self.task_of(&session, &task) {
+                    Ok(_) => self
+                        .supersede_task(&task, edit.revision, &edit.text, edit.idempotency_key)
+                        .await
+                        .and_then(to_value),
+                    Err(error) => Err(error),
+                }
+            }
+            RemoteOp::Queue {} => self.queue(&session).and_then(to_value),
+            RemoteOp::LeaseGet {} => self.lease(&session).and_then(|lease| {
+                to_value(crate::protocol::LeaseReply {
+                    lease,
+                    dropped: None,
+                })
+            }),
+            RemoteOp::Mode { mode } => {
+                tracing::info!(%session, mode = %mode.mode, hub = %from, "a mode from a hub");
+                self.set_mode(&session, &mode.mode).await.and_then(to_value)
+            }
             RemoteOp::GoalGet {} => self.goal_get(&session).await.and_then(to_value),
             RemoteOp::GoalSet { goal } => {
                 tracing::info!(%session, hub = %from, "a goal from a hub");
@@ -757,6 +841,7 @@ fn mcp_lease_bound(op: &RemoteOp) -> Option<&'static str> {
         RemoteOp::Interrupt {} => Some("interrupt its turns"),
         RemoteOp::Answer { .. } => Some("answers what the agent asks"),
         RemoteOp::Model { .. } => Some("changes its model"),
+        RemoteOp::Mode { .. } => Some("changes its mode"),
         _ => None,
     }
 }

@@ -352,6 +352,7 @@ impl TaskManager {
                         .take(MAX_QUEUE_RECENT)
                         .map(|t| view(state, t))
                         .collect(),
+                    machine_link: None,
                 })
             })
             .ok_or_else(|| TaskError::UnknownSession(session.to_string()))

@@ -93,7 +93,12 @@ impl Service {
     /// Refuses a list of a machine whose link is down, at once: what is pending there now is
     /// unknown here. The message names the machine, when it was last heard and what its last
     /// view counted in the session.
-    fn reachable(&self, machine: &str, session: &str, what: &str) -> Result<(), ServiceError> {
+    pub(in crate::service) fn reachable(
+        &self,
+        machine: &str,
+        session: &str,
+        what: &str,
+    ) -> Result<(), ServiceError> {
         let world = self.known_machine(machine)?;
         let Some(down) = down_since(world, machine, session) else {
             return Ok(());

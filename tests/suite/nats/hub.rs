@@ -527,7 +527,7 @@ fn a_claude_approval_answered_at_the_hub_is_resolved_once_on_its_machine() {
 }
 
 /// User messages on a machine whose text contains `needle`.
-fn user_messages(events: &[Value], needle: &str) -> usize {
+pub(crate) fn user_messages(events: &[Value], needle: &str) -> usize {
     events
         .iter()
         .filter(|e| {

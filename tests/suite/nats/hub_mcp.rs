@@ -11,7 +11,7 @@ use crate::support::codex_host::CodexFixture;
 use crate::support::mock_responses::Step;
 
 /// The error code of a refused tool call.
-fn refused(answer: &Value) -> String {
+pub(super) fn refused(answer: &Value) -> String {
     assert_eq!(answer["isError"], true, "{answer:#}");
     answer["structured"]["error"]["code"]
         .as_str()

@@ -17,7 +17,7 @@ use crate::support::http::Resp;
 use crate::support::mock_responses::Step;
 
 /// Waits until the hub lists `id` (qualified) and returns its entry.
-fn listed(hub: &TestDaemon, id: &str) -> Value {
+pub(super) fn listed(hub: &TestDaemon, id: &str) -> Value {
     hub.wait_for(&format!("{id} in the hub's list"), CATCH_UP, |h| {
         let list = h.get("/api/sessions").assert_ok();
         list["sessions"]
@@ -181,6 +181,48 @@ fn goal_models_lease_fork_and_a_new_session_at_the_hub_are_decided_by_their_mach
         (task["waitingReason"] == "human_control").then_some(task)
     });
     assert_eq!(waiting["state"], "waiting", "{waiting}");
+    // Delivered, the task is beta's to edit and supersede: the hub forwards both, and names the
+    // replacement as a hub task of its own, which runs after the release.
+    let edited = hub
+        .post(
+            &format!("/api/tasks/{task}/edit"),
+            &json!({ "revision": waiting["revision"], "text": "Under the lease, edited" }),
+        )
+        .assert_ok();
+    assert_eq!(edited["task"]["taskId"], task.as_str(), "{edited}");
+    let machine_task = edited["task"]["machineTaskId"].as_str().unwrap();
+    let on_beta = beta
+        .daemon
+        .get(&format!("/api/tasks/{machine_task}"))
+        .assert_ok();
+    assert_eq!(
+        on_beta["task"]["promptPreview"], "Under the lease, edited",
+        "{on_beta}"
+    );
+    let superseded = hub
+        .post(
+            &format!("/api/tasks/{task}/supersede"),
+            &json!({ "revision": edited["task"]["revision"],
+                "text": "Under the lease, superseded", "idempotencyKey": "sup-1" }),
+        )
+        .assert_ok();
+    let replacement = superseded["task"]["taskId"].as_str().unwrap().to_string();
+    assert!(replacement.starts_with("hubtask_"), "{superseded}");
+    assert_eq!(
+        superseded["task"]["supersedes"],
+        task.as_str(),
+        "{superseded}"
+    );
+    assert_eq!(
+        superseded["superseded"]["state"], "cancelled",
+        "{superseded}"
+    );
+    assert_eq!(
+        superseded["superseded"]["supersededBy"],
+        replacement.as_str(),
+        "{superseded}"
+    );
+    let task = replacement;
 
     // MCP's interrupt while a human holds beta's lease: refused at the hub as beta's own MCP
     // refuses it.

@@ -9,6 +9,7 @@ mod hub_memory;
 mod hub_ops;
 mod hub_requests;
 mod hub_surfaces;
+mod hub_tasks;
 mod permissions;
 mod publish;
 

@@ -1,10 +1,11 @@
 //! The hub's page (`serve --hub`) in a real Chromium, against a real nats-server and two
 //! machine daemons: machines as the first-level grouping of the hosted sessions and of All
 //! agents, each with its link; another machine's hosted codex session opened, its events shown
-//! and a turn prompted from the page streamed back; a stopped machine shown down with when it
-//! was last heard from, its agents still listed with their last known state; another machine's
-//! Claude permission prompt shown in the panel and answered from the page, and the panel saying
-//! that machine is down once it stops (issue 26).
+//! and a turn prompted from the page streamed back, its queue and lease read through the hub (a
+//! task queued from the page listed waiting under beta's lease); a stopped machine shown down
+//! with when it was last heard from, its agents still listed with their last known state;
+//! another machine's Claude permission prompt shown in the panel and answered from the page, and
+//! the panel saying that machine is down once it stops (issue 26).
 
 use std::time::{Duration, Instant};
 
@@ -124,13 +125,34 @@ fn the_hub_page_groups_machines_follows_another_machines_session_and_shows_a_sto
         2,
         "the page's prompt ran once on beta: {prompts:?}"
     );
-    // The queue of another machine's session is not reachable from the hub: said, and only
-    // Send now takes a prompt.
-    b.wait_text("#leaseLine", "runs on beta", UI_TIMEOUT);
+    // The queue and lease of another machine's session, read from beta through the hub, shown
+    // like a local session's; a task may be queued for it.
+    b.wait_text("#leaseLine", "the queue", UI_TIMEOUT);
     b.type_into("#prompt", "not sent");
     assert!(b.is_enabled("#sendNow"));
-    assert!(!b.is_enabled("#queueTask"));
+    assert!(b.is_enabled("#queueTask"));
     b.clear("#prompt");
+    // A person takes over on beta: the page reads it through the hub; a task queued from the
+    // page is delivered to beta, waits there under that lease and is listed in the queue.
+    let lease = format!("/api/sessions/{id}/lease");
+    beta.daemon
+        .post(&lease, &json!({ "action": "takeover", "by": "tester" }))
+        .assert_ok();
+    b.wait_text("#leaseLine", "a person", UI_TIMEOUT);
+    b.type_into("#prompt", "Queued from the hub's page");
+    b.click("#queueTask");
+    b.wait_text("#pending", "Queued from the hub's page", UI_TIMEOUT);
+    b.wait_text("#pending", "a person has control", UI_TIMEOUT);
+    let dropped = beta
+        .daemon
+        .post(&lease, &json!({ "action": "release", "dropQueued": true }))
+        .assert_ok();
+    assert_eq!(
+        dropped["dropped"].as_array().map(Vec::len),
+        Some(1),
+        "{dropped}"
+    );
+    b.wait_text("#leaseLine", "the queue", UI_TIMEOUT);
 
     // All agents: grouped by machine, alpha's reported agent under alpha.
     b.click("#showAgents");
