@@ -363,6 +363,12 @@ fn a_pi_started_by_hand_is_adopted_driven_interrupted_restarted_given_back_and_e
     let after = events(&daemon, &id);
     assert!(after.len() > before, "{after:#?}");
     assert_no_repeats(&after);
+    // Followed on from its checkpoint: what came before the adoption is still not read.
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        !prompts.iter().any(|(_, i)| i["text"] == "Hello by hand"),
+        "{prompts:?}"
+    );
     // It still drives Pi after the restart.
     rig.mock.push(Step::text("After the restart."));
     let (status, sent) = send(&daemon, &id, "After the restart please");

@@ -552,13 +552,13 @@ impl Adoptions {
             InputBox::Empty => {}
             InputBox::Draft(_) => return Err(HostError::HumanTyping(session_id.to_string())),
             InputBox::Unreadable(why) => {
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "cannot read pi's input box in pane {pane} ({why}); nothing typed"
                 )));
             }
         }
         if screen.busy || lock(&adopted.events).turn().is_some() {
-            return Err(HostError::NotReady(format!(
+            return Err(HostError::NotReadyBecause(format!(
                 "the adopted pi in session `{session_id}` runs a turn; send when it is idle"
             )));
         }
@@ -577,7 +577,7 @@ impl Adoptions {
                     break;
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    return Err(HostError::NotReady(format!(
+                    return Err(HostError::NotReadyBecause(format!(
                         "the pasted prompt never showed in pane {pane}'s input box; not submitted"
                     )));
                 }
@@ -602,7 +602,7 @@ impl Adoptions {
             }
             if tokio::time::Instant::now() >= deadline {
                 lock(&adopted.events).unpasted(text);
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "pi wrote no prompt to its session file within {CONFIRM_TIMEOUT:?} of the one typed in pane {pane}"
                 )));
             }
@@ -615,7 +615,7 @@ impl Adoptions {
             })
         }) {
             if tokio::time::Instant::now() >= deadline {
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "the turn of the prompt typed in pane {pane} was never stored"
                 )));
             }
@@ -652,7 +652,7 @@ impl Adoptions {
         }
         let screen = self.screen(&adopted).await?;
         if let InputBox::Unreadable(why) = &screen.input {
-            return Err(HostError::NotReady(format!(
+            return Err(HostError::NotReadyBecause(format!(
                 "cannot read pi's screen in pane {} ({why}); no Escape sent",
                 adopted.record.pane_id
             )));
