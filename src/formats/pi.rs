@@ -69,10 +69,14 @@ pub struct SessionHeader {
     pub cwd: Option<String>,
 }
 
-/// A `message` entry: when it was written and the message.
+/// A `message` entry: its id, when it was written and the message.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct MessageEntry {
+    /// The entry's id (8 hex digits, unique in its file, never rewritten: an adopted Pi's
+    /// items are named by it).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub id: Option<String>,
     /// RFC 3339 with milliseconds.
     #[serde(deserialize_with = "lenient::opt")]
     pub timestamp: Option<String>,
@@ -121,8 +125,17 @@ pub struct AgentMessage {
     pub content: Option<MessageContent>,
     #[serde(deserialize_with = "lenient::opt")]
     pub tool_call_id: Option<String>,
+    /// `toolResult`: the tool's name (`bash`, `read`, …).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub tool_name: Option<String>,
+    /// `toolResult`: the tool failed (or was declined, or aborted).
+    #[serde(deserialize_with = "lenient::opt")]
+    pub is_error: Option<bool>,
     #[serde(deserialize_with = "lenient::opt")]
     pub stop_reason: Option<StopReason>,
+    /// An assistant message that ended `error` or `aborted`: why.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub error_message: Option<String>,
     /// When the message was made (ms since the epoch); not on every assistant message.
     #[serde(deserialize_with = "lenient::opt")]
     pub timestamp: Option<u64>,
@@ -138,7 +151,7 @@ pub enum MessageContent {
     Blocks(Vec<ContentBlock>),
 }
 
-/// One content block: a `text` block's text, a `toolCall` block's id.
+/// One content block: a `text` block's text, a `toolCall` block's id, name and arguments.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ContentBlock {
@@ -148,6 +161,26 @@ pub struct ContentBlock {
     pub text: Option<String>,
     #[serde(deserialize_with = "lenient::opt")]
     pub id: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub name: Option<String>,
+    /// A `toolCall`'s arguments, as Pi wrote them (`{"command":"echo hi"}` for `bash`).
+    pub arguments: Option<Value>,
+}
+
+impl MessageContent {
+    /// The text of the message: a string as it is, else the `text` blocks' texts joined with
+    /// newlines.
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(text) => text.clone(),
+            MessageContent::Blocks(blocks) => blocks
+                .iter()
+                .filter(|b| b.kind.as_deref() == Some("text"))
+                .filter_map(|b| b.text.as_deref())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
 }
 
 /// `session_info`: `{"type":"session_info","timestamp","name"}`.
@@ -219,7 +252,7 @@ mod tests {
             Some(MessageContent::Blocks(vec![ContentBlock {
                 kind: Some("text".into()),
                 text: Some("Run echo hi please …".into()),
-                id: None,
+                ..ContentBlock::default()
             }]))
         );
         let SessionEntry::Message(call) = entry(

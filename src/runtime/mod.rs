@@ -54,6 +54,11 @@ pub enum HostError {
     /// The session exists but cannot take this now (no thread bound yet, the TUI not running).
     #[error("session `{0}` has no live thread yet; retry shortly")]
     NotReady(String),
+    /// As `NotReady` (the same error code), saying why in its own words: an adopted TUI's
+    /// screen that cannot be read, a turn running, a paste not confirmed; nothing was typed or
+    /// submitted.
+    #[error("{0}")]
+    NotReadyBecause(String),
     /// A human has a half-typed draft in the session's input box; cohost does not type into it.
     #[error("someone is typing in session `{0}`'s input box; not typing over their draft")]
     HumanTyping(String),

@@ -271,7 +271,7 @@ impl From<HostError> for ServiceError {
                 ServiceError::not_found(codes::SESSION_NOT_FOUND, message)
             }
             HostError::Closed(_) => ServiceError::conflict(codes::SESSION_CLOSED, message),
-            HostError::NotReady(_) => {
+            HostError::NotReady(_) | HostError::NotReadyBecause(_) => {
                 ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
             }
             HostError::HumanTyping(_) => ServiceError::conflict(codes::HUMAN_TYPING, message),

@@ -3,13 +3,16 @@
 //!
 //! [`process`] spawns and supervises the child and speaks the RPC, [`wire`] types what goes
 //! each way (upstream names), [`normalize`] turns Pi's events into cohost's (pure, tested on
-//! the literal lines of both releases).
+//! the literal lines of both releases). [`adopt`] drives a Pi TUI a person started by hand in a
+//! tmux pane (its screen read by [`tui_screen`], its session file followed).
 //!
 //! **Boundary:** nothing outside `pi/` sees Pi's JSON; only `protocol` events leave it.
 
+pub mod adopt;
 pub mod host;
 pub mod normalize;
 pub mod process;
+pub mod tui_screen;
 pub mod wire;
 
 /// What a profile may set on pi: the session's model and approval policy, as a create request

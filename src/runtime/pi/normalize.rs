@@ -98,7 +98,7 @@ fn item_event(turn_id: &str, item: Item) -> ItemEvent {
 }
 
 /// The item of a tool call in progress.
-fn tool_started(tool_call_id: &str, tool_name: &str, args: Option<Value>) -> Item {
+pub fn tool_started(tool_call_id: &str, tool_name: &str, args: Option<Value>) -> Item {
     if tool_name == "bash" {
         let command = args
             .as_ref()
@@ -442,7 +442,11 @@ impl Forwarder {
 
 /// A tool call's item once its result came (`interrupted`: its run was being stopped).
 fn tool_ended(item: Item, result: ToolResult, is_error: bool, interrupted: bool) -> Item {
-    let output = result.text();
+    tool_done(item, result.text(), is_error, interrupted)
+}
+
+/// A tool call's item once its result's text (`output`) came.
+pub fn tool_done(item: Item, output: String, is_error: bool, interrupted: bool) -> Item {
     let status = if is_error && output.contains(DECLINE_REASON) {
         "declined"
     } else if is_error && interrupted {

@@ -4,6 +4,7 @@
 //! each session's own agent directory, and a private tmux server with a session `work` in the
 //! sessions' working directory.
 
+mod adopt;
 mod capabilities;
 mod host;
 mod mcp;

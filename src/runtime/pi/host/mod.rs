@@ -112,6 +112,15 @@ struct Inner {
     /// The release found, once probed.
     version: Mutex<Option<String>>,
     live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The Pi TUIs adopted in their panes.
+    adoptions: Arc<super::adopt::Adoptions>,
+}
+
+impl PiHost {
+    /// The Pi TUIs adopted in their panes.
+    fn adoptions(&self) -> &Arc<super::adopt::Adoptions> {
+        &self.inner.adoptions
+    }
 }
 
 /// The gate dialogs a session has open.
@@ -181,8 +190,14 @@ impl PiHost {
         if let Err(error) = &bin {
             tracing::info!(%error, "pi not found; pi sessions are unavailable");
         }
+        let adoptions = Arc::new(super::adopt::Adoptions::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            &root,
+        ));
         PiHost {
             inner: Arc::new(Inner {
+                adoptions,
                 core,
                 tmux,
                 root,
@@ -627,6 +642,13 @@ impl Inner {
 
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
         hosted::check_open(&self.core, session_id, Runtime::Pi)?;
+        if self.adoptions.is_adopted(session_id) {
+            // An adopted Pi has no RPC process: what needs one (fork, models, approvals) is
+            // refused, never parked waiting for a process that never comes.
+            return Err(HostError::Unsupported(format!(
+                "session `{session_id}` drives a pi TUI adopted in its pane: only prompts, interrupts and disown reach it (no fork, model switch or approvals)"
+            )));
+        }
         Ok(self.live_for(session_id))
     }
 

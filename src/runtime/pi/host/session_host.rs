@@ -12,8 +12,8 @@ use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::protocol::{Runtime, SessionState};
 use crate::runtime::common::{hosted, inject, lock};
 use crate::runtime::{
-    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
-    RuntimeDoctor, SessionHost, TerminalSpec,
+    AdoptRequest, AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome,
+    InjectState, RuntimeDoctor, SessionHost, TerminalSpec,
 };
 
 #[async_trait::async_trait]
@@ -69,6 +69,8 @@ impl SessionHost for PiHost {
                 .sessions
                 .iter()
                 .filter(|s| s.created.runtime == Runtime::Pi && !s.is_closed())
+                // An adopted TUI is followed from its session file, never restarted here.
+                .filter(|s| s.adopted.is_none())
                 .map(|s| s.id.clone())
                 .collect()
         });
@@ -90,6 +92,7 @@ impl SessionHost for PiHost {
                 }
             });
         }
+        self.adoptions().restore();
     }
 
     async fn inject(
@@ -100,6 +103,9 @@ impl SessionHost for PiHost {
     ) -> Result<InjectOutcome, HostError> {
         if text.trim().is_empty() {
             return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().inject(session, text, key).await;
         }
         let live = self.inner.live_session(session)?;
         let _serialized = live.inject.lock().await;
@@ -161,7 +167,36 @@ impl SessionHost for PiHost {
     }
 
     async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().interrupt(session, turn).await;
+        }
         self.do_interrupt(session, turn).await
+    }
+
+    fn adopts(&self) -> Option<&'static str> {
+        Some(super::super::adopt::AGENT)
+    }
+
+    async fn adopt(
+        &self,
+        request: AdoptRequest,
+    ) -> Result<crate::protocol::HostedSessionView, HostError> {
+        let id = self.adoptions().adopt(request).await?;
+        super::super::adopt::view(&self.inner.core, &id)
+    }
+
+    async fn rehome(&self, session: &str) -> Result<crate::protocol::HostedSessionView, HostError> {
+        Err(HostError::Unsupported(format!(
+            "an adopted pi cannot be rehomed (session `{session}`): cohost hosts pi through `pi --mode rpc`, which runs no TUI in a pane; disown it to give it back"
+        )))
+    }
+
+    async fn disown(&self, session: &str) -> Result<crate::protocol::HostedSessionView, HostError> {
+        if !self.adoptions().is_adopted(session) {
+            return Err(HostError::NotAdopted(session.to_string()));
+        }
+        self.adoptions().disown(session).await?;
+        super::super::adopt::view(&self.inner.core, session)
     }
 
     async fn resolve_approval(
@@ -197,6 +232,10 @@ impl SessionHost for PiHost {
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {
+        if self.adoptions().is_adopted(session) {
+            // Closing an adopted session gives the TUI back; nothing of it is stopped.
+            return self.adoptions().disown(session).await;
+        }
         let live = self.inner.live_session(session)?;
         let _ = self.do_interrupt(session, None).await;
         live.cancel.cancel();

@@ -1,0 +1,698 @@
+//! Adopting a Pi TUI a person started by hand in a tmux pane, for `PiHost`: the checks before it
+//! (the pane, a `pi` process in the pane's process tree — Pi names its process `pi` —, and the
+//! session file the watcher reads; nothing is typed while checking), the session that then
+//! drives it in its own pane (`session.adopted`), its follower task (the session file as
+//! session events, see [`session_file`]; the process every tick, the pane every second),
+//! prompts pasted into Pi's input box only when the screen shows it empty and no turn runs (see
+//! `tui_screen`; a draft refuses with `human_typing`, an unreadable screen with `not_ready`,
+//! nothing typed) and confirmed by the prompt's `user` entry in the session file, Escape to
+//! interrupt only while the file shows a turn running and the screen is Pi's box, and
+//! `disown`, which gives it back.
+//!
+//! Pi takes a bracketed paste as text (newlines kept, not submitted; a long one shown as
+//! `[paste #1 +N lines]`), and Enter submits it. Pi's TUI asks no approvals (it has no
+//! permission system), so an adopted Pi has none.
+//!
+//! No `pi --mode rpc` of cohost's is involved. A daemon restart follows the session file on
+//! from its checkpoint — kept at the start of a turn still running, so its calls are known
+//! again —, so the events keep Pi's entry ids and none repeats.
+
+pub mod session_file;
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::CoreHandle;
+use crate::process;
+use crate::protocol::{
+    AgentStatus, EventKind, HostedSessionView, InjectState, InstanceRef, Liveness, Runtime,
+    SessionAdopted, SessionBound, SessionClosed, SessionCreated, SessionPane, TurnCompleted,
+    TurnStatus,
+};
+use crate::runtime::common::adopted::{self, AdoptedEnd as End};
+use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::{lock, new_session_id};
+use crate::runtime::pi::tui_screen::{self, InputBox};
+use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
+use crate::tail::{self, Checkpoint};
+use crate::tmux::SessionCache;
+use session_file::SessionEvents;
+
+/// The tracker's name for the agents adopted here (the Pi watcher's).
+pub const AGENT: &str = "pi";
+/// How often the follower reads the session file and looks at the process.
+const TICK: Duration = Duration::from_millis(200);
+/// How long a pasted prompt may take to show in the box before it is given up (not submitted).
+const SHOW_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a submitted prompt may take to be written to the session file before the inject
+/// says so (Pi writes a `user` entry at submit: +0.33 s observed).
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
+/// The checkpoint file in an adopted session's directory.
+const CHECKPOINT: &str = "session-file.json";
+
+/// One adopted Pi TUI.
+struct Adopted {
+    session_id: String,
+    record: SessionAdopted,
+    /// Serializes pastes and keys into the pane.
+    typing: tokio::sync::Mutex<()>,
+    events: Mutex<SessionEvents>,
+    ended: AtomicBool,
+    end: mpsc::Sender<(End, oneshot::Sender<()>)>,
+}
+
+/// The Pi TUIs this daemon adopted.
+pub struct Adoptions {
+    core: CoreHandle,
+    tmux: Arc<SessionCache>,
+    /// `$COHOST_HOME/pi/adopted`.
+    dir: PathBuf,
+    live: Mutex<HashMap<String, Arc<Adopted>>>,
+    adopting: tokio::sync::Mutex<()>,
+}
+
+fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
+    HostError::CannotAdopt { refusal, message }
+}
+
+/// Whether `pid` is a Pi: Pi sets its process title, so `/proc` names it `pi` (its arguments
+/// are overwritten too) whichever Node runs it.
+fn is_pi(pid: u32) -> bool {
+    process::comm(pid).as_deref() == Some("pi")
+}
+
+/// Whether `path` is a Pi session file (`<ISO-ts>_<sessionId>.jsonl`).
+fn is_session_file(path: &Path, session_id: &str) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(&format!("_{session_id}.jsonl")))
+}
+
+impl Adoptions {
+    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, pi_root: &Path) -> Self {
+        Adoptions {
+            core,
+            tmux,
+            dir: pi_root.join("adopted"),
+            live: Mutex::new(HashMap::new()),
+            adopting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Whether session `id` is an adopted Pi (by the log: also after its end).
+    pub fn is_adopted(&self, id: &str) -> bool {
+        self.core.read(|state| {
+            state
+                .sessions
+                .get(id)
+                .is_some_and(|s| s.created.runtime == Runtime::Pi && s.adopted.is_some())
+        })
+    }
+
+    fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
+        lock(&self.live)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HostError::Closed(id.to_string()))
+    }
+
+    /// Checks the pane and process the watcher placed the Pi in, then logs the session
+    /// (`session.created`, `session.adopted`, `session.pane`, `session.bound`) and follows it.
+    /// Answers the new session's id.
+    pub async fn adopt(self: &Arc<Self>, request: AdoptRequest) -> Result<String, HostError> {
+        if request.agent != AGENT {
+            return Err(HostError::Unsupported(format!(
+                "pi sessions adopt pi instances, not {}",
+                request.agent
+            )));
+        }
+        let _adopting = self.adopting.lock().await;
+        if let Some(driver) = self.core.read(|state| {
+            state
+                .sessions
+                .driving(&request.agent_session_id)
+                .map(|s| s.id.clone())
+        }) {
+            return Err(refuse(
+                AdoptRefusal::AlreadyDriven,
+                format!(
+                    "session `{driver}` already drives pi session {}",
+                    request.agent_session_id
+                ),
+            ));
+        }
+        let pane = &request.pane_id;
+        let (pane_pid, pid, stat) =
+            adopted::check_agent(self.tmux.tmux(), &request, "pi", is_pi).await?;
+        let Some(file) = request
+            .files
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| is_session_file(p, &request.agent_session_id))
+        else {
+            return Err(refuse(
+                AdoptRefusal::NotAdoptable,
+                format!("the watcher reads no session file for {}", request.key),
+            ));
+        };
+        let bytes = std::fs::read(&file).map_err(|e| {
+            refuse(
+                AdoptRefusal::NotAdoptable,
+                format!("cannot read the session file {}: {e}", file.display()),
+            )
+        })?;
+        let inode = std::fs::metadata(&file).map(|m| m.ino()).unwrap_or(0);
+        let (offset, running) = session_file::start_offset(&bytes);
+        let cwd = request
+            .cwd
+            .clone()
+            .or_else(|| {
+                std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .ok()
+                    .map(|p| p.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        let session_id = new_session_id();
+        let dir = self.dir.join(&session_id);
+        crate::runtime::common::private_dir(&dir).map_err(|e| {
+            HostError::failed_by(Runtime::Pi, format!("cannot create a directory: {e}"), e)
+        })?;
+        let checkpoint = dir.join(CHECKPOINT);
+        tail::save_checkpoint(
+            &checkpoint,
+            &Checkpoint {
+                path: file.clone(),
+                inode,
+                offset,
+            },
+        )
+        .await
+        .map_err(|e| HostError::failed_by(Runtime::Pi, e.to_string(), e))?;
+        let record = SessionAdopted {
+            key: request.key.clone(),
+            agent_session_id: request.agent_session_id.clone(),
+            tmux_session: request.tmux_session.clone(),
+            pane_id: pane.clone(),
+            pane_pid,
+            pid,
+            pid_start: stat.start_time,
+            session_file: String::new(),
+            transcript: file.to_string_lossy().into_owned(),
+        };
+        let session = Some(session_id.clone());
+        self.core
+            .append(
+                session.clone(),
+                EventKind::SessionCreated(SessionCreated {
+                    runtime: Runtime::Pi,
+                    cwd,
+                    model: None,
+                    approval_policy: None,
+                    permission_mode: None,
+                    sandbox: None,
+                    budget: None,
+                    forked_from: None,
+                    idempotency_key: None,
+                    profile: None,
+                }),
+            )
+            .await?;
+        self.core
+            .append(session.clone(), EventKind::SessionAdopted(record.clone()))
+            .await?;
+        self.core
+            .append(
+                session.clone(),
+                EventKind::SessionPane(SessionPane {
+                    pane_id: record.pane_id.clone(),
+                    tmux_session: record.tmux_session.clone(),
+                    runner_pid: pane_pid,
+                }),
+            )
+            .await?;
+        self.core
+            .append(
+                session,
+                EventKind::SessionBound(SessionBound {
+                    thread_id: record.agent_session_id.clone(),
+                    backend: "pi-tui".into(),
+                }),
+            )
+            .await?;
+        tracing::info!(session = %session_id, key = %request.key, pane = %record.pane_id, pid, "adopted a pi TUI started by hand");
+        let adopted = self.follow(&session_id, record, checkpoint);
+        // The tracker shows the session's instance at once (the watcher's gives way to it).
+        let status = if running {
+            AgentStatus::Running
+        } else {
+            AgentStatus::Idle
+        };
+        self.report(&adopted, status, Liveness::Alive).await;
+        Ok(session_id)
+    }
+
+    /// After a daemon restart: follows every adopted Pi the log says is open again, from its
+    /// checkpoint.
+    pub fn restore(self: &Arc<Self>) {
+        let open: Vec<(String, SessionAdopted)> = self.core.read(|state| {
+            state
+                .sessions
+                .iter()
+                .filter(|s| s.created.runtime == Runtime::Pi && !s.is_closed())
+                .filter_map(|s| s.adopted.clone().map(|a| (s.id.clone(), a)))
+                .collect()
+        });
+        for (session_id, record) in open {
+            let checkpoint = self.dir.join(&session_id).join(CHECKPOINT);
+            self.follow(&session_id, record, checkpoint);
+        }
+    }
+
+    fn follow(
+        self: &Arc<Self>,
+        session_id: &str,
+        record: SessionAdopted,
+        checkpoint: PathBuf,
+    ) -> Arc<Adopted> {
+        let (end, ends) = mpsc::channel(1);
+        let adopted = Arc::new(Adopted {
+            session_id: session_id.to_string(),
+            record,
+            typing: tokio::sync::Mutex::new(()),
+            events: Mutex::new(SessionEvents::default()),
+            ended: AtomicBool::new(false),
+            end,
+        });
+        lock(&self.live).insert(session_id.to_string(), adopted.clone());
+        let this = self.clone();
+        let task = adopted.clone();
+        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        adopted
+    }
+
+    /// The follower task of one adopted Pi.
+    async fn run(
+        self: Arc<Self>,
+        adopted: Arc<Adopted>,
+        checkpoint_file: PathBuf,
+        mut ends: mpsc::Receiver<(End, oneshot::Sender<()>)>,
+    ) {
+        let mut checkpoint = match tail::load_checkpoint(&checkpoint_file).await {
+            Ok(Some(checkpoint)) => checkpoint,
+            _ => Checkpoint {
+                path: PathBuf::from(&adopted.record.transcript),
+                inode: 0,
+                offset: 0,
+            },
+        };
+        let mut reader = Reader {
+            read_to: checkpoint.offset,
+            turn_at: None,
+        };
+        let mut status = None;
+        let mut ticks = 0u32;
+        let mut interval = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                request = ends.recv() => {
+                    if let Some((end, done)) = request {
+                        self.finish(&adopted, &end).await;
+                        let _ = done.send(());
+                    }
+                    return;
+                }
+                _ = interval.tick() => {}
+            }
+            ticks = ticks.wrapping_add(1);
+            if let Some(saved) = self.read(&adopted, &checkpoint.path, &mut reader).await
+                && saved != checkpoint.offset
+            {
+                checkpoint.offset = saved;
+                if let Ok(meta) = std::fs::metadata(&checkpoint.path) {
+                    checkpoint.inode = meta.ino();
+                }
+                let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+            }
+            let now = {
+                let events = lock(&adopted.events);
+                if events.tool_running() {
+                    AgentStatus::ToolRunning
+                } else if events.turn().is_some() {
+                    AgentStatus::Running
+                } else {
+                    AgentStatus::Idle
+                }
+            };
+            if status != Some(now) {
+                status = Some(now);
+                self.report(&adopted, now, Liveness::Alive).await;
+            }
+            if let Some(end) =
+                adopted::problem(self.tmux.tmux(), &adopted.record, AGENT, ticks).await
+            {
+                // What Pi wrote before it went is read first.
+                let _ = self.read(&adopted, &checkpoint.path, &mut reader).await;
+                self.finish(&adopted, &end).await;
+                return;
+            }
+        }
+    }
+
+    /// Reads the session file's new whole lines into session events; answers the offset to
+    /// save (the start of the turn still open, else the end of what was read), or `None` when
+    /// nothing new was read.
+    async fn read(&self, adopted: &Adopted, path: &Path, reader: &mut Reader) -> Option<u64> {
+        let new = {
+            let mut file = std::fs::File::open(path).ok()?;
+            file.seek(SeekFrom::Start(reader.read_to)).ok()?;
+            let mut new = Vec::new();
+            file.read_to_end(&mut new).ok()?;
+            new
+        };
+        let last = new.iter().rposition(|b| *b == b'\n')?;
+        let mut kinds = Vec::new();
+        {
+            let mut events = lock(&adopted.events);
+            let mut at = reader.read_to;
+            for line in new[..=last].split_inclusive(|b| *b == b'\n') {
+                let start = at;
+                at += line.len() as u64;
+                for kind in events.line(line.trim_ascii_end()) {
+                    match &kind {
+                        EventKind::TurnStarted(_) => reader.turn_at = Some(start),
+                        EventKind::TurnCompleted(_) => reader.turn_at = None,
+                        _ => {}
+                    }
+                    kinds.push(kind);
+                }
+            }
+            reader.read_to = at;
+        }
+        for kind in kinds {
+            // A repeat after a restart is refused by the core as a duplicate: nothing twice.
+            let _ = self
+                .core
+                .append(Some(adopted.session_id.clone()), kind)
+                .await;
+        }
+        Some(reader.turn_at.unwrap_or(reader.read_to))
+    }
+
+    async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
+        mirror::report(
+            &self.core,
+            &self.tmux,
+            Report {
+                agent: AGENT,
+                thread_id: &adopted.record.agent_session_id,
+                session_id: &adopted.session_id,
+                placement: Placement::Pane {
+                    tmux_session: &adopted.record.tmux_session,
+                    pane_id: &adopted.record.pane_id,
+                },
+                status,
+                liveness,
+            },
+        )
+        .await;
+    }
+
+    /// Ends an adopted session: its open turn (unless given back: then it goes on in the pane),
+    /// its tracker instance, and `session.closed` with the reason.
+    async fn finish(&self, adopted: &Adopted, end: &End) {
+        let session_id = &adopted.session_id;
+        tracing::info!(session = %session_id, ?end, "an adopted pi session ends");
+        adopted.ended.store(true, Ordering::SeqCst);
+        lock(&self.live).remove(session_id);
+        let open = lock(&adopted.events).turn().map(str::to_string);
+        if let Some(turn_id) = open.filter(|_| !matches!(end, End::Disowned)) {
+            let _ = self
+                .core
+                .append(
+                    Some(session_id.clone()),
+                    EventKind::TurnCompleted(TurnCompleted {
+                        turn_id,
+                        status: TurnStatus::Interrupted,
+                        error: None,
+                        duration_ms: None,
+                        lost: true,
+                    }),
+                )
+                .await;
+        }
+        let key = format!("{AGENT}:{}", adopted.record.agent_session_id);
+        let tmux_session = adopted.record.tmux_session.clone();
+        let ours = self.core.read(|state| {
+            state
+                .tracker
+                .instance(&tmux_session, &key)
+                .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
+        });
+        if ours {
+            let _ = self
+                .core
+                .append(
+                    Some(tmux_session),
+                    EventKind::AgentPruned(InstanceRef { key }),
+                )
+                .await;
+        }
+        let _ = self
+            .core
+            .append(
+                Some(session_id.clone()),
+                EventKind::SessionClosed(SessionClosed {
+                    reason: end.reason(AGENT),
+                }),
+            )
+            .await;
+    }
+
+    /// Gives an adopted Pi back: the session ends, the TUI keeps running, watched only.
+    pub async fn disown(&self, session_id: &str) -> Result<(), HostError> {
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        let (done, ended) = oneshot::channel();
+        adopted
+            .end
+            .send((End::Disowned, done))
+            .await
+            .map_err(|_| HostError::Closed(session_id.to_string()))?;
+        let _ = ended.await;
+        Ok(())
+    }
+
+    /// The pane, checked again right before anything is typed: still the pane's process, Pi
+    /// still under it.
+    async fn verified(&self, adopted: &Adopted) -> Result<(), HostError> {
+        let record = &adopted.record;
+        if adopted.ended.load(Ordering::SeqCst) {
+            return Err(HostError::Closed(adopted.session_id.clone()));
+        }
+        match self.tmux.tmux().pane_pid(&record.pane_id).await {
+            Some(pid) if pid == record.pane_pid => {}
+            _ => {
+                return Err(HostError::Closed(format!(
+                    "{}: pane {} is gone or runs something else; nothing is typed",
+                    adopted.session_id, record.pane_id
+                )));
+            }
+        }
+        if let Some(end) = adopted::agent_problem(record, AGENT) {
+            return Err(HostError::Closed(format!(
+                "{}: {}",
+                adopted.session_id,
+                end.reason(AGENT)
+            )));
+        }
+        Ok(())
+    }
+
+    async fn screen(&self, adopted: &Adopted) -> Result<tui_screen::Screen, HostError> {
+        let capture = self
+            .tmux
+            .tmux()
+            .run(&["capture-pane", "-p", "-e", "-t", &adopted.record.pane_id])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Pi, e.to_string(), e))?;
+        Ok(tui_screen::analyze(&capture))
+    }
+
+    /// Types `text` into the adopted Pi's input box and submits it, only when the screen shows
+    /// the box empty and no turn runs; a person's draft refuses (`HumanTyping`), a screen that
+    /// cannot be read refuses (`NotReady`). Confirmed by the prompt's `user` entry in the
+    /// session file (the turn it opens).
+    pub async fn inject(
+        &self,
+        session_id: &str,
+        text: &str,
+        key: Option<String>,
+    ) -> Result<InjectOutcome, HostError> {
+        if text.trim().is_empty() {
+            return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        if let Some(previous) =
+            crate::runtime::common::inject::previous(&self.core, session_id, key.as_deref())
+        {
+            return Ok(previous);
+        }
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        self.verified(&adopted).await?;
+        let pane = &adopted.record.pane_id;
+        let screen = self.screen(&adopted).await?;
+        match &screen.input {
+            InputBox::Empty => {}
+            InputBox::Draft(_) => return Err(HostError::HumanTyping(session_id.to_string())),
+            InputBox::Unreadable(why) => {
+                return Err(HostError::NotReadyBecause(format!(
+                    "cannot read pi's input box in pane {pane} ({why}); nothing typed"
+                )));
+            }
+        }
+        if screen.busy || lock(&adopted.events).turn().is_some() {
+            return Err(HostError::NotReadyBecause(format!(
+                "the adopted pi in session `{session_id}` runs a turn; send when it is idle"
+            )));
+        }
+        let tmux = self.tmux.tmux();
+        lock(&adopted.events).pasted(text);
+        let typed = async {
+            tmux.paste(pane, text)
+                .await
+                .map_err(|e| HostError::failed_by(Runtime::Pi, e.to_string(), e))?;
+            // The box shows the pasted text before Enter submits it.
+            let deadline = tokio::time::Instant::now() + SHOW_TIMEOUT;
+            loop {
+                let screen = self.screen(&adopted).await?;
+                if matches!(&screen.input, InputBox::Draft(shown) if tui_screen::shows(shown, text))
+                {
+                    break;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(HostError::NotReadyBecause(format!(
+                        "the pasted prompt never showed in pane {pane}'s input box; not submitted"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            self.verified(&adopted).await?;
+            tmux.send_keys(pane, &["Enter"])
+                .await
+                .map_err(|e| HostError::failed_by(Runtime::Pi, e.to_string(), e))
+        }
+        .await;
+        if let Err(error) = typed {
+            lock(&adopted.events).unpasted(text);
+            return Err(error);
+        }
+        let deadline = tokio::time::Instant::now() + CONFIRM_TIMEOUT;
+        let turn_id = loop {
+            // Pi wrote the prompt (the follower read it) and the core stored its turn.
+            let confirmed = lock(&adopted.events).confirmed(text);
+            if let Some(turn) = confirmed {
+                break turn;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                lock(&adopted.events).unpasted(text);
+                return Err(HostError::NotReadyBecause(format!(
+                    "pi wrote no prompt to its session file within {CONFIRM_TIMEOUT:?} of the one typed in pane {pane}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        while !self.core.read(|state| {
+            state.sessions.get(session_id).is_some_and(|s| {
+                s.active_turn.as_deref() == Some(turn_id.as_str())
+                    || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id)
+            })
+        }) {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(HostError::NotReadyBecause(format!(
+                    "the turn of the prompt typed in pane {pane} was never stored"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        crate::runtime::common::inject::record(
+            &self.core,
+            session_id,
+            InjectState::Started,
+            &turn_id,
+            key,
+        )
+        .await?;
+        Ok(InjectOutcome {
+            outcome: InjectState::Started,
+            turn_id,
+            duplicate: false,
+        })
+    }
+
+    /// Interrupts the running turn with Pi's own key, Escape, sent only while the session file
+    /// shows a turn running — `turn`, when one is named (a task's cancel names its own, so it
+    /// never lands on a later one) — and the screen is Pi's box (a selector takes Escape as
+    /// its own).
+    pub async fn interrupt(&self, session_id: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        let adopted = self.live(session_id)?;
+        let _typing = adopted.typing.lock().await;
+        self.verified(&adopted).await?;
+        let running = lock(&adopted.events).turn().map(str::to_string);
+        match (running, turn) {
+            (None, _) => return Ok(false),
+            (Some(running), Some(turn)) if running != turn => return Ok(false),
+            _ => {}
+        }
+        let screen = self.screen(&adopted).await?;
+        if let InputBox::Unreadable(why) = &screen.input {
+            return Err(HostError::NotReadyBecause(format!(
+                "cannot read pi's screen in pane {} ({why}); no Escape sent",
+                adopted.record.pane_id
+            )));
+        }
+        self.tmux
+            .tmux()
+            .send_keys(&adopted.record.pane_id, &["Escape"])
+            .await
+            .map_err(|e| HostError::failed_by(Runtime::Pi, e.to_string(), e))?;
+        Ok(true)
+    }
+}
+
+/// Where the follower has read to, and where the turn still open started.
+struct Reader {
+    read_to: u64,
+    turn_at: Option<u64>,
+}
+
+/// The view of an adopted session.
+pub fn view(core: &CoreHandle, session_id: &str) -> Result<HostedSessionView, HostError> {
+    core.read(|state| state.session_view(session_id))
+        .ok_or_else(|| HostError::UnknownSession(session_id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_file_is_named_by_its_session_id() {
+        let id = "01a230d8-e00a-7090-ab88-eb4087961300";
+        assert!(is_session_file(
+            Path::new(&format!("/s/--p--/2026-12-01T09-04-09-227Z_{id}.jsonl")),
+            id
+        ));
+        assert!(!is_session_file(
+            Path::new("/s/--p--/2026-12-01T09-04-09-227Z_other.jsonl"),
+            id
+        ));
+        assert!(!is_pi(std::process::id()));
+    }
+}
