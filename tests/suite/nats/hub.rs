@@ -86,7 +86,7 @@ fn has_agent(session: &Value, agent: &str) -> bool {
 }
 
 /// A session's events as its own machine logged them (tracker sessions have no events route).
-fn own_events(daemon: &TestDaemon, session: &str) -> Vec<Value> {
+pub(crate) fn own_events(daemon: &TestDaemon, session: &str) -> Vec<Value> {
     daemon
         .events_after(0)
         .into_iter()
@@ -96,7 +96,7 @@ fn own_events(daemon: &TestDaemon, session: &str) -> Vec<Value> {
 
 /// Compares the hub's read of a remote session with the machine's own events: the same
 /// events (seqs and bodies), each once; prints the counts.
-fn assert_same(hub_events: &[Value], own: &[Value], what: &str) {
+pub(crate) fn assert_same(hub_events: &[Value], own: &[Value], what: &str) {
     let got = seqs(hub_events);
     let mut unique = got.clone();
     unique.sort_unstable();

@@ -1,6 +1,6 @@
 //! The publisher against a real nats-server: in order with the right subjects and ids, loss-free
-//! and duplicate-free across a killed server and a killed daemon, its health, and the refusal of a
-//! plaintext remote URL.
+//! and duplicate-free across a killed server and a killed daemon — in the stream and in a hub's
+//! view, with the counts printed —, its health, and the refusal of a plaintext remote URL.
 
 use super::*;
 
@@ -42,6 +42,8 @@ fn events_reach_the_stream_in_order_with_their_subjects_and_ids() {
 fn a_killed_nats_server_mid_stream_loses_and_repeats_nothing() {
     let mut nats = NatsServer::start();
     let (_tmux, daemon) = publishing(&nats, "dev1");
+    // A hub reads dev1 through the same server: its view must end complete too.
+    let (_tmux_h, hub) = super::hub::hub(&nats);
     for i in 0..30 {
         post(&daemon, i);
     }
@@ -77,12 +79,20 @@ fn a_killed_nats_server_mid_stream_loses_and_repeats_nothing() {
     }
     wait_published(&daemon);
     assert_mirrors_the_log(&daemon, &nats, "dev1", "nats-server killed mid-stream");
+    let link = super::hub::wait_caught_up(&hub, &daemon, "dev1");
+    eprintln!("the hub after the server's kill -9: {link}");
+    super::hub::assert_same(
+        &hub.session_events("dev1/work"),
+        &super::hub::own_events(&daemon, "work"),
+        "the hub's view, nats-server killed mid-stream",
+    );
 }
 
 #[test]
 fn a_daemon_killed_with_9_resumes_without_duplicates() {
     let nats = NatsServer::start();
     let (_tmux, mut daemon) = publishing(&nats, "box");
+    let (_tmux_h, hub) = super::hub::hub(&nats);
     for i in 0..40 {
         post(&daemon, i);
     }
@@ -94,6 +104,13 @@ fn a_daemon_killed_with_9_resumes_without_duplicates() {
     }
     wait_published(&daemon);
     assert_mirrors_the_log(&daemon, &nats, "box", "daemon killed with -9");
+    let link = super::hub::wait_caught_up(&hub, &daemon, "box");
+    eprintln!("the hub after the machine's kill -9: {link}");
+    super::hub::assert_same(
+        &hub.session_events("box/work"),
+        &super::hub::own_events(&daemon, "work"),
+        "the hub's view, the machine's daemon killed with -9",
+    );
     // A clean restart too: `daemon.stopped` and the next `daemon.started` follow in order.
     daemon.restart();
     post(&daemon, 50);
