@@ -20,6 +20,8 @@
 //! Plain text alone cannot tell the placeholder from a draft: a capture without attributes is
 //! read as unreadable.
 
+use crate::runtime::common::styled::{Attribute, Line, plain, styled_lines};
+
 /// What one capture of the codex TUI shows of its composer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Composer {
@@ -53,79 +55,9 @@ const DIALOG: [&str; 3] = [
     "Would you like to run the following command?",
 ];
 
-/// A line of the capture: its characters, each with whether it is drawn dim.
-type Line = Vec<(char, bool)>;
-
-/// Splits a `capture-pane -e` text into lines of characters with their dim attribute (SGR 2 on,
-/// 0 or 22 off; colour parameters `38;5;n` / `38;2;r;g;b` are skipped whole).
-fn styled_lines(capture: &str) -> Vec<Line> {
-    let mut lines = vec![Vec::new()];
-    let mut dim = false;
-    let mut chars = capture.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' => lines.push(Vec::new()),
-            '\u{1b}' => {
-                if chars.peek() != Some(&'[') {
-                    // Another escape (OSC, charset): skip its next character.
-                    chars.next();
-                    continue;
-                }
-                chars.next();
-                let mut params = String::new();
-                let mut last = None;
-                for p in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&p) {
-                        last = Some(p);
-                        break;
-                    }
-                    params.push(p);
-                }
-                if last == Some('m') {
-                    dim = apply_sgr(&params, dim);
-                }
-            }
-            '\r' => {}
-            c => {
-                if let Some(line) = lines.last_mut() {
-                    line.push((c, dim));
-                }
-            }
-        }
-    }
-    lines
-}
-
-fn apply_sgr(params: &str, mut dim: bool) -> bool {
-    let mut parts = params.split([';', ':']);
-    while let Some(part) = parts.next() {
-        match part {
-            "" | "0" | "22" => dim = false,
-            "2" => dim = true,
-            "38" | "48" | "58" => match parts.next() {
-                Some("5") => {
-                    parts.next();
-                }
-                Some("2") => {
-                    parts.next();
-                    parts.next();
-                    parts.next();
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    dim
-}
-
-fn plain(line: &Line) -> String {
-    line.iter().map(|(c, _)| *c).collect()
-}
-
 /// Reads a `capture-pane -p -e` capture of the codex TUI.
 pub fn analyze(capture: &str) -> Screen {
-    let lines = styled_lines(capture);
+    let lines = styled_lines(capture, Attribute::Dim);
     let texts: Vec<String> = lines.iter().map(plain).collect();
     let busy = texts.iter().any(|t| t.contains("esc to interrupt"));
     let composer = composer(&lines, &texts, capture);
@@ -212,7 +144,7 @@ pub struct ApprovalPrompt {
 /// footer. Anything else — another selection, another option, a wrapped line, text below —
 /// is not exact.
 pub fn approval(capture: &str) -> Option<ApprovalPrompt> {
-    let lines: Vec<String> = styled_lines(capture)
+    let lines: Vec<String> = styled_lines(capture, Attribute::Dim)
         .iter()
         .map(|l| plain(l).trim_end().to_string())
         .collect();
@@ -305,7 +237,10 @@ pub const APPROVAL_DECISIONS: [&str; 2] = ["accept", "cancel"];
 /// What the screen says a person answered, after the prompt closed: `accept` (`✔ You approved
 /// codex to run <command>`) or `cancel` (`✗ You canceled the request to run <command>`).
 pub fn answered(capture: &str, command: &str) -> Option<&'static str> {
-    let lines: Vec<String> = styled_lines(capture).iter().map(plain).collect();
+    let lines: Vec<String> = styled_lines(capture, Attribute::Dim)
+        .iter()
+        .map(plain)
+        .collect();
     lines.iter().rev().find_map(|l| {
         let l = l.trim();
         if l.starts_with("\u{2714} You approved codex to run ") && l.contains(command) {

@@ -4,7 +4,8 @@
 //! children a runtime starts and supervises ([`child`]: process groups, parent-death signal,
 //! output tail), the live sessions and the appends of the hosts that keep one per session
 //! ([`hosted`]), and the create options of the runtimes that gate tools by approval policy
-//! ([`gated`]); and a profile's secrets kept out of the event log ([`profile_secrets`]).
+//! ([`gated`]); a profile's secrets kept out of the event log ([`profile_secrets`]), and the attributes of a
+//! pane capture the adopted TUIs' screen readers go by ([`styled`]).
 //! Runtimes import this; it imports no runtime.
 
 pub mod adopted;
@@ -15,6 +16,7 @@ pub mod inject;
 pub mod mirror;
 pub mod pane;
 pub mod profile_secrets;
+pub mod styled;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

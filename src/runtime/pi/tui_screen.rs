@@ -17,6 +17,8 @@
 //! - A turn is working while `Working` shows on the upper rule (1.6.0) or just above it
 //!   (0.73.1: `⠏ Working...`). The session file, not the screen, says whether a turn runs.
 
+use crate::runtime::common::styled::{Attribute, Line, plain, styled_lines};
+
 /// What one capture of the Pi TUI shows of its input box.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputBox {
@@ -39,76 +41,6 @@ pub struct Screen {
 /// Phrases of the selectors and dialogs that take the box's place.
 const DIALOG: [&str; 3] = ["to cancel", "Enter to select", "Only showing models"];
 
-/// A line of the capture: its characters, each with whether it is drawn in reverse video.
-type Line = Vec<(char, bool)>;
-
-/// Splits a `capture-pane -e` text into lines of characters with their reverse-video attribute
-/// (SGR 7 on, 0 or 27 off; colour parameters `38;5;n` / `38;2;r;g;b` are skipped whole).
-fn styled_lines(capture: &str) -> Vec<Line> {
-    let mut lines = vec![Vec::new()];
-    let mut reverse = false;
-    let mut chars = capture.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' => lines.push(Vec::new()),
-            '\u{1b}' => {
-                if chars.peek() != Some(&'[') {
-                    // Another escape (OSC, charset): skip its next character.
-                    chars.next();
-                    continue;
-                }
-                chars.next();
-                let mut params = String::new();
-                let mut last = None;
-                for p in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&p) {
-                        last = Some(p);
-                        break;
-                    }
-                    params.push(p);
-                }
-                if last == Some('m') {
-                    reverse = apply_sgr(&params, reverse);
-                }
-            }
-            '\r' => {}
-            c => {
-                if let Some(line) = lines.last_mut() {
-                    line.push((c, reverse));
-                }
-            }
-        }
-    }
-    lines
-}
-
-fn apply_sgr(params: &str, mut reverse: bool) -> bool {
-    let mut parts = params.split([';', ':']);
-    while let Some(part) = parts.next() {
-        match part {
-            "" | "0" | "27" => reverse = false,
-            "7" => reverse = true,
-            "38" | "48" | "58" => match parts.next() {
-                Some("5") => {
-                    parts.next();
-                }
-                Some("2") => {
-                    parts.next();
-                    parts.next();
-                    parts.next();
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    reverse
-}
-
-fn plain(line: &Line) -> String {
-    line.iter().map(|(c, _)| *c).collect()
-}
-
 /// A rule line: `─` at both ends (text may sit in between: 1.6.0's status).
 fn is_rule(text: &str) -> bool {
     let text = text.trim();
@@ -117,7 +49,7 @@ fn is_rule(text: &str) -> bool {
 
 /// Reads a `capture-pane -p -e` capture of the Pi TUI.
 pub fn analyze(capture: &str) -> Screen {
-    let lines = styled_lines(capture);
+    let lines = styled_lines(capture, Attribute::Reverse);
     let texts: Vec<String> = lines.iter().map(plain).collect();
     let rules: Vec<usize> = texts
         .iter()

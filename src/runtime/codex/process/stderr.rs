@@ -2,6 +2,7 @@
 //! escapes and capped in length, for error messages about a backend that failed.
 
 use super::*;
+use crate::runtime::common::styled;
 
 // ---------------------------------------------------------------------------------------------
 // stderr tail
@@ -61,7 +62,8 @@ impl StderrTail {
             loop {
                 match lines.next_line().await {
                     Ok(Some(LineEvent::Line(line))) => {
-                        let line = strip_ansi(&String::from_utf8_lossy(line));
+                        // codex colours its tracing output.
+                        let line = styled::strip(&String::from_utf8_lossy(line));
                         tracing::debug!(target: "cohost::runtime::codex::stderr", child = %label, "{line}");
                         writer.push_line(&line);
                     }
@@ -154,24 +156,4 @@ impl StderrTail {
             }
         }
     }
-}
-
-/// Removes ANSI CSI escape sequences (codex colours its tracing output).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(ch) = chars.next() {
-        if ch == '\u{1b}' && chars.peek() == Some(&'[') {
-            chars.next();
-            // Parameters and intermediates, then one final byte in 0x40..=0x7e.
-            for next in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&next) {
-                    break;
-                }
-            }
-        } else {
-            out.push(ch);
-        }
-    }
-    out
 }
