@@ -51,6 +51,10 @@ pub enum HostError {
     UnknownSession(String),
     #[error("session `{0}` is closed")]
     Closed(String),
+    /// As `Closed` (the same error code), saying why in its own words (naming the session): an
+    /// adopted agent's pane gone or changed, its agent exited; nothing was typed.
+    #[error("{0}")]
+    ClosedBecause(String),
     /// The session exists but cannot take this now (no thread bound yet, the TUI not running).
     #[error("session `{0}` has no live thread yet; retry shortly")]
     NotReady(String),

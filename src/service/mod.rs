@@ -270,7 +270,9 @@ impl From<HostError> for ServiceError {
             HostError::UnknownSession(_) => {
                 ServiceError::not_found(codes::SESSION_NOT_FOUND, message)
             }
-            HostError::Closed(_) => ServiceError::conflict(codes::SESSION_CLOSED, message),
+            HostError::Closed(_) | HostError::ClosedBecause(_) => {
+                ServiceError::conflict(codes::SESSION_CLOSED, message)
+            }
             HostError::NotReady(_) | HostError::NotReadyBecause(_) => {
                 ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
             }

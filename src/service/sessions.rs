@@ -151,7 +151,9 @@ fn inject_error(error: HostError) -> ServiceError {
     let message = error.to_string();
     match error {
         HostError::UnknownSession(_) => ServiceError::not_found(codes::NOT_LIVE, message),
-        HostError::Closed(_) => ServiceError::conflict(codes::NOT_LIVE, message),
+        HostError::Closed(_) | HostError::ClosedBecause(_) => {
+            ServiceError::conflict(codes::NOT_LIVE, message)
+        }
         HostError::NotReady(_) => {
             ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
         }

@@ -380,7 +380,7 @@ impl TaskManager {
                 self.put_back(session, &task.id, WaitingReason::NotReady)
                     .await
             }
-            Err(HostError::NotReady(_)) => {
+            Err(HostError::NotReady(_) | HostError::NotReadyBecause(_)) => {
                 self.put_back(session, &task.id, WaitingReason::NotReady)
                     .await
             }

@@ -1,5 +1,6 @@
 //! The integration tests, one folder per area of cohost.
 
+mod adopting;
 mod claude;
 mod cli;
 mod codex;

@@ -2,12 +2,21 @@
 //! the adoption, that the pane is there and the agent's process lives under the pane's process
 //! ([`check_agent`]); on every tick of the adopted session, that this still holds ([`problem`]:
 //! the pane in tmux every [`PANE_CHECK_TICKS`] ticks, `/proc` every tick); and why the session
-//! ends ([`AdoptedEnd`]). Reads tmux and `/proc` only; types nothing.
+//! ends ([`AdoptedEnd`]). And the frame every adoption logs: the refusal of an agent another
+//! session already drives ([`refuse_driven`]), the session's start ([`log_start`]: created,
+//! adopted, pane, bound), its instance in the tracker ([`report`]), the check before anything
+//! is typed ([`verify_before_typing`]) and its end ([`log_end`]). Reads tmux and `/proc`, appends
+//! to the log; types nothing.
 
+use crate::core::CoreHandle;
 use crate::process;
-use crate::protocol::SessionAdopted;
+use crate::protocol::{
+    AgentStatus, EventKind, InstanceRef, Liveness, Runtime, SessionAdopted, SessionBound,
+    SessionClosed, SessionCreated, SessionPane, TurnCompleted, TurnStatus,
+};
+use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError};
-use crate::tmux::Tmux;
+use crate::tmux::{SessionCache, Tmux};
 
 /// Session ticks between looks at the adopted pane in tmux (`/proc` is read every tick).
 pub const PANE_CHECK_TICKS: u32 = 5;
@@ -49,7 +58,8 @@ impl AdoptedEnd {
     }
 }
 
-fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
+/// An adoption refused, saying why.
+pub fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
     HostError::CannotAdopt { refusal, message }
 }
 
@@ -168,6 +178,233 @@ pub async fn problem(
         )));
     }
     Some(end)
+}
+
+/// Refuses to adopt an agent session a cohost session already drives (hosted, or adopted
+/// before); `agent` names it in the message (`codex thread`, `pi session`).
+pub fn refuse_driven(
+    core: &CoreHandle,
+    request: &AdoptRequest,
+    agent: &str,
+) -> Result<(), HostError> {
+    let driver = core.read(|state| {
+        state
+            .sessions
+            .driving(&request.agent_session_id)
+            .map(|s| s.id.clone())
+    });
+    match driver {
+        Some(driver) => Err(refuse(
+            AdoptRefusal::AlreadyDriven,
+            format!(
+                "session `{driver}` already drives {agent} {}",
+                request.agent_session_id
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The adopted agent's working directory: the watcher's, else its process's (`/proc`), else
+/// none.
+pub fn cwd(request: &AdoptRequest, pid: u32) -> String {
+    request
+        .cwd
+        .clone()
+        .or_else(|| {
+            std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// Logs an adopted session's start: `session.created` (the runtime, the directory),
+/// `session.adopted` (`record`), `session.pane` and `session.bound` (the agent's session on
+/// `backend`).
+pub async fn log_start(
+    core: &CoreHandle,
+    session_id: &str,
+    runtime: Runtime,
+    cwd: String,
+    record: &SessionAdopted,
+    backend: &str,
+) -> Result<(), HostError> {
+    let session = Some(session_id.to_string());
+    core.append(
+        session.clone(),
+        EventKind::SessionCreated(SessionCreated {
+            runtime,
+            cwd,
+            model: None,
+            approval_policy: None,
+            permission_mode: None,
+            sandbox: None,
+            budget: None,
+            forked_from: None,
+            idempotency_key: None,
+            profile: None,
+        }),
+    )
+    .await?;
+    core.append(session.clone(), EventKind::SessionAdopted(record.clone()))
+        .await?;
+    core.append(
+        session.clone(),
+        EventKind::SessionPane(SessionPane {
+            pane_id: record.pane_id.clone(),
+            tmux_session: record.tmux_session.clone(),
+            runner_pid: record.pane_pid,
+        }),
+    )
+    .await?;
+    core.append(
+        session,
+        EventKind::SessionBound(SessionBound {
+            thread_id: record.agent_session_id.clone(),
+            backend: backend.into(),
+        }),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Whether session `id` is an adopted one of `runtime` (by the log: also after its end).
+pub fn is_adopted(core: &CoreHandle, runtime: Runtime, id: &str) -> bool {
+    core.read(|state| {
+        state
+            .sessions
+            .get(id)
+            .is_some_and(|s| s.created.runtime == runtime && s.adopted.is_some())
+    })
+}
+
+/// The adopted sessions of `runtime` the log says are open (to follow again after a restart).
+pub fn open_sessions(core: &CoreHandle, runtime: Runtime) -> Vec<(String, SessionAdopted)> {
+    core.read(|state| {
+        state
+            .sessions
+            .iter()
+            .filter(|s| s.created.runtime == runtime && !s.is_closed())
+            .filter_map(|s| s.adopted.clone().map(|a| (s.id.clone(), a)))
+            .collect()
+    })
+}
+
+/// Reports an adopted agent's status to the tracker, in its pane (`agent`: the tracker's name).
+pub async fn report(
+    core: &CoreHandle,
+    tmux: &SessionCache,
+    record: &SessionAdopted,
+    session_id: &str,
+    agent: &str,
+    status: AgentStatus,
+    liveness: Liveness,
+) {
+    mirror::report(
+        core,
+        tmux,
+        Report {
+            agent,
+            thread_id: &record.agent_session_id,
+            session_id,
+            placement: Placement::Pane {
+                tmux_session: &record.tmux_session,
+                pane_id: &record.pane_id,
+            },
+            status,
+            liveness,
+        },
+    )
+    .await;
+}
+
+/// The pane, checked again right before anything is typed: the session has not `ended`, the
+/// pane still runs the process it ran at the adoption, the agent still lives under it.
+pub async fn verify_before_typing(
+    tmux: &Tmux,
+    record: &SessionAdopted,
+    session_id: &str,
+    ended: bool,
+    agent: &str,
+) -> Result<(), HostError> {
+    if ended {
+        return Err(HostError::Closed(session_id.to_string()));
+    }
+    match tmux.pane_pid(&record.pane_id).await {
+        Some(pid) if pid == record.pane_pid => {}
+        _ => {
+            return Err(HostError::ClosedBecause(format!(
+                "session `{session_id}`: pane {} is gone or runs something else; nothing is typed",
+                record.pane_id
+            )));
+        }
+    }
+    if let Some(end) = agent_problem(record, agent) {
+        return Err(HostError::ClosedBecause(format!(
+            "session `{session_id}`: {}",
+            end.reason(agent)
+        )));
+    }
+    Ok(())
+}
+
+/// Logs an adopted session's end: its `open_turn` interrupted and lost (unless given back or
+/// rehomed: then the turn goes on in the pane), its tracker instance pruned when it is the
+/// session's own (the watcher's shows again), and `session.closed` with the reason (unless
+/// rehomed: the session goes on, hosted). `agent` is the tracker's name of the agent.
+pub async fn log_end(
+    core: &CoreHandle,
+    session_id: &str,
+    record: &SessionAdopted,
+    agent: &str,
+    open_turn: Option<String>,
+    end: &AdoptedEnd,
+) {
+    let session = Some(session_id.to_string());
+    if let Some(turn_id) =
+        open_turn.filter(|_| !matches!(end, AdoptedEnd::Disowned | AdoptedEnd::Rehomed))
+    {
+        let _ = core
+            .append(
+                session.clone(),
+                EventKind::TurnCompleted(TurnCompleted {
+                    turn_id,
+                    status: TurnStatus::Interrupted,
+                    error: None,
+                    duration_ms: None,
+                    lost: true,
+                }),
+            )
+            .await;
+    }
+    let key = format!("{agent}:{}", record.agent_session_id);
+    let tmux_session = record.tmux_session.clone();
+    let ours = core.read(|state| {
+        state
+            .tracker
+            .instance(&tmux_session, &key)
+            .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
+    });
+    if ours {
+        let _ = core
+            .append(
+                Some(tmux_session),
+                EventKind::AgentPruned(InstanceRef { key }),
+            )
+            .await;
+    }
+    if *end == AdoptedEnd::Rehomed {
+        return;
+    }
+    let _ = core
+        .append(
+            session,
+            EventKind::SessionClosed(SessionClosed {
+                reason: end.reason(agent),
+            }),
+        )
+        .await;
 }
 
 #[cfg(test)]

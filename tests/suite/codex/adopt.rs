@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub(crate) use crate::suite::adopting::{HAND, WAIT, adopt, events, send, wait_event};
+use crate::suite::adopting::{assert_no_repeats, disown_to_watched};
 use crate::suite::watch::common::{daemon_watching, wait_instance};
 use crate::support::claude_env::is_running;
 use crate::support::codex_home::{MOCK_API_KEY, MOCK_API_KEY_ENV, codex_bin, write_codex_home};
@@ -20,8 +22,6 @@ use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, temp_dir};
 
 pub(crate) const AGENT: &str = "codex";
-pub(crate) const HAND: &str = "hand";
-pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 pub(crate) struct Rig {
     pub(crate) tmux: TmuxServer,
@@ -209,33 +209,6 @@ impl Drop for Rig {
     }
 }
 
-pub(crate) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
-    let page = daemon
-        .get(&format!("/api/sessions/{id}/events?after=0&limit=1000"))
-        .assert_ok();
-    page["events"].as_array().cloned().unwrap_or_default()
-}
-
-#[track_caller]
-pub(crate) fn wait_event(
-    daemon: &TestDaemon,
-    id: &str,
-    what: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    daemon.wait_for(what, WAIT, |daemon| {
-        events(daemon, id).into_iter().find(|e| check(e))
-    })
-}
-
-pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
-    let resp = daemon.post(
-        &format!("/api/sessions/{id}/messages"),
-        &json!({ "text": text }),
-    );
-    (resp.status, resp.json())
-}
-
 /// A first turn put in by hand (pasted, then Enter) in the rig's TUI (it writes the rollout
 /// the watcher places); answers the watched instance once that turn is done.
 pub(crate) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
@@ -249,11 +222,6 @@ pub(crate) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
         i["status"] == "done" && i["paneId"] == rig.pane.as_str()
     })
     .1
-}
-
-pub(crate) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
-    let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
-    (resp.status, resp.json())
 }
 
 #[test]
@@ -354,38 +322,10 @@ fn a_codex_tui_started_by_hand_is_adopted_driven_interrupted_given_back_and_ends
     });
     assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
 
-    // Given back: the session ends, the TUI keeps running, watched again.
-    let disowned = daemon
-        .post(&format!("/api/sessions/{id}/disown"), &json!({}))
-        .assert_ok();
-    assert_eq!(disowned["session"]["state"], "closed", "{disowned:#}");
-    let closed = wait_event(&daemon, &id, "session.closed", |e| {
-        e["type"] == "session.closed"
-    });
-    assert!(
-        closed["data"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.starts_with("disowned")),
-        "{closed}"
-    );
-    assert!(is_running(tui), "the TUI keeps running after disown");
-    let (status, refused) = send(&daemon, &id, "after the end");
-    assert_eq!(status, 409, "{refused}");
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched codex again", |i| {
-        i["source"] == "watcher:codex" && i["control"] == "watched"
-    });
-    assert_eq!(watched["key"], key.as_str(), "{watched:#}");
-    // No turn or item stored twice.
-    let mut seen = std::collections::HashSet::new();
-    for event in events(&daemon, &id) {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        let id = match kind.as_str() {
-            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
-            "item.completed" => event["data"]["item"]["id"].clone(),
-            _ => continue,
-        };
-        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
-    }
+    // Given back: the session ends, the TUI keeps running, watched again; no turn or item
+    // stored twice.
+    disown_to_watched(&daemon, &id, AGENT, &key, tui);
+    assert_no_repeats(&events(&daemon, &id));
 
     // Adopted again, then its pane closes: the session ends, saying so; nothing more adopts.
     let (status, again) = adopt(&daemon, &key);

@@ -14,17 +14,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::suite::adopting::{
+    HAND, WAIT, adopt, assert_no_repeats, disown_to_watched, events, send, wait_event,
+    wait_turn_end,
+};
 use crate::suite::watch::common::{daemon_watching, wait_instance};
-use crate::support::claude_env::is_running;
 use crate::support::hosted::{MOCK_MODELS, write_pi_agent_dir};
 use crate::support::mock_messages::{MockMessages, Step};
 use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, pinned_version, temp_dir};
 
 const AGENT: &str = "pi";
-const HAND: &str = "hand";
-/// What a TUI may take to start or answer on 2 loaded cores (as the hosted Pi suites).
-const WAIT: Duration = Duration::from_secs(90);
 
 fn env_path(var: &str) -> PathBuf {
     let value = std::env::var(var).unwrap_or_else(|_| {
@@ -161,40 +161,6 @@ impl Drop for Rig {
     }
 }
 
-fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
-    let page = daemon
-        .get(&format!("/api/sessions/{id}/events?after=0&limit=1000"))
-        .assert_ok();
-    page["events"].as_array().cloned().unwrap_or_default()
-}
-
-#[track_caller]
-fn wait_event(daemon: &TestDaemon, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    daemon.wait_for(what, WAIT, |daemon| {
-        events(daemon, id).into_iter().find(|e| check(e))
-    })
-}
-
-fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
-    let resp = daemon.post(
-        &format!("/api/sessions/{id}/messages"),
-        &json!({ "text": text }),
-    );
-    (resp.status, resp.json())
-}
-
-fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
-    let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
-    (resp.status, resp.json())
-}
-
-#[track_caller]
-fn wait_turn_end(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
-    wait_event(daemon, id, &format!("the end of turn {turn}"), |e| {
-        e["type"] == "turn.completed" && e["data"]["turnId"] == turn
-    })
-}
-
 /// The items of a type in the session's events: `(turn, item)`.
 fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
     events(daemon, id)
@@ -207,20 +173,6 @@ fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
             )
         })
         .collect()
-}
-
-#[track_caller]
-fn assert_no_repeats(events: &[Value]) {
-    let mut seen = std::collections::HashSet::new();
-    for event in events {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        let id = match kind.as_str() {
-            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
-            "item.completed" | "item.started" => event["data"]["item"]["id"].clone(),
-            _ => continue,
-        };
-        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
-    }
 }
 
 /// A first turn typed by hand (Pi writes its session file, which the watcher places); answers
@@ -380,26 +332,7 @@ fn a_pi_started_by_hand_is_adopted_driven_interrupted_restarted_given_back_and_e
     );
 
     // Given back: the session ends, Pi keeps running, watched again.
-    let disowned = daemon
-        .post(&format!("/api/sessions/{id}/disown"), &json!({}))
-        .assert_ok();
-    assert_eq!(disowned["session"]["state"], "closed", "{disowned:#}");
-    let closed = wait_event(&daemon, &id, "session.closed", |e| {
-        e["type"] == "session.closed"
-    });
-    assert!(
-        closed["data"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.starts_with("disowned")),
-        "{closed}"
-    );
-    assert!(is_running(pi), "pi keeps running after disown");
-    let (status, refused) = send(&daemon, &id, "after the end");
-    assert_eq!(status, 409, "{refused}");
-    let (_, watched) = wait_instance(&daemon, AGENT, "the watched pi again", |i| {
-        i["source"] == "watcher:pi" && i["control"] == "watched"
-    });
-    assert_eq!(watched["key"], key.as_str(), "{watched:#}");
+    disown_to_watched(&daemon, &id, AGENT, &key, pi);
     assert_no_repeats(&events(&daemon, &id));
 
     // Adopted again, then Pi exits (Ctrl-D on an empty box): the session ends, saying so.

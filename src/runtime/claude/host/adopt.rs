@@ -25,8 +25,7 @@ use crate::core::now_ms;
 use crate::formats::claude::{HookLine, SessionFile, TranscriptRecord, project_dir_name};
 use crate::process;
 use crate::protocol::{
-    AgentStatus, EventKind, HostedSessionView, InstanceRef, Runtime, SessionAdopted, SessionBound,
-    SessionClosed, SessionCreated, SessionPane,
+    AgentStatus, EventKind, HostedSessionView, InstanceRef, Runtime, SessionAdopted, SessionClosed,
 };
 use crate::runtime::claude::normalize::{Normalizer, Output};
 use crate::runtime::common::adopted;
@@ -48,10 +47,6 @@ struct Checked {
     file: SessionFile,
     cwd: String,
     transcript: PathBuf,
-}
-
-fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
-    HostError::CannotAdopt { refusal, message }
 }
 
 /// `$CLAUDE_CONFIG_DIR`, else `~/.claude` (what the claude-code watcher reads too).
@@ -129,20 +124,7 @@ impl ClaudeHost {
         }
         // One adoption at a time: two requests for one instance cannot both pass the checks.
         let _adopting = self.inner.adopting.lock().await;
-        if let Some(driver) = self.inner.core.read(|state| {
-            state
-                .sessions
-                .driving(&request.agent_session_id)
-                .map(|s| s.id.clone())
-        }) {
-            return Err(refuse(
-                AdoptRefusal::AlreadyDriven,
-                format!(
-                    "session `{driver}` already drives claude session {}",
-                    request.agent_session_id
-                ),
-            ));
-        }
+        adopted::refuse_driven(&self.inner.core, &request, "claude session")?;
         let checked = self.check_adoptable(&request).await?;
         let running = matches!(
             checked.file.status.as_deref(),
@@ -192,41 +174,13 @@ impl ClaudeHost {
             session_file: checked.session_file.to_string_lossy().into_owned(),
             transcript: checked.transcript.to_string_lossy().into_owned(),
         };
-        let core = &self.inner.core;
-        let session = Some(session_id.clone());
-        core.append(
-            session.clone(),
-            EventKind::SessionCreated(SessionCreated {
-                runtime: Runtime::Claude,
-                cwd: checked.cwd.clone(),
-                model: None,
-                approval_policy: None,
-                permission_mode: None,
-                sandbox: None,
-                budget: None,
-                forked_from: None,
-                idempotency_key: None,
-                profile: None,
-            }),
-        )
-        .await?;
-        core.append(session.clone(), EventKind::SessionAdopted(adopted.clone()))
-            .await?;
-        core.append(
-            session.clone(),
-            EventKind::SessionPane(SessionPane {
-                pane_id: adopted.pane_id.clone(),
-                tmux_session: adopted.tmux_session.clone(),
-                runner_pid: adopted.pane_pid,
-            }),
-        )
-        .await?;
-        core.append(
-            session,
-            EventKind::SessionBound(SessionBound {
-                thread_id: adopted.agent_session_id.clone(),
-                backend: "claude".into(),
-            }),
+        adopted::log_start(
+            &self.inner.core,
+            &session_id,
+            Runtime::Claude,
+            checked.cwd.clone(),
+            &adopted,
+            "claude",
         )
         .await?;
         tracing::info!(session = %session_id, key = %request.key, pane = %adopted.pane_id, pid = adopted.pid, "adopted a claude started by hand");
@@ -264,7 +218,7 @@ impl ClaudeHost {
             })
             .or_else(|| config_dir().map(|dir| dir.join("sessions").join(&wanted)))
             .ok_or_else(|| {
-                refuse(
+                adopted::refuse(
                     AdoptRefusal::NotAdoptable,
                     "the daemon has no $HOME: it cannot find claude's session file".into(),
                 )
@@ -273,7 +227,7 @@ impl ClaudeHost {
             .ok()
             .and_then(|bytes| SessionFile::from_slice(&bytes))
             .ok_or_else(|| {
-                refuse(
+                adopted::refuse(
                     AdoptRefusal::AgentExited,
                     format!(
                         "claude's session file {} is gone: claude (pid {pid}) is exiting",
@@ -284,7 +238,7 @@ impl ClaudeHost {
         if file.pid.is_some_and(|p| p != u64::from(pid))
             || file.session_id.as_deref() != Some(request.agent_session_id.as_str())
         {
-            return Err(refuse(
+            return Err(adopted::refuse(
                 AdoptRefusal::PaneChanged,
                 format!(
                     "claude (pid {pid}) in pane {pane} runs session {} now, not {}",
@@ -294,7 +248,7 @@ impl ClaudeHost {
             ));
         }
         let Some(cwd) = file.cwd.clone().or_else(|| request.cwd.clone()) else {
-            return Err(refuse(
+            return Err(adopted::refuse(
                 AdoptRefusal::NotAdoptable,
                 format!(
                     "claude's session file {} names no directory",

@@ -178,7 +178,7 @@ impl ClaudeHost {
             if tokio::time::Instant::now() >= deadline {
                 live.rehoming.store(false, Ordering::SeqCst);
                 unset().await;
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "claude (pid {}) did not exit within {EXIT_TIMEOUT:?} of SIGTERM in pane {pane_id}; it keeps running, adopted",
                     adopted.pid
                 )));

@@ -81,7 +81,7 @@ impl Adoptions {
             }
             if tokio::time::Instant::now() >= deadline {
                 unset().await;
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "`{QUIT}` never showed in pane {pane}'s composer; not submitted, the TUI keeps running"
                 )));
             }
@@ -96,7 +96,7 @@ impl Adoptions {
         while process::alive(record.pid, Some(record.pid_start)) {
             if tokio::time::Instant::now() >= deadline {
                 unset().await;
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "codex (pid {}) did not quit within {EXIT_TIMEOUT:?} of `{QUIT}` in pane {pane}; it keeps running, adopted",
                     record.pid
                 )));

@@ -34,13 +34,11 @@ use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
     AgentStatus, ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, HostedSessionView,
-    InjectState, InstanceRef, Liveness, Runtime, SessionAdopted, SessionBound, SessionClosed,
-    SessionCreated, SessionPane, TurnCompleted, TurnStatus,
+    InjectState, Liveness, Runtime, SessionAdopted,
 };
 use crate::runtime::codex::tui_screen::{self, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
 use crate::runtime::common::hosted;
-use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
@@ -111,10 +109,6 @@ pub struct Adoptions {
     dir: PathBuf,
     live: Mutex<HashMap<String, Arc<Adopted>>>,
     adopting: tokio::sync::Mutex<()>,
-}
-
-fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
-    HostError::CannotAdopt { refusal, message }
 }
 
 /// Whether `pid` is a codex TUI: a `codex` process that runs no other subcommand (the TUI spawns
@@ -197,12 +191,7 @@ impl Adoptions {
 
     /// Whether session `id` is an adopted codex (by the log: also after its end).
     pub fn is_adopted(&self, id: &str) -> bool {
-        self.core.read(|state| {
-            state
-                .sessions
-                .get(id)
-                .is_some_and(|s| s.created.runtime == Runtime::Codex && s.adopted.is_some())
-        })
+        adopted::is_adopted(&self.core, Runtime::Codex, id)
     }
 
     fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
@@ -223,20 +212,7 @@ impl Adoptions {
             )));
         }
         let _adopting = self.adopting.lock().await;
-        if let Some(driver) = self.core.read(|state| {
-            state
-                .sessions
-                .driving(&request.agent_session_id)
-                .map(|s| s.id.clone())
-        }) {
-            return Err(refuse(
-                AdoptRefusal::AlreadyDriven,
-                format!(
-                    "session `{driver}` already drives codex thread {}",
-                    request.agent_session_id
-                ),
-            ));
-        }
+        adopted::refuse_driven(&self.core, &request, "codex thread")?;
         let pane = &request.pane_id;
         let (pane_pid, pid, stat) =
             adopted::check_agent(self.tmux.tmux(), &request, "codex", is_tui).await?;
@@ -245,28 +221,20 @@ impl Adoptions {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl"))
         }) else {
-            return Err(refuse(
+            return Err(adopted::refuse(
                 AdoptRefusal::NotAdoptable,
                 format!("the watcher reads no rollout for {}", request.key),
             ));
         };
         let bytes = std::fs::read(&rollout).map_err(|e| {
-            refuse(
+            adopted::refuse(
                 AdoptRefusal::NotAdoptable,
                 format!("cannot read the rollout {}: {e}", rollout.display()),
             )
         })?;
         let inode = std::fs::metadata(&rollout).map(|m| m.ino()).unwrap_or(0);
         let (offset, running) = start_offset(&bytes);
-        let cwd = request
-            .cwd
-            .clone()
-            .or_else(|| {
-                std::fs::read_link(format!("/proc/{pid}/cwd"))
-                    .ok()
-                    .map(|p| p.to_string_lossy().into_owned())
-            })
-            .unwrap_or_default();
+        let cwd = adopted::cwd(&request, pid);
         let session_id = new_session_id();
         let checkpoint = self.dir.join(&session_id).join("rollout.json");
         crate::runtime::common::private_dir(&self.dir.join(&session_id)).map_err(|e| {
@@ -293,46 +261,15 @@ impl Adoptions {
             session_file: String::new(),
             transcript: rollout.to_string_lossy().into_owned(),
         };
-        let session = Some(session_id.clone());
-        self.core
-            .append(
-                session.clone(),
-                EventKind::SessionCreated(SessionCreated {
-                    runtime: Runtime::Codex,
-                    cwd,
-                    model: None,
-                    approval_policy: None,
-                    permission_mode: None,
-                    sandbox: None,
-                    budget: None,
-                    forked_from: None,
-                    idempotency_key: None,
-                    profile: None,
-                }),
-            )
-            .await?;
-        self.core
-            .append(session.clone(), EventKind::SessionAdopted(record.clone()))
-            .await?;
-        self.core
-            .append(
-                session.clone(),
-                EventKind::SessionPane(SessionPane {
-                    pane_id: record.pane_id.clone(),
-                    tmux_session: record.tmux_session.clone(),
-                    runner_pid: pane_pid,
-                }),
-            )
-            .await?;
-        self.core
-            .append(
-                session,
-                EventKind::SessionBound(SessionBound {
-                    thread_id: record.agent_session_id.clone(),
-                    backend: "codex-tui".into(),
-                }),
-            )
-            .await?;
+        adopted::log_start(
+            &self.core,
+            &session_id,
+            Runtime::Codex,
+            cwd,
+            &record,
+            "codex-tui",
+        )
+        .await?;
         tracing::info!(session = %session_id, key = %request.key, pane = %record.pane_id, pid, "adopted a codex TUI started by hand");
         let adopted = self.follow(&session_id, record, checkpoint).await;
         // The tracker shows the session's instance at once (the watcher's gives way to it).
@@ -348,15 +285,7 @@ impl Adoptions {
     /// After a daemon restart: follows every adopted codex the log says is open again, from its
     /// checkpoint.
     pub fn restore(self: &Arc<Self>) {
-        let open: Vec<(String, SessionAdopted)> = self.core.read(|state| {
-            state
-                .sessions
-                .iter()
-                .filter(|s| s.created.runtime == Runtime::Codex && !s.is_closed())
-                .filter_map(|s| s.adopted.clone().map(|a| (s.id.clone(), a)))
-                .collect()
-        });
-        for (session_id, record) in open {
+        for (session_id, record) in adopted::open_sessions(&self.core, Runtime::Codex) {
             let this = self.clone();
             tokio::spawn(async move {
                 let checkpoint = this.dir.join(&session_id).join("rollout.json");
@@ -493,20 +422,14 @@ impl Adoptions {
     }
 
     async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
-        mirror::report(
+        adopted::report(
             &self.core,
             &self.tmux,
-            Report {
-                agent: AGENT,
-                thread_id: &adopted.record.agent_session_id,
-                session_id: &adopted.session_id,
-                placement: Placement::Pane {
-                    tmux_session: &adopted.record.tmux_session,
-                    pane_id: &adopted.record.pane_id,
-                },
-                status,
-                liveness,
-            },
+            &adopted.record,
+            &adopted.session_id,
+            AGENT,
+            status,
+            liveness,
         )
         .await;
     }
@@ -519,51 +442,7 @@ impl Adoptions {
         adopted.ended.store(true, Ordering::SeqCst);
         lock(&self.live).remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
-        if let Some(turn_id) = open.filter(|_| !matches!(end, End::Disowned | End::Rehomed)) {
-            let _ = self
-                .core
-                .append(
-                    Some(session_id.clone()),
-                    EventKind::TurnCompleted(TurnCompleted {
-                        turn_id,
-                        status: TurnStatus::Interrupted,
-                        error: None,
-                        duration_ms: None,
-                        lost: true,
-                    }),
-                )
-                .await;
-        }
-        let key = format!("{AGENT}:{}", adopted.record.agent_session_id);
-        let tmux_session = adopted.record.tmux_session.clone();
-        let ours = self.core.read(|state| {
-            state
-                .tracker
-                .instance(&tmux_session, &key)
-                .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
-        });
-        if ours {
-            let _ = self
-                .core
-                .append(
-                    Some(tmux_session),
-                    EventKind::AgentPruned(InstanceRef { key }),
-                )
-                .await;
-        }
-        // A rehomed session goes on, hosted.
-        if *end == End::Rehomed {
-            return;
-        }
-        let _ = self
-            .core
-            .append(
-                Some(session_id.clone()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: end.reason(AGENT),
-                }),
-            )
-            .await;
+        adopted::log_end(&self.core, session_id, &adopted.record, AGENT, open, end).await;
     }
 
     /// Gives an adopted codex back: the session ends, the TUI keeps running, watched only.
@@ -583,27 +462,14 @@ impl Adoptions {
     /// The pane, checked again right before anything is typed: still the pane's process, the
     /// TUI still under it.
     async fn verified(&self, adopted: &Adopted) -> Result<(), HostError> {
-        let record = &adopted.record;
-        if adopted.ended.load(Ordering::SeqCst) {
-            return Err(HostError::Closed(adopted.session_id.clone()));
-        }
-        match self.tmux.tmux().pane_pid(&record.pane_id).await {
-            Some(pid) if pid == record.pane_pid => {}
-            _ => {
-                return Err(HostError::Closed(format!(
-                    "{}: pane {} is gone or runs something else; nothing is typed",
-                    adopted.session_id, record.pane_id
-                )));
-            }
-        }
-        if let Some(end) = adopted::agent_problem(record, AGENT) {
-            return Err(HostError::Closed(format!(
-                "{}: {}",
-                adopted.session_id,
-                end.reason(AGENT)
-            )));
-        }
-        Ok(())
+        adopted::verify_before_typing(
+            self.tmux.tmux(),
+            &adopted.record,
+            &adopted.session_id,
+            adopted.ended.load(Ordering::SeqCst),
+            AGENT,
+        )
+        .await
     }
 
     async fn capture(&self, adopted: &Adopted) -> Result<String, HostError> {
@@ -794,14 +660,14 @@ impl Adoptions {
             Composer::Empty => {}
             Composer::Draft(_) => return Err(HostError::HumanTyping(session_id.to_string())),
             Composer::Unreadable(why) => {
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "cannot read the codex composer in pane {} ({why}); nothing typed",
                     adopted.record.pane_id
                 )));
             }
         }
         if screen.busy || lock(&adopted.events).turn().is_some() {
-            return Err(HostError::NotReady(format!(
+            return Err(HostError::NotReadyBecause(format!(
                 "the adopted codex in session `{session_id}` runs a turn; send when it is idle"
             )));
         }
@@ -830,7 +696,7 @@ impl Adoptions {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(HostError::NotReady(format!(
+                return Err(HostError::NotReadyBecause(format!(
                     "the pasted prompt never showed in pane {}'s composer; not submitted",
                     adopted.record.pane_id
                 )));
@@ -849,10 +715,15 @@ impl Adoptions {
                 break id;
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(HostError::NotReady(format!(
-                    "codex started no turn for the prompt typed in pane {} within {CONFIRM_TIMEOUT:?}",
-                    adopted.record.pane_id
-                )));
+                // Enter was sent: the prompt may still start a turn, so it is not to be typed
+                // again.
+                return Err(HostError::failed(
+                    Runtime::Codex,
+                    format!(
+                        "codex started no turn for the prompt typed in pane {} within {CONFIRM_TIMEOUT:?}",
+                        adopted.record.pane_id
+                    ),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
@@ -886,7 +757,7 @@ impl Adoptions {
         // A dialog takes Escape as its own answer (`esc to cancel`): not sent then.
         let screen = self.screen(&adopted).await?;
         if let Composer::Unreadable(why) = &screen.composer {
-            return Err(HostError::NotReady(format!(
+            return Err(HostError::NotReadyBecause(format!(
                 "cannot read the codex screen in pane {} ({why}); no Escape sent",
                 adopted.record.pane_id
             )));

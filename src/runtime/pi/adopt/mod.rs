@@ -32,12 +32,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
-    AgentStatus, EventKind, HostedSessionView, InjectState, InstanceRef, Liveness, Runtime,
-    SessionAdopted, SessionBound, SessionClosed, SessionCreated, SessionPane, TurnCompleted,
-    TurnStatus,
+    AgentStatus, EventKind, HostedSessionView, InjectState, Liveness, Runtime, SessionAdopted,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
-use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::pi::tui_screen::{self, InputBox};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -78,10 +75,6 @@ pub struct Adoptions {
     adopting: tokio::sync::Mutex<()>,
 }
 
-fn refuse(refusal: AdoptRefusal, message: String) -> HostError {
-    HostError::CannotAdopt { refusal, message }
-}
-
 /// Whether `pid` is a Pi: Pi sets its process title, so `/proc` names it `pi` (its arguments
 /// are overwritten too) whichever Node runs it.
 fn is_pi(pid: u32) -> bool {
@@ -108,12 +101,7 @@ impl Adoptions {
 
     /// Whether session `id` is an adopted Pi (by the log: also after its end).
     pub fn is_adopted(&self, id: &str) -> bool {
-        self.core.read(|state| {
-            state
-                .sessions
-                .get(id)
-                .is_some_and(|s| s.created.runtime == Runtime::Pi && s.adopted.is_some())
-        })
+        adopted::is_adopted(&self.core, Runtime::Pi, id)
     }
 
     fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
@@ -134,20 +122,7 @@ impl Adoptions {
             )));
         }
         let _adopting = self.adopting.lock().await;
-        if let Some(driver) = self.core.read(|state| {
-            state
-                .sessions
-                .driving(&request.agent_session_id)
-                .map(|s| s.id.clone())
-        }) {
-            return Err(refuse(
-                AdoptRefusal::AlreadyDriven,
-                format!(
-                    "session `{driver}` already drives pi session {}",
-                    request.agent_session_id
-                ),
-            ));
-        }
+        adopted::refuse_driven(&self.core, &request, "pi session")?;
         let pane = &request.pane_id;
         let (pane_pid, pid, stat) =
             adopted::check_agent(self.tmux.tmux(), &request, "pi", is_pi).await?;
@@ -157,28 +132,20 @@ impl Adoptions {
             .map(PathBuf::from)
             .find(|p| is_session_file(p, &request.agent_session_id))
         else {
-            return Err(refuse(
+            return Err(adopted::refuse(
                 AdoptRefusal::NotAdoptable,
                 format!("the watcher reads no session file for {}", request.key),
             ));
         };
         let bytes = std::fs::read(&file).map_err(|e| {
-            refuse(
+            adopted::refuse(
                 AdoptRefusal::NotAdoptable,
                 format!("cannot read the session file {}: {e}", file.display()),
             )
         })?;
         let inode = std::fs::metadata(&file).map(|m| m.ino()).unwrap_or(0);
         let (offset, running) = session_file::start_offset(&bytes);
-        let cwd = request
-            .cwd
-            .clone()
-            .or_else(|| {
-                std::fs::read_link(format!("/proc/{pid}/cwd"))
-                    .ok()
-                    .map(|p| p.to_string_lossy().into_owned())
-            })
-            .unwrap_or_default();
+        let cwd = adopted::cwd(&request, pid);
         let session_id = new_session_id();
         let dir = self.dir.join(&session_id);
         crate::runtime::common::private_dir(&dir).map_err(|e| {
@@ -206,46 +173,7 @@ impl Adoptions {
             session_file: String::new(),
             transcript: file.to_string_lossy().into_owned(),
         };
-        let session = Some(session_id.clone());
-        self.core
-            .append(
-                session.clone(),
-                EventKind::SessionCreated(SessionCreated {
-                    runtime: Runtime::Pi,
-                    cwd,
-                    model: None,
-                    approval_policy: None,
-                    permission_mode: None,
-                    sandbox: None,
-                    budget: None,
-                    forked_from: None,
-                    idempotency_key: None,
-                    profile: None,
-                }),
-            )
-            .await?;
-        self.core
-            .append(session.clone(), EventKind::SessionAdopted(record.clone()))
-            .await?;
-        self.core
-            .append(
-                session.clone(),
-                EventKind::SessionPane(SessionPane {
-                    pane_id: record.pane_id.clone(),
-                    tmux_session: record.tmux_session.clone(),
-                    runner_pid: pane_pid,
-                }),
-            )
-            .await?;
-        self.core
-            .append(
-                session,
-                EventKind::SessionBound(SessionBound {
-                    thread_id: record.agent_session_id.clone(),
-                    backend: "pi-tui".into(),
-                }),
-            )
-            .await?;
+        adopted::log_start(&self.core, &session_id, Runtime::Pi, cwd, &record, "pi-tui").await?;
         tracing::info!(session = %session_id, key = %request.key, pane = %record.pane_id, pid, "adopted a pi TUI started by hand");
         let adopted = self.follow(&session_id, record, checkpoint);
         // The tracker shows the session's instance at once (the watcher's gives way to it).
@@ -261,15 +189,7 @@ impl Adoptions {
     /// After a daemon restart: follows every adopted Pi the log says is open again, from its
     /// checkpoint.
     pub fn restore(self: &Arc<Self>) {
-        let open: Vec<(String, SessionAdopted)> = self.core.read(|state| {
-            state
-                .sessions
-                .iter()
-                .filter(|s| s.created.runtime == Runtime::Pi && !s.is_closed())
-                .filter_map(|s| s.adopted.clone().map(|a| (s.id.clone(), a)))
-                .collect()
-        });
-        for (session_id, record) in open {
+        for (session_id, record) in adopted::open_sessions(&self.core, Runtime::Pi) {
             let checkpoint = self.dir.join(&session_id).join(CHECKPOINT);
             self.follow(&session_id, record, checkpoint);
         }
@@ -406,20 +326,14 @@ impl Adoptions {
     }
 
     async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
-        mirror::report(
+        adopted::report(
             &self.core,
             &self.tmux,
-            Report {
-                agent: AGENT,
-                thread_id: &adopted.record.agent_session_id,
-                session_id: &adopted.session_id,
-                placement: Placement::Pane {
-                    tmux_session: &adopted.record.tmux_session,
-                    pane_id: &adopted.record.pane_id,
-                },
-                status,
-                liveness,
-            },
+            &adopted.record,
+            &adopted.session_id,
+            AGENT,
+            status,
+            liveness,
         )
         .await;
     }
@@ -432,47 +346,7 @@ impl Adoptions {
         adopted.ended.store(true, Ordering::SeqCst);
         lock(&self.live).remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
-        if let Some(turn_id) = open.filter(|_| !matches!(end, End::Disowned)) {
-            let _ = self
-                .core
-                .append(
-                    Some(session_id.clone()),
-                    EventKind::TurnCompleted(TurnCompleted {
-                        turn_id,
-                        status: TurnStatus::Interrupted,
-                        error: None,
-                        duration_ms: None,
-                        lost: true,
-                    }),
-                )
-                .await;
-        }
-        let key = format!("{AGENT}:{}", adopted.record.agent_session_id);
-        let tmux_session = adopted.record.tmux_session.clone();
-        let ours = self.core.read(|state| {
-            state
-                .tracker
-                .instance(&tmux_session, &key)
-                .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
-        });
-        if ours {
-            let _ = self
-                .core
-                .append(
-                    Some(tmux_session),
-                    EventKind::AgentPruned(InstanceRef { key }),
-                )
-                .await;
-        }
-        let _ = self
-            .core
-            .append(
-                Some(session_id.clone()),
-                EventKind::SessionClosed(SessionClosed {
-                    reason: end.reason(AGENT),
-                }),
-            )
-            .await;
+        adopted::log_end(&self.core, session_id, &adopted.record, AGENT, open, end).await;
     }
 
     /// Gives an adopted Pi back: the session ends, the TUI keeps running, watched only.
@@ -492,27 +366,14 @@ impl Adoptions {
     /// The pane, checked again right before anything is typed: still the pane's process, Pi
     /// still under it.
     async fn verified(&self, adopted: &Adopted) -> Result<(), HostError> {
-        let record = &adopted.record;
-        if adopted.ended.load(Ordering::SeqCst) {
-            return Err(HostError::Closed(adopted.session_id.clone()));
-        }
-        match self.tmux.tmux().pane_pid(&record.pane_id).await {
-            Some(pid) if pid == record.pane_pid => {}
-            _ => {
-                return Err(HostError::Closed(format!(
-                    "{}: pane {} is gone or runs something else; nothing is typed",
-                    adopted.session_id, record.pane_id
-                )));
-            }
-        }
-        if let Some(end) = adopted::agent_problem(record, AGENT) {
-            return Err(HostError::Closed(format!(
-                "{}: {}",
-                adopted.session_id,
-                end.reason(AGENT)
-            )));
-        }
-        Ok(())
+        adopted::verify_before_typing(
+            self.tmux.tmux(),
+            &adopted.record,
+            &adopted.session_id,
+            adopted.ended.load(Ordering::SeqCst),
+            AGENT,
+        )
+        .await
     }
 
     async fn screen(&self, adopted: &Adopted) -> Result<tui_screen::Screen, HostError> {
@@ -602,9 +463,13 @@ impl Adoptions {
             }
             if tokio::time::Instant::now() >= deadline {
                 lock(&adopted.events).unpasted(text);
-                return Err(HostError::NotReadyBecause(format!(
-                    "pi wrote no prompt to its session file within {CONFIRM_TIMEOUT:?} of the one typed in pane {pane}"
-                )));
+                // Enter was sent: the prompt may still arrive, so it is not to be typed again.
+                return Err(HostError::failed(
+                    Runtime::Pi,
+                    format!(
+                        "pi wrote no prompt to its session file within {CONFIRM_TIMEOUT:?} of the one typed in pane {pane}"
+                    ),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
@@ -615,9 +480,10 @@ impl Adoptions {
             })
         }) {
             if tokio::time::Instant::now() >= deadline {
-                return Err(HostError::NotReadyBecause(format!(
-                    "the turn of the prompt typed in pane {pane} was never stored"
-                )));
+                return Err(HostError::failed(
+                    Runtime::Pi,
+                    format!("the turn of the prompt typed in pane {pane} was never stored"),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -1,0 +1,98 @@
+//! What the adoption tests of every agent share (`suite::codex::adopt`, `suite::pi::adopt`, …):
+//! the agent started by hand in tmux session [`HAND`], a session's stored events and a wait on
+//! one of them, a prompt sent, an adoption asked, no turn or item stored twice, and a session
+//! given back to the watcher.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::suite::watch::common::wait_instance;
+use crate::support::TestDaemon;
+use crate::support::claude_env::is_running;
+
+/// The tmux session the agents are started in by hand.
+pub(crate) const HAND: &str = "hand";
+/// How long a state the daemon reports may take (a TUI on 2 loaded cores).
+pub(crate) const WAIT: Duration = Duration::from_secs(90);
+
+pub(crate) fn events(daemon: &TestDaemon, id: &str) -> Vec<Value> {
+    daemon.session_events(id)
+}
+
+#[track_caller]
+pub(crate) fn wait_event(
+    daemon: &TestDaemon,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    daemon.wait_for(what, WAIT, |daemon| {
+        events(daemon, id).into_iter().find(|e| check(e))
+    })
+}
+
+#[track_caller]
+pub(crate) fn wait_turn_end(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
+    wait_event(daemon, id, &format!("the end of turn {turn}"), |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn
+    })
+}
+
+/// A prompt sent over HTTP: the status and the answer.
+pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
+    let resp = daemon.post(
+        &format!("/api/sessions/{id}/messages"),
+        &json!({ "text": text }),
+    );
+    (resp.status, resp.json())
+}
+
+/// The instance `key` in [`HAND`] adopted over HTTP: the status and the answer.
+pub(crate) fn adopt(daemon: &TestDaemon, key: &str) -> (u16, Value) {
+    let resp = daemon.post(&format!("/api/state/{HAND}/agents/{key}/adopt"), &json!({}));
+    (resp.status, resp.json())
+}
+
+/// No turn and no item is stored twice (a restart re-reads what the agent wrote).
+#[track_caller]
+pub(crate) fn assert_no_repeats(events: &[Value]) {
+    let mut seen = std::collections::HashSet::new();
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        let id = match kind.as_str() {
+            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
+            "item.completed" | "item.started" => event["data"]["item"]["id"].clone(),
+            _ => continue,
+        };
+        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
+    }
+}
+
+/// Gives adopted session `id` back and checks what follows: the session closed as disowned,
+/// the agent (`pid`) still running, a prompt refused (409), and the instance `key` of `agent`
+/// shown by its watcher again.
+#[track_caller]
+pub(crate) fn disown_to_watched(daemon: &TestDaemon, id: &str, agent: &str, key: &str, pid: u32) {
+    let disowned = daemon
+        .post(&format!("/api/sessions/{id}/disown"), &json!({}))
+        .assert_ok();
+    assert_eq!(disowned["session"]["state"], "closed", "{disowned:#}");
+    let closed = wait_event(daemon, id, "session.closed", |e| {
+        e["type"] == "session.closed"
+    });
+    assert!(
+        closed["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("disowned")),
+        "{closed}"
+    );
+    assert!(is_running(pid), "{agent} keeps running after disown");
+    let (status, refused) = send(daemon, id, "after the end");
+    assert_eq!(status, 409, "{refused}");
+    let source = format!("watcher:{agent}");
+    let (_, watched) = wait_instance(daemon, agent, &format!("the watched {agent} again"), |i| {
+        i["source"] == source.as_str() && i["control"] == "watched"
+    });
+    assert_eq!(watched["key"], key, "{watched:#}");
+}
