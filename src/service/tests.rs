@@ -524,6 +524,31 @@ async fn sends_map_runtime_failures_to_the_documented_outcomes() {
 }
 
 #[tokio::test]
+async fn a_task_refused_as_not_ready_in_the_runtimes_own_words_waits_and_is_delivered_later() {
+    let fx = fixture();
+    let id = fx.session().await;
+    // An adopted TUI whose screen cannot be read now (a selector open): nothing was typed.
+    fx.fake.then(Next::Fail(|_| {
+        HostError::NotReadyBecause("cannot read the input box (a selector); nothing typed".into())
+    }));
+    fx.fake.then(Next::Reply("done"));
+    let sent = fx
+        .service
+        .tasks
+        .send(&id, "later", None, Source::Api)
+        .await
+        .unwrap();
+    fx.wait_task(&sent.task.task_id, |t| t.state == TaskState::Completed)
+        .await;
+    let injects = fx.fake.injects.lock().unwrap().clone();
+    assert_eq!(
+        injects.iter().filter(|i| i.1 == "later").count(),
+        2,
+        "refused once, delivered on the retry: {injects:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_dispatcher_delivers_in_order_and_waits_for_the_human() {
     let fx = fixture();
     let id = fx.session().await;
@@ -734,6 +759,16 @@ fn host_errors_map_to_one_class_each() {
             HostError::NotReady("s".into()),
             ErrorKind::Unavailable,
             "not_ready",
+        ),
+        (
+            HostError::NotReadyBecause("the screen cannot be read".into()),
+            ErrorKind::Unavailable,
+            "not_ready",
+        ),
+        (
+            HostError::ClosedBecause("session `s`: pane %1 is gone".into()),
+            ErrorKind::Conflict,
+            "session_closed",
         ),
         (
             HostError::HumanTyping("s".into()),
