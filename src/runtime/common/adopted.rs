@@ -349,6 +349,25 @@ pub async fn verify_before_typing(
     Ok(())
 }
 
+/// Drops the tracker instance `key` in `tmux_session` when it is a hosted session's (the
+/// adopted one's own), so the watcher's shows again.
+pub async fn prune_own_instance(core: &CoreHandle, tmux_session: &str, key: String) {
+    let ours = core.read(|state| {
+        state
+            .tracker
+            .instance(tmux_session, &key)
+            .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
+    });
+    if ours {
+        let _ = core
+            .append(
+                Some(tmux_session.to_string()),
+                EventKind::AgentPruned(InstanceRef { key }),
+            )
+            .await;
+    }
+}
+
 /// Logs an adopted session's end: its `open_turn` interrupted and lost (unless given back or
 /// rehomed: then the turn goes on in the pane), its tracker instance pruned when it is the
 /// session's own (the watcher's shows again), and `session.closed` with the reason (unless
@@ -378,22 +397,12 @@ pub async fn log_end(
             )
             .await;
     }
-    let key = format!("{agent}:{}", record.agent_session_id);
-    let tmux_session = record.tmux_session.clone();
-    let ours = core.read(|state| {
-        state
-            .tracker
-            .instance(&tmux_session, &key)
-            .is_some_and(|(u, _)| u.source.as_deref() == Some(crate::protocol::SOURCE_HOSTED))
-    });
-    if ours {
-        let _ = core
-            .append(
-                Some(tmux_session),
-                EventKind::AgentPruned(InstanceRef { key }),
-            )
-            .await;
-    }
+    prune_own_instance(
+        core,
+        &record.tmux_session,
+        format!("{agent}:{}", record.agent_session_id),
+    )
+    .await;
     if *end == AdoptedEnd::Rehomed {
         return;
     }

@@ -5,7 +5,8 @@
 //! session: prompts from HTTP pasted into its input box, confirmed by its session file, their
 //! turns (a tool call with its output) as session events, a person's draft never typed over,
 //! Escape to interrupt, a daemon restart that loses and repeats nothing, `disown`, and the end
-//! when Pi exits — after which its pane runs a shell and is never adopted or typed into.
+//! when Pi exits — after which its pane runs a shell and is never adopted or typed into; and a
+//! person's `/new` and `/resume` in the pane, which the session follows.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -357,6 +358,136 @@ fn a_pi_started_by_hand_is_adopted_driven_interrupted_restarted_given_back_and_e
     assert_eq!(status, 409, "{refused}");
     assert_eq!(rig.screen(), screen, "nothing typed into the shell");
     assert_no_repeats(&events(&daemon, &second));
+}
+
+/// The session bound to the Pi session `thread` (its last `session.bound` says so).
+#[track_caller]
+fn wait_bound(daemon: &TestDaemon, id: &str, what: &str, thread: &str) {
+    daemon.wait_for(what, WAIT, |daemon| {
+        let bound: Vec<Value> = events(daemon, id)
+            .into_iter()
+            .filter(|e| e["type"] == "session.bound")
+            .collect();
+        (bound.last()?["data"]["threadId"] == thread).then_some(())
+    });
+}
+
+/// A prompt from HTTP that completes with `reply`; answers its turn id.
+#[track_caller]
+fn prompt_completes(rig: &Rig, daemon: &TestDaemon, id: &str, text: &str, reply: &str) -> String {
+    rig.mock.push(Step::text(reply));
+    let (status, sent) = send(daemon, id, text);
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let done = wait_turn_end(daemon, id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    turn
+}
+
+#[test]
+fn an_adopted_pi_follows_its_person_to_a_new_session_and_back_across_a_restart() {
+    let rig = Rig::start();
+    let mut daemon = rig.daemon();
+    let watched = turn_by_hand(&rig, &daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let first = watched["threadId"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+
+    // The person starts a new session in the pane: the next prompt from HTTP runs there, and
+    // the session follows Pi to it (bound to the new session, its instance in the tracker).
+    rig.type_text("/new");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the new session", |s| s.contains("New session started"));
+    let in_new = prompt_completes(
+        &rig,
+        &daemon,
+        &id,
+        "First in the new session",
+        "In the new one.",
+    );
+    let second = daemon.wait_for("session.bound to another session", WAIT, |daemon| {
+        events(daemon, &id)
+            .into_iter()
+            .filter(|e| e["type"] == "session.bound")
+            .filter_map(|e| e["data"]["threadId"].as_str().map(str::to_string))
+            .find(|t| *t != first)
+    });
+    let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["threadId"], second.as_str(), "{view:#}");
+    assert_eq!(view["control"], "adopted", "{view:#}");
+    let (_, instance) = wait_instance(&daemon, AGENT, "the new session's instance", |i| {
+        i["threadId"] == second.as_str() && i["control"] == "adopted"
+    });
+    assert_eq!(instance["paneId"], rig.pane.as_str(), "{instance:#}");
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        prompts
+            .iter()
+            .any(|(t, i)| *t == in_new && i["text"] == "First in the new session"),
+        "{prompts:?}"
+    );
+
+    // Across a restart the session goes on with the session Pi is in.
+    daemon.stop();
+    daemon.start_again();
+    prompt_completes(
+        &rig,
+        &daemon,
+        &id,
+        "Second in the new session",
+        "Still the new one.",
+    );
+
+    // The person resumes the first session: the session follows Pi back.
+    rig.type_text("/resume");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the session list", |s| s.contains("Resume Session"));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the resumed session", |s| s.contains("Resumed session"));
+    let back = prompt_completes(
+        &rig,
+        &daemon,
+        &id,
+        "Back in the first",
+        "Back in the first one.",
+    );
+    wait_bound(
+        &daemon,
+        &id,
+        "session.bound to the first session again",
+        &first,
+    );
+    // Pi wrote that prompt to the first session's file; the session read it from there, and
+    // nothing of that file from before the resume.
+    let first_file = std::fs::read_dir(
+        std::fs::read_dir(rig.home.join(".pi/agent/sessions"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+    )
+    .unwrap()
+    .map(|e| e.unwrap().path())
+    .find(|p| p.to_string_lossy().ends_with(&format!("_{first}.jsonl")))
+    .expect("the first session's file");
+    let text = std::fs::read_to_string(&first_file).unwrap();
+    assert!(text.contains("Back in the first"), "{text}");
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        prompts
+            .iter()
+            .any(|(t, i)| *t == back && i["text"] == "Back in the first"),
+        "{prompts:?}"
+    );
+    assert!(
+        !prompts.iter().any(|(_, i)| i["text"] == "Hello by hand"),
+        "{prompts:?}"
+    );
+    assert_no_repeats(&events(&daemon, &id));
 }
 
 #[test]

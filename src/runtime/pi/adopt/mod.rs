@@ -18,6 +18,7 @@
 //! again —, so the events keep Pi's entry ids and none repeats.
 
 pub mod session_file;
+mod switch;
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -33,6 +34,7 @@ use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, InjectState, Liveness, Runtime, SessionAdopted,
+    SessionBound,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
 use crate::runtime::common::{lock, new_session_id};
@@ -58,11 +60,24 @@ const CHECKPOINT: &str = "session-file.json";
 struct Adopted {
     session_id: String,
     record: SessionAdopted,
+    /// The Pi session followed now: the adopted one's id, or the one Pi switched to since
+    /// (`/new`, `/resume`; see [`switch`]).
+    thread: Mutex<String>,
     /// Serializes pastes and keys into the pane.
     typing: tokio::sync::Mutex<()>,
     events: Mutex<SessionEvents>,
     ended: AtomicBool,
     end: mpsc::Sender<(End, oneshot::Sender<()>)>,
+}
+
+impl Adopted {
+    /// The adoption's record, naming the Pi session followed now.
+    fn now(&self) -> SessionAdopted {
+        SessionAdopted {
+            agent_session_id: lock(&self.thread).clone(),
+            ..self.record.clone()
+        }
+    }
 }
 
 /// The Pi TUIs this daemon adopted.
@@ -202,9 +217,15 @@ impl Adoptions {
         checkpoint: PathBuf,
     ) -> Arc<Adopted> {
         let (end, ends) = mpsc::channel(1);
+        // After a restart, the session Pi switched to last (its `session.bound`).
+        let thread = self
+            .core
+            .read(|state| state.sessions.get(session_id)?.thread_id.clone())
+            .unwrap_or_else(|| record.agent_session_id.clone());
         let adopted = Arc::new(Adopted {
             session_id: session_id.to_string(),
             record,
+            thread: Mutex::new(thread),
             typing: tokio::sync::Mutex::new(()),
             events: Mutex::new(SessionEvents::default()),
             ended: AtomicBool::new(false),
@@ -236,6 +257,7 @@ impl Adoptions {
             read_to: checkpoint.offset,
             turn_at: None,
         };
+        let mut siblings = switch::Siblings::new(&checkpoint.path);
         let mut status = None;
         let mut ticks = 0u32;
         let mut interval = tokio::time::interval(TICK);
@@ -259,6 +281,29 @@ impl Adoptions {
                     checkpoint.inode = meta.ino();
                 }
                 let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+            }
+            if ticks.is_multiple_of(adopted::PANE_CHECK_TICKS)
+                && let Some((path, from)) = siblings.written(&checkpoint.path)
+                && self.switched(&adopted, &path).await
+            {
+                siblings.leave(&checkpoint.path);
+                siblings.take(&path);
+                checkpoint = Checkpoint {
+                    inode: std::fs::metadata(&path).map_or(0, |m| m.ino()),
+                    path,
+                    offset: from,
+                };
+                reader = Reader {
+                    read_to: from,
+                    turn_at: None,
+                };
+                let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+                if let Some(saved) = self.read(&adopted, &checkpoint.path, &mut reader).await {
+                    checkpoint.offset = saved;
+                    let _ = tail::save_checkpoint(&checkpoint_file, &checkpoint).await;
+                }
+                // The instance of the session followed now.
+                status = None;
             }
             let now = {
                 let events = lock(&adopted.events);
@@ -325,11 +370,53 @@ impl Adoptions {
         Some(reader.turn_at.unwrap_or(reader.read_to))
     }
 
+    /// Whether the session file `path`, written beside the one followed, is this Pi's after a
+    /// `/new` or `/resume` (its header names this Pi's directory and no other `pi` runs there);
+    /// if so the session is bound to its session (`session.bound`) and the instance of the one
+    /// left is dropped. The caller follows the file from then on.
+    async fn switched(&self, adopted: &Adopted, path: &Path) -> bool {
+        let session_id = &adopted.session_id;
+        let pid = adopted.record.pid;
+        let Some((thread, cwd)) = switch::header(path) else {
+            return false;
+        };
+        let here = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+        if here.as_deref() != Some(Path::new(&cwd)) {
+            return false;
+        }
+        if switch::another_pi_in(Path::new(&cwd), pid) {
+            tracing::info!(session = %session_id, file = %path.display(), "a pi session file was written beside the adopted one, but another pi runs in its directory: not followed");
+            return false;
+        }
+        let left = std::mem::replace(&mut *lock(&adopted.thread), thread.clone());
+        if left == thread {
+            return true;
+        }
+        tracing::info!(session = %session_id, from = %left, to = %thread, "the adopted pi switched sessions (/new or /resume); following it");
+        let _ = self
+            .core
+            .append(
+                Some(session_id.clone()),
+                EventKind::SessionBound(SessionBound {
+                    thread_id: thread,
+                    backend: "pi-tui".into(),
+                }),
+            )
+            .await;
+        adopted::prune_own_instance(
+            &self.core,
+            &adopted.record.tmux_session,
+            format!("{AGENT}:{left}"),
+        )
+        .await;
+        true
+    }
+
     async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
         adopted::report(
             &self.core,
             &self.tmux,
-            &adopted.record,
+            &adopted.now(),
             &adopted.session_id,
             AGENT,
             status,
@@ -346,7 +433,7 @@ impl Adoptions {
         adopted.ended.store(true, Ordering::SeqCst);
         lock(&self.live).remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
-        adopted::log_end(&self.core, session_id, &adopted.record, AGENT, open, end).await;
+        adopted::log_end(&self.core, session_id, &adopted.now(), AGENT, open, end).await;
     }
 
     /// Gives an adopted Pi back: the session ends, the TUI keeps running, watched only.
