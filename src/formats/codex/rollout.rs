@@ -181,9 +181,10 @@ pub struct ItemCompletedEvent {
 
 /// A turn item: its `type` and `id`, and the fields of the kinds cohost reads — a
 /// `UserMessage`'s or `AgentMessage`'s `content` (`[{type:"text"|"Text", text}]`), a
-/// `Reasoning`'s `summary_text`, a `CommandExecution`'s command and what it gave. Codex 0.169
-/// and 0.171 write a command only once it ran (accepted, or needing no approval); a declined
-/// one has no item, only its `function_call_output` (`aborted by user`).
+/// `Reasoning`'s `summary_text`, a `CommandExecution`'s command and what it gave, a
+/// `FileChange`'s files. Codex 0.169 and 0.171 write a command or a patch only once it ran
+/// (accepted, or needing no approval); a declined one has no item, only its
+/// `function_call_output` (`aborted by user`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TurnItem {
@@ -215,9 +216,40 @@ pub struct TurnItem {
     /// `CommandExecution`: how long it ran, `{"secs", "nanos"}`.
     #[serde(deserialize_with = "lenient::opt")]
     pub duration: Option<ItemDuration>,
+    /// `FileChange`: the patch's files, by path (`{"/abs/path": {"type":"add","content":…}}`);
+    /// written once the patch was applied.
+    #[serde(deserialize_with = "lenient::opt")]
+    pub changes: Option<Value>,
+}
+
+/// One file of a `FileChange` item: `{"type":"add"|"delete", "content"}` or
+/// `{"type":"update", "unified_diff", "move_path"}` (codex's own `FileChange`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct PatchChange {
+    #[serde(rename = "type", deserialize_with = "lenient::opt")]
+    pub kind: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub content: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub unified_diff: Option<String>,
+    #[serde(deserialize_with = "lenient::opt")]
+    pub move_path: Option<String>,
 }
 
 impl TurnItem {
+    /// A `FileChange`'s files, by path in codex's order; an entry that is not an object reads
+    /// as a change of no known kind.
+    pub fn patch_changes(&self) -> Vec<(String, PatchChange)> {
+        match &self.changes {
+            Some(Value::Object(files)) => files
+                .iter()
+                .map(|(path, change)| (path.clone(), object::<PatchChange>(change)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The `cwd` as a path: codex writes a `file://` URL (percent-encoded); a plain path reads
     /// as written, another scheme or a bad escape as absent.
     pub fn cwd_path(&self) -> Option<String> {

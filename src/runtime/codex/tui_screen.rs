@@ -110,21 +110,36 @@ fn typed_text(line: &[(char, bool)]) -> String {
         .to_string()
 }
 
-/// The codex releases whose command-approval prompt is known (captured in
-/// `tests/fixtures/codex/screens/<release>/approval.ansi`): only on these is an approval
-/// answered by a key.
+/// The codex releases whose approval prompts are known (captured in
+/// `tests/fixtures/codex/screens/<release>/`: `approval.ansi` for a command, `patch.ansi` for
+/// file edits): only on these is an approval answered by a key.
 pub const APPROVAL_RELEASES: [&str; 2] = ["0.169.0", "0.171.0"];
 
 /// The header line of codex's command-approval prompt.
 const APPROVAL_HEADER: &str = "  Would you like to run the following command?";
+/// The header line of codex's file-edit approval prompt (a patch outside the writable roots).
+const EDITS_HEADER: &str = "  Would you like to make the following edits?";
 /// The prompt's last line.
 const APPROVAL_FOOTER: &str = "  Press enter to confirm or esc to cancel";
 
-/// A command-approval prompt seen on the codex TUI's screen.
+/// What an approval prompt asks about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// To run a command: the command shown after `$ ` (its lines joined with `\n`; empty when
+    /// none could be read).
+    Command(String),
+    /// To make file edits: the `Destination:` shown (empty when none could be read), and the
+    /// `Description:`.
+    Edits {
+        destination: String,
+        description: String,
+    },
+}
+
+/// An approval prompt seen on the codex TUI's screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalPrompt {
-    /// The command shown after `$ ` (its lines joined with `\n`); empty when none could be read.
-    pub command: String,
+    pub asked: Asked,
     /// The `Reason:` line, when codex shows one.
     pub reason: Option<String>,
     /// Whether the prompt is exactly the known one, with the first option selected (`Ok`),
@@ -132,25 +147,40 @@ pub struct ApprovalPrompt {
     pub exact: Result<(), String>,
 }
 
-/// The command-approval prompt on a `capture-pane -p` capture (attributes are ignored), if its
-/// header is on screen: the command it asks about and whether it matches the known prompt
-/// exactly.
+/// The approval prompt on a `capture-pane -p` capture (attributes are ignored), if a known
+/// header is on screen: what it asks about and whether it matches the known prompt exactly.
 ///
-/// The known prompt (codex 0.169.0 and 0.171.0 alike) is, to the bottom of the screen:
-/// the header, a blank line, `  Environment: …` and `  Reason: …` (each optional, each followed
-/// by a blank line), `  $ <command>` (lines indented four spaces continue it), a blank line, the
-/// three options `› 1. Yes, proceed (y)`, `  2. Yes, and don't ask again for commands that start
-/// with `…` (p)`, `  3. No, and tell Codex what to do differently (esc)`, a blank line and the
-/// footer. Anything else — another selection, another option, a wrapped line, text below —
-/// is not exact.
+/// The known prompts (codex 0.169.0 and 0.171.0 alike) are, to the bottom of the screen:
+/// - a command: the header, a blank line, `  Environment: …` and `  Reason: …` (each optional,
+///   each followed by a blank line), `  $ <command>` (lines indented four spaces continue it),
+///   two blank lines, the three options `› 1. Yes, proceed (y)`, `  2. Yes, and don't ask again
+///   for commands that start with `…` (p)`, `  3. No, and tell Codex what to do differently
+///   (esc)`, a blank line and the footer;
+/// - file edits: the header, a blank line, the optional `Environment:`/`Reason:` lines as
+///   above, `  Description: …`, `  Destination: <path>`, two blank lines, the options `› 1. Yes,
+///   proceed (y)`, `  2. Yes, and don't ask again for these files (a)`, `  3. No, and tell
+///   Codex what to do differently (esc)`, a blank line and the footer.
+///
+/// Anything else — another selection, another option, a wrapped line, text below — is not
+/// exact.
 pub fn approval(capture: &str) -> Option<ApprovalPrompt> {
     let lines: Vec<String> = styled_lines(capture, Attribute::Dim)
         .iter()
         .map(|l| plain(l).trim_end().to_string())
         .collect();
-    let at = lines.iter().rposition(|l| l == APPROVAL_HEADER)?;
+    let at = lines
+        .iter()
+        .rposition(|l| l == APPROVAL_HEADER || l == EDITS_HEADER)?;
+    let edits = lines[at] == EDITS_HEADER;
     let mut prompt = ApprovalPrompt {
-        command: String::new(),
+        asked: if edits {
+            Asked::Edits {
+                destination: String::new(),
+                description: String::new(),
+            }
+        } else {
+            Asked::Command(String::new())
+        },
         reason: None,
         exact: Ok(()),
     };
@@ -179,24 +209,48 @@ fn read_approval(lines: &[String], prompt: &mut ApprovalPrompt) -> Result<(), St
         rest.next();
         blank(&mut rest, "the reason")?;
     }
-    let Some(first) = rest.next().and_then(|l| l.strip_prefix("  $ ")) else {
-        return Err("no `$ command` line".into());
+    let second = match &mut prompt.asked {
+        Asked::Command(command) => {
+            let Some(first) = rest.next().and_then(|l| l.strip_prefix("  $ ")) else {
+                return Err("no `$ command` line".into());
+            };
+            let mut lines = vec![first.to_string()];
+            while let Some(more) = rest.peek().and_then(|l| l.strip_prefix("    ")) {
+                lines.push(more.to_string());
+                rest.next();
+            }
+            *command = lines.join("\n");
+            None
+        }
+        Asked::Edits {
+            destination,
+            description,
+        } => {
+            let Some(text) = rest.next().and_then(|l| l.strip_prefix("  Description: ")) else {
+                return Err("no `Description:` line".into());
+            };
+            *description = text.to_string();
+            let Some(path) = rest.next().and_then(|l| l.strip_prefix("  Destination: ")) else {
+                return Err("no `Destination:` line".into());
+            };
+            *destination = path.to_string();
+            Some("  2. Yes, and don't ask again for these files (a)")
+        }
     };
-    let mut command = vec![first.to_string()];
-    while let Some(more) = rest.peek().and_then(|l| l.strip_prefix("    ")) {
-        command.push(more.to_string());
-        rest.next();
-    }
-    prompt.command = command.join("\n");
-    blank(&mut rest, "the command")?;
-    blank(&mut rest, "the command")?;
+    blank(&mut rest, "what it asks about")?;
+    blank(&mut rest, "what it asks about")?;
     let options: Vec<&str> = rest.by_ref().take_while(|l| !l.is_empty()).collect();
     let known = match options.as_slice() {
         [one, two, three] => {
             *one == "\u{203a} 1. Yes, proceed (y)"
-                && two
-                    .strip_prefix("  2. Yes, and don't ask again for commands that start with `")
-                    .is_some_and(|t| t.ends_with("` (p)"))
+                && match second {
+                    Some(second) => *two == second,
+                    None => two
+                        .strip_prefix(
+                            "  2. Yes, and don't ask again for commands that start with `",
+                        )
+                        .is_some_and(|t| t.ends_with("` (p)")),
+                }
                 && *three == "  3. No, and tell Codex what to do differently (esc)"
         }
         _ => false,
@@ -229,14 +283,18 @@ pub fn approval_key(release: &str, decision: &str) -> Option<&'static str> {
     }
 }
 
-/// The decisions the known prompt offers by a key: `accept` (`y`, run it this once) and
-/// `cancel` (Escape: `No, and tell Codex what to do differently`, which ends the turn). Its
-/// second option (a rule for later commands) is not offered.
+/// The decisions the known prompts offer by a key: `accept` (`y`, run it or make the edits
+/// this once) and `cancel` (Escape: `No, and tell Codex what to do differently`, which ends the
+/// turn). Their second option (a rule for later commands or files) is not offered.
 pub const APPROVAL_DECISIONS: [&str; 2] = ["accept", "cancel"];
 
-/// What the screen says a person answered, after the prompt closed: `accept` (`✔ You approved
-/// codex to run <command>`) or `cancel` (`✗ You canceled the request to run <command>`).
+/// What the screen says a person answered, after a command's prompt closed: `accept` (`✔ You
+/// approved codex to run <command>`) or `cancel` (`✗ You canceled the request to run
+/// <command>`). (File edits leave no such line: their answer is not known from the screen.)
 pub fn answered(capture: &str, command: &str) -> Option<&'static str> {
+    if command.is_empty() {
+        return None;
+    }
     let lines: Vec<String> = styled_lines(capture, Attribute::Dim)
         .iter()
         .map(plain)
@@ -324,7 +382,7 @@ mod tests {
             assert_eq!(
                 prompt,
                 ApprovalPrompt {
-                    command: "touch made_by_codex.txt".into(),
+                    asked: Asked::Command("touch made_by_codex.txt".into()),
                     reason: Some("Need to create a file".into()),
                     exact: Ok(()),
                 },
@@ -347,11 +405,60 @@ mod tests {
     }
 
     #[test]
+    fn the_recorded_file_edit_prompts_match_exactly() {
+        for release in RELEASES {
+            let capture = fixture(release, "patch.ansi");
+            let prompt = approval(&capture).expect(release);
+            let Asked::Edits {
+                destination,
+                description,
+            } = &prompt.asked
+            else {
+                panic!("{release}: {prompt:?}");
+            };
+            assert!(
+                destination.starts_with("/var/tmp/cohost-patch-")
+                    && destination.ends_with("/patched.txt"),
+                "{release}: {prompt:?}"
+            );
+            assert_eq!(description, "Apply proposed file edits", "{release}");
+            assert_eq!(prompt.reason, None, "{release}");
+            assert_eq!(prompt.exact, Ok(()), "{release}: {prompt:?}");
+            assert!(matches!(
+                analyze(&capture).composer,
+                Composer::Unreadable(_)
+            ));
+            // The command prompt's second option is not the edits prompt's, nor the reverse.
+            for (from, to) in [
+                ("for these files (", "for these paths ("),
+                ("Description: ", "Summary: "),
+                ("Destination: ", "Target: "),
+                ("1. Yes, proceed", "1. Yes, go"),
+            ] {
+                let edited = capture.replacen(from, to, 1);
+                assert_ne!(edited, capture, "{from}");
+                let prompt = approval(&edited).expect(from);
+                assert!(
+                    prompt.exact.is_err(),
+                    "{release}: {from} -> {to}: {prompt:?}"
+                );
+            }
+            // After the answer the prompt is gone, and the screen names no answer.
+            let approved = fixture(release, "patch_approved.ansi");
+            assert_eq!(approval(&approved), None, "{release}");
+            assert_eq!(answered(&approved, ""), None, "{release}");
+        }
+    }
+
+    #[test]
     fn near_misses_are_seen_but_not_exact() {
         for release in RELEASES {
             // A person moved the selection to the second option.
             let moved = approval(&fixture(release, "approval_moved.ansi")).expect(release);
-            assert_eq!(moved.command, "touch made_by_codex.txt");
+            assert_eq!(
+                moved.asked,
+                Asked::Command("touch made_by_codex.txt".into())
+            );
             assert!(moved.exact.is_err(), "{release}: {moved:?}");
             let good = fixture(release, "approval.ansi");
             for (from, to) in [

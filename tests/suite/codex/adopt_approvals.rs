@@ -191,3 +191,131 @@ fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when
         "each command once"
     );
 }
+
+/// A directory outside the workspace and outside `/tmp` (both writable in `workspace-write`),
+/// so codex asks before a patch writes there; removed at the end.
+struct Outside(std::path::PathBuf);
+
+impl Outside {
+    fn new() -> Outside {
+        let dir = std::path::PathBuf::from(format!(
+            "/var/tmp/cohost-adopt-edits-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).expect("mkdir in /var/tmp");
+        Outside(dir)
+    }
+
+    /// The model's `apply_patch` (through `exec_command`, as codex intercepts it) adding
+    /// `name` there.
+    fn add(&self, name: &str, line: &str) -> Step {
+        let patch = format!(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {}\n+{line}\n*** End Patch\nEOF\n",
+            self.0.join(name).display()
+        );
+        Step::exec_with(json!({ "cmd": patch }))
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn an_adopted_codex_tuis_file_edits_are_asked_on_its_screen_and_answered_over_http() {
+    let rig = Rig::start();
+    let daemon = rig.daemon();
+    let watched = turn_by_hand(&rig, &daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let outside = Outside::new();
+    let patched = outside.0.join("patched.txt");
+
+    // The edits prompt on screen is a pending file-change approval naming where they go.
+    rig.mock
+        .push(outside.add("patched.txt", "hello from the patch"));
+    rig.mock.push(Step::text("Patched."));
+    let (turn, requested) = prompt_approval(&daemon, &id, "patch please");
+    let data = &requested["data"];
+    assert_eq!(data["kind"], "fileChange", "{requested}");
+    assert!(data.get("command").is_none(), "{requested}");
+    assert_eq!(
+        data["reason"],
+        format!("Apply proposed file edits: {}", patched.display()),
+        "{requested}"
+    );
+    assert_eq!(
+        data["decisions"],
+        json!(["accept", "cancel"]),
+        "{requested}"
+    );
+    let approval = data["approvalId"].as_str().unwrap().to_string();
+    assert!(approval.ends_with(":fileChange"), "{approval}");
+    wait_instance(&daemon, AGENT, "the adopted codex, waiting", |i| {
+        i["status"] == "waiting" && i["paneId"] == rig.pane.as_str()
+    });
+    assert!(!patched.exists(), "nothing written before the answer");
+
+    // Accept: the patch is applied and is a fileChange item of its turn; a second answer 409.
+    let (status, accepted) = answer(&daemon, &id, &approval, "accept");
+    assert_eq!(status, 200, "{accepted}");
+    let done = wait_event(&daemon, &id, "the accepted turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    assert_eq!(
+        std::fs::read_to_string(&patched).ok().as_deref(),
+        Some("hello from the patch\n"),
+        "the patch was applied"
+    );
+    let (status, again) = answer(&daemon, &id, &approval, "cancel");
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "approval_resolved", "{again}");
+    let change = wait_event(&daemon, &id, "the fileChange item", |e| {
+        e["type"] == "item.completed" && e["data"]["item"]["type"] == "fileChange"
+    });
+    assert_eq!(change["data"]["turnId"], turn.as_str(), "{change:#}");
+    let item = &change["data"]["item"];
+    assert_eq!(item["status"], "completed", "{change:#}");
+    assert_eq!(
+        item["changes"],
+        json!([{
+            "path": patched.to_str().unwrap(),
+            "kind": "add",
+            "diff": "hello from the patch\n"
+        }]),
+        "{change:#}"
+    );
+
+    // Cancel: nothing is written, the turn ends.
+    rig.mock.push(outside.add("declined.txt", "no"));
+    let (turn, requested) = prompt_approval(&daemon, &id, "second patch please");
+    assert_eq!(requested["data"]["kind"], "fileChange", "{requested}");
+    let second = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, cancelled) = answer(&daemon, &id, &second, "cancel");
+    assert_eq!(status, 200, "{cancelled}");
+    let done = wait_event(&daemon, &id, "the cancelled turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    assert!(!outside.0.join("declined.txt").exists(), "not written");
+    let changes = events(&daemon, &id)
+        .into_iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "fileChange")
+        .count();
+    assert_eq!(
+        changes, 1,
+        "the applied patch once, the cancelled one never"
+    );
+}

@@ -9,8 +9,9 @@
 //!
 //! Approvals: codex 0.169/0.171 have a `PermissionRequest` hook, but hooks are read from the
 //! config when the TUI starts, and a TUI started by hand has none of cohost's; its `notify`
-//! program hears only a turn's end. So an adopted TUI's command approval is read from its
-//! screen while a turn runs (`tui_screen::approval`): `approval.requested` with the command,
+//! program hears only a turn's end. So an adopted TUI's command or file-edit approval is read
+//! from its screen while a turn runs (`tui_screen::approval`): `approval.requested` with the
+//! command (or, for edits, kind `fileChange` and the destination in its reason),
 //! the instance `waiting`; answered with the prompt's own key only when the screen is exactly
 //! the prompt known for the TUI's release (else `ScreenMismatch`, nothing typed); a prompt that
 //! closes unanswered by cohost was answered in the pane (`by: "pane"`).
@@ -36,7 +37,7 @@ use crate::protocol::{
     AgentStatus, ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, HostedSessionView,
     InjectState, Liveness, Runtime, SessionAdopted,
 };
-use crate::runtime::codex::tui_screen::{self, Composer};
+use crate::runtime::codex::tui_screen::{self, Asked, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
 use crate::runtime::common::hosted;
 use crate::runtime::common::{lock, new_session_id};
@@ -79,11 +80,19 @@ enum Shown {
     /// row without it (one capture is not trusted to say it closed).
     Pending {
         id: String,
-        command: String,
+        asked: tui_screen::Asked,
         misses: u8,
     },
     /// Answered by cohost; the prompt may still show until codex redraws.
     Answered,
+}
+
+/// What an approval prompt asks about, for a message.
+fn describe(asked: &Asked) -> String {
+    match asked {
+        Asked::Command(command) => format!("running `{command}`"),
+        Asked::Edits { destination, .. } => format!("edits to `{destination}`"),
+    }
 }
 
 /// The release named by a rollout's first line (`session_meta.payload.cli_version`).
@@ -511,16 +520,35 @@ impl Adoptions {
                             .get(session_id)
                             .map_or(0, |s| s.approvals.len())
                     });
-                    let id = format!("ap:{turn_id}:screen{n}:command");
-                    tracing::info!(session = %session_id, approval = %id, command = %prompt.command, "an approval prompt on the adopted codex's screen");
+                    let (kind, command, reason) = match &prompt.asked {
+                        Asked::Command(command) => (
+                            ApprovalKind::Command,
+                            Some(command.clone()),
+                            prompt.reason.clone(),
+                        ),
+                        // What the edits are for and where they go, as the screen says.
+                        Asked::Edits {
+                            destination,
+                            description,
+                        } => (
+                            ApprovalKind::FileChange,
+                            None,
+                            Some(format!(
+                                "{}: {destination}",
+                                prompt.reason.as_deref().unwrap_or(description)
+                            )),
+                        ),
+                    };
+                    let id = format!("ap:{turn_id}:screen{n}:{}", kind.as_str());
+                    tracing::info!(session = %session_id, approval = %id, asked = ?prompt.asked, "an approval prompt on the adopted codex's screen");
                     let event = EventKind::ApprovalRequested(ApprovalRequested {
                         approval_id: id.clone().into(),
-                        kind: ApprovalKind::Command,
+                        kind,
                         turn_id,
                         item_id: None,
-                        command: Some(prompt.command.clone()),
+                        command,
                         cwd: None,
-                        reason: prompt.reason.clone(),
+                        reason,
                         decisions: tui_screen::APPROVAL_DECISIONS
                             .iter()
                             .map(|d| (*d).into())
@@ -528,22 +556,19 @@ impl Adoptions {
                     });
                     let shown = Shown::Pending {
                         id,
-                        command: prompt.command,
+                        asked: prompt.asked,
                         misses: 0,
                     };
                     (shown, Some(event))
                 }
                 None => (Shown::None, None),
             },
-            (
-                Shown::Pending {
-                    id,
-                    command,
-                    misses,
-                },
-                None,
-            ) if misses >= 1 => {
-                let decision = tui_screen::answered(&capture, &command);
+            (Shown::Pending { id, asked, misses }, None) if misses >= 1 => {
+                let decision = match &asked {
+                    Asked::Command(command) => tui_screen::answered(&capture, command),
+                    // The screen names no answer to file edits.
+                    Asked::Edits { .. } => None,
+                };
                 let event = EventKind::ApprovalResolved(ApprovalResolved {
                     approval_id: id.into(),
                     decision: decision.map(Into::into),
@@ -551,25 +576,18 @@ impl Adoptions {
                 });
                 (Shown::None, Some(event))
             }
-            (
+            (Shown::Pending { id, asked, misses }, None) => (
                 Shown::Pending {
                     id,
-                    command,
-                    misses,
-                },
-                None,
-            ) => (
-                Shown::Pending {
-                    id,
-                    command,
+                    asked,
                     misses: misses + 1,
                 },
                 None,
             ),
-            (Shown::Pending { id, command, .. }, Some(_)) => (
+            (Shown::Pending { id, asked, .. }, Some(_)) => (
                 Shown::Pending {
                     id,
-                    command,
+                    asked,
                     misses: 0,
                 },
                 None,
@@ -597,8 +615,8 @@ impl Adoptions {
         hosted::check_decision(decision, &tui_screen::APPROVAL_DECISIONS)?;
         let adopted = self.live(session_id)?;
         let _typing = adopted.typing.lock().await;
-        let command = match &*lock(&adopted.approval) {
-            Shown::Pending { id, command, .. } if id == approval_id => command.clone(),
+        let asked = match &*lock(&adopted.approval) {
+            Shown::Pending { id, asked, .. } if id == approval_id => asked.clone(),
             _ => return Err(hosted::not_pending(&self.core, session_id, approval_id)),
         };
         self.verified(&adopted).await?;
@@ -621,10 +639,11 @@ impl Adoptions {
                 "the approval prompt on pane {pane}'s screen is not codex {release}'s known prompt exactly ({why}); nothing typed, answer it in the pane"
             )));
         }
-        if prompt.command != command {
+        if prompt.asked != asked {
             return Err(HostError::ScreenMismatch(format!(
-                "the prompt on pane {pane}'s screen asks about `{}`, not `{command}`; nothing typed",
-                prompt.command
+                "the prompt on pane {pane}'s screen asks about {}, not {}; nothing typed",
+                describe(&prompt.asked),
+                describe(&asked)
             )));
         }
         self.tmux

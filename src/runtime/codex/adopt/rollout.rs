@@ -5,15 +5,18 @@
 //! reading a line twice (after a daemon restart) gives the same events, which the core refuses
 //! as duplicates. A command the agent ran (`CommandExecution`) is a `command` item with its
 //! output, as a hosted codex session's `commandExecution` is, under the same id (the model's
-//! `call_id`).
+//! `call_id`); a patch it applied (`FileChange`) a `fileChange` item with its files.
 //!
 //! Pure: it takes lines and gives events.
 
 use std::collections::VecDeque;
 
-use crate::formats::codex::{ContentItem, EventMsg, RolloutItem, RolloutLine, TurnItem};
+use crate::formats::codex::{
+    ContentItem, EventMsg, PatchChange, RolloutItem, RolloutLine, TurnItem,
+};
 use crate::protocol::{
-    EventKind, Item, ItemEvent, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
+    EventKind, FileChange, FileChangeKind, Item, ItemEvent, TurnCompleted, TurnSource, TurnStarted,
+    TurnStatus,
 };
 
 /// Follows one rollout.
@@ -85,8 +88,43 @@ fn item(item: &TurnItem) -> Option<Item> {
             output: item.aggregated_output.clone(),
             duration_ms: item.duration.as_ref().and_then(|d| d.as_millis()),
         },
+        "FileChange" => Item::FileChange {
+            id,
+            changes: item
+                .patch_changes()
+                .iter()
+                .map(|(path, change)| file_change(path, change))
+                .collect(),
+            status: match item.status.as_deref() {
+                Some("in_progress") => "inProgress".to_string(),
+                Some(status) => status.to_string(),
+                None => "completed".to_string(),
+            },
+        },
         _ => return None,
     })
+}
+
+/// One file of a rollout's `FileChange`, as a hosted codex session's `fileChange` shows it: an
+/// added or deleted file's content, an updated one's unified diff (a move named in front).
+fn file_change(path: &str, change: &PatchChange) -> FileChange {
+    let kind = match change.kind.as_deref() {
+        Some("add") => FileChangeKind::Add,
+        Some("delete") => FileChangeKind::Delete,
+        Some("update") => FileChangeKind::Update,
+        Some(other) => FileChangeKind::from(other.to_string()),
+        None => FileChangeKind::Update,
+    };
+    let diff = match (&change.unified_diff, &change.move_path) {
+        (Some(diff), Some(to)) => Some(format!("moved to {to}\n{diff}")),
+        (Some(diff), None) => Some(diff.clone()),
+        (None, _) => change.content.clone(),
+    };
+    FileChange {
+        path: path.to_string(),
+        kind,
+        diff,
+    }
 }
 
 impl RolloutEvents {
@@ -255,6 +293,46 @@ mod tests {
         assert_eq!(
             shell_line(&["echo".into(), "it's".into(), String::new(), "a/b.c".into()]),
             r#"echo 'it'"'"'s' '' a/b.c"#
+        );
+    }
+
+    #[test]
+    fn a_patch_the_agent_applied_is_a_file_change_item_with_its_files() {
+        // codex 0.171.0's line for an `apply_patch` accepted at its approval prompt.
+        let line = br#"{"timestamp":"2026-12-04T12:13:23.501Z","ordinal":11,"type":"event_msg","payload":{"type":"item_completed","thread_id":"th","turn_id":"tu","item":{"type":"FileChange","id":"call_mock_2","changes":{"/var/tmp/cohost-patch-24081/patched.txt":{"type":"add","content":"hello from the patch\n"},"/w/b.rs":{"type":"update","unified_diff":"@@ -1 +1 @@\n-a\n+b\n","move_path":"/w/c.rs"},"/w/odd":7},"status":"completed","stdout":"Success.","stderr":""},"started_at_ms":1796386402861,"completed_at_ms":1796386403501}}"#;
+        let out = RolloutEvents::default().line(line);
+        let [EventKind::ItemCompleted(ItemEvent { turn_id, item })] = out.as_slice() else {
+            panic!("{out:?}");
+        };
+        assert_eq!(turn_id, "tu");
+        let Item::FileChange {
+            id,
+            changes,
+            status,
+        } = item
+        else {
+            panic!("{item:?}");
+        };
+        assert_eq!((id.as_str(), status.as_str()), ("call_mock_2", "completed"));
+        let by_path: Vec<(&str, &str, Option<&str>)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind.as_str(), c.diff.as_deref()))
+            .collect();
+        assert_eq!(
+            by_path,
+            [
+                (
+                    "/var/tmp/cohost-patch-24081/patched.txt",
+                    "add",
+                    Some("hello from the patch\n")
+                ),
+                (
+                    "/w/b.rs",
+                    "update",
+                    Some("moved to /w/c.rs\n@@ -1 +1 @@\n-a\n+b\n")
+                ),
+                ("/w/odd", "update", None),
+            ]
         );
     }
 
