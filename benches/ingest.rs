@@ -4,7 +4,9 @@
 //! on a temporary socket, then measures over keep-alive HTTP/1.1 connections:
 //!
 //! 1. `POST /api/agent-event` throughput at concurrency 1, 8 and 64 (fsync always, the default);
-//! 2. POST→SSE delivery latency with 1 and with 100 subscribers on `/api/events/stream`;
+//! 2. POST→SSE delivery latency with 1 and with 100 subscribers on `/api/events/stream` (or
+//!    the levels `COHOST_BENCH_SUBSCRIBERS` lists, `1,10,100,1000` for the growth table), with
+//!    the slope of p50 and p99 against the number of subscribers between the first and last;
 //! 3. the daemon's VmRSS idle after start and after 100,000 events.
 //!
 //! Exits non-zero if any request fails (non-200, transport error) or an SSE subscriber misses an
@@ -33,6 +35,7 @@ const WARMUP: Duration = Duration::from_millis(500);
 const MEASURE: Duration = Duration::from_secs(3);
 const LATENCY_SAMPLES: usize = 1000;
 const LATENCY_GAP: Duration = Duration::from_millis(2);
+/// The subscriber levels unless `COHOST_BENCH_SUBSCRIBERS` lists others.
 const SUBSCRIBER_LEVELS: [usize; 2] = [1, 100];
 const RSS_EVENTS: u64 = 100_000;
 /// How long subscribers get to deliver the last events after the sender has finished.
@@ -226,6 +229,30 @@ struct LatencyRow {
     p50: Duration,
     p99: Duration,
     max: Duration,
+}
+
+/// The subscriber levels to measure: `COHOST_BENCH_SUBSCRIBERS` (`1,10,100,1000`), else
+/// [`SUBSCRIBER_LEVELS`].
+fn subscriber_levels() -> anyhow::Result<Vec<usize>> {
+    let Ok(list) = std::env::var("COHOST_BENCH_SUBSCRIBERS") else {
+        return Ok(SUBSCRIBER_LEVELS.to_vec());
+    };
+    let levels = list
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .with_context(|| {
+                    format!("COHOST_BENCH_SUBSCRIBERS={list}: `{n}` is not a number from 1 to 1000")
+                })
+        })
+        .collect::<anyhow::Result<Vec<usize>>>()?;
+    if levels.is_empty() || !levels.is_sorted() {
+        bail!("COHOST_BENCH_SUBSCRIBERS={list}: list rising levels, e.g. 1,10,100,1000");
+    }
+    Ok(levels)
 }
 
 /// Opens one SSE stream and returns its body once the response headers arrive (by then the
@@ -498,7 +525,7 @@ async fn run() -> anyhow::Result<bool> {
     }
 
     let mut latency_rows = Vec::new();
-    for subscribers in SUBSCRIBER_LEVELS {
+    for subscribers in subscriber_levels()? {
         latency_rows.push(delivery_latency(&fixture, subscribers, &posted, &failures).await?);
     }
 
@@ -510,6 +537,12 @@ async fn run() -> anyhow::Result<bool> {
     let log_size = log_bytes(&fixture.dir.path().join("home"));
 
     // ---- report ----
+    let slope = |pick: fn(&LatencyRow) -> Duration| -> Option<f64> {
+        let (first, last) = (latency_rows.first()?, latency_rows.last()?);
+        let (a, b) = (pick(first).as_secs_f64(), pick(last).as_secs_f64());
+        (last.subscribers > first.subscribers && a > 0.0 && b > 0.0)
+            .then(|| (b / a).ln() / (last.subscribers as f64 / first.subscribers as f64).ln())
+    };
     println!();
     println!(
         "POST /api/agent-event throughput (keep-alive, one connection per worker, fsync always;"
@@ -557,6 +590,11 @@ async fn run() -> anyhow::Result<bool> {
             ms(row.p50),
             ms(row.p99),
             ms(row.max)
+        );
+    }
+    if let (Some(p50), Some(p99)) = (slope(|r| r.p50), slope(|r| r.p99)) {
+        println!(
+            "  slope of log(latency) against log(subscribers), first to last level: p50 {p50:.2}, p99 {p99:.2} (1.0: linear)"
         );
     }
     println!();
