@@ -17,7 +17,8 @@
 //! `target/release/cohost` kept from before a change), in its own home beside this build's, and
 //! interleaves it with the other two (bare, before, cohost, cohost, before, bare, before, bare,
 //! cohost), so a change is measured against its before in one sitting; its c=1 p50 is measured
-//! beside this build's too.
+//! beside this build's too. The bare handler's c=1 p50 is printed as well: the HTTP round trip
+//! alone, the floor under cohost's.
 //!
 //! Exits non-zero when a request fails; a missed target is reported, not a failure (the figure
 //! and its spread go in docs/benchmarks.md).
@@ -480,7 +481,7 @@ async fn run() -> anyhow::Result<bool> {
 
         println!();
         let mut c1 = Vec::new();
-        for target in [Before, Cohost] {
+        for target in [Bare, Before, Cohost] {
             if let Some(addr) = addr(target) {
                 c1.push((
                     target,
@@ -490,6 +491,14 @@ async fn run() -> anyhow::Result<bool> {
         }
         let fsync = fdatasync_p50(&fixture.dir.path().join("home"))?;
         for (target, p50) in c1 {
+            if target == Bare {
+                // What HTTP on loopback costs with no log: the floor under cohost's figure.
+                println!(
+                    "c=1: bare POST p50 {} ms (no log, no fsync: the round trip alone)",
+                    ms(p50)
+                );
+                continue;
+            }
             let c1_ratio = p50.as_secs_f64() / fsync.as_secs_f64();
             println!(
                 "c=1: {} POST p50 {} ms, fdatasync p50 {} ms beside it: {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
