@@ -13,6 +13,13 @@
 //! cohost), the medians compared. Then concurrency 1: cohost's POST p50 beside the p50 of a
 //! 250-byte append + `fdatasync` on the same file system, measured right after.
 //!
+//! `COHOST_BENCH_BEFORE=/path/to/cohost` adds a second daemon from that binary (say, a copy of
+//! `target/release/cohost` kept from before a change), in its own home beside this build's, and
+//! interleaves it with the other two (bare, before, cohost, cohost, before, bare, before, bare,
+//! cohost), so a change is measured against its before in one sitting; its c=1 p50 is measured
+//! beside this build's too. The bare handler's c=1 p50 is printed as well: the HTTP round trip
+//! alone, the floor under cohost's.
+//!
 //! Exits non-zero when a request fails; a missed target is reported, not a failure (the figure
 //! and its spread go in docs/benchmarks.md).
 
@@ -45,6 +52,8 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// Set in the environment of the re-executed bench: serve the bare handler instead.
 const BARE_ENV: &str = "COHOST_BENCH_BARE_SERVER";
+/// A cohost binary to measure beside this build (the before of an A/B).
+const BEFORE_ENV: &str = "COHOST_BENCH_BEFORE";
 
 const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
 
@@ -173,34 +182,46 @@ impl Drop for BareServer {
     }
 }
 
-/// Dropped in this order: the daemon, the bare handler, the tmux server, the directory.
+/// Dropped in this order: the daemons, the bare handler, the tmux server, the directory.
 struct Fixture {
     daemon: Daemon,
+    before: Option<Daemon>,
     bare: BareServer,
     _tmux: TmuxServer,
     dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn start() -> anyhow::Result<Fixture> {
+    fn start(before: Option<&Path>) -> anyhow::Result<Fixture> {
         let dir = tempfile::Builder::new()
             .prefix("cohost-bench-ratio")
             .tempdir()?;
         let sessions: Vec<(&str, &Path)> = SESSIONS.iter().map(|s| (*s, dir.path())).collect();
         let tmux = TmuxServer::with_sessions(&sessions);
-        let mut command = bench::serve_command(Path::new(COHOST), &tmux);
-        command
-            .env_remove("COHOST_FSYNC")
-            .env_remove("COHOST_LISTEN")
-            .env_remove("TMUX");
-        let daemon = Daemon::start(
-            command,
-            &dir.path().join("home"),
-            dir.path().join("daemon.stderr"),
-        )?;
+        let start = |binary: &Path, name: &str| {
+            let mut command = bench::serve_command(binary, &tmux);
+            command
+                .env_remove("COHOST_FSYNC")
+                .env_remove("COHOST_LISTEN")
+                .env_remove("TMUX");
+            Daemon::start(
+                command,
+                &dir.path().join(name),
+                dir.path().join(format!("{name}.stderr")),
+            )
+        };
+        let daemon = start(Path::new(COHOST), "home")?;
+        let before = match before {
+            Some(binary) => Some(
+                start(binary, "home-before")
+                    .with_context(|| format!("the before binary {}", binary.display()))?,
+            ),
+            None => None,
+        };
         let bare = BareServer::start()?;
         Ok(Fixture {
             daemon,
+            before,
             bare,
             _tmux: tmux,
             dir,
@@ -212,6 +233,7 @@ impl Fixture {
 enum Target {
     Bare,
     Cohost,
+    Before,
 }
 
 impl Target {
@@ -219,6 +241,7 @@ impl Target {
         match self {
             Target::Bare => "bare",
             Target::Cohost => "cohost",
+            Target::Before => "before",
         }
     }
 }
@@ -365,27 +388,37 @@ fn spread(values: &[f64]) -> String {
 }
 
 async fn run() -> anyhow::Result<bool> {
+    use Target::{Bare, Before, Cohost};
     let cpus = bench::cpus();
-    let mut fixture = Fixture::start()?;
-    let pid = fixture.daemon.pid();
+    let before_binary = std::env::var_os(BEFORE_ENV).map(std::path::PathBuf::from);
+    let mut fixture = Fixture::start(before_binary.as_deref())?;
     println!(
-        "cohost ingest vs the bare handler: daemon pid {pid} on {}, bare on {} ({cpus} CPUs, fsync=always, release build)",
-        fixture.daemon.addr, fixture.bare.addr
+        "cohost ingest vs the bare handler: daemon pid {} on {}, bare on {} ({cpus} CPUs, fsync=always, release build)",
+        fixture.daemon.pid(),
+        fixture.daemon.addr,
+        fixture.bare.addr
     );
+    if let (Some(before), Some(binary)) = (&fixture.before, &before_binary) {
+        println!(
+            "before: {} as daemon pid {} on {}",
+            binary.display(),
+            before.pid(),
+            before.addr
+        );
+    }
     println!("load average at start: {}", loadavg());
     let failures = Arc::new(Failures::new(5));
-    let cpu_start = CpuUse::sample(Some(pid));
+    // This process and its children (the daemons, the bare handler) are ours.
+    let cpu_start = CpuUse::sample_tree();
 
-    let order = [
-        Target::Bare,
-        Target::Cohost,
-        Target::Cohost,
-        Target::Bare,
-        Target::Bare,
-        Target::Cohost,
-    ];
-    let mut bare = Vec::new();
-    let mut cohost = Vec::new();
+    let order: &[Target] = if fixture.before.is_some() {
+        &[
+            Bare, Before, Cohost, Cohost, Before, Bare, Before, Bare, Cohost,
+        ]
+    } else {
+        &[Bare, Cohost, Cohost, Bare, Bare, Cohost]
+    };
+    let mut rates: [Vec<f64>; 3] = Default::default();
     println!();
     println!(
         "c={CONCURRENCY}, {:.0} s warm-up, {:.0} s measured, {} instances, every request a status change",
@@ -393,11 +426,13 @@ async fn run() -> anyhow::Result<bool> {
         MEASURE.as_secs_f64(),
         SESSIONS.len() * THREADS_PER_SESSION
     );
-    for (n, target) in order.into_iter().enumerate() {
-        let addr = match target {
-            Target::Bare => fixture.bare.addr,
-            Target::Cohost => fixture.daemon.addr,
-        };
+    let addr = |target: Target| match target {
+        Bare => Some(fixture.bare.addr),
+        Cohost => Some(fixture.daemon.addr),
+        Before => fixture.before.as_ref().map(|daemon| daemon.addr),
+    };
+    for (n, &target) in order.iter().enumerate() {
+        let Some(addr) = addr(target) else { continue };
         let run = load(addr, CONCURRENCY, WARMUP, MEASURE, &failures).await?;
         println!(
             "  run {}: {:>6}  {:>8.0} req/s  p50 {} ms",
@@ -406,27 +441,35 @@ async fn run() -> anyhow::Result<bool> {
             run.per_sec,
             ms(run.p50)
         );
-        match target {
-            Target::Bare => bare.push(run.per_sec),
-            Target::Cohost => cohost.push(run.per_sec),
-        }
+        rates[target as usize].push(run.per_sec);
         if failures.count() > 0 {
             break;
         }
     }
     let mut ok = failures.count() == 0;
     if ok {
-        let (bare_median, cohost_median) = (median(bare.clone()), median(cohost.clone()));
-        let ratio = cohost_median / bare_median;
         println!();
-        println!(
-            "  bare   median {bare_median:>8.0} req/s (runs {})",
-            spread(&bare)
-        );
-        println!(
-            "  cohost median {cohost_median:>8.0} req/s (runs {})",
-            spread(&cohost)
-        );
+        let bare_median = median(rates[Bare as usize].clone());
+        for target in [Bare, Before, Cohost] {
+            let runs = &rates[target as usize];
+            if !runs.is_empty() {
+                println!(
+                    "  {:<6} median {:>8.0} req/s (runs {})",
+                    target.name(),
+                    median(runs.clone()),
+                    spread(runs)
+                );
+            }
+        }
+        let ratio = median(rates[Cohost as usize].clone()) / bare_median;
+        if !rates[Before as usize].is_empty() {
+            let before = median(rates[Before as usize].clone());
+            println!(
+                "  ratio before/bare {:.2}; cohost/before {:.2}",
+                before / bare_median,
+                median(rates[Cohost as usize].clone()) / before
+            );
+        }
         println!(
             "  ratio cohost/bare {ratio:.2} (target >= {TARGET_RATIO}: {})",
             if ratio >= TARGET_RATIO {
@@ -436,25 +479,44 @@ async fn run() -> anyhow::Result<bool> {
             }
         );
 
-        let c1 = load(fixture.daemon.addr, 1, WARMUP, LATENCY_RUN, &failures).await?;
-        let fsync = fdatasync_p50(&fixture.dir.path().join("home"))?;
-        let c1_ratio = c1.p50.as_secs_f64() / fsync.as_secs_f64();
         println!();
-        println!(
-            "c=1: cohost POST p50 {} ms, fdatasync p50 {} ms beside it: {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
-            ms(c1.p50),
-            ms(fsync),
-            if c1_ratio <= TARGET_C1_FSYNC {
-                "met"
-            } else {
-                "NOT met"
+        let mut c1 = Vec::new();
+        for target in [Bare, Before, Cohost] {
+            if let Some(addr) = addr(target) {
+                c1.push((
+                    target,
+                    load(addr, 1, WARMUP, LATENCY_RUN, &failures).await?.p50,
+                ));
             }
-        );
+        }
+        let fsync = fdatasync_p50(&fixture.dir.path().join("home"))?;
+        for (target, p50) in c1 {
+            if target == Bare {
+                // What HTTP on loopback costs with no log: the floor under cohost's figure.
+                println!(
+                    "c=1: bare POST p50 {} ms (no log, no fsync: the round trip alone)",
+                    ms(p50)
+                );
+                continue;
+            }
+            let c1_ratio = p50.as_secs_f64() / fsync.as_secs_f64();
+            println!(
+                "c=1: {} POST p50 {} ms, fdatasync p50 {} ms beside it: {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
+                target.name(),
+                ms(p50),
+                ms(fsync),
+                if c1_ratio <= TARGET_C1_FSYNC {
+                    "met"
+                } else {
+                    "NOT met"
+                }
+            );
+        }
         ok = failures.count() == 0;
     }
-    let cpu_end = CpuUse::sample(Some(pid));
+    let cpu_end = CpuUse::sample_tree();
     println!(
-        "CPU used by other processes during the run (the bare handler's among them): {}",
+        "CPU used by other processes during the run (not this bench, its daemons or the bare handler): {}",
         CpuUse::others(cpu_start, cpu_end, cpus)
     );
     println!("load average at end: {}", loadavg());
@@ -462,5 +524,8 @@ async fn run() -> anyhow::Result<bool> {
         eprintln!("failure: {failure}");
     }
     fixture.daemon.stop(STOP_GRACE)?;
+    if let Some(before) = &mut fixture.before {
+        before.stop(STOP_GRACE)?;
+    }
     Ok(ok)
 }
