@@ -14,6 +14,8 @@
 //! - Before the first prompt an empty box shows a placeholder, `Ask anything… "<a suggestion>"`
 //!   (the suggestion varies), in the model line's dim colour; once a session runs, an empty box
 //!   shows nothing.
+//! - A permission dialog (`△ Permission required`, `Allow once   Allow always   Reject`) takes
+//!   the box's place, bottom line included: read as unreadable.
 //! - The line below the box is the status: `esc interrupt` while a turn runs, `esc again to
 //!   interrupt` after a first Escape (a second one interrupts), else the working directory.
 //!   OpenCode's database, not the screen, says whether a turn runs; the screen is checked
@@ -313,6 +315,13 @@ mod tests {
         assert!(lines[2].contains("Tell me a long story"), "{}", lines[2]);
         let abutting = [&lines[1..5], &lines[38..]].concat().join("\n");
         assert_eq!(analyze(&abutting), screen(InputBox::Empty, true, false));
+    }
+
+    /// OpenCode's permission dialog takes the box's place: nothing may be typed.
+    #[test]
+    fn a_permission_dialog_is_unreadable() {
+        let read = analyze(&fixture("permission"));
+        assert!(matches!(read.input, InputBox::Unreadable(_)), "{read:?}");
     }
 
     #[test]
