@@ -10,6 +10,7 @@
 //! **Boundary:** nothing outside `opencode/` sees OpenCode's JSON; only `protocol` events
 //! leave it.
 
+pub mod adopt;
 pub mod client;
 pub mod host;
 pub mod normalize;

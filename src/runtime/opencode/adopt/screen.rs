@@ -1,0 +1,338 @@
+//! Reads OpenCode's input box from a pane capture with its attributes (`tmux capture-pane -p
+//! -e`), for an adopted OpenCode TUI: whether the box is empty (ready for a prompt), holds text
+//! a person typed (a draft, never typed into), or cannot be read (then nothing is typed either:
+//! it fails closed); and whether OpenCode shows a turn running.
+//!
+//! Pure: it takes the captured text and does no IO. The rules come from watching OpenCode
+//! 1.18.33 in a tmux pane (real captures in `tests/fixtures/opencode/screens/1.18.33/`):
+//!
+//! - The box is closed by a line starting `╹▀▀▀`; the line above it is the agent and model
+//!   (`┃  Build · Mock Model Mock Anthropic`). Above that, lines starting with `┃` drawn on the
+//!   model line's background: a blank one at the top and one at the bottom, what is typed in
+//!   between (a bracketed paste keeps its newlines, one line each). The conversation's user
+//!   messages carry the same `┃` on another background, which tells them from the box.
+//! - Before the first prompt an empty box shows a placeholder, `Ask anything… "<a suggestion>"`
+//!   (the suggestion varies), in the model line's dim colour; once a session runs, an empty box
+//!   shows nothing.
+//! - A permission dialog (`△ Permission required`, `Allow once   Allow always   Reject`) takes
+//!   the box's place, bottom line included: read as unreadable.
+//! - The line below the box is the status: `esc interrupt` while a turn runs, `esc again to
+//!   interrupt` after a first Escape (a second one interrupts), else the working directory.
+//!   OpenCode's database, not the screen, says whether a turn runs; the screen is checked
+//!   before a key is sent.
+
+/// What one capture of the OpenCode TUI shows of its input box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputBox {
+    /// Nothing typed (or only the placeholder): ready for a prompt.
+    Empty,
+    /// Text a person typed and has not sent (lines joined with `\n`).
+    Draft(String),
+    /// No input box could be read (the reason): nothing may be typed.
+    Unreadable(String),
+}
+
+/// One capture of the OpenCode TUI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screen {
+    pub input: InputBox,
+    /// The status line says `esc interrupt` (or `esc again to interrupt`): a turn runs.
+    pub busy: bool,
+    /// The status line says `esc again to interrupt`: a first Escape was pressed.
+    pub interrupt_armed: bool,
+}
+
+/// The placeholder an empty box shows before the first prompt.
+const PLACEHOLDER: &str = "Ask anything… \"";
+
+/// One character of a capture with the SGR colours it is drawn in (the parameters as written,
+/// e.g. `5;234`; empty for the default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cell {
+    c: char,
+    fg: String,
+    bg: String,
+}
+
+type Line = Vec<Cell>;
+
+/// Splits a `capture-pane -e` text into lines of characters with their colours.
+fn styled_lines(capture: &str) -> Vec<Line> {
+    let mut lines = vec![Vec::new()];
+    let (mut fg, mut bg) = (String::new(), String::new());
+    let mut chars = capture.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => lines.push(Vec::new()),
+            '\u{1b}' => {
+                if chars.peek() != Some(&'[') {
+                    // Another escape (OSC, charset): skip its next character.
+                    chars.next();
+                    continue;
+                }
+                chars.next();
+                let mut params = String::new();
+                let mut last = None;
+                for p in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&p) {
+                        last = Some(p);
+                        break;
+                    }
+                    params.push(p);
+                }
+                if last == Some('m') {
+                    apply_sgr(&params, &mut fg, &mut bg);
+                }
+            }
+            '\r' => {}
+            c => {
+                if let Some(line) = lines.last_mut() {
+                    line.push(Cell {
+                        c,
+                        fg: fg.clone(),
+                        bg: bg.clone(),
+                    });
+                }
+            }
+        }
+    }
+    lines
+}
+
+fn apply_sgr(params: &str, fg: &mut String, bg: &mut String) {
+    let parts: Vec<&str> = params.split([';', ':']).collect();
+    let mut at = 0;
+    while at < parts.len() {
+        let part = parts[at];
+        at += 1;
+        match part {
+            "" | "0" => {
+                fg.clear();
+                bg.clear();
+            }
+            "39" => fg.clear(),
+            "49" => bg.clear(),
+            "38" | "48" | "58" => {
+                let n = match parts.get(at) {
+                    Some(&"5") => 2,
+                    Some(&"2") => 4,
+                    _ => 0,
+                };
+                let colour = parts[at..(at + n).min(parts.len())].join(";");
+                at += n;
+                match part {
+                    "38" => *fg = colour,
+                    "48" => *bg = colour,
+                    _ => {}
+                }
+            }
+            p if p.len() == 2 && (p.starts_with('3') || p.starts_with('9')) => *fg = p.into(),
+            p if p.len() == 2 && p.starts_with('4') => *bg = p.into(),
+            p if p.len() == 3 && p.starts_with("10") => *bg = p.into(),
+            _ => {}
+        }
+    }
+}
+
+fn plain(line: &[Cell]) -> String {
+    line.iter().map(|cell| cell.c).collect()
+}
+
+/// The box's `┃` line: the text after the bar (trimmed at the end) and the background the bar's
+/// next cell is drawn on; `None` for a line that is not a bar line.
+fn bar_line(line: &[Cell]) -> Option<(String, String)> {
+    let at = line.iter().position(|cell| !cell.c.is_whitespace())?;
+    if line[at].c != '┃' {
+        return None;
+    }
+    let rest = &line[at + 1..];
+    let background = rest.first().map(|cell| cell.bg.clone()).unwrap_or_default();
+    let text = plain(rest);
+    let text = text.strip_prefix("  ").unwrap_or(text.trim_start());
+    Some((text.trim_end().to_string(), background))
+}
+
+/// Reads a `capture-pane -p -e` capture of the OpenCode TUI.
+pub fn analyze(capture: &str) -> Screen {
+    let lines = styled_lines(capture);
+    let texts: Vec<String> = lines.iter().map(|l| plain(l)).collect();
+    let unreadable = |why: &str| Screen {
+        input: InputBox::Unreadable(why.to_string()),
+        busy: false,
+        interrupt_armed: false,
+    };
+    let Some(bottom) = texts
+        .iter()
+        .rposition(|t| t.trim_start().starts_with("╹▀▀▀"))
+    else {
+        return unreadable("no input box (its `╹▀▀▀` bottom line) on screen");
+    };
+    let status = texts.get(bottom + 1).map(String::as_str).unwrap_or("");
+    let busy = status.contains("esc interrupt") || status.contains("esc again to interrupt");
+    let interrupt_armed = status.contains("esc again to interrupt");
+    let screen = |input| Screen {
+        input,
+        busy,
+        interrupt_armed,
+    };
+    let Some((model, background)) = bottom.checked_sub(1).and_then(|at| bar_line(&lines[at]))
+    else {
+        return screen(InputBox::Unreadable(
+            "no agent and model line above the input box's bottom".into(),
+        ));
+    };
+    if background.is_empty() {
+        return screen(InputBox::Unreadable(
+            "a capture without colours (the box cannot be told from a message)".into(),
+        ));
+    }
+    if !model.contains(" · ") {
+        return screen(InputBox::Unreadable(format!(
+            "the input box's last line is not the agent and model: {model:?}"
+        )));
+    }
+    // The box's lines, bottom up, until a line that is not a bar on the model line's background.
+    let mut rows = Vec::new();
+    let mut at = bottom - 1;
+    while at > 0 {
+        at -= 1;
+        match bar_line(&lines[at]) {
+            Some((text, bg)) if bg == background => rows.push(text),
+            _ => break,
+        }
+    }
+    rows.reverse();
+    // A blank line at the top and one above the model line frame what is typed.
+    let typed = match rows.as_slice() {
+        [first, typed @ .., last] if first.is_empty() && last.is_empty() => typed,
+        _ => {
+            return screen(InputBox::Unreadable(format!(
+                "the input box has no blank first and last line: {rows:?}"
+            )));
+        }
+    };
+    let text = typed.join("\n");
+    let text = text.trim_matches('\n');
+    let input = if text.is_empty()
+        || (typed.len() == 1 && text.starts_with(PLACEHOLDER) && text.ends_with('"'))
+    {
+        InputBox::Empty
+    } else {
+        InputBox::Draft(text.to_string())
+    };
+    screen(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/opencode/screens/1.18.33/{name}.ansi",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// The reason a capture stripped of its escapes is unreadable.
+    fn analyze_plain(capture: &str) -> String {
+        let plain: String = styled_lines(capture)
+            .iter()
+            .map(|line| plain(line))
+            .collect::<Vec<_>>()
+            .join("\n");
+        match analyze(&plain).input {
+            InputBox::Unreadable(why) => why,
+            other => panic!("read without colours: {other:?}"),
+        }
+    }
+
+    fn screen(input: InputBox, busy: bool, interrupt_armed: bool) -> Screen {
+        Screen {
+            input,
+            busy,
+            interrupt_armed,
+        }
+    }
+
+    #[test]
+    fn the_placeholder_of_a_new_tui_is_an_empty_box() {
+        assert_eq!(
+            analyze(&fixture("empty")),
+            screen(InputBox::Empty, false, false)
+        );
+    }
+
+    #[test]
+    fn typed_text_is_a_draft() {
+        assert_eq!(
+            analyze(&fixture("draft")),
+            screen(InputBox::Draft("a draft".into()), false, false)
+        );
+        assert_eq!(
+            analyze(&fixture("draft-in-session")),
+            screen(InputBox::Draft("x".into()), false, false)
+        );
+    }
+
+    #[test]
+    fn a_bracketed_paste_keeps_its_lines() {
+        assert_eq!(
+            analyze(&fixture("pasted")),
+            screen(
+                InputBox::Draft("Tell me a long story\nplease".into()),
+                false,
+                false
+            )
+        );
+    }
+
+    /// The user message above the box has the same `┃` on another background: not the box's.
+    #[test]
+    fn a_running_turn_is_busy_and_its_prompt_is_not_the_box() {
+        assert_eq!(
+            analyze(&fixture("busy")),
+            screen(InputBox::Empty, true, false)
+        );
+        assert_eq!(
+            analyze(&fixture("interrupt-hint")),
+            screen(InputBox::Empty, true, true)
+        );
+        assert_eq!(
+            analyze(&fixture("interrupted")),
+            screen(InputBox::Empty, false, false)
+        );
+    }
+
+    /// A user message drawn right above the box (its `┃` lines on the conversation's
+    /// background) is not read as typed text.
+    #[test]
+    fn a_message_right_above_the_box_is_not_a_draft() {
+        let busy = fixture("busy");
+        let lines: Vec<&str> = busy.lines().collect();
+        // Lines 1..5 are the prompt's message block, 38.. the box and its status.
+        assert!(lines[2].contains("Tell me a long story"), "{}", lines[2]);
+        let abutting = [&lines[1..5], &lines[38..]].concat().join("\n");
+        assert_eq!(analyze(&abutting), screen(InputBox::Empty, true, false));
+    }
+
+    /// OpenCode's permission dialog takes the box's place: nothing may be typed.
+    #[test]
+    fn a_permission_dialog_is_unreadable() {
+        let read = analyze(&fixture("permission"));
+        assert!(matches!(read.input, InputBox::Unreadable(_)), "{read:?}");
+    }
+
+    #[test]
+    fn a_screen_without_the_box_is_unreadable() {
+        let shell = "\u{1b}[32muser@host\u{1b}[0m:~$ opencode\nbash: opencode: not found\n";
+        assert!(matches!(analyze(shell).input, InputBox::Unreadable(_)));
+        // Something else drawn where the agent and model line is (a dialog): unreadable.
+        let other = fixture("empty").replace('·', "-");
+        assert!(matches!(analyze(&other).input, InputBox::Unreadable(_)));
+        // Without colours the box cannot be told from a user message: unreadable.
+        let plain: String = analyze_plain(&fixture("draft"));
+        assert!(plain.contains("without colours"), "{plain}");
+    }
+}
