@@ -22,16 +22,9 @@
 
 use crate::runtime::common::styled::{Attribute, Line, plain, styled_lines};
 
-/// What one capture of the codex TUI shows of its composer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Composer {
-    /// Only the dim placeholder: ready for a prompt.
-    Empty,
-    /// Text a person typed and has not sent (lines joined with `\n`).
-    Draft(String),
-    /// No composer could be read (the reason): nothing may be typed.
-    Unreadable(String),
-}
+/// What one capture of the codex TUI shows of its composer: empty when only the dim
+/// placeholder shows.
+pub use crate::runtime::common::adopted::InputBox as Composer;
 
 /// One capture of the codex TUI.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,18 @@ use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError};
 use crate::tmux::{SessionCache, Tmux};
 
+/// What an adopted TUI's screen shows of its input box (codex's composer, Pi's and OpenCode's
+/// box), as its screen reader reads a capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputBox {
+    /// Nothing typed (a placeholder or the cursor alone): ready for a prompt.
+    Empty,
+    /// Text a person typed and has not sent (lines joined with `\n`).
+    Draft(String),
+    /// No input box could be read (the reason): nothing may be typed.
+    Unreadable(String),
+}
+
 /// Session ticks between looks at the adopted pane in tmux (`/proc` is read every tick).
 pub const PANE_CHECK_TICKS: u32 = 5;
 

@@ -19,16 +19,7 @@
 
 use crate::runtime::common::styled::{Attribute, Line, plain, styled_lines};
 
-/// What one capture of the Pi TUI shows of its input box.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputBox {
-    /// Only the cursor: ready for a prompt.
-    Empty,
-    /// Text a person typed and has not sent (lines joined with `\n`).
-    Draft(String),
-    /// No input box could be read (the reason): nothing may be typed.
-    Unreadable(String),
-}
+pub use crate::runtime::common::adopted::InputBox;
 
 /// One capture of the Pi TUI.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,16 +21,9 @@
 //!   OpenCode's database, not the screen, says whether a turn runs; the screen is checked
 //!   before a key is sent.
 
-/// What one capture of the OpenCode TUI shows of its input box.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputBox {
-    /// Nothing typed (or only the placeholder): ready for a prompt.
-    Empty,
-    /// Text a person typed and has not sent (lines joined with `\n`).
-    Draft(String),
-    /// No input box could be read (the reason): nothing may be typed.
-    Unreadable(String),
-}
+use crate::runtime::common::styled::{self, Cell};
+
+pub use crate::runtime::common::adopted::InputBox;
 
 /// One capture of the OpenCode TUI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,95 +38,6 @@ pub struct Screen {
 /// The placeholder an empty box shows before the first prompt.
 const PLACEHOLDER: &str = "Ask anything… \"";
 
-/// One character of a capture with the SGR colours it is drawn in (the parameters as written,
-/// e.g. `5;234`; empty for the default).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Cell {
-    c: char,
-    fg: String,
-    bg: String,
-}
-
-type Line = Vec<Cell>;
-
-/// Splits a `capture-pane -e` text into lines of characters with their colours.
-fn styled_lines(capture: &str) -> Vec<Line> {
-    let mut lines = vec![Vec::new()];
-    let (mut fg, mut bg) = (String::new(), String::new());
-    let mut chars = capture.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' => lines.push(Vec::new()),
-            '\u{1b}' => {
-                if chars.peek() != Some(&'[') {
-                    // Another escape (OSC, charset): skip its next character.
-                    chars.next();
-                    continue;
-                }
-                chars.next();
-                let mut params = String::new();
-                let mut last = None;
-                for p in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&p) {
-                        last = Some(p);
-                        break;
-                    }
-                    params.push(p);
-                }
-                if last == Some('m') {
-                    apply_sgr(&params, &mut fg, &mut bg);
-                }
-            }
-            '\r' => {}
-            c => {
-                if let Some(line) = lines.last_mut() {
-                    line.push(Cell {
-                        c,
-                        fg: fg.clone(),
-                        bg: bg.clone(),
-                    });
-                }
-            }
-        }
-    }
-    lines
-}
-
-fn apply_sgr(params: &str, fg: &mut String, bg: &mut String) {
-    let parts: Vec<&str> = params.split([';', ':']).collect();
-    let mut at = 0;
-    while at < parts.len() {
-        let part = parts[at];
-        at += 1;
-        match part {
-            "" | "0" => {
-                fg.clear();
-                bg.clear();
-            }
-            "39" => fg.clear(),
-            "49" => bg.clear(),
-            "38" | "48" | "58" => {
-                let n = match parts.get(at) {
-                    Some(&"5") => 2,
-                    Some(&"2") => 4,
-                    _ => 0,
-                };
-                let colour = parts[at..(at + n).min(parts.len())].join(";");
-                at += n;
-                match part {
-                    "38" => *fg = colour,
-                    "48" => *bg = colour,
-                    _ => {}
-                }
-            }
-            p if p.len() == 2 && (p.starts_with('3') || p.starts_with('9')) => *fg = p.into(),
-            p if p.len() == 2 && p.starts_with('4') => *bg = p.into(),
-            p if p.len() == 3 && p.starts_with("10") => *bg = p.into(),
-            _ => {}
-        }
-    }
-}
-
 fn plain(line: &[Cell]) -> String {
     line.iter().map(|cell| cell.c).collect()
 }
@@ -146,7 +50,10 @@ fn bar_line(line: &[Cell]) -> Option<(String, String)> {
         return None;
     }
     let rest = &line[at + 1..];
-    let background = rest.first().map(|cell| cell.bg.clone()).unwrap_or_default();
+    let background = rest
+        .first()
+        .map(|cell| cell.style.bg.clone())
+        .unwrap_or_default();
     let text = plain(rest);
     let text = text.strip_prefix("  ").unwrap_or(text.trim_start());
     Some((text.trim_end().to_string(), background))
@@ -154,7 +61,7 @@ fn bar_line(line: &[Cell]) -> Option<(String, String)> {
 
 /// Reads a `capture-pane -p -e` capture of the OpenCode TUI.
 pub fn analyze(capture: &str) -> Screen {
-    let lines = styled_lines(capture);
+    let lines = styled::cells(capture);
     let texts: Vec<String> = lines.iter().map(|l| plain(l)).collect();
     let unreadable = |why: &str| Screen {
         input: InputBox::Unreadable(why.to_string()),
@@ -237,12 +144,7 @@ mod tests {
 
     /// The reason a capture stripped of its escapes is unreadable.
     fn analyze_plain(capture: &str) -> String {
-        let plain: String = styled_lines(capture)
-            .iter()
-            .map(|line| plain(line))
-            .collect::<Vec<_>>()
-            .join("\n");
-        match analyze(&plain).input {
+        match analyze(&styled::strip(capture)).input {
             InputBox::Unreadable(why) => why,
             other => panic!("read without colours: {other:?}"),
         }
