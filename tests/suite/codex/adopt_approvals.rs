@@ -41,8 +41,9 @@ fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Valu
     (turn, requested)
 }
 
-#[test]
-fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when_it_matches() {
+/// A codex TUI started by hand, a turn typed there, then adopted: the rig, the daemon and the
+/// session's id.
+fn adopted_tui() -> (Rig, TestDaemon, String) {
     let rig = Rig::start();
     let daemon = rig.daemon();
     let watched = turn_by_hand(&rig, &daemon);
@@ -50,6 +51,12 @@ fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when
     let (status, adopted) = adopt(&daemon, &key);
     assert_eq!(status, 201, "{adopted:#}");
     let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    (rig, daemon, id)
+}
+
+#[test]
+fn an_adopted_codex_tuis_approvals_are_seen_on_its_screen_and_answered_only_when_it_matches() {
+    let (rig, daemon, id) = adopted_tui();
 
     // The prompt on screen is a pending approval with its command; the instance waits.
     rig.mock
@@ -229,13 +236,7 @@ impl Drop for Outside {
 
 #[test]
 fn an_adopted_codex_tuis_file_edits_are_asked_on_its_screen_and_answered_over_http() {
-    let rig = Rig::start();
-    let daemon = rig.daemon();
-    let watched = turn_by_hand(&rig, &daemon);
-    let key = watched["key"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&daemon, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let (rig, daemon, id) = adopted_tui();
     let outside = Outside::new();
     let patched = outside.0.join("patched.txt");
 
