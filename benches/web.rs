@@ -10,10 +10,13 @@
 //! 2. the entries in the DOM and the page's JS heap;
 //! 3. a click on "Show tasks and control changes" (the window rendered again) to its result on
 //!    screen;
-//! 4. on the 100,000-event session, scrolling back 10,000 events (2,000 turns): the top of the
-//!    transcript reached again and again, each time loading older entries (from the page, then
-//!    from the daemon a window at a time), until the question 2,000 turns back is shown; then
-//!    the heap again.
+//! 4. on the 100,000-event session, scrolling back 10,000 events (2,000 turns): a script in the
+//!    page holds the transcript at its top, frame after frame (`requestAnimationFrame`), as a
+//!    person dragging the scroll bar up would: each time at the top older entries load (from
+//!    the page, then from the daemon a window at a time), until the question 2,000 turns back is
+//!    the oldest shown. Measured in the page, with no WebDriver round trip in the loop: the
+//!    time, the frames and the gaps between them (a long gap is a frame the page could not draw:
+//!    jank), then the heap again.
 //!
 //! Reported as medians and as the ratio 100,000 / 1,000 measured in the same run: a page that
 //! keeps every event grows with the session; one that reads windows should not (target ≤ 1.5×
@@ -40,15 +43,53 @@ const TARGET_CLICK_RATIO: f64 = 2.0;
 /// Turns scrolled back on the large session: 10,000 events.
 const SCROLL_TURNS: usize = 2_000;
 const WAIT: Duration = Duration::from_secs(120);
+/// A frame gap above this is a frame the page could not draw in time (three at 60 Hz).
+const LONG_FRAME_MS: f64 = 50.0;
+
+/// Scrolling back SCROLL_TURNS turns, measured in the page.
+#[derive(Clone, Copy, Default)]
+struct Scroll {
+    ms: f64,
+    frames: u64,
+    gap_p50: f64,
+    gap_p99: f64,
+    gap_max: f64,
+    long_frames: u64,
+    heap_mb: f64,
+}
 
 struct Sample {
     open: Duration,
     entries: u64,
     heap_mb: f64,
     click: Duration,
-    /// Scrolling back SCROLL_TURNS turns, and the heap then (the large session only).
-    scroll: Option<(Duration, f64)>,
+    /// The large session only.
+    scroll: Option<Scroll>,
 }
+
+/// Holds the transcript at its top each frame until the oldest question shown is at most
+/// `arguments[0]`; the result lands in `window.__scroll`.
+const SCROLL_SCRIPT: &str = r#"
+const target = arguments[0];
+const log = document.getElementById('log');
+const R = (window.__scroll = { gaps: [], done: false, ms: 0 });
+const t0 = performance.now();
+let last = t0;
+function step(now) {
+  R.gaps.push(now - last);
+  last = now;
+  const first = document.querySelector('#entries .msg.user .text');
+  const n = first ? parseInt(first.textContent.replace('Question ', ''), 10) : NaN;
+  if (n <= target) {
+    R.ms = now - t0;
+    R.done = true;
+    return;
+  }
+  if (log.scrollTop > 0) log.scrollTop = 0;
+  requestAnimationFrame(step);
+}
+requestAnimationFrame(step);
+"#;
 
 fn main() -> ExitCode {
     let tmux = TmuxServer::new();
@@ -84,11 +125,17 @@ fn main() -> ExitCode {
             samples[0].entries,
         );
         if samples[0].scroll.is_some() {
-            let scroll = median(&|s| s.scroll.map_or(0.0, |(t, _)| t.as_secs_f64() * 1000.0));
-            let heap = median(&|s| s.scroll.map_or(0.0, |(_, h)| h));
+            let of = |f: fn(&Scroll) -> f64| median(&|s| s.scroll.map_or(0.0, |x| f(&x)));
             println!(
-                "{:>7} events scrolled back: {scroll:7.0} ms · JS heap then {heap:.1} MB",
-                SCROLL_TURNS * 5
+                "{:>7} events scrolled back: {:7.0} ms · {:.0} frames · frame gap p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms · {:.0} frames over {LONG_FRAME_MS} ms · JS heap then {:.1} MB",
+                SCROLL_TURNS * 5,
+                of(|x| x.ms),
+                of(|x| x.frames as f64),
+                of(|x| x.gap_p50),
+                of(|x| x.gap_p99),
+                of(|x| x.gap_max),
+                of(|x| x.long_frames as f64),
+                of(|x| x.heap_mb),
             );
         }
         medians.push((open, heap, click));
@@ -145,20 +192,37 @@ fn sample(daemon: &TestDaemon<Cohost>, session: &str, turns: usize, scroll: bool
     let click = t1.elapsed();
     b.click("#showBook");
     let scroll = scroll.then(|| {
-        let target = format!("Question {}", turns - SCROLL_TURNS);
-        let t2 = Instant::now();
-        // A person scrolling up: each time at the top, older entries come.
-        b.wait_for("the question 10,000 events back", WAIT, || {
-            let found = b
-                .exec(
-                    "document.getElementById('log').scrollTop = 0; return Array.from(document.querySelectorAll('#entries .msg.user .text')).some((n) => n.textContent === arguments[0]);",
-                    vec![serde_json::json!(target)],
-                )
-                .as_bool()
-                .unwrap_or(false);
-            found.then_some(())
+        b.exec(SCROLL_SCRIPT, vec![serde_json::json!(turns - SCROLL_TURNS)]);
+        let result = b.wait_for("the question 10,000 events back", WAIT, || {
+            let r = b.exec(
+                "return window.__scroll.done ? window.__scroll : null;",
+                vec![],
+            );
+            (!r.is_null()).then_some(r)
         });
-        (t2.elapsed(), heap_mb())
+        let mut gaps: Vec<f64> = result["gaps"]
+            .as_array()
+            .map(|v| v.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default();
+        // The first gap is from the script's start to the first frame, not between frames.
+        if !gaps.is_empty() {
+            gaps.remove(0);
+        }
+        gaps.sort_by(f64::total_cmp);
+        let at = |p: f64| {
+            gaps.get(((gaps.len() as f64 * p) as usize).min(gaps.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        Scroll {
+            ms: result["ms"].as_f64().unwrap_or(0.0),
+            frames: gaps.len() as u64,
+            gap_p50: at(0.5),
+            gap_p99: at(0.99),
+            gap_max: gaps.last().copied().unwrap_or(0.0),
+            long_frames: gaps.iter().filter(|g| **g > LONG_FRAME_MS).count() as u64,
+            heap_mb: heap_mb(),
+        }
     });
     Sample {
         open,

@@ -5,6 +5,7 @@
 //! restart, phone and desktop layouts, every agent on the machine, and a 10,000-event session.
 //! A failing check saves a screenshot and the page's HTML under `target/browser-screenshots/`.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -897,7 +898,9 @@ fn a_session_of_10000_events_opens_with_its_end_and_loads_older_on_scroll() {
 
 /// A session of more events than one window (the page reads 400 at a time from the daemon)
 /// opens at its end, and scrolling back to its start loads every older window exactly once:
-/// each question once, in order, each `before` cursor asked for once.
+/// each question once, in order, each `before` cursor asked for once. The page keeps a bounded
+/// number of nodes while it scrolls (the newest go as older ones come, and come back on the way
+/// down): every step shows a run of consecutive questions, never more than its bound.
 #[test]
 fn a_session_longer_than_a_window_opens_at_its_end_and_pages_back_each_event_once() {
     let tmux = TmuxServer::new();
@@ -906,41 +909,81 @@ fn a_session_longer_than_a_window_opens_at_its_end_and_pages_back_each_event_onc
     let id = write_long_session(&mut daemon, turns);
     let b = open(&daemon, Some(&id), DESKTOP);
     b.wait_text("#entries", &format!("Answer {}", turns - 1), TURN);
-    let questions = |b: &Browser| -> Vec<String> {
-        b.exec(
-            "return Array.from(document.querySelectorAll('#entries .msg.user .text')).map((n) => n.textContent);",
+    // The questions with nodes, as numbers, and how many entries have nodes.
+    fn shown(b: &Browser) -> (Vec<usize>, u64) {
+        let v = b.exec(
+            "return [Array.from(document.querySelectorAll('#entries .msg.user .text')).map((n) => n.textContent), document.getElementById('entries').childElementCount];",
             vec![],
-        )
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
-    };
-    let opened = questions(&b);
+        );
+        let questions = v[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| {
+                let q = q.as_str().unwrap();
+                q.strip_prefix("Question ")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("not a question: {q}"))
+            })
+            .collect();
+        (questions, v[1].as_u64().unwrap())
+    }
+    // The page's bound: WINDOW + 2 × OLDER_PAGE entries.
+    const MAX_NODES: u64 = 700;
+    /// One scroll; what it shows (checked), added to `seen`.
+    fn step(b: &Browser, scroll: &str, seen: &mut BTreeSet<usize>) -> Vec<usize> {
+        b.exec(scroll, vec![]);
+        let (questions, nodes) = shown(b);
+        assert!(nodes <= MAX_NODES, "{nodes} entries have nodes");
+        assert!(
+            questions.windows(2).all(|w| w[1] == w[0] + 1),
+            "not a run of consecutive questions: {questions:?}"
+        );
+        seen.extend(questions.iter().copied());
+        questions
+    }
+    let mut seen = BTreeSet::new();
+    let (opened, _) = shown(&b);
     assert!(
         !opened.is_empty() && opened.len() < turns,
         "the page opens with the last window only: {} questions",
         opened.len()
     );
-    assert_eq!(opened.last().unwrap(), &format!("Question {}", turns - 1));
+    assert_eq!(*opened.last().unwrap(), turns - 1);
     // A person scrolling up: each time the top is reached, older entries come.
+    let top = "document.getElementById('log').scrollTop = 0;";
     b.wait_for("the session's first question", TURN, || {
-        b.exec("document.getElementById('log').scrollTop = 0;", vec![]);
-        questions(&b)
-            .first()
-            .is_some_and(|q| q == "Question 0")
-            .then_some(())
+        (step(&b, top, &mut seen).first() == Some(&0)).then_some(())
     });
-    let all = questions(&b);
-    let expected: Vec<String> = (0..turns).map(|n| format!("Question {n}")).collect();
-    assert_eq!(all, expected);
+    assert_eq!(
+        seen,
+        (0..turns).collect(),
+        "every question shown on the way up"
+    );
+    let (at_top, _) = shown(&b);
+    assert!(
+        at_top.len() < turns,
+        "the newest nodes went as older ones came: {} questions shown at the top",
+        at_top.len()
+    );
     b.wait_for("the older button gone", UI_TIMEOUT, || {
         b.exec("return document.getElementById('older').hidden;", vec![])
             .as_bool()
             .unwrap()
             .then_some(())
     });
+    // And down again: the newest entries come back, the oldest go; from the top's questions
+    // on, none is skipped.
+    let mut seen: BTreeSet<usize> = at_top.iter().copied().collect();
+    let bottom = "const log = document.getElementById('log'); log.scrollTop = log.scrollHeight;";
+    b.wait_for("the session's last question again", TURN, || {
+        (step(&b, bottom, &mut seen).last() == Some(&(turns - 1))).then_some(())
+    });
+    assert_eq!(
+        seen,
+        (0..turns).collect(),
+        "every question shown on the way down"
+    );
     // Each window was read from the daemon once: the last one, then each `before` once.
     let reads: Vec<String> = b
         .exec(
