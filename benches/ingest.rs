@@ -7,6 +7,8 @@
 //! 2. POST→SSE delivery latency with 1 and with 100 subscribers on `/api/events/stream` (or
 //!    the levels `COHOST_BENCH_SUBSCRIBERS` lists, `1,10,100,1000` for the growth table), with
 //!    the slope of p50 and p99 against the number of subscribers between the first and last;
+//!    Then the same with one subscriber while 63 other connections post flat out (c=64 in all):
+//!    POST → SSE under load;
 //! 3. the daemon's VmRSS idle after start and after 100,000 events.
 //!
 //! Exits non-zero if any request fails (non-200, transport error) or an SSE subscriber misses an
@@ -417,6 +419,60 @@ async fn delivery_latency(
     })
 }
 
+/// How many connections post flat out beside the latency sender in the loaded row (64 in all).
+const LOAD_CONNECTIONS: usize = 63;
+
+/// [`delivery_latency`] with one subscriber while [`LOAD_CONNECTIONS`] other connections post
+/// back to back: POST → SSE under c=64 load. The load's events reach the subscriber too (it reads
+/// every one); only the sender's are timed.
+async fn loaded_delivery_latency(
+    fixture: &Fixture,
+    posted: &Arc<AtomicU64>,
+    failures: &Arc<Failures>,
+) -> anyhow::Result<(LatencyRow, u64)> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load_posted = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::with_capacity(LOAD_CONNECTIONS);
+    for worker in 0..LOAD_CONNECTIONS {
+        let mut conn = connect(&fixture.daemon).await?;
+        let (stop, posted, load_posted, failures) = (
+            Arc::clone(&stop),
+            Arc::clone(posted),
+            Arc::clone(&load_posted),
+            Arc::clone(failures),
+        );
+        workers.push(tokio::spawn(async move {
+            // 15 load threads and the sender's `latency`: 16, the token-less bound.
+            let body = event_body(&format!("load-w{}", worker % (TOKENLESS_THREADS - 1)));
+            while !stop.load(Ordering::Relaxed) {
+                match conn.post_event(body.clone()).await {
+                    Ok((StatusCode::OK, _)) => {
+                        posted.fetch_add(1, Ordering::Relaxed);
+                        load_posted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok((status, body)) => {
+                        failures.record(format!(
+                            "POST /api/agent-event (load): {status}: {}",
+                            String::from_utf8_lossy(&body)
+                        ));
+                        break;
+                    }
+                    Err(error) => {
+                        failures.record(format!("POST /api/agent-event (load): {error:#}"));
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    let row = delivery_latency(fixture, 1, posted, failures).await;
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.await?;
+    }
+    Ok((row?, load_posted.load(Ordering::Relaxed)))
+}
+
 /// Posts at concurrency 64 until `posted` reaches `total`.
 async fn fill_to(
     fixture: &Fixture,
@@ -528,6 +584,7 @@ async fn run() -> anyhow::Result<bool> {
     for subscribers in subscriber_levels()? {
         latency_rows.push(delivery_latency(&fixture, subscribers, &posted, &failures).await?);
     }
+    let (loaded, load_events) = loaded_delivery_latency(&fixture, &posted, &failures).await?;
 
     let total_posted = posted.load(Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -597,6 +654,16 @@ async fn run() -> anyhow::Result<bool> {
             "  slope of log(latency) against log(subscribers), first to last level: p50 {p50:.2}, p99 {p99:.2} (1.0: linear)"
         );
     }
+    println!(
+        "  {:>11}  {:>6}  {:>8}  {:>7}  {:>8}  {:>8}  {:>8}   under c=64 load ({LOAD_CONNECTIONS} more connections posting back to back: {load_events} events)",
+        loaded.subscribers,
+        loaded.events,
+        loaded.samples,
+        loaded.missing,
+        ms(loaded.p50),
+        ms(loaded.p99),
+        ms(loaded.max)
+    );
     println!();
     println!("Daemon memory (/proc/{pid}/status)");
     println!("  {:<44} {:>10}", "VmRSS idle after start", mib(rss_idle));
