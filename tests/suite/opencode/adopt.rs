@@ -279,12 +279,26 @@ fn an_opencode_started_by_hand_is_adopted_driven_interrupted_restarted_given_bac
     assert_eq!(status, 200, "{sent}");
     let long = sent["turnId"].as_str().unwrap().to_string();
     rig.wait_screen("the streamed text", |s| s.contains("Once upon a time"));
+    // While the turn runs nothing is typed: the prompt is refused, not queued.
+    let (status, refused) = send(&daemon, &id, "sent while it runs");
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"]["code"], "not_ready", "{refused}");
+    assert!(
+        !rig.screen().contains("sent while it runs"),
+        "{}",
+        rig.screen()
+    );
     let interrupted = daemon
         .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
         .assert_ok();
     assert_eq!(interrupted["interrupted"], true, "{interrupted}");
     let ended = wait_turn_end(&daemon, &id, &long);
     assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+    // With no turn running there is nothing to interrupt: no key is sent.
+    let idle = daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(idle["interrupted"], false, "{idle}");
 
     // The daemon stops; a person runs a turn in the pane meanwhile. After the restart that turn
     // is the session's (nothing lost) and nothing is stored twice.

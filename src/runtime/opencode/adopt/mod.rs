@@ -546,6 +546,13 @@ impl Adoptions {
                     .or_insert_with(|| squeezed(text));
             }
         }
+        {
+            // Known before the events are stored: whoever sees a turn's end stored sees it
+            // ended here too.
+            let mut follow = lock(&adopted.follow);
+            follow.running = read.running;
+            follow.tool_running = read.tool_running;
+        }
         let session = &adopted.session_id;
         for mut kind in read.events {
             if self
@@ -568,9 +575,6 @@ impl Adoptions {
             }
             let _ = self.core.append(Some(session.clone()), kind).await;
         }
-        let mut follow = lock(&adopted.follow);
-        follow.running = read.running;
-        follow.tool_running = read.tool_running;
     }
 
     async fn report(&self, adopted: &Adopted, status: AgentStatus, liveness: Liveness) {
