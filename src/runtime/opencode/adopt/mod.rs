@@ -56,7 +56,11 @@ pub const AGENT: &str = "opencode";
 /// How often the follower looks at the database and the process.
 const TICK: Duration = Duration::from_millis(200);
 /// How long a pasted prompt may take to show in the box before it is given up (not submitted).
-const SHOW_TIMEOUT: Duration = Duration::from_secs(5);
+const SHOW_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the screen may take to catch up with the database before a prompt is refused: the
+/// status line still says `esc interrupt` a moment after OpenCode stored a turn's end, and a
+/// capture taken while OpenCode redraws may not show the box whole.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a submitted prompt may take to be written to the database before the inject says
 /// so (OpenCode inserts the prompt's message at submit: +0.56 s observed).
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -638,6 +642,22 @@ impl Adoptions {
         Ok(screen::analyze(&capture))
     }
 
+    /// The screen once it agrees with the database: while the database shows no turn running, a
+    /// screen that shows one, or no readable box, is captured again for up to
+    /// [`SETTLE_TIMEOUT`] (reading types nothing); then the last capture, whatever it shows.
+    async fn settled_screen(&self, adopted: &Adopted) -> Result<screen::Screen, HostError> {
+        let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let shown = self.screen(adopted).await?;
+            let settling = lock(&adopted.follow).running.is_none()
+                && (shown.busy || matches!(shown.input, InputBox::Unreadable(_)));
+            if !settling || tokio::time::Instant::now() >= deadline {
+                return Ok(shown);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Pastes `text` into the adopted OpenCode's input box and submits it, only when the screen
     /// shows the box empty and no turn runs; a person's draft refuses (`HumanTyping`), a screen
     /// that cannot be read refuses (`NotReady`). Confirmed by the prompt's user message in the
@@ -660,7 +680,7 @@ impl Adoptions {
         let _typing = adopted.typing.lock().await;
         self.verified(&adopted).await?;
         let pane = &adopted.record.pane_id;
-        let shown = self.screen(&adopted).await?;
+        let shown = self.settled_screen(&adopted).await?;
         match &shown.input {
             InputBox::Empty => {}
             InputBox::Draft(_) => return Err(HostError::HumanTyping(session_id.to_string())),

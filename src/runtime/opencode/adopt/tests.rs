@@ -1,3 +1,7 @@
+//! The reader of an adopted OpenCode's database ([`read`]): a running turn held back, steps
+//! that end in tool calls, prompts without their text yet, an abort; and the comparisons the
+//! adopter makes.
+
 use serde_json::{Value, json};
 
 use super::*;
