@@ -332,14 +332,21 @@ fn an_opencode_started_by_hand_is_adopted_driven_interrupted_restarted_given_bac
         !prompts.iter().any(|(_, i)| i["text"] == "Hello by hand"),
         "{prompts:?}"
     );
-    // It still drives OpenCode after the restart.
+    // It still drives OpenCode after the restart; a prompt of three lines, which OpenCode's
+    // box shows as `[Pasted ~3 lines]`, is submitted whole.
     rig.mock.push(Step::text("After the restart."));
-    let (status, sent) = send(&daemon, &id, "After the restart please");
+    let (status, sent) = send(&daemon, &id, "After the restart\nplease\nreply");
     assert_eq!(status, 200, "{sent}");
     let turn = sent["turnId"].as_str().unwrap().to_string();
     assert_eq!(
         wait_turn_end(&daemon, &id, &turn)["data"]["status"],
         "completed"
+    );
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        prompts.iter().any(|(t, i)| *t == turn
+            && i["text"].as_str().map(str::trim_end) == Some("After the restart\nplease\nreply")),
+        "{prompts:?}"
     );
 
     // Given back: the session ends, OpenCode keeps running, watched again.

@@ -712,7 +712,7 @@ impl Adoptions {
             let deadline = tokio::time::Instant::now() + SHOW_TIMEOUT;
             loop {
                 let now = self.screen(&adopted).await?;
-                if matches!(&now.input, InputBox::Draft(draft) if squeezed(draft) == prompt) {
+                if matches!(&now.input, InputBox::Draft(draft) if screen::shows(draft, text)) {
                     break;
                 }
                 if tokio::time::Instant::now() >= deadline {
