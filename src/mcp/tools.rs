@@ -655,7 +655,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Adopt a Claude Code, codex or Pi TUI a person started by hand in a tmux pane (a claude-code, codex or pi instance of tracker_state, source watcher:claude-code, watcher:codex or watcher:pi): after checking that its pane still runs it, a new hosted session drives it there (send, interrupt, tasks, events). Refused with pane_gone, agent_exited, pane_changed, already_driven or not_adoptable; nothing is typed while checking.",
+        description = "Adopt a Claude Code, codex, OpenCode or Pi TUI a person started by hand in a tmux pane (a claude-code, codex, opencode or pi instance of tracker_state, source watcher:claude-code, watcher:codex, watcher:opencode or watcher:pi): after checking that its pane still runs it, a new hosted session drives it there (send, interrupt, tasks, events). Refused with pane_gone, agent_exited, pane_changed, already_driven or not_adoptable; nothing is typed while checking.",
         output_schema = output::<SessionReply>()
     )]
     async fn adopt(&self, Parameters(args): Parameters<AdoptArgs>) -> ToolResult {

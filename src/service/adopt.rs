@@ -72,7 +72,7 @@ impl Service {
                 super::ErrorKind::Invalid,
                 codes::UNSUPPORTED,
                 format!(
-                    "adopting a watched {} is not supported (cohost adopts claude-code, codex and pi instances)",
+                    "adopting a watched {} is not supported (cohost adopts claude-code, codex, opencode and pi instances)",
                     update.agent
                 ),
             ));

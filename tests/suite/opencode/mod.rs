@@ -3,6 +3,7 @@
 //! OpenCode's config (provider `mock`, two models) and its database, and a private tmux server
 //! with a session `work` in the sessions' working directory.
 
+mod adopt;
 mod asks;
 mod capabilities;
 mod codrive;

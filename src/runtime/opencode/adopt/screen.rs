@@ -16,6 +16,8 @@
 //!   shows nothing.
 //! - A permission dialog (`△ Permission required`, `Allow once   Allow always   Reject`) takes
 //!   the box's place, bottom line included: read as unreadable.
+//! - A paste of three lines or more, or of more than 150 characters, shows as `[Pasted ~N
+//!   lines]` (N its lines; [`shows`]); OpenCode stores the whole text when it is submitted.
 //! - The line below the box is the status: `esc interrupt` while a turn runs, `esc again to
 //!   interrupt` after a first Escape (a second one interrupts), else the working directory.
 //!   OpenCode's database, not the screen, says whether a turn runs; the screen is checked
@@ -57,6 +59,19 @@ fn bar_line(line: &[Cell]) -> Option<(String, String)> {
     let text = plain(rest);
     let text = text.strip_prefix("  ").unwrap_or(text.trim_start());
     Some((text.trim_end().to_string(), background))
+}
+
+/// Whether the box's draft `shown` is `text` pasted: the text itself (OpenCode wraps a long
+/// line: whitespace is not compared), or the placeholder OpenCode shows for a paste of three
+/// lines or more, or of more than 150 characters (`[Pasted ~N lines]`, N its lines).
+pub fn shows(shown: &str, text: &str) -> bool {
+    let squeezed = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    if squeezed(shown) == squeezed(text) {
+        return true;
+    }
+    [text.lines().count(), text.split('\n').count()]
+        .iter()
+        .any(|n| shown == format!("[Pasted ~{n} lines]"))
 }
 
 /// Reads a `capture-pane -p -e` capture of the OpenCode TUI.
@@ -224,6 +239,20 @@ mod tests {
     fn a_permission_dialog_is_unreadable() {
         let read = analyze(&fixture("permission"));
         assert!(matches!(read.input, InputBox::Unreadable(_)), "{read:?}");
+    }
+
+    /// A long paste shows as OpenCode's placeholder (observed on 1.18.33: three lines or more,
+    /// or over 150 characters on one line).
+    #[test]
+    fn a_long_paste_shows_as_its_placeholder() {
+        assert!(shows(
+            "Tell me a long story\nplease",
+            "Tell me a long\nstory please"
+        ));
+        assert!(shows("[Pasted ~3 lines]", "a\nb\nc"));
+        assert!(shows("[Pasted ~1 lines]", &"x".repeat(151)));
+        assert!(!shows("[Pasted ~2 lines]", "a\nb\nc"));
+        assert!(!shows("a draft", "another text"));
     }
 
     #[test]

@@ -157,6 +157,8 @@ struct Inner {
     approvals: Mutex<HashMap<String, String>>,
     /// Questions waiting for an answer, by request id (`que_…`) → cohost session.
     questions: Mutex<HashMap<String, String>>,
+    /// The OpenCode TUIs started by hand that this daemon adopted.
+    adoptions: Arc<super::adopt::Adoptions>,
 }
 
 /// What a live session is bound to: its server and OpenCode's session id there.
@@ -210,8 +212,14 @@ impl OpencodeHost {
         if let Err(error) = &bin {
             tracing::info!(%error, "opencode not found; opencode sessions are unavailable");
         }
+        let adoptions = Arc::new(super::adopt::Adoptions::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            &scratch,
+        ));
         OpencodeHost {
             inner: Arc::new(Inner {
+                adoptions,
                 core,
                 tmux,
                 scratch,
@@ -221,6 +229,10 @@ impl OpencodeHost {
                 questions: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    fn adoptions(&self) -> &Arc<super::adopt::Adoptions> {
+        &self.inner.adoptions
     }
 
     fn bin(&self) -> Result<&PathBuf, HostError> {
@@ -531,6 +543,13 @@ impl Inner {
 
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
         hosted::check_open(&self.core, session_id, Runtime::Opencode)?;
+        if self.adoptions.is_adopted(session_id) {
+            // An adopted OpenCode has no server of cohost's: what needs one (fork, models,
+            // approvals, a co-driving terminal) is refused, never parked waiting for one.
+            return Err(HostError::Unsupported(format!(
+                "session `{session_id}` drives an opencode TUI adopted in its pane: only prompts, interrupts and disown reach it (no fork, model switch, approvals or terminal)"
+            )));
+        }
         Ok(self.live_for(session_id))
     }
 

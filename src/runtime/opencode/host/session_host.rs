@@ -17,8 +17,8 @@ use crate::protocol::{
 use crate::protocol::{PolicyChoice, PolicyField, RuntimeChoices};
 use crate::runtime::common::{hosted, inject, lock};
 use crate::runtime::{
-    AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome, InjectState,
-    RuntimeDoctor, SessionHost,
+    AdoptRequest, AfterRestart, Capability, CreateSession, Forked, HostError, InjectOutcome,
+    InjectState, RuntimeDoctor, SessionHost,
 };
 
 /// An id OpenCode accepts for a message cohost sends (`msg_` + 12 hex digits of the time in
@@ -97,6 +97,8 @@ impl SessionHost for OpencodeHost {
                 .sessions
                 .iter()
                 .filter(|s| s.created.runtime == Runtime::Opencode && !s.is_closed())
+                // An adopted TUI is followed from OpenCode's database, never restarted here.
+                .filter(|s| s.adopted.is_none())
                 .map(|s| (s.id.clone(), s.thread_id.clone()))
                 .collect()
         });
@@ -133,6 +135,7 @@ impl SessionHost for OpencodeHost {
                 }
             });
         }
+        self.adoptions().restore();
     }
 
     async fn inject(
@@ -143,6 +146,9 @@ impl SessionHost for OpencodeHost {
     ) -> Result<InjectOutcome, HostError> {
         if text.trim().is_empty() {
             return Err(HostError::Invalid("text must not be empty".into()));
+        }
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().inject(session, text, key).await;
         }
         let live = self.inner.live_session(session)?;
         let _serialized = live.inject.lock().await;
@@ -187,7 +193,33 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn interrupt(&self, session: &str, turn: Option<&str>) -> Result<bool, HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self.adoptions().interrupt(session, turn).await;
+        }
         self.do_interrupt(session, turn).await
+    }
+
+    fn adopts(&self) -> Option<&'static str> {
+        Some(super::super::adopt::AGENT)
+    }
+
+    async fn adopt(&self, request: AdoptRequest) -> Result<HostedSessionView, HostError> {
+        let id = self.adoptions().adopt(request).await?;
+        super::super::adopt::view(&self.inner.core, &id)
+    }
+
+    async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        Err(HostError::Unsupported(format!(
+            "an adopted opencode cannot be rehomed (session `{session}`): a TUI started by hand listens on no port, so cohost cannot move its session under a server of its own in the pane; disown it to give it back"
+        )))
+    }
+
+    async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {
+        if !self.adoptions().is_adopted(session) {
+            return Err(HostError::NotAdopted(session.to_string()));
+        }
+        self.adoptions().disown(session).await?;
+        super::super::adopt::view(&self.inner.core, session)
     }
 
     async fn resolve_approval(
@@ -237,6 +269,10 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn close(&self, session: &str) -> Result<(), HostError> {
+        if self.adoptions().is_adopted(session) {
+            // Closing an adopted session gives the TUI back; nothing of it is stopped.
+            return self.adoptions().disown(session).await;
+        }
         let live = self.inner.live_session(session)?;
         let _ = self.do_interrupt(session, None).await;
         live.cancel.cancel();

@@ -1,0 +1,408 @@
+//! Adopting an OpenCode TUI a person started by hand (issue 25): the real `opencode` (the
+//! pinned release, `COHOST_TEST_OPENCODE_BIN`) run from a shell in a pane of a private tmux
+//! server with a private `HOME`, against the kit's Messages mock; the OpenCode watcher places
+//! it in its pane, and `POST /api/state/{session}/agents/{key}/adopt` makes it a session:
+//! prompts from HTTP pasted into its input box, confirmed by its database, their turns (a tool
+//! call with its output) as session events, a person's draft never typed over, Escape twice to
+//! interrupt, a daemon restart that loses and repeats nothing, `disown`, and the end when
+//! OpenCode exits; and a pane whose OpenCode exited, which shows a shell and is never adopted
+//! or typed into.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::suite::adopting::{
+    HAND, WAIT, adopt, assert_no_repeats, disown_to_watched, events, send, wait_event,
+    wait_turn_end,
+};
+use crate::suite::watch::common::{daemon_watching, wait_instance};
+use crate::support::hosted::{MOCK_MODELS, write_opencode_config};
+use crate::support::mock_messages::{MockMessages, Step};
+use crate::support::tmux::TmuxServer;
+use crate::support::{TestDaemon, temp_dir};
+
+const AGENT: &str = "opencode";
+
+struct Rig {
+    tmux: TmuxServer,
+    mock: MockMessages,
+    home: PathBuf,
+    pane: String,
+    /// The pane's own process: the shell OpenCode was started from.
+    shell: u32,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// A shell in tmux session `hand` runs `opencode` and stays once it exits
+    /// (`opencode-exit=<status>`, then an interactive shell). Waits for OpenCode's input box.
+    fn start() -> Rig {
+        let bin = super::opencode_bin();
+        let mock = MockMessages::start();
+        let dir = temp_dir("cohost-adopt-opencode-");
+        let home = dir.path().join("home");
+        let work = dir.path().join("ws");
+        std::fs::create_dir_all(&work).expect("mkdir ws");
+        let work = work.canonicalize().expect("canonical ws");
+        write_opencode_config(&home, &mock, &MOCK_MODELS).expect("opencode's config");
+        let tmux = TmuxServer::new();
+        let mut env: Vec<(String, String)> = [
+            ("HOME", home.to_string_lossy().into_owned()),
+            ("TERM", "xterm-256color".into()),
+            ("LANG", "C.UTF-8".into()),
+            ("NO_PROXY", "127.0.0.1,localhost".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for name in [
+            "OPENCODE_DISABLE_MODELS_FETCH",
+            "OPENCODE_DISABLE_AUTOUPDATE",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD",
+            "OPENCODE_DISABLE_SHARE",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+        ] {
+            env.push((name.to_owned(), "1".to_owned()));
+        }
+        let argv: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            r#""$@"; echo "opencode-exit=$?"; exec sh"#.into(),
+            "sh".into(),
+            bin.to_string_lossy().into_owned(),
+        ];
+        let (pane, shell) = tmux.launch(HAND, &work, &env, &argv);
+        let rig = Rig {
+            tmux,
+            mock,
+            home,
+            pane,
+            shell,
+            _dir: dir,
+        };
+        rig.wait_screen("opencode's input box", |s| s.contains("Ask anything"));
+        rig
+    }
+
+    fn screen(&self) -> String {
+        self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
+    }
+
+    #[track_caller]
+    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the pane never showed {what}:\n{screen}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", self.pane.as_str()];
+        args.extend_from_slice(keys);
+        self.tmux.run(&args);
+    }
+
+    /// Types `text` as a person does and waits until the box shows it.
+    fn type_text(&self, text: &str) {
+        self.keys(&["-l", text]);
+        self.wait_screen(&format!("the typed `{text}`"), |s| s.contains(text));
+    }
+
+    fn daemon(&self) -> TestDaemon {
+        daemon_watching(&self.tmux, AGENT, &self.home, &[])
+    }
+
+    /// OpenCode's pid: the `opencode` process under the pane's shell.
+    fn opencode_pid(&self) -> Option<u32> {
+        let children =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.shell)).ok()?;
+        children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "opencode")
+            })
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(pid) = self.opencode_pid() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let _ = self.tmux.command(&["kill-server"]);
+    }
+}
+
+/// The items of a type in the session's events: `(turn, item)`.
+fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
+    events(daemon, id)
+        .into_iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == kind)
+        .map(|e| {
+            (
+                e["data"]["turnId"].as_str().unwrap_or_default().to_string(),
+                e["data"]["item"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A first turn typed by hand (OpenCode stores its session, which the watcher places); answers
+/// the watched instance once that turn is done.
+fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
+    rig.mock.push(Step::text("Hand reply."));
+    rig.type_text("Hello by hand");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the reply of the turn typed by hand", |s| {
+        s.contains("Hand reply.")
+    });
+    wait_instance(daemon, AGENT, "the watched opencode, done", |i| {
+        i["status"] == "done" && i["paneId"] == rig.pane.as_str()
+    })
+    .1
+}
+
+#[test]
+fn an_opencode_started_by_hand_is_adopted_driven_interrupted_restarted_given_back_and_ends_with_its_exit()
+ {
+    let rig = Rig::start();
+    let mut daemon = rig.daemon();
+    let watched = turn_by_hand(&rig, &daemon);
+    assert_eq!(watched["control"], "watched", "{watched:#}");
+    assert_eq!(watched["adoptable"], true, "{watched:#}");
+    let key = watched["key"].as_str().unwrap().to_string();
+    let thread = watched["threadId"].as_str().unwrap().to_string();
+
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let view = &adopted["session"];
+    let id = view["id"].as_str().unwrap().to_string();
+    assert_eq!(view["runtime"], "opencode", "{view:#}");
+    assert_eq!(view["control"], "adopted", "{view:#}");
+    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
+    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
+    assert_eq!(view["adopted"]["panePid"], rig.shell, "{view:#}");
+    let pid = view["adopted"]["pid"].as_u64().unwrap() as u32;
+    assert_eq!(Some(pid), rig.opencode_pid(), "{view:#}");
+    let (again, refused) = adopt(&daemon, &key);
+    assert_eq!(again, 409, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "already_driven", "{refused:#}");
+
+    // A prompt from HTTP is pasted, submitted, confirmed and completes; its turn (a tool call
+    // with its output) is session events.
+    rig.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "echo hi", "description": "Print hi"}),
+        ))
+        .push(Step::text("Adopted reply.").when_tool_result());
+    let (status, sent) = send(&daemon, &id, "Run echo hi from HTTP");
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let done = wait_turn_end(&daemon, &id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    let all = events(&daemon, &id);
+    let started = all
+        .iter()
+        .find(|e| e["type"] == "turn.started" && e["data"]["turnId"] == turn.as_str())
+        .expect("turn.started");
+    assert_eq!(started["data"]["source"], "api", "{started}");
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        prompts
+            .iter()
+            .any(|(t, i)| *t == turn && i["text"] == "Run echo hi from HTTP"),
+        "{prompts:?}"
+    );
+    let replies = items(&daemon, &id, "agentMessage");
+    assert!(
+        replies
+            .iter()
+            .any(|(t, i)| *t == turn && i["text"] == "Adopted reply."),
+        "{replies:?}"
+    );
+    let commands = items(&daemon, &id, "command");
+    assert!(
+        commands.iter().any(|(t, i)| *t == turn
+            && i["command"] == "echo hi"
+            && i["output"] == "hi\n"
+            && i["status"] == "completed"),
+        "{commands:?}"
+    );
+    // No turn was stored interrupted on the way (the running turn is held back, not closed).
+    assert!(
+        !all.iter()
+            .any(|e| e["type"] == "turn.completed" && e["data"]["status"] == "interrupted"),
+        "{all:#?}"
+    );
+    // The turn typed by hand before the adoption is not the session's.
+    assert!(
+        !prompts.iter().any(|(_, i)| i["text"] == "Hello by hand"),
+        "{prompts:?}"
+    );
+
+    // A person's draft is never typed over.
+    rig.type_text("half typed by a person");
+    let requests = rig.mock.main_requests().len();
+    let (status, refused) = send(&daemon, &id, "typed over a draft");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "human_typing", "{refused}");
+    let screen = rig.screen();
+    assert!(screen.contains("half typed by a person"), "{screen}");
+    assert!(!screen.contains("typed over a draft"), "{screen}");
+    assert_eq!(rig.mock.main_requests().len(), requests);
+    // The person clears the box (Ctrl-U clears the cursor's line).
+    rig.keys(&["C-u"]);
+    rig.wait_screen("the cleared box", |s| !s.contains("half typed by a person"));
+
+    // Escape twice interrupts a running turn.
+    rig.mock.push(Step::text("Once upon a time\n").then_hang());
+    let (status, sent) = send(&daemon, &id, "Write a long story");
+    assert_eq!(status, 200, "{sent}");
+    let long = sent["turnId"].as_str().unwrap().to_string();
+    rig.wait_screen("the streamed text", |s| s.contains("Once upon a time"));
+    // While the turn runs nothing is typed: the prompt is refused, not queued.
+    let (status, refused) = send(&daemon, &id, "sent while it runs");
+    assert_eq!(status, 503, "{refused}");
+    assert_eq!(refused["error"]["code"], "not_ready", "{refused}");
+    assert!(
+        !rig.screen().contains("sent while it runs"),
+        "{}",
+        rig.screen()
+    );
+    let interrupted = daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(interrupted["interrupted"], true, "{interrupted}");
+    let ended = wait_turn_end(&daemon, &id, &long);
+    assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+    // With no turn running there is nothing to interrupt: no key is sent.
+    let idle = daemon
+        .post(&format!("/api/sessions/{id}/interrupt"), &json!({}))
+        .assert_ok();
+    assert_eq!(idle["interrupted"], false, "{idle}");
+
+    // The daemon stops; a person runs a turn in the pane meanwhile. After the restart that turn
+    // is the session's (nothing lost) and nothing is stored twice.
+    let before = events(&daemon, &id).len();
+    daemon.stop();
+    rig.mock.push(Step::text("While cohost was away."));
+    rig.type_text("Typed while cohost was away");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the reply while the daemon was away", |s| {
+        s.contains("While cohost was away.")
+    });
+    daemon.start_again();
+    let away = wait_event(&daemon, &id, "the turn typed while away", |e| {
+        e["type"] == "item.completed"
+            && e["data"]["item"]["type"] == "agentMessage"
+            && e["data"]["item"]["text"] == "While cohost was away."
+    });
+    let away_turn = away["data"]["turnId"].as_str().unwrap().to_string();
+    let away_end = wait_turn_end(&daemon, &id, &away_turn);
+    assert_eq!(away_end["data"]["status"], "completed", "{away_end}");
+    let started = events(&daemon, &id)
+        .into_iter()
+        .find(|e| e["type"] == "turn.started" && e["data"]["turnId"] == away_turn.as_str())
+        .expect("the away turn's start");
+    assert_eq!(started["data"]["source"], "terminal", "{started}");
+    let after = events(&daemon, &id);
+    assert!(after.len() > before, "{after:#?}");
+    assert_no_repeats(&after);
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        !prompts.iter().any(|(_, i)| i["text"] == "Hello by hand"),
+        "{prompts:?}"
+    );
+    // It still drives OpenCode after the restart; a prompt of three lines, which OpenCode's
+    // box shows as `[Pasted ~3 lines]`, is submitted whole.
+    rig.mock.push(Step::text("After the restart."));
+    let (status, sent) = send(&daemon, &id, "After the restart\nplease\nreply");
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    assert_eq!(
+        wait_turn_end(&daemon, &id, &turn)["data"]["status"],
+        "completed"
+    );
+    let prompts = items(&daemon, &id, "userMessage");
+    assert!(
+        prompts.iter().any(|(t, i)| *t == turn
+            && i["text"].as_str().map(str::trim_end) == Some("After the restart\nplease\nreply")),
+        "{prompts:?}"
+    );
+
+    // Given back: the session ends, OpenCode keeps running, watched again.
+    disown_to_watched(&daemon, &id, AGENT, &key, pid);
+    assert_no_repeats(&events(&daemon, &id));
+
+    // Adopted again, then OpenCode exits (Ctrl-C on an empty box): the session ends, saying so.
+    let (status, again) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{again:#}");
+    let second = again["session"]["id"].as_str().unwrap().to_string();
+    rig.keys(&["C-c"]);
+    rig.wait_screen("the shell after opencode exited", |s| {
+        s.contains("opencode-exit=")
+    });
+    let closed = wait_event(&daemon, &second, "session.closed", |e| {
+        e["type"] == "session.closed"
+    });
+    assert!(
+        closed["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("agent exited")),
+        "{closed}"
+    );
+
+    // The pane runs a shell now: a prompt to the ended session is refused, nothing typed.
+    let screen = rig.screen();
+    let (status, refused) = send(&daemon, &second, "into the shell");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(rig.screen(), screen, "nothing typed into the shell");
+    assert_no_repeats(&events(&daemon, &second));
+}
+
+#[test]
+fn adoption_is_refused_for_a_pane_whose_opencode_exited_and_shows_a_shell() {
+    let rig = Rig::start();
+    let daemon = rig.daemon();
+    turn_by_hand(&rig, &daemon);
+    rig.keys(&["C-c"]);
+    rig.wait_screen("the shell after opencode exited", |s| {
+        s.contains("opencode-exit=")
+    });
+    let (_, exited) = wait_instance(&daemon, AGENT, "the exited instance", |i| {
+        i["liveness"] == "exited" && i["paneId"] == rig.pane.as_str()
+    });
+    assert!(exited.get("adoptable").is_none(), "{exited:#}");
+    let key = exited["key"].as_str().unwrap().to_string();
+    let screen = rig.screen();
+    let (status, refused) = adopt(&daemon, &key);
+    assert_eq!(status, 409, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "agent_exited", "{refused:#}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("has exited") && message.contains(&rig.pane),
+        "{message}"
+    );
+    assert_eq!(rig.screen(), screen, "nothing typed into the shell");
+    let sessions = daemon.get("/api/sessions").assert_ok();
+    assert_eq!(sessions["sessions"], json!([]), "{sessions:#}");
+}
