@@ -445,6 +445,15 @@ fn an_adopted_pi_follows_its_person_to_a_new_session_and_back_across_a_restart()
     rig.keys(&["Enter"]);
     rig.wait_screen("the session list", |s| s.contains("Resume Session"));
     rig.type_text("Hello by hand");
+    // Enter only once the list shows the search applied, the first session alone and chosen:
+    // an Enter that comes with the typed text, or before the list is filtered, can be lost
+    // (seen once under load: the search typed, the session chosen, the picker still open).
+    rig.wait_screen("the first session alone in the list, chosen", |s| {
+        let list = s.split("Resume Session").nth(1).unwrap_or("");
+        list.lines()
+            .any(|l| l.trim_start().starts_with("› Hello by hand"))
+            && !list.contains("First in the new session")
+    });
     rig.keys(&["Enter"]);
     rig.wait_screen("the resumed session", |s| s.contains("Resumed session"));
     let back = prompt_completes(
