@@ -15,7 +15,7 @@ use crate::protocol::{
     SessionClosed, SessionCreated, SessionPane, TurnCompleted, TurnStatus,
 };
 use crate::runtime::common::mirror::{self, Placement, Report};
-use crate::runtime::{AdoptRefusal, AdoptRequest, HostError};
+use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tmux::{SessionCache, Tmux};
 
 /// What an adopted TUI's screen shows of its input box (codex's composer, Pi's and OpenCode's
@@ -359,6 +359,43 @@ pub async fn verify_before_typing(
         )));
     }
     Ok(())
+}
+
+/// The end of a prompt typed into an adopted TUI whose agent recorded it as turn `turn_id`:
+/// waits (until `deadline`) for the follower to have stored that turn in the session, so the
+/// answer never names a turn the stream has not shown, then logs `message.sent` started with
+/// the caller's idempotency `key`.
+pub async fn started_once_stored(
+    core: &CoreHandle,
+    runtime: Runtime,
+    session_id: &str,
+    turn_id: String,
+    key: Option<String>,
+    pane: &str,
+    deadline: tokio::time::Instant,
+) -> Result<InjectOutcome, HostError> {
+    while !core.read(|state| {
+        state.sessions.get(session_id).is_some_and(|s| {
+            s.active_turn.as_deref() == Some(turn_id.as_str())
+                || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id)
+        })
+    }) {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(HostError::failed(
+                runtime,
+                format!("the turn of the prompt typed in pane {pane} was never stored"),
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Ok(crate::runtime::common::inject::record(
+        core,
+        session_id,
+        crate::protocol::InjectState::Started,
+        &turn_id,
+        key,
+    )
+    .await?)
 }
 
 /// Drops the tracker instance `key` in `tmux_session` when it is a hosted session's (the

@@ -33,8 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
-    AgentStatus, EventKind, HostedSessionView, InjectState, Liveness, Runtime, SessionAdopted,
-    SessionBound,
+    AgentStatus, EventKind, HostedSessionView, Liveness, Runtime, SessionAdopted, SessionBound,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
 use crate::runtime::common::{lock, new_session_id};
@@ -560,33 +559,16 @@ impl Adoptions {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        while !self.core.read(|state| {
-            state.sessions.get(session_id).is_some_and(|s| {
-                s.active_turn.as_deref() == Some(turn_id.as_str())
-                    || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id)
-            })
-        }) {
-            if tokio::time::Instant::now() >= deadline {
-                return Err(HostError::failed(
-                    Runtime::Pi,
-                    format!("the turn of the prompt typed in pane {pane} was never stored"),
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        crate::runtime::common::inject::record(
+        adopted::started_once_stored(
             &self.core,
+            Runtime::Pi,
             session_id,
-            InjectState::Started,
-            &turn_id,
-            key,
-        )
-        .await?;
-        Ok(InjectOutcome {
-            outcome: InjectState::Started,
             turn_id,
-            duplicate: false,
-        })
+            key,
+            pane,
+            deadline,
+        )
+        .await
     }
 
     /// Interrupts the running turn with Pi's own key, Escape, sent only while the session file
