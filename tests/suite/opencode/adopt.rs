@@ -406,3 +406,34 @@ fn adoption_is_refused_for_a_pane_whose_opencode_exited_and_shows_a_shell() {
     let sessions = daemon.get("/api/sessions").assert_ok();
     assert_eq!(sessions["sessions"], json!([]), "{sessions:#}");
 }
+
+/// A person who starts a new session in the adopted TUI (`/new`: OpenCode shows an empty
+/// session and writes nothing until its first prompt, observed on 1.18.33) takes the pane away
+/// from the adopted conversation: a prompt from HTTP is refused `not_ready`, saying why, and
+/// nothing is typed (the pane and the model's requests unchanged).
+#[test]
+fn a_prompt_is_refused_while_the_adopted_tui_shows_a_new_session() {
+    let rig = Rig::start();
+    let daemon = rig.daemon();
+    let watched = turn_by_hand(&rig, &daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+
+    rig.type_text("/new");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("a new session's empty box", |s| s.contains("Ask anything"));
+    let requests = rig.mock.main_requests().len();
+    let (status, refused) = send(&daemon, &id, "Not into the new one");
+    assert_eq!(status, 503, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "not_ready", "{refused:#}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("new session"), "{refused:#}");
+    let screen = rig.screen();
+    assert!(
+        !screen.contains("Not into the new one") && screen.contains("Ask anything"),
+        "nothing typed into the pane:\n{screen}"
+    );
+    assert_eq!(rig.mock.main_requests().len(), requests);
+}

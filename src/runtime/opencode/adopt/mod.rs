@@ -694,6 +694,13 @@ impl Adoptions {
                 "the adopted opencode in session `{session_id}` runs a turn; send when it is idle"
             )));
         }
+        // The adopted session has messages; a box with the first prompt's placeholder is a new
+        // session's (the person typed `/new`): a prompt there would start another conversation.
+        if shown.new_session {
+            return Err(HostError::NotReadyBecause(format!(
+                "opencode in pane {pane} shows a new session (its first prompt's placeholder), not the adopted one; nothing typed"
+            )));
+        }
         let prompt = squeezed(text);
         let tmux = self.tmux.tmux();
         lock(&adopted.follow).pasted.push(prompt.clone());

@@ -35,6 +35,9 @@ pub struct Screen {
     pub busy: bool,
     /// The status line says `esc again to interrupt`: a first Escape was pressed.
     pub interrupt_armed: bool,
+    /// The empty box shows the placeholder of a session's first prompt: the TUI shows a new
+    /// session (started with `/new`, or none yet), not one that has messages.
+    pub new_session: bool,
 }
 
 /// The placeholder an empty box shows before the first prompt.
@@ -82,6 +85,7 @@ pub fn analyze(capture: &str) -> Screen {
         input: InputBox::Unreadable(why.to_string()),
         busy: false,
         interrupt_armed: false,
+        new_session: false,
     };
     let Some(bottom) = texts
         .iter()
@@ -96,6 +100,7 @@ pub fn analyze(capture: &str) -> Screen {
         input,
         busy,
         interrupt_armed,
+        new_session: false,
     };
     let Some((model, background)) = bottom.checked_sub(1).and_then(|at| bar_line(&lines[at]))
     else {
@@ -135,14 +140,16 @@ pub fn analyze(capture: &str) -> Screen {
     };
     let text = typed.join("\n");
     let text = text.trim_matches('\n');
-    let input = if text.is_empty()
-        || (typed.len() == 1 && text.starts_with(PLACEHOLDER) && text.ends_with('"'))
-    {
+    let placeholder = typed.len() == 1 && text.starts_with(PLACEHOLDER) && text.ends_with('"');
+    let input = if text.is_empty() || placeholder {
         InputBox::Empty
     } else {
         InputBox::Draft(text.to_string())
     };
-    screen(input)
+    Screen {
+        new_session: placeholder,
+        ..screen(input)
+    }
 }
 
 #[cfg(test)]
@@ -170,14 +177,20 @@ mod tests {
             input,
             busy,
             interrupt_armed,
+            new_session: false,
         }
     }
 
+    /// The placeholder is an empty box, and says the TUI shows a new session: one with
+    /// messages shows an empty box without it.
     #[test]
-    fn the_placeholder_of_a_new_tui_is_an_empty_box() {
+    fn the_placeholder_of_a_new_tui_is_an_empty_box_of_a_new_session() {
         assert_eq!(
             analyze(&fixture("empty")),
-            screen(InputBox::Empty, false, false)
+            Screen {
+                new_session: true,
+                ..screen(InputBox::Empty, false, false)
+            }
         );
     }
 
