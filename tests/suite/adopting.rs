@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::suite::watch::common::wait_instance;
 use crate::support::TestDaemon;
 use crate::support::claude_env::is_running;
+use crate::support::tmux::TmuxServer;
 
 /// The tmux session the agents are started in by hand.
 pub(crate) const HAND: &str = "hand";
@@ -95,4 +96,52 @@ pub(crate) fn disown_to_watched(daemon: &TestDaemon, id: &str, agent: &str, key:
         i["source"] == source.as_str() && i["control"] == "watched"
     });
     assert_eq!(watched["key"], key, "{watched:#}");
+}
+
+/// What a person's pane shows now (plain text).
+pub(crate) fn pane_screen(tmux: &TmuxServer, pane: &str) -> String {
+    tmux.run(&["capture-pane", "-p", "-t", pane])
+}
+
+/// Waits until the pane shows what `check` looks for; fails with the last screen.
+#[track_caller]
+pub(crate) fn wait_pane(tmux: &TmuxServer, pane: &str, what: &str, check: impl Fn(&str) -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let screen = pane_screen(tmux, pane);
+        if check(&screen) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pane never showed {what}:\n{screen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Keys sent to the pane as a person's (`send-keys` arguments: `-l` for literal text).
+pub(crate) fn pane_keys(tmux: &TmuxServer, pane: &str, keys: &[&str]) {
+    let mut args = vec!["send-keys", "-t", pane];
+    args.extend_from_slice(keys);
+    tmux.run(&args);
+}
+
+/// Types `text` as a person does and waits until the pane shows it.
+pub(crate) fn type_in_pane(tmux: &TmuxServer, pane: &str, text: &str) {
+    pane_keys(tmux, pane, &["-l", text]);
+    wait_pane(tmux, pane, &format!("the typed `{text}`"), |s| {
+        s.contains(text)
+    });
+}
+
+/// The pid of the child of `shell` whose process name is `comm` (the agent started from it).
+pub(crate) fn child_named(shell: u32, comm: &str) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
 }

@@ -10,14 +10,12 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::suite::adopting::{
-    HAND, WAIT, adopt, assert_no_repeats, disown_to_watched, events, send, wait_event,
-    wait_turn_end,
+    HAND, adopt, assert_no_repeats, child_named, disown_to_watched, events, pane_keys, pane_screen,
+    send, type_in_pane, wait_event, wait_pane, wait_turn_end,
 };
 use crate::suite::watch::common::{daemon_watching, wait_instance};
 use crate::support::hosted::{MOCK_MODELS, write_opencode_config};
@@ -89,35 +87,21 @@ impl Rig {
     }
 
     fn screen(&self) -> String {
-        self.tmux.run(&["capture-pane", "-p", "-t", &self.pane])
+        pane_screen(&self.tmux, &self.pane)
     }
 
     #[track_caller]
     fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the pane never showed {what}:\n{screen}"
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        wait_pane(&self.tmux, &self.pane, what, check);
     }
 
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", self.pane.as_str()];
-        args.extend_from_slice(keys);
-        self.tmux.run(&args);
+        pane_keys(&self.tmux, &self.pane, keys);
     }
 
     /// Types `text` as a person does and waits until the box shows it.
     fn type_text(&self, text: &str) {
-        self.keys(&["-l", text]);
-        self.wait_screen(&format!("the typed `{text}`"), |s| s.contains(text));
+        type_in_pane(&self.tmux, &self.pane, text);
     }
 
     fn daemon(&self) -> TestDaemon {
@@ -126,15 +110,7 @@ impl Rig {
 
     /// OpenCode's pid: the `opencode` process under the pane's shell.
     fn opencode_pid(&self) -> Option<u32> {
-        let children =
-            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.shell)).ok()?;
-        children
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-            .find(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm"))
-                    .is_ok_and(|c| c.trim() == "opencode")
-            })
+        child_named(self.shell, "opencode")
     }
 }
 
