@@ -5,8 +5,9 @@
 //! prompts from HTTP pasted into its input box, confirmed by its database, their turns (a tool
 //! call with its output) as session events, a person's draft never typed over, Escape twice to
 //! interrupt, a daemon restart that loses and repeats nothing, `disown`, and the end when
-//! OpenCode exits; and a pane whose OpenCode exited, which shows a shell and is never adopted
-//! or typed into.
+//! OpenCode exits; its permission dialog relayed as an approval, answered by its own key only
+//! while the screen is exactly the known dialog; and a pane whose OpenCode exited, which shows a
+//! shell and is never adopted or typed into.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,6 +30,8 @@ struct Rig {
     tmux: TmuxServer,
     mock: MockMessages,
     home: PathBuf,
+    /// OpenCode's working directory.
+    work: PathBuf,
     pane: String,
     /// The pane's own process: the shell OpenCode was started from.
     shell: u32,
@@ -39,6 +42,11 @@ impl Rig {
     /// A shell in tmux session `hand` runs `opencode` and stays once it exits
     /// (`opencode-exit=<status>`, then an interactive shell). Waits for OpenCode's input box.
     fn start() -> Rig {
+        Rig::start_with(&[])
+    }
+
+    /// [`Rig::start`] with more environment for OpenCode (`OPENCODE_PERMISSION`).
+    fn start_with(extra: &[(&str, &str)]) -> Rig {
         let bin = super::opencode_bin();
         let mock = MockMessages::start();
         let dir = temp_dir("cohost-adopt-opencode-");
@@ -66,6 +74,9 @@ impl Rig {
         ] {
             env.push((name.to_owned(), "1".to_owned()));
         }
+        for (name, value) in extra {
+            env.push(((*name).to_owned(), (*value).to_owned()));
+        }
         let argv: Vec<String> = vec![
             "sh".into(),
             "-c".into(),
@@ -78,6 +89,7 @@ impl Rig {
             tmux,
             mock,
             home,
+            work,
             pane,
             shell,
             _dir: dir,
@@ -88,6 +100,12 @@ impl Rig {
 
     fn screen(&self) -> String {
         pane_screen(&self.tmux, &self.pane)
+    }
+
+    /// The screen with its attributes (`capture-pane -e`): which option a dialog selects.
+    fn styled_screen(&self) -> String {
+        self.tmux
+            .run(&["capture-pane", "-p", "-e", "-t", &self.pane])
     }
 
     #[track_caller]
@@ -412,4 +430,220 @@ fn a_prompt_is_refused_while_the_adopted_tui_shows_a_new_session() {
         "nothing typed into the pane:\n{screen}"
     );
     assert_eq!(rig.mock.main_requests().len(), requests);
+}
+
+/// An option of OpenCode's permission dialog drawn selected (1.18.33: on the warning colour).
+fn selected(option: &str) -> String {
+    format!("\u{1b}[48;5;215m \u{1b}[38;5;232m{option}")
+}
+
+fn answer(daemon: &TestDaemon, id: &str, approval: &str, decision: &str) -> (u16, Value) {
+    let resp = daemon.post(
+        &format!("/api/sessions/{id}/approvals/{approval}"),
+        &json!({ "decision": decision }),
+    );
+    (resp.status, resp.json())
+}
+
+/// Sends `prompt` and waits for the approval its turn asks: the turn id and the event.
+fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Value) {
+    let (status, sent) = send(daemon, id, prompt);
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let requested = wait_event(daemon, id, "approval.requested", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
+    });
+    (turn, requested)
+}
+
+/// The commands of the session's `command` items: `(turn, command, status)`.
+fn commands(daemon: &TestDaemon, id: &str) -> Vec<(String, String, String)> {
+    items(daemon, id, "command")
+        .into_iter()
+        .map(|(turn, item)| {
+            let text = |key: &str| item[key].as_str().unwrap_or_default().to_string();
+            (turn, text("command"), text("status"))
+        })
+        .collect()
+}
+
+/// OpenCode's permission dialog (`OPENCODE_PERMISSION={"bash":"ask"}`) in an adopted TUI is an
+/// approval read from its screen (issue 25: no hook, nothing in its database): the adopted
+/// session shows `approval.requested` with the command and the instance `waiting`; an answer
+/// over HTTP types the dialog's own key only while the screen is exactly the known dialog with
+/// `Allow once` selected (another option selected refuses `screen_mismatch`, nothing typed);
+/// `accept` runs the command, a second answer is 409; `decline` (a reject with a message, which
+/// no key gives) is refused; `cancel` rejects it (Escape): not run, the turn ends; a dialog
+/// answered in the pane resolves the approval `by: "pane"`.
+#[test]
+fn an_adopted_opencodes_permission_dialog_is_an_approval_answered_only_when_the_screen_matches() {
+    let rig = Rig::start_with(&[("OPENCODE_PERMISSION", r#"{"bash":"ask"}"#)]);
+    let daemon = rig.daemon();
+    let watched = turn_by_hand(&rig, &daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let bash = |command: &str| {
+        Step::tool_use(
+            "bash",
+            json!({"command": command, "description": "Run a command"}),
+        )
+    };
+
+    // The dialog on screen is a pending approval with its command; the instance waits.
+    rig.mock
+        .push(bash("touch made_by_opencode.txt && echo made it"))
+        .push(Step::text("The command ran.").when_tool_result());
+    let (turn, requested) = prompt_approval(&daemon, &id, "touch please");
+    let data = &requested["data"];
+    assert_eq!(data["kind"], "command", "{requested}");
+    assert_eq!(
+        data["command"], "touch made_by_opencode.txt && echo made it",
+        "{requested}"
+    );
+    assert_eq!(
+        data["reason"], "opencode asks for permission: # Shell command",
+        "{requested}"
+    );
+    assert_eq!(
+        data["decisions"],
+        json!(["accept", "cancel"]),
+        "{requested}"
+    );
+    let approval = data["approvalId"].as_str().unwrap().to_string();
+    wait_instance(&daemon, AGENT, "the adopted opencode, waiting", |i| {
+        i["status"] == "waiting" && i["paneId"] == rig.pane.as_str()
+    });
+    let listed = daemon
+        .get(&format!("/api/sessions/{id}/approvals"))
+        .assert_ok();
+    assert!(listed.to_string().contains(&approval), "{listed}");
+
+    // A person moved the selection to `Allow always`: not the known dialog; nothing typed.
+    rig.keys(&["Right"]);
+    wait_pane_styled(&rig, "`Allow always` selected", &selected("Allow always"));
+    let (status, refused) = answer(&daemon, &id, &approval, "accept");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "screen_mismatch", "{refused}");
+    let screen = rig.styled_screen();
+    assert!(
+        screen.contains(&selected("Allow always")) && screen.contains("Permission required"),
+        "nothing typed:\n{screen}"
+    );
+    assert!(!rig.work.join("made_by_opencode.txt").exists());
+    rig.keys(&["Left"]);
+    wait_pane_styled(&rig, "`Allow once` selected", &selected("Allow once"));
+
+    // Accept: the command runs and the turn goes on; a second answer is 409.
+    let (status, accepted) = answer(&daemon, &id, &approval, "accept");
+    assert_eq!(status, 200, "{accepted}");
+    let done = wait_turn_end(&daemon, &id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    assert!(
+        rig.work.join("made_by_opencode.txt").exists(),
+        "the command ran"
+    );
+    let resolved = wait_event(&daemon, &id, "approval.resolved", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
+    });
+    assert_eq!(resolved["data"]["decision"], "accept", "{resolved}");
+    let (status, again) = answer(&daemon, &id, &approval, "cancel");
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(again["error"]["code"], "approval_resolved", "{again}");
+    let replies = items(&daemon, &id, "agentMessage");
+    assert!(
+        replies
+            .iter()
+            .any(|(t, i)| *t == turn && i["text"] == "The command ran."),
+        "{replies:?}"
+    );
+
+    // `decline` is refused (no key gives a reject with a message); `cancel` rejects: the
+    // command does not run and the turn ends.
+    rig.mock.push(bash("touch declined.txt"));
+    let (turn, requested) = prompt_approval(&daemon, &id, "second please");
+    let second = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(second, approval);
+    let requests = rig.mock.main_requests().len();
+    let (status, refused) = answer(&daemon, &id, &second, "decline");
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        rig.screen().contains("Permission required"),
+        "nothing typed"
+    );
+    let (status, cancelled) = answer(&daemon, &id, &second, "cancel");
+    assert_eq!(status, 200, "{cancelled}");
+    wait_turn_end(&daemon, &id, &turn);
+    assert!(!rig.work.join("declined.txt").exists(), "not run");
+    assert_eq!(
+        rig.mock.main_requests().len(),
+        requests,
+        "no model call after"
+    );
+    let resolved = wait_event(&daemon, &id, "the cancelled approval", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == second.as_str()
+    });
+    assert_eq!(resolved["data"]["decision"], "cancel", "{resolved}");
+
+    // Answered by the person in the pane (Enter on `Allow once`): resolved by the pane.
+    rig.mock
+        .push(bash("touch by_hand.txt"))
+        .push(Step::text("Ran it by hand.").when_tool_result());
+    let (turn, requested) = prompt_approval(&daemon, &id, "third please");
+    let third = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    rig.keys(&["Enter"]);
+    let resolved = wait_event(&daemon, &id, "the approval answered in the pane", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == third.as_str()
+    });
+    assert_eq!(resolved["data"]["by"], "pane", "{resolved}");
+    assert_eq!(
+        wait_turn_end(&daemon, &id, &turn)["data"]["status"],
+        "completed"
+    );
+    assert!(rig.work.join("by_hand.txt").exists());
+    let (status, late) = answer(&daemon, &id, &third, "accept");
+    assert_eq!(status, 409, "{late}");
+    assert_eq!(late["error"]["code"], "approval_resolved", "{late}");
+
+    // Each command once: the two that ran completed, the cancelled one declined.
+    let ran = commands(&daemon, &id);
+    let statuses: Vec<(&str, &str)> = ran
+        .iter()
+        .map(|(_, command, status)| (command.as_str(), status.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("touch made_by_opencode.txt && echo made it", "completed"),
+            ("touch declined.txt", "declined"),
+            ("touch by_hand.txt", "completed"),
+        ],
+        "{ran:?}"
+    );
+    assert_no_repeats(&events(&daemon, &id));
+}
+
+/// Waits until the pane's screen with its attributes contains `needle`.
+#[track_caller]
+fn wait_pane_styled(rig: &Rig, what: &str, needle: &str) {
+    let deadline = std::time::Instant::now() + crate::suite::adopting::WAIT;
+    loop {
+        let screen = rig.styled_screen();
+        if screen.contains(needle) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pane never showed {what}:\n{}",
+            rig.screen()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

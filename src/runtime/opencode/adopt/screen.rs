@@ -15,7 +15,8 @@
 //!   (the suggestion varies), in the model line's dim colour; once a session runs, an empty box
 //!   shows nothing.
 //! - A permission dialog (`△ Permission required`, `Allow once   Allow always   Reject`) takes
-//!   the box's place, bottom line included: read as unreadable.
+//!   the box's place, bottom line included: read as unreadable by [`analyze`], and read by
+//!   [`permission`] (its layout: there).
 //! - A paste of three lines or more, or of more than 150 characters, shows as `[Pasted ~N
 //!   lines]` (N its lines; [`shows`]); OpenCode stores the whole text when it is submitted.
 //! - The line below the box is the status: `esc interrupt` while a turn runs, `esc again to
@@ -152,6 +153,265 @@ pub fn analyze(capture: &str) -> Screen {
     }
 }
 
+/// The header of OpenCode's permission dialog (after `△ `); its later stages are titled
+/// `Always allow` (after choosing `Allow always`) and `Reject permission` (rejecting in a
+/// subagent's session).
+pub const PERMISSION_HEADER: &str = "Permission required";
+/// The dialog's options, the first selected when it opens.
+const PERMISSION_OPTIONS: &str = "Allow once   Allow always   Reject";
+/// The hints right of the options.
+const PERMISSION_HINTS: &str = "ctrl+f fullscreen  \u{21c6} select  enter confirm";
+/// The releases whose permission dialog is known (captured in
+/// `tests/fixtures/opencode/screens/<release>/permission*.ansi`): only on these is it answered
+/// by a key.
+pub const PERMISSION_RELEASES: [&str; 1] = ["1.18.33"];
+
+/// What a permission dialog asks: the line under its header (an icon and a title: `# Shell
+/// command`, `→ Edit src/main.rs`, `⚙ Call tool x`) and the body's lines (`$ echo hi`), as
+/// shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub title: String,
+    pub body: Vec<String>,
+}
+
+impl Asked {
+    /// The command of a shell-command permission (`# Shell command`, the body `$ <command>`, a
+    /// long one wrapped over more lines); `None` for another permission.
+    pub fn command(&self) -> Option<String> {
+        if self.title != "# Shell command" {
+            return None;
+        }
+        let (first, rest) = self.body.split_first()?;
+        let first = first.strip_prefix("$ ")?;
+        Some(
+            std::iter::once(first)
+                .chain(rest.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+
+    /// The permission in words, for a message.
+    pub fn describe(&self) -> String {
+        match self.command() {
+            Some(command) => format!("running `{command}`"),
+            None if self.body.is_empty() => format!("`{}`", self.title),
+            None => format!("`{}` ({})", self.title, self.body.join(" / ")),
+        }
+    }
+}
+
+/// A permission dialog seen on the OpenCode TUI's screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionDialog {
+    /// Its title after `△`: [`PERMISSION_HEADER`], or a later stage's (`Always allow`).
+    pub stage: String,
+    /// What it asks (the [`PERMISSION_HEADER`] stage only; empty for another).
+    pub asked: Asked,
+    /// Whether it is exactly the known dialog with `Allow once` selected (`Ok`), or why not:
+    /// only then may it be answered with a key.
+    pub exact: Result<(), String>,
+}
+
+/// A `┃` panel line: the bar's column and the cells right of it up to the first drawn on the
+/// background left of the bar (where a sidebar may follow).
+fn panel(line: &[Cell]) -> Option<(usize, &[Cell])> {
+    let at = line.iter().position(|cell| !cell.c.is_whitespace())?;
+    if line[at].c != '┃' {
+        return None;
+    }
+    let rest = &line[at + 1..];
+    let end = match at.checked_sub(1) {
+        Some(left) => rest
+            .iter()
+            .position(|cell| cell.style.bg == line[left].style.bg)
+            .unwrap_or(rest.len()),
+        None => rest.len(),
+    };
+    Some((at, &rest[..end]))
+}
+
+fn text_of(cells: &[Cell]) -> String {
+    plain(cells).trim_end().to_string()
+}
+
+/// The permission dialog on a `capture-pane -p -e` capture, if one is on screen: a `┃` panel
+/// whose line says `△ <title>`, with no input box below it (the dialog takes the box's place);
+/// what it asks and whether it is exactly the known dialog.
+///
+/// The known dialog (OpenCode 1.18.33, a pane 80 columns or wider, not fullscreen), top down, each
+/// line a `┃` panel line at the same column: a blank line; `  △ Permission required`; the
+/// icon and title indented four (`    # Shell command`); a blank line; the body indented two
+/// (`  $ echo hi`; a diff, patterns, a path, …), ending in a blank line; then, on another
+/// background, a blank line, the options `   Allow once   Allow always   Reject` with the hints
+/// `ctrl+f fullscreen  ⇆ select  enter confirm` right of them, and a blank line; then no more
+/// panel lines. The selected option is drawn on its own background (the others on the options'
+/// line's): exact only with `Allow once` selected (Enter would answer what is selected).
+/// Anything else — another option selected, fullscreen, a narrow pane's column layout, a later
+/// stage — is seen but not exact.
+pub fn permission(capture: &str) -> Option<PermissionDialog> {
+    let lines = styled::cells(capture);
+    let panels: Vec<Option<(usize, &[Cell])>> = lines.iter().map(|l| panel(l)).collect();
+    let header = panels.iter().rposition(|p| {
+        p.is_some_and(|(_, cells)| text_of(cells).trim_start().starts_with("\u{25b3} "))
+    })?;
+    let texts: Vec<String> = lines.iter().map(|l| plain(l)).collect();
+    if texts[header..]
+        .iter()
+        .any(|t| t.trim_start().starts_with("╹▀▀▀"))
+    {
+        // The input box is on screen below it: a user message that reads so, not a dialog.
+        return None;
+    }
+    let (column, cells) = panels[header]?;
+    let stage = text_of(cells)
+        .trim_start()
+        .trim_start_matches('\u{25b3}')
+        .trim()
+        .to_string();
+    let mut dialog = PermissionDialog {
+        stage,
+        asked: Asked {
+            title: String::new(),
+            body: Vec::new(),
+        },
+        exact: Ok(()),
+    };
+    if dialog.stage != PERMISSION_HEADER {
+        dialog.exact = Err(format!(
+            "the dialog shows its `{}` stage, not `{PERMISSION_HEADER}`",
+            dialog.stage
+        ));
+        return Some(dialog);
+    }
+    // The panel's lines at the header's column, from the one above the header down.
+    let start = header.checked_sub(1);
+    let run: Vec<&[Cell]> = start
+        .map(|start| {
+            panels[start..]
+                .iter()
+                .map_while(|p| p.filter(|(c, _)| *c == column).map(|(_, cells)| cells))
+                .collect()
+        })
+        .unwrap_or_default();
+    dialog.exact = read_permission(&run, &mut dialog.asked);
+    Some(dialog)
+}
+
+/// Reads the panel lines of a permission dialog (from the blank line above its header) into
+/// `asked`; whether they are exactly the known dialog with `Allow once` selected.
+fn read_permission(run: &[&[Cell]], asked: &mut Asked) -> Result<(), String> {
+    let text = |at: usize| run.get(at).map(|cells| text_of(cells));
+    let background = |cells: &[Cell]| cells.first().map(|c| c.style.bg.clone());
+    if text(0).as_deref() != Some("") {
+        return Err("no blank line above the header".into());
+    }
+    let panel_bg = run.get(1).and_then(|cells| background(cells));
+    let Some(title) = text(2).and_then(|t| t.strip_prefix("    ").map(str::to_string)) else {
+        return Err(format!("no title under the header: {:?}", text(2)));
+    };
+    if title.trim().is_empty() || title.starts_with(' ') {
+        return Err(format!("no title under the header: {title:?}"));
+    }
+    asked.title = title;
+    if text(3).as_deref() != Some("") {
+        return Err(format!("no blank line under the title: {:?}", text(3)));
+    }
+    // The body: the lines on the panel's background; the options follow on another.
+    let options_at = (4..run.len())
+        .find(|at| background(run[*at]) != panel_bg)
+        .ok_or("no options below the dialog's body")?;
+    let mut body: Vec<String> = Vec::new();
+    for at in 4..options_at {
+        let line = text(at).unwrap_or_default();
+        if line.is_empty() {
+            body.push(line);
+            continue;
+        }
+        match line.strip_prefix("  ") {
+            Some(rest) => body.push(rest.to_string()),
+            None => return Err(format!("a body line not indented: {line:?}")),
+        }
+    }
+    if body.pop().as_deref() != Some("") {
+        return Err("no blank line under the body".into());
+    }
+    while body.last().is_some_and(String::is_empty) {
+        body.pop();
+    }
+    asked.body = body;
+    if asked.body.is_empty() {
+        return Err("the dialog's body is empty".into());
+    }
+    let area: Vec<&[Cell]> = run[options_at..].to_vec();
+    let [above, options, below] = area.as_slice() else {
+        return Err(format!(
+            "the options are not three lines (a blank one, the options, a blank one) ending the dialog: {} lines",
+            area.len()
+        ));
+    };
+    if !text_of(above).is_empty() || !text_of(below).is_empty() {
+        return Err("the options line is not framed by blank lines".into());
+    }
+    let shown = plain(options);
+    let Some(hints) = shown.trim().strip_prefix(PERMISSION_OPTIONS) else {
+        return Err(format!(
+            "the options are not `{PERMISSION_OPTIONS}`: {:?}",
+            shown.trim()
+        ));
+    };
+    if !hints.starts_with("  ") || hints.trim() != PERMISSION_HINTS {
+        return Err(format!(
+            "the hints are not `{PERMISSION_HINTS}`: {:?}",
+            hints.trim()
+        ));
+    }
+    // Which option is selected: drawn on another background than the options line's.
+    let line_bg = options.first().map(|c| c.style.bg.clone());
+    let chars: Vec<char> = shown.chars().collect();
+    let selected: Vec<&str> = ["Allow once", "Allow always", "Reject"]
+        .into_iter()
+        .filter(|label| {
+            let label: Vec<char> = label.chars().collect();
+            let at = chars
+                .windows(label.len())
+                .position(|w| w == label.as_slice());
+            at.is_some_and(|at| {
+                options[at..at + label.len()]
+                    .iter()
+                    .all(|cell| Some(&cell.style.bg) != line_bg.as_ref())
+            })
+        })
+        .collect();
+    if selected != ["Allow once"] {
+        return Err(format!(
+            "`Allow once` is not the one option selected (selected: {selected:?})"
+        ));
+    }
+    Ok(())
+}
+
+/// The key that gives `decision` to the known permission dialog of `release`: `accept` is
+/// Enter on `Allow once` (selected when the dialog opens; checked before), `cancel` is Escape
+/// (OpenCode's reject without a message: the tool does not run and the turn ends); `None` for
+/// another release or decision.
+pub fn permission_key(release: &str, decision: &str) -> Option<&'static str> {
+    if !PERMISSION_RELEASES.contains(&release) {
+        return None;
+    }
+    match decision {
+        "accept" => Some("Enter"),
+        "cancel" => Some("Escape"),
+        _ => None,
+    }
+}
+
+/// The decisions an adopted OpenCode's permission takes by a key ([`permission_key`]).
+/// `Allow always` (a second dialog to confirm) and a reject with a message to the model (only
+/// in a subagent's session) are not offered.
+pub const PERMISSION_DECISIONS: [&str; 2] = ["accept", "cancel"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +512,103 @@ mod tests {
     fn a_permission_dialog_is_unreadable() {
         let read = analyze(&fixture("permission"));
         assert!(matches!(read.input, InputBox::Unreadable(_)), "{read:?}");
+    }
+
+    /// The recorded permission dialogs (a 45-line pane, and a 200x50 one with a conversation
+    /// of `┃` blocks above and a sidebar right of it) are read exactly, with what they ask.
+    #[test]
+    fn the_recorded_permission_dialogs_match_exactly() {
+        for (name, command) in [
+            ("permission", "echo hi"),
+            ("permission-second", "echo second > second.txt"),
+        ] {
+            let dialog = permission(&fixture(name)).expect(name);
+            assert_eq!(
+                dialog,
+                PermissionDialog {
+                    stage: PERMISSION_HEADER.into(),
+                    asked: Asked {
+                        title: "# Shell command".into(),
+                        body: vec![format!("$ {command}")],
+                    },
+                    exact: Ok(()),
+                },
+                "{name}"
+            );
+            assert_eq!(dialog.asked.command().as_deref(), Some(command), "{name}");
+        }
+        assert_eq!(permission_key("1.18.33", "accept"), Some("Enter"));
+        assert_eq!(permission_key("1.18.33", "cancel"), Some("Escape"));
+        assert_eq!(permission_key("1.18.33", "decline"), None);
+        assert_eq!(
+            permission_key("1.18.32", "accept"),
+            None,
+            "an unknown release"
+        );
+    }
+
+    /// Another option selected (a person pressed an arrow key), the dialog's `Always allow`
+    /// stage, edited lines: seen, never exact.
+    #[test]
+    fn near_misses_of_the_permission_dialog_are_seen_but_not_exact() {
+        for name in ["permission-moved", "permission-reject-selected"] {
+            let dialog = permission(&fixture(name)).expect(name);
+            assert_eq!(dialog.asked.command().as_deref(), Some("echo hi"), "{name}");
+            let why = dialog.exact.expect_err(name);
+            assert!(why.contains("not the one option selected"), "{name}: {why}");
+        }
+        let always = permission(&fixture("permission-always")).expect("always");
+        assert_eq!(always.stage, "Always allow");
+        assert!(always.exact.is_err(), "{always:?}");
+        let good = fixture("permission-second");
+        for (from, to) in [
+            ("Allow once", "Allow twice"),
+            ("Allow always", "Allow ever"),
+            ("Reject", "Refuse"),
+            ("enter ", "return "),
+            ("fullscreen", "minimize"),
+            // The title indented two, not four.
+            ("    \u{1b}[38;5;8m#", "  \u{1b}[38;5;8m#"),
+        ] {
+            let edited = good.replacen(from, to, 1);
+            assert!(edited != good, "{from}");
+            let dialog = permission(&edited).expect(from);
+            assert!(dialog.exact.is_err(), "{from} -> {to}: {dialog:?}");
+        }
+        // Without colours neither the panel nor the selection can be told.
+        let plain = permission(&styled::strip(&good));
+        assert!(plain.is_none_or(|d| d.exact.is_err()));
+        // A line more in the options' area.
+        let lines: Vec<&str> = good.lines().collect();
+        let options = lines.iter().position(|l| l.contains("Allow once")).unwrap();
+        let extra = [&lines[..=options], &lines[options..]].concat().join("\n");
+        let dialog = permission(&extra).unwrap();
+        assert!(dialog.exact.is_err(), "{dialog:?}");
+    }
+
+    /// No dialog: the other screens, and the screens after a dialog was answered.
+    #[test]
+    fn other_screens_show_no_permission_dialog() {
+        for name in [
+            "empty",
+            "draft",
+            "draft-in-session",
+            "pasted",
+            "busy",
+            "interrupt-hint",
+            "interrupted",
+            "permission-accepted",
+            "permission-rejected",
+        ] {
+            assert_eq!(permission(&fixture(name)), None, "{name}");
+        }
+        // A user message that reads like the dialog, above the input box, is not one.
+        let typed = fixture("draft-in-session").replacen("x", "\u{25b3} Permission required", 1);
+        assert_eq!(permission(&typed), None);
+        assert!(matches!(
+            analyze(&fixture("permission-second")).input,
+            InputBox::Unreadable(_)
+        ));
     }
 
     /// A long paste shows as OpenCode's placeholder (observed on 1.18.33: three lines or more,

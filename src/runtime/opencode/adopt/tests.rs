@@ -150,3 +150,70 @@ fn an_aborted_turn_ends_interrupted_and_prompts_compare_without_whitespace() {
     assert_ne!(squeezed("a b"), squeezed("a c"));
     assert!(!is_opencode(std::process::id()));
 }
+
+/// A permission rejected without a message ends the turn (OpenCode calls the model no more),
+/// though its last step completed with `tool-calls`; rejected with feedback, the turn goes on.
+#[test]
+fn a_rejected_permission_ends_the_turn_unless_it_carries_feedback() {
+    let step = |error: &str| {
+        let mut step = assistant("msg_2", 2, Some(3), Some("tool-calls"), "");
+        step["parts"] = json!([{"id": "prt_tool", "sessionID": "ses_a", "messageID": "msg_2",
+            "type": "tool", "tool": "bash", "callID": "toolu_1",
+            "state": {"status": "error", "input": {"command": "touch x"}, "error": error,
+                "time": {"start": 2, "end": 3}}}]);
+        step
+    };
+    let rejected = read(
+        &messages(&[user("msg_1", 1, "touch please"), step(REJECTED)]),
+        None,
+    );
+    assert_eq!(rejected.running, None);
+    assert_eq!(
+        ends(&rejected),
+        [("msg_1".to_string(), TurnStatus::Completed)]
+    );
+    let feedback = "The user rejected permission to use this specific tool call with the following feedback: no";
+    let goes_on = read(
+        &messages(&[user("msg_1", 1, "touch please"), step(feedback)]),
+        None,
+    );
+    assert_eq!(goes_on.running.as_deref(), Some("msg_1"));
+    assert_eq!(ends(&goes_on), []);
+}
+
+/// A dialog's approval: a shell command as `command`, an edit as `fileChange`, another
+/// permission as `tool` with its body in the reason; offered `accept` and `cancel`.
+#[test]
+fn a_permission_dialog_is_an_approval_of_its_kind() {
+    let asked = |title: &str, body: &[&str]| screen::Asked {
+        title: title.into(),
+        body: body.iter().map(|l| l.to_string()).collect(),
+    };
+    let command = approval_request("msg_1".into(), 0, &asked("# Shell command", &["$ echo hi"]));
+    assert_eq!(command.approval_id.to_string(), "ap:msg_1:screen0:command");
+    assert_eq!(command.kind, ApprovalKind::Command);
+    assert_eq!(command.command.as_deref(), Some("echo hi"));
+    assert_eq!(
+        command.reason.as_deref(),
+        Some("opencode asks for permission: # Shell command")
+    );
+    let decisions: Vec<String> = command.decisions.iter().map(|d| d.to_string()).collect();
+    assert_eq!(decisions, ["accept", "cancel"]);
+    let edit = approval_request(
+        "msg_1".into(),
+        1,
+        &asked("\u{2192} Edit a.txt", &["-a", "+b"]),
+    );
+    assert_eq!(edit.kind, ApprovalKind::FileChange);
+    assert_eq!(edit.command, None);
+    let tool = approval_request(
+        "msg_1".into(),
+        2,
+        &asked("\u{2699} Call tool x", &["Tool: x"]),
+    );
+    assert_eq!(tool.approval_id.to_string(), "ap:msg_1:screen2:tool");
+    assert_eq!(
+        tool.reason.as_deref(),
+        Some("opencode asks for permission: \u{2699} Call tool x: Tool: x")
+    );
+}

@@ -544,10 +544,10 @@ impl Inner {
     fn live_session(&self, session_id: &str) -> Result<Arc<Live>, HostError> {
         hosted::check_open(&self.core, session_id, Runtime::Opencode)?;
         if self.adoptions.is_adopted(session_id) {
-            // An adopted OpenCode has no server of cohost's: what needs one (fork, models,
-            // approvals, a co-driving terminal) is refused, never parked waiting for one.
+            // An adopted OpenCode has no server of cohost's: what needs one (fork, models, a
+            // co-driving terminal) is refused, never parked waiting for one.
             return Err(HostError::Unsupported(format!(
-                "session `{session_id}` drives an opencode TUI adopted in its pane: only prompts, interrupts and disown reach it (no fork, model switch, approvals or terminal)"
+                "session `{session_id}` drives an opencode TUI adopted in its pane: only prompts, interrupts, its permission dialog's answers and disown reach it (no fork, model switch or terminal)"
             )));
         }
         Ok(self.live_for(session_id))

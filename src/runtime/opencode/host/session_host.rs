@@ -229,6 +229,12 @@ impl SessionHost for OpencodeHost {
         decision: &str,
         by: &str,
     ) -> Result<(), HostError> {
+        if self.adoptions().is_adopted(session) {
+            return self
+                .adoptions()
+                .resolve_approval(session, approval, decision, by)
+                .await;
+        }
         hosted::check_decision(decision, &DECISIONS)?;
         let live = self.inner.live_session(session)?;
         let _decide = live.decide.lock().await;
