@@ -10,7 +10,9 @@
 //! Load: 64 keep-alive connections posting back to back for 8 s after a 1 s warm-up, 12 agent
 //! instances (3 tmux sessions × 4 threads), every request changing an instance's status
 //! (running ↔ tool-running). Three runs of each, interleaved (bare, cohost, cohost, bare, bare,
-//! cohost), the medians compared. Then concurrency 1: cohost's POST p50 beside the p50 of a
+//! cohost), the medians compared; beside each rate, the server process's CPU time and context
+//! switches per request over the measured window (from /proc), steadier than the rates when other
+//! processes share the machine. Then concurrency 1: cohost's POST p50 beside the p50 of a
 //! 250-byte append + `fdatasync` on the same file system, measured right after.
 //!
 //! `COHOST_BENCH_BEFORE=/path/to/cohost` adds a second daemon from that binary (say, a copy of
@@ -287,12 +289,50 @@ fn bodies(worker: usize) -> [Bytes; 2] {
 struct Run {
     per_sec: f64,
     p50: Duration,
+    /// The server process's CPU time and context switches per counted request, over the
+    /// measured window; None when /proc could not be read.
+    cost: Option<Cost>,
+}
+
+/// What one request cost the server process, measured from /proc over the measured window.
+#[derive(Clone, Copy)]
+struct Cost {
+    cpu_us: f64,
+    switches: f64,
+}
+
+/// The process's CPU time (utime + stime, clock ticks) and its threads' context switches
+/// (voluntary and not).
+fn process_usage(pid: u32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let mut switches = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+        switches += status
+            .lines()
+            .filter(|line| line.contains("ctxt_switches:"))
+            .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    Some((ticks, switches))
+}
+
+/// Clock ticks per second of /proc's CPU times: Linux's USER_HZ, 100 on every architecture
+/// cohost runs on (the ABI fixes it; `getconf CLK_TCK`).
+fn ticks_per_sec() -> f64 {
+    100.0
 }
 
 /// `concurrency` workers on their own keep-alive connections, posting back to back: `warmup`
 /// unmeasured, then `measure` counted. Only 200 answers count; any other fails the bench.
 async fn load(
     addr: std::net::SocketAddr,
+    server: u32,
     concurrency: usize,
     warmup: Duration,
     measure: Duration,
@@ -343,14 +383,29 @@ async fn load(
             latencies
         }));
     }
+    let usage = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        let first = process_usage(server);
+        tokio::time::sleep_until(measure_to.into()).await;
+        first.zip(process_usage(server))
+    });
     let mut latencies = Vec::new();
     for worker in workers {
         latencies.extend(worker.await?);
     }
     latencies.sort_unstable();
+    let requests = counted.load(Ordering::Relaxed);
+    let cost = usage
+        .await?
+        .filter(|_| requests > 0)
+        .map(|(first, last)| Cost {
+            cpu_us: (last.0 - first.0) as f64 / ticks_per_sec() * 1e6 / requests as f64,
+            switches: (last.1 - first.1) as f64 / requests as f64,
+        });
     Ok(Run {
-        per_sec: counted.load(Ordering::Relaxed) as f64 / measure.as_secs_f64(),
+        per_sec: requests as f64 / measure.as_secs_f64(),
         p50: percentile(&latencies, 50.0),
+        cost,
     })
 }
 
@@ -427,21 +482,34 @@ async fn run() -> anyhow::Result<bool> {
         SESSIONS.len() * THREADS_PER_SESSION
     );
     let addr = |target: Target| match target {
-        Bare => Some(fixture.bare.addr),
-        Cohost => Some(fixture.daemon.addr),
-        Before => fixture.before.as_ref().map(|daemon| daemon.addr),
+        Bare => Some((fixture.bare.addr, fixture.bare.child.id())),
+        Cohost => Some((fixture.daemon.addr, fixture.daemon.pid())),
+        Before => fixture
+            .before
+            .as_ref()
+            .map(|daemon| (daemon.addr, daemon.pid())),
     };
+    let mut costs: [Vec<Cost>; 3] = Default::default();
     for (n, &target) in order.iter().enumerate() {
-        let Some(addr) = addr(target) else { continue };
-        let run = load(addr, CONCURRENCY, WARMUP, MEASURE, &failures).await?;
+        let Some((addr, pid)) = addr(target) else {
+            continue;
+        };
+        let run = load(addr, pid, CONCURRENCY, WARMUP, MEASURE, &failures).await?;
+        let cost = run.cost.map_or_else(String::new, |cost| {
+            format!(
+                "  {:>5.1} us CPU, {:.2} context switches per request",
+                cost.cpu_us, cost.switches
+            )
+        });
         println!(
-            "  run {}: {:>6}  {:>8.0} req/s  p50 {} ms",
+            "  run {}: {:>6}  {:>8.0} req/s  p50 {} ms{cost}",
             n + 1,
             target.name(),
             run.per_sec,
             ms(run.p50)
         );
         rates[target as usize].push(run.per_sec);
+        costs[target as usize].extend(run.cost);
         if failures.count() > 0 {
             break;
         }
@@ -458,6 +526,19 @@ async fn run() -> anyhow::Result<bool> {
                     target.name(),
                     median(runs.clone()),
                     spread(runs)
+                );
+            }
+        }
+        // The server's own CPU per request: steadier than the rates on a busy machine, as it
+        // does not count what other processes take.
+        for target in [Bare, Before, Cohost] {
+            let runs = &costs[target as usize];
+            if !runs.is_empty() {
+                println!(
+                    "  {:<6} median {:>5.1} us CPU, {:.2} context switches per request",
+                    target.name(),
+                    median(runs.iter().map(|cost| cost.cpu_us).collect()),
+                    median(runs.iter().map(|cost| cost.switches).collect())
                 );
             }
         }
@@ -482,10 +563,12 @@ async fn run() -> anyhow::Result<bool> {
         println!();
         let mut c1 = Vec::new();
         for target in [Bare, Before, Cohost] {
-            if let Some(addr) = addr(target) {
+            if let Some((addr, pid)) = addr(target) {
                 c1.push((
                     target,
-                    load(addr, 1, WARMUP, LATENCY_RUN, &failures).await?.p50,
+                    load(addr, pid, 1, WARMUP, LATENCY_RUN, &failures)
+                        .await?
+                        .p50,
                 ));
             }
         }
