@@ -35,8 +35,11 @@
 //! start, its prompt and the steps OpenCode completed are read, its end only once the database
 //! shows it.
 
+mod approval;
 pub mod database;
 pub mod screen;
+
+use approval::Shown;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -51,11 +54,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
-    AgentStatus, ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, HostedSessionView,
-    Item, Liveness, Runtime, SessionAdopted, TurnSource,
+    AgentStatus, EventKind, HostedSessionView, Item, Liveness, Runtime, SessionAdopted, TurnSource,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, InputBox};
-use crate::runtime::common::hosted;
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::opencode::normalize;
 use crate::runtime::opencode::wire::{MessageInfo, MessageWithParts};
@@ -86,8 +87,6 @@ const CHECKPOINT: &str = "database.json";
 /// with `finish: "tool-calls"` (observed on 1.18.33). A reject with a message reads otherwise
 /// (`… tool call with the following feedback: …`) and the turn goes on.
 const REJECTED: &str = "The user rejected permission to use this specific tool call.";
-/// How long `opencode --version` may take.
-const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where an adopted session reads its turns: the database, and the last turn before the
 /// adoption (the session's turns are the later ones; `None`: all of them).
@@ -123,58 +122,6 @@ struct Adopted {
     /// The OpenCode release the process runs (`--version`), once asked: which permission
     /// dialog its screen shows.
     release: tokio::sync::Mutex<Option<String>>,
-}
-
-/// A permission dialog on an adopted TUI's screen.
-#[derive(Debug, Default)]
-enum Shown {
-    #[default]
-    None,
-    /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
-    /// row without it (one capture is not trusted to say it closed).
-    Pending {
-        id: String,
-        asked: screen::Asked,
-        misses: u8,
-    },
-    /// Answered by cohost; the dialog may still show until OpenCode redraws.
-    Answered,
-}
-
-/// The approval a permission dialog asks for, the session's `n`th, in turn `turn_id`: a shell
-/// command as `command`, an edit as `fileChange`, any other as `tool`; the dialog's title (and,
-/// but for a command, its body) as the reason. Its id is `ap:<turn>:screen<n>:<kind>`.
-fn approval_request(turn_id: String, n: usize, asked: &screen::Asked) -> ApprovalRequested {
-    let command = asked.command();
-    let kind = if command.is_some() {
-        ApprovalKind::Command
-    } else if asked.title.starts_with("\u{2192} Edit ") {
-        ApprovalKind::FileChange
-    } else {
-        ApprovalKind::Tool
-    };
-    let reason = if command.is_some() || asked.body.is_empty() {
-        format!("opencode asks for permission: {}", asked.title)
-    } else {
-        format!(
-            "opencode asks for permission: {}: {}",
-            asked.title,
-            asked.body.join("\n")
-        )
-    };
-    ApprovalRequested {
-        approval_id: format!("ap:{turn_id}:screen{n}:{}", kind.as_str()).into(),
-        kind,
-        turn_id,
-        item_id: None,
-        command,
-        cwd: None,
-        reason: Some(reason),
-        decisions: screen::PERMISSION_DECISIONS
-            .iter()
-            .map(|d| (*d).into())
-            .collect(),
-    }
 }
 
 /// The OpenCode TUIs this daemon adopted.
@@ -743,191 +690,12 @@ impl Adoptions {
         }
     }
 
-    /// Looks at the screen for a permission dialog while a turn runs (or one is known): a new
-    /// one is `approval.requested`; a pending one gone from two captures in a row was answered
-    /// in the pane (`by: "pane"`). A later stage of the dialog (`Always allow`) keeps it
-    /// pending. Skipped while cohost types (an answer in flight settles the dialog itself).
-    async fn watch_approval(&self, adopted: &Adopted) {
-        let turn = lock(&adopted.follow).running.clone();
-        if turn.is_none() && matches!(*lock(&adopted.approval), Shown::None) {
-            return;
-        }
-        let Ok(_typing) = adopted.typing.try_lock() else {
-            return;
-        };
-        let Ok(capture) = self.capture(adopted).await else {
-            return;
-        };
-        let dialog = screen::permission(&capture);
-        let session_id = &adopted.session_id;
-        let state = std::mem::take(&mut *lock(&adopted.approval));
-        let (next, event) = match (state, dialog) {
-            (Shown::None, Some(dialog)) => match turn {
-                // OpenCode draws the dialog before what it asks (a command shows once the tool's
-                // input is stored): asked only once its body shows.
-                Some(turn_id)
-                    if dialog.stage == screen::PERMISSION_HEADER
-                        && !dialog.asked.body.is_empty() =>
-                {
-                    let n = self.core.read(|state| {
-                        state
-                            .sessions
-                            .get(session_id)
-                            .map_or(0, |s| s.approvals.len())
-                    });
-                    let request = approval_request(turn_id, n, &dialog.asked);
-                    let id = request.approval_id.to_string();
-                    tracing::info!(session = %session_id, approval = %id, asked = ?dialog.asked, "a permission dialog on the adopted opencode's screen");
-                    let shown = Shown::Pending {
-                        id,
-                        asked: dialog.asked,
-                        misses: 0,
-                    };
-                    (shown, Some(EventKind::ApprovalRequested(request)))
-                }
-                _ => (Shown::None, None),
-            },
-            (Shown::Pending { id, misses, .. }, None) if misses >= 1 => {
-                let event = EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: id.into(),
-                    decision: None,
-                    by: "pane".into(),
-                });
-                (Shown::None, Some(event))
-            }
-            (Shown::Pending { id, asked, misses }, None) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: misses + 1,
-                },
-                None,
-            ),
-            // Another permission asked: the pending one was answered in the pane meanwhile (the
-            // new one is asked on the next look).
-            (Shown::Pending { id, asked, .. }, Some(dialog))
-                if dialog.stage == screen::PERMISSION_HEADER
-                    && !dialog.asked.body.is_empty()
-                    && dialog.asked != asked =>
-            {
-                let event = EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: id.into(),
-                    decision: None,
-                    by: "pane".into(),
-                });
-                (Shown::None, Some(event))
-            }
-            (Shown::Pending { id, asked, .. }, Some(_)) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: 0,
-                },
-                None,
-            ),
-            (Shown::Answered, None) => (Shown::None, None),
-            (state, _) => (state, None),
-        };
-        *lock(&adopted.approval) = next;
-        if let Some(event) = event {
-            hosted::store(&self.core, session_id, event, Runtime::Opencode).await;
-        }
-    }
-
     async fn capture(&self, adopted: &Adopted) -> Result<String, HostError> {
         self.tmux
             .tmux()
             .run(&["capture-pane", "-p", "-e", "-t", &adopted.record.pane_id])
             .await
             .map_err(|e| HostError::failed_by(Runtime::Opencode, e.to_string(), e))
-    }
-
-    /// The release of the adopted OpenCode (`/proc/<pid>/exe --version`: the binary the
-    /// process runs, also once replaced on disk), asked once; `None` when it cannot be told.
-    async fn release(&self, adopted: &Adopted) -> Option<String> {
-        let mut release = adopted.release.lock().await;
-        if release.is_none() {
-            let exe = format!("/proc/{}/exe", adopted.record.pid);
-            let output = tokio::time::timeout(
-                VERSION_TIMEOUT,
-                tokio::process::Command::new(&exe)
-                    .arg("--version")
-                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-                    .stdin(std::process::Stdio::null())
-                    .kill_on_drop(true)
-                    .output(),
-            )
-            .await;
-            match output {
-                Ok(Ok(output)) => {
-                    *release = crate::peers::version_in(&String::from_utf8_lossy(&output.stdout));
-                }
-                Ok(Err(error)) => {
-                    tracing::warn!(session = %adopted.session_id, %error, "cannot run `{exe} --version`");
-                }
-                Err(_) => {
-                    tracing::warn!(session = %adopted.session_id, "`{exe} --version` timed out");
-                }
-            }
-        }
-        release.clone()
-    }
-
-    /// Answers the permission dialog on the adopted TUI's screen with its own key (Enter on
-    /// `Allow once` accepts, Escape rejects: `cancel`), only when it is still pending here, the
-    /// pane is verified, the TUI's release is one whose dialog is known, and the screen is
-    /// exactly that dialog, `Allow once` selected, asking the same; else nothing is typed
-    /// (`ScreenMismatch`). The first answer wins.
-    pub async fn resolve_approval(
-        &self,
-        session_id: &str,
-        approval_id: &str,
-        decision: &str,
-        by: &str,
-    ) -> Result<(), HostError> {
-        hosted::check_decision(decision, &screen::PERMISSION_DECISIONS)?;
-        let adopted = self.live(session_id)?;
-        let _typing = adopted.typing.lock().await;
-        let asked = match &*lock(&adopted.approval) {
-            Shown::Pending { id, asked, .. } if id == approval_id => asked.clone(),
-            _ => return Err(hosted::not_pending(&self.core, session_id, approval_id)),
-        };
-        self.verified(&adopted).await?;
-        let pane = &adopted.record.pane_id;
-        let release = self.release(&adopted).await;
-        let release = release.as_deref().unwrap_or("of unknown release");
-        let Some(key) = screen::permission_key(release, decision) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "the permission dialog of opencode {release} is not one cohost knows (known: {}); nothing typed, answer it in pane {pane}",
-                screen::PERMISSION_RELEASES.join(", ")
-            )));
-        };
-        let capture = self.capture(&adopted).await?;
-        let Some(dialog) = screen::permission(&capture) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "no permission dialog on pane {pane}'s screen; nothing typed"
-            )));
-        };
-        if let Err(why) = &dialog.exact {
-            return Err(HostError::ScreenMismatch(format!(
-                "the permission dialog on pane {pane}'s screen is not opencode {release}'s known dialog exactly ({why}); nothing typed, answer it in the pane"
-            )));
-        }
-        if dialog.asked != asked {
-            return Err(HostError::ScreenMismatch(format!(
-                "the dialog on pane {pane}'s screen asks about {}, not {}; nothing typed",
-                dialog.asked.describe(),
-                asked.describe()
-            )));
-        }
-        self.tmux
-            .tmux()
-            .send_keys(pane, &[key])
-            .await
-            .map_err(|e| HostError::failed_by(Runtime::Opencode, e.to_string(), e))?;
-        *lock(&adopted.approval) = Shown::Answered;
-        tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted opencode's permission dialog");
-        hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await
     }
 
     /// Pastes `text` into the adopted OpenCode's input box and submits it, only when the screen

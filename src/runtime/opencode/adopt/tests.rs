@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
+use super::approval::approval_request;
 use super::*;
+use crate::protocol::ApprovalKind;
 use crate::protocol::TurnStatus;
 
 fn user(id: &str, created: u64, text: &str) -> Value {
