@@ -30,6 +30,109 @@ pub enum InputBox {
     Unreadable(String),
 }
 
+/// An approval prompt on an adopted TUI's screen, as cohost knows it (codex's approval prompt,
+/// OpenCode's permission dialog); `A` is what the prompt asks.
+#[derive(Debug, Default, PartialEq)]
+pub enum ScreenPrompt<A> {
+    #[default]
+    None,
+    /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
+    /// row without it (one capture is not trusted to say it closed).
+    Pending { id: String, asked: A, misses: u8 },
+    /// Answered by cohost; the prompt may still show until the TUI redraws.
+    Answered,
+}
+
+/// A known prompt after one more capture of the screen.
+#[derive(Debug, PartialEq)]
+pub enum PromptAfter<A> {
+    /// What cohost knows of it now.
+    Now(ScreenPrompt<A>),
+    /// The pending prompt `id` closed without cohost's answer: it was answered in the pane.
+    Closed { id: String, asked: A },
+}
+
+impl<A> ScreenPrompt<A> {
+    /// This prompt after a capture that shows a prompt (`shown`) or none: a pending one shown
+    /// again is kept (its misses reset), missing once is counted, missing from two captures in
+    /// a row it closed; one cohost answered is forgotten once the screen no longer shows it. A
+    /// new prompt is the runtime's to raise (`None` stays `None` here).
+    pub fn after_capture(self, shown: bool) -> PromptAfter<A> {
+        match (self, shown) {
+            (ScreenPrompt::Pending { id, asked, misses }, false) if misses >= 1 => {
+                PromptAfter::Closed { id, asked }
+            }
+            (ScreenPrompt::Pending { id, asked, misses }, false) => {
+                PromptAfter::Now(ScreenPrompt::Pending {
+                    id,
+                    asked,
+                    misses: misses + 1,
+                })
+            }
+            (ScreenPrompt::Pending { id, asked, .. }, true) => {
+                PromptAfter::Now(ScreenPrompt::Pending {
+                    id,
+                    asked,
+                    misses: 0,
+                })
+            }
+            (ScreenPrompt::Answered, false) => PromptAfter::Now(ScreenPrompt::None),
+            (state, _) => PromptAfter::Now(state),
+        }
+    }
+
+    /// What the prompt `approval_id` asks, when it is the one pending here.
+    pub fn pending(&self, approval_id: &str) -> Option<&A> {
+        match self {
+            ScreenPrompt::Pending { id, asked, .. } if id == approval_id => Some(asked),
+            _ => None,
+        }
+    }
+}
+
+/// The `approval.resolved` of a prompt answered in the pane, not by cohost (`by: "pane"`), with
+/// the decision when the screen names it.
+pub fn resolved_in_pane(approval_id: String, decision: Option<&str>) -> EventKind {
+    EventKind::ApprovalResolved(crate::protocol::ApprovalResolved {
+        approval_id: approval_id.into(),
+        decision: decision.map(Into::into),
+        by: "pane".into(),
+    })
+}
+
+/// The check before an adopted TUI's prompt is answered with a key: the screen shows a prompt
+/// (`on_screen`: whether it is exactly the release's known one, and what it asks), exactly the
+/// known one, asking what is pending (`asked`). Else `ScreenMismatch`, saying why: nothing is
+/// typed. `what` names the prompt (`approval prompt`, `permission dialog`), `release` the TUI
+/// (`codex 0.171.0`).
+pub fn check_prompt<A: PartialEq>(
+    pane: &str,
+    what: &str,
+    release: &str,
+    on_screen: Option<(&Result<(), String>, &A)>,
+    asked: &A,
+    describe: impl Fn(&A) -> String,
+) -> Result<(), HostError> {
+    let Some((exact, shown)) = on_screen else {
+        return Err(HostError::ScreenMismatch(format!(
+            "no {what} on pane {pane}'s screen; nothing typed"
+        )));
+    };
+    if let Err(why) = exact {
+        return Err(HostError::ScreenMismatch(format!(
+            "the {what} on pane {pane}'s screen is not {release}'s known {what} exactly ({why}); nothing typed, answer it in the pane"
+        )));
+    }
+    if shown != asked {
+        return Err(HostError::ScreenMismatch(format!(
+            "the {what} on pane {pane}'s screen asks about {}, not {}; nothing typed",
+            describe(shown),
+            describe(asked)
+        )));
+    }
+    Ok(())
+}
+
 /// Session ticks between looks at the adopted pane in tmux (`/proc` is read every tick).
 pub const PANE_CHECK_TICKS: u32 = 5;
 
@@ -468,6 +571,70 @@ pub async fn log_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pending_prompt_closes_only_after_two_captures_without_it() {
+        let pending = |misses| ScreenPrompt::Pending {
+            id: "ap:1".to_string(),
+            asked: "ls",
+            misses,
+        };
+        assert_eq!(
+            pending(0).after_capture(false),
+            PromptAfter::Now(pending(1))
+        );
+        assert_eq!(pending(1).after_capture(true), PromptAfter::Now(pending(0)));
+        assert_eq!(
+            pending(1).after_capture(false),
+            PromptAfter::Closed {
+                id: "ap:1".to_string(),
+                asked: "ls"
+            }
+        );
+        assert_eq!(
+            ScreenPrompt::<&str>::Answered.after_capture(true),
+            PromptAfter::Now(ScreenPrompt::Answered)
+        );
+        assert_eq!(
+            ScreenPrompt::<&str>::Answered.after_capture(false),
+            PromptAfter::Now(ScreenPrompt::None)
+        );
+        assert_eq!(
+            ScreenPrompt::<&str>::None.after_capture(true),
+            PromptAfter::Now(ScreenPrompt::None)
+        );
+        assert_eq!(pending(0).pending("ap:1"), Some(&"ls"));
+        assert_eq!(pending(0).pending("ap:2"), None);
+    }
+
+    #[test]
+    fn a_prompt_is_answered_only_when_the_screen_shows_exactly_the_pending_one() {
+        let check = |on_screen| {
+            check_prompt(
+                "%1",
+                "permission dialog",
+                "opencode 1.18.33",
+                on_screen,
+                &"ls",
+                |a: &&str| format!("`{a}`"),
+            )
+        };
+        let exact = Ok(());
+        let inexact = Err("another option selected".to_string());
+        assert!(check(Some((&exact, &"ls"))).is_ok());
+        let message = |r: Result<(), HostError>| match r {
+            Err(HostError::ScreenMismatch(message)) => message,
+            other => panic!("not a mismatch: {other:?}"),
+        };
+        assert_eq!(
+            message(check(None)),
+            "no permission dialog on pane %1's screen; nothing typed"
+        );
+        assert!(message(check(Some((&inexact, &"ls")))).contains(
+            "is not opencode 1.18.33's known permission dialog exactly (another option selected)"
+        ));
+        assert!(message(check(Some((&exact, &"rm")))).contains("asks about `rm`, not `ls`"));
+    }
 
     #[test]
     fn a_live_process_under_its_own_parent_has_no_problem() {

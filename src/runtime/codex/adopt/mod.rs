@@ -34,8 +34,8 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
-    AgentStatus, ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, HostedSessionView,
-    InjectState, Liveness, Runtime, SessionAdopted,
+    AgentStatus, ApprovalKind, ApprovalRequested, EventKind, HostedSessionView, InjectState,
+    Liveness, Runtime, SessionAdopted,
 };
 use crate::runtime::codex::tui_screen::{self, Asked, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End};
@@ -71,21 +71,8 @@ struct Adopted {
     approval: Mutex<Shown>,
 }
 
-/// An approval prompt on an adopted TUI's screen.
-#[derive(Debug, Default)]
-enum Shown {
-    #[default]
-    None,
-    /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
-    /// row without it (one capture is not trusted to say it closed).
-    Pending {
-        id: String,
-        asked: tui_screen::Asked,
-        misses: u8,
-    },
-    /// Answered by cohost; the prompt may still show until codex redraws.
-    Answered,
-}
+/// The approval prompt on an adopted TUI's screen, as cohost knows it.
+type Shown = adopted::ScreenPrompt<tui_screen::Asked>;
 
 /// What an approval prompt asks about, for a message.
 fn describe(asked: &Asked) -> String {
@@ -563,37 +550,17 @@ impl Adoptions {
                 }
                 None => (Shown::None, None),
             },
-            (Shown::Pending { id, asked, misses }, None) if misses >= 1 => {
-                let decision = match &asked {
-                    Asked::Command(command) => tui_screen::answered(&capture, command),
-                    // The screen names no answer to file edits.
-                    Asked::Edits { .. } => None,
-                };
-                let event = EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: id.into(),
-                    decision: decision.map(Into::into),
-                    by: "pane".into(),
-                });
-                (Shown::None, Some(event))
-            }
-            (Shown::Pending { id, asked, misses }, None) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: misses + 1,
-                },
-                None,
-            ),
-            (Shown::Pending { id, asked, .. }, Some(_)) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: 0,
-                },
-                None,
-            ),
-            (Shown::Answered, None) => (Shown::None, None),
-            (state, _) => (state, None),
+            (state, prompt) => match state.after_capture(prompt.is_some()) {
+                adopted::PromptAfter::Now(next) => (next, None),
+                adopted::PromptAfter::Closed { id, asked } => {
+                    let decision = match &asked {
+                        Asked::Command(command) => tui_screen::answered(&capture, command),
+                        // The screen names no answer to file edits.
+                        Asked::Edits { .. } => None,
+                    };
+                    (Shown::None, Some(adopted::resolved_in_pane(id, decision)))
+                }
+            },
         };
         *lock(&adopted.approval) = next;
         if let Some(event) = event {
@@ -615,9 +582,8 @@ impl Adoptions {
         hosted::check_decision(decision, &tui_screen::APPROVAL_DECISIONS)?;
         let adopted = self.live(session_id)?;
         let _typing = adopted.typing.lock().await;
-        let asked = match &*lock(&adopted.approval) {
-            Shown::Pending { id, asked, .. } if id == approval_id => asked.clone(),
-            _ => return Err(hosted::not_pending(&self.core, session_id, approval_id)),
+        let Some(asked) = lock(&adopted.approval).pending(approval_id).cloned() else {
+            return Err(hosted::not_pending(&self.core, session_id, approval_id));
         };
         self.verified(&adopted).await?;
         let pane = &adopted.record.pane_id;
@@ -629,23 +595,15 @@ impl Adoptions {
             )));
         };
         let capture = self.capture(&adopted).await?;
-        let Some(prompt) = tui_screen::approval(&capture) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "no approval prompt on pane {pane}'s screen; nothing typed"
-            )));
-        };
-        if let Err(why) = &prompt.exact {
-            return Err(HostError::ScreenMismatch(format!(
-                "the approval prompt on pane {pane}'s screen is not codex {release}'s known prompt exactly ({why}); nothing typed, answer it in the pane"
-            )));
-        }
-        if prompt.asked != asked {
-            return Err(HostError::ScreenMismatch(format!(
-                "the prompt on pane {pane}'s screen asks about {}, not {}; nothing typed",
-                describe(&prompt.asked),
-                describe(&asked)
-            )));
-        }
+        let prompt = tui_screen::approval(&capture);
+        adopted::check_prompt(
+            pane,
+            "approval prompt",
+            &format!("codex {release}"),
+            prompt.as_ref().map(|p| (&p.exact, &p.asked)),
+            &asked,
+            describe,
+        )?;
         self.tmux
             .tmux()
             .send_keys(pane, &[key])

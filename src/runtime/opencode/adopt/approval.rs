@@ -5,28 +5,15 @@
 use std::time::Duration;
 
 use super::{Adopted, Adoptions, screen};
-use crate::protocol::{ApprovalKind, ApprovalRequested, ApprovalResolved, EventKind, Runtime};
+use crate::protocol::{ApprovalKind, ApprovalRequested, EventKind, Runtime};
 use crate::runtime::HostError;
-use crate::runtime::common::{hosted, lock};
+use crate::runtime::common::{adopted, hosted, lock};
 
 /// How long `opencode --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A permission dialog on an adopted TUI's screen.
-#[derive(Debug, Default)]
-pub(super) enum Shown {
-    #[default]
-    None,
-    /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
-    /// row without it (one capture is not trusted to say it closed).
-    Pending {
-        id: String,
-        asked: screen::Asked,
-        misses: u8,
-    },
-    /// Answered by cohost; the dialog may still show until OpenCode redraws.
-    Answered,
-}
+/// The permission dialog on an adopted TUI's screen, as cohost knows it.
+pub(super) type Shown = adopted::ScreenPrompt<screen::Asked>;
 
 /// The approval a permission dialog asks for, the session's `n`th, in turn `turn_id`: a shell
 /// command as `command`, an edit as `fileChange`, any other as `tool`; the dialog's title (and,
@@ -113,22 +100,6 @@ impl Adoptions {
                 }
                 _ => (Shown::None, None),
             },
-            (Shown::Pending { id, misses, .. }, None) if misses >= 1 => {
-                let event = EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: id.into(),
-                    decision: None,
-                    by: "pane".into(),
-                });
-                (Shown::None, Some(event))
-            }
-            (Shown::Pending { id, asked, misses }, None) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: misses + 1,
-                },
-                None,
-            ),
             // Another permission asked: the pending one was answered in the pane meanwhile (the
             // new one is asked on the next look).
             (Shown::Pending { id, asked, .. }, Some(dialog))
@@ -136,23 +107,14 @@ impl Adoptions {
                     && !dialog.asked.body.is_empty()
                     && dialog.asked != asked =>
             {
-                let event = EventKind::ApprovalResolved(ApprovalResolved {
-                    approval_id: id.into(),
-                    decision: None,
-                    by: "pane".into(),
-                });
-                (Shown::None, Some(event))
+                (Shown::None, Some(adopted::resolved_in_pane(id, None)))
             }
-            (Shown::Pending { id, asked, .. }, Some(_)) => (
-                Shown::Pending {
-                    id,
-                    asked,
-                    misses: 0,
-                },
-                None,
-            ),
-            (Shown::Answered, None) => (Shown::None, None),
-            (state, _) => (state, None),
+            (state, dialog) => match state.after_capture(dialog.is_some()) {
+                adopted::PromptAfter::Now(next) => (next, None),
+                adopted::PromptAfter::Closed { id, .. } => {
+                    (Shown::None, Some(adopted::resolved_in_pane(id, None)))
+                }
+            },
         };
         *lock(&adopted.approval) = next;
         if let Some(event) = event {
@@ -206,9 +168,8 @@ impl Adoptions {
         hosted::check_decision(decision, &screen::PERMISSION_DECISIONS)?;
         let adopted = self.live(session_id)?;
         let _typing = adopted.typing.lock().await;
-        let asked = match &*lock(&adopted.approval) {
-            Shown::Pending { id, asked, .. } if id == approval_id => asked.clone(),
-            _ => return Err(hosted::not_pending(&self.core, session_id, approval_id)),
+        let Some(asked) = lock(&adopted.approval).pending(approval_id).cloned() else {
+            return Err(hosted::not_pending(&self.core, session_id, approval_id));
         };
         self.verified(&adopted).await?;
         let pane = &adopted.record.pane_id;
@@ -221,23 +182,15 @@ impl Adoptions {
             )));
         };
         let capture = self.capture(&adopted).await?;
-        let Some(dialog) = screen::permission(&capture) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "no permission dialog on pane {pane}'s screen; nothing typed"
-            )));
-        };
-        if let Err(why) = &dialog.exact {
-            return Err(HostError::ScreenMismatch(format!(
-                "the permission dialog on pane {pane}'s screen is not opencode {release}'s known dialog exactly ({why}); nothing typed, answer it in the pane"
-            )));
-        }
-        if dialog.asked != asked {
-            return Err(HostError::ScreenMismatch(format!(
-                "the dialog on pane {pane}'s screen asks about {}, not {}; nothing typed",
-                dialog.asked.describe(),
-                asked.describe()
-            )));
-        }
+        let dialog = screen::permission(&capture);
+        adopted::check_prompt(
+            pane,
+            "permission dialog",
+            &format!("opencode {release}"),
+            dialog.as_ref().map(|d| (&d.exact, &d.asked)),
+            &asked,
+            screen::Asked::describe,
+        )?;
         self.tmux
             .tmux()
             .send_keys(pane, &[key])
