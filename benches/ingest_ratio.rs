@@ -301,12 +301,9 @@ struct Cost {
     switches: f64,
 }
 
-/// The process's CPU time (utime + stime, clock ticks) and its threads' context switches
-/// (voluntary and not).
+/// The process's CPU time (clock ticks) and its threads' context switches (voluntary and not).
 fn process_usage(pid: u32) -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let ticks = bench::process_ticks(pid)?;
     let mut switches = 0;
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
@@ -320,12 +317,6 @@ fn process_usage(pid: u32) -> Option<(u64, u64)> {
             .sum::<u64>();
     }
     Some((ticks, switches))
-}
-
-/// Clock ticks per second of /proc's CPU times: Linux's USER_HZ, 100 on every architecture
-/// cohost runs on (the ABI fixes it; `getconf CLK_TCK`).
-fn ticks_per_sec() -> f64 {
-    100.0
 }
 
 /// `concurrency` workers on their own keep-alive connections, posting back to back: `warmup`
@@ -399,7 +390,7 @@ async fn load(
         .await?
         .filter(|_| requests > 0)
         .map(|(first, last)| Cost {
-            cpu_us: (last.0 - first.0) as f64 / ticks_per_sec() * 1e6 / requests as f64,
+            cpu_us: (last.0 - first.0) as f64 / bench::TICKS_PER_SEC * 1e6 / requests as f64,
             switches: (last.1 - first.1) as f64 / requests as f64,
         });
     Ok(Run {

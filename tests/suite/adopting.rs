@@ -1,6 +1,6 @@
 //! What the adoption tests of every agent share (`suite::codex::adopt`, `suite::pi::adopt`, …):
 //! the agent started by hand in tmux session [`HAND`], a session's stored events and a wait on
-//! one of them, a prompt sent, an adoption asked, no turn or item stored twice, and a session
+//! one of them, a prompt sent, an approval asked and answered, an adoption asked, no turn or item stored twice, and a session
 //! given back to the watcher.
 
 use std::time::Duration;
@@ -47,6 +47,32 @@ pub(crate) fn send(daemon: &TestDaemon, id: &str, text: &str) -> (u16, Value) {
         &json!({ "text": text }),
     );
     (resp.status, resp.json())
+}
+
+/// Answers approval `approval` of session `id` over HTTP: the status and the body.
+pub(crate) fn answer(
+    daemon: &TestDaemon,
+    id: &str,
+    approval: &str,
+    decision: &str,
+) -> (u16, Value) {
+    let resp = daemon.post(
+        &format!("/api/sessions/{id}/approvals/{approval}"),
+        &json!({ "decision": decision }),
+    );
+    (resp.status, resp.json())
+}
+
+/// Sends `prompt` and waits for the approval its turn asks; answers the turn id and the
+/// `approval.requested` event.
+pub(crate) fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Value) {
+    let (status, sent) = send(daemon, id, prompt);
+    assert_eq!(status, 200, "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let requested = wait_event(daemon, id, "approval.requested", |e| {
+        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
+    });
+    (turn, requested)
 }
 
 /// The instance `key` in [`HAND`] adopted over HTTP: the status and the answer.

@@ -484,16 +484,9 @@ impl CpuUse {
     /// cannot be read.
     pub fn sample(daemon: Option<u32>) -> Option<CpuUse> {
         let (total, busy) = machine_ticks()?;
-        let process = |path: String| -> Option<u64> {
-            let text = std::fs::read_to_string(path).ok()?;
-            // Fields after `(comm)`: utime and stime are the 12th and 13th.
-            let after = text.rsplit_once(')')?.1;
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        };
-        let mut ours = process("/proc/self/stat".into())?;
+        let mut ours = process_ticks(std::process::id())?;
         if let Some(pid) = daemon {
-            ours += process(format!("/proc/{pid}/stat"))?;
+            ours += process_ticks(pid)?;
         }
         Some(CpuUse { total, busy, ours })
     }
@@ -559,6 +552,20 @@ impl CpuUse {
             _ => "CPU use by other processes unknown".into(),
         }
     }
+}
+
+/// Clock ticks per second of `/proc`'s CPU times: Linux's USER_HZ, 100 on every architecture
+/// cohost runs on (the ABI fixes it; `getconf CLK_TCK`).
+pub const TICKS_PER_SEC: f64 = 100.0;
+
+/// Process `pid`'s CPU time (`/proc/<pid>/stat`: utime + stime) in clock ticks; None when it
+/// cannot be read.
+pub fn process_ticks(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after `(comm)`: utime and stime are the 12th and 13th.
+    let after = text.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 /// The machine's CPU time in clock ticks (`/proc/stat`): all of it, and the busy part.

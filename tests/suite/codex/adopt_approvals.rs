@@ -8,7 +8,8 @@
 
 use serde_json::{Value, json};
 
-use crate::suite::codex::adopt::{AGENT, Rig, adopt, events, send, turn_by_hand, wait_event};
+use crate::suite::adopting::{answer, prompt_approval};
+use crate::suite::codex::adopt::{AGENT, Rig, adopt, events, turn_by_hand, wait_event};
 use crate::suite::watch::common::wait_instance;
 use crate::support::TestDaemon;
 use crate::support::mock_responses::Step;
@@ -19,26 +20,6 @@ fn escalated(cmd: &str) -> Step {
         "sandbox_permissions": "require_escalated",
         "justification": "Need to write"
     }))
-}
-
-fn answer(daemon: &TestDaemon, id: &str, approval: &str, decision: &str) -> (u16, Value) {
-    let resp = daemon.post(
-        &format!("/api/sessions/{id}/approvals/{approval}"),
-        &json!({ "decision": decision }),
-    );
-    (resp.status, resp.json())
-}
-
-/// Sends `prompt` and waits for the approval its turn asks; answers the turn id and the
-/// `approval.requested` event.
-fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Value) {
-    let (status, sent) = send(daemon, id, prompt);
-    assert_eq!(status, 200, "{sent}");
-    let turn = sent["turnId"].as_str().unwrap().to_string();
-    let requested = wait_event(daemon, id, "approval.requested", |e| {
-        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
-    });
-    (turn, requested)
 }
 
 /// A codex TUI started by hand, a turn typed there, then adopted: the rig, the daemon and the

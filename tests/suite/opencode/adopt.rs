@@ -15,8 +15,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::suite::adopting::{
-    HAND, adopt, assert_no_repeats, child_named, disown_to_watched, events, pane_keys, pane_screen,
-    send, type_in_pane, wait_event, wait_pane, wait_turn_end,
+    HAND, adopt, answer, assert_no_repeats, child_named, disown_to_watched, events, pane_keys,
+    pane_screen, prompt_approval, send, type_in_pane, wait_event, wait_pane, wait_turn_end,
 };
 use crate::suite::watch::common::{daemon_watching, wait_instance};
 use crate::support::hosted::{MOCK_MODELS, write_opencode_config};
@@ -435,25 +435,6 @@ fn a_prompt_is_refused_while_the_adopted_tui_shows_a_new_session() {
 /// An option of OpenCode's permission dialog drawn selected (1.18.33: on the warning colour).
 fn selected(option: &str) -> String {
     format!("\u{1b}[48;5;215m \u{1b}[38;5;232m{option}")
-}
-
-fn answer(daemon: &TestDaemon, id: &str, approval: &str, decision: &str) -> (u16, Value) {
-    let resp = daemon.post(
-        &format!("/api/sessions/{id}/approvals/{approval}"),
-        &json!({ "decision": decision }),
-    );
-    (resp.status, resp.json())
-}
-
-/// Sends `prompt` and waits for the approval its turn asks: the turn id and the event.
-fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (String, Value) {
-    let (status, sent) = send(daemon, id, prompt);
-    assert_eq!(status, 200, "{sent}");
-    let turn = sent["turnId"].as_str().unwrap().to_string();
-    let requested = wait_event(daemon, id, "approval.requested", |e| {
-        e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
-    });
-    (turn, requested)
 }
 
 /// The commands of the session's `command` items: `(turn, command, status)`.
