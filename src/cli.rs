@@ -64,8 +64,8 @@ pub enum Command {
     },
     /// Give an adopted agent back: its session ends, the agent keeps running, watched only.
     Disown { id: String },
-    /// Move an adopted codex or claude under cohost's own host in its pane (when idle): the
-    /// same session and conversation, hosted from then on.
+    /// Move an adopted codex, claude or opencode under cohost's own host in its pane (when
+    /// idle): the same session and conversation, hosted from then on.
     Rehome { id: String },
     /// Print events: all of them as JSON lines, or one session's as a readable transcript.
     Events {

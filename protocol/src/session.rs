@@ -190,7 +190,9 @@ pub struct SessionAdopted {
 /// quit in its pane, its thread resumed on cohost's own app-server from its rollout (`rollout`,
 /// which codex goes on writing), and a `codex --remote` TUI attached to it in the same pane.
 /// claude: the person's Claude ended, and `claude --resume` under cohost's runner and hooks goes
-/// on with the same conversation (`rollout`: its transcript) in the same pane. From here on the
+/// on with the same conversation (`rollout`: its transcript) in the same pane. opencode: the
+/// person's TUI quit, its session bound to an `opencode serve` of cohost's on the same database
+/// (`rollout`), and `opencode attach` shows it in the same pane. From here on the
 /// session is hosted (its `session.adopted` no longer applies); the thread id is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -681,7 +681,7 @@ impl CohostMcp {
     }
 
     #[tool(
-        description = "Move an adopted codex or claude under cohost's own host, in its own pane: when it is idle the person's agent ends there (codex by its /quit, claude by SIGTERM), and the same conversation goes on in the same pane (codex: the thread resumed on cohost's app-server, a codex --remote TUI; claude: claude --resume with cohost's hooks under cohost's runner); the session (same id and thread) is hosted from then on. Refused with busy while a turn runs (nothing done), human_typing over a draft, not_adopted for a session cohost started, unsupported for other runtimes.",
+        description = "Move an adopted codex, claude or opencode under cohost's own host, in its own pane: when it is idle the person's agent ends there (codex by its /quit, claude by SIGTERM, opencode by Ctrl+C on its empty box), and the same conversation goes on in the same pane (codex: the thread resumed on cohost's app-server, a codex --remote TUI; claude: claude --resume with cohost's hooks under cohost's runner; opencode: the session bound to an opencode serve of cohost's, opencode attach in the pane); the session (same id and thread) is hosted from then on. Refused with busy while a turn runs (nothing done), human_typing over a draft, not_adopted for a session cohost started, unsupported for other runtimes.",
         output_schema = output::<SessionReply>()
     )]
     async fn rehome(&self, Parameters(args): Parameters<SessionArgs>) -> ToolResult {

@@ -500,7 +500,7 @@ pub trait SessionHost: Send + Sync {
     /// Runtimes that cannot answer `unsupported`.
     async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
         Err(HostError::Unsupported(format!(
-            "{} sessions cannot be rehomed (session `{session}`): only an adopted codex or claude can",
+            "{} sessions cannot be rehomed (session `{session}`): only an adopted codex, claude or opencode can",
             self.runtime().as_str()
         )))
     }

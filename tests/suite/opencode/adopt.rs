@@ -24,24 +24,24 @@ use crate::support::mock_messages::{MockMessages, Step};
 use crate::support::tmux::TmuxServer;
 use crate::support::{TestDaemon, temp_dir};
 
-const AGENT: &str = "opencode";
+pub(super) const AGENT: &str = "opencode";
 
-struct Rig {
-    tmux: TmuxServer,
-    mock: MockMessages,
-    home: PathBuf,
+pub(super) struct Rig {
+    pub(super) tmux: TmuxServer,
+    pub(super) mock: MockMessages,
+    pub(super) home: PathBuf,
     /// OpenCode's working directory.
-    work: PathBuf,
-    pane: String,
+    pub(super) work: PathBuf,
+    pub(super) pane: String,
     /// The pane's own process: the shell OpenCode was started from.
-    shell: u32,
+    pub(super) shell: u32,
     _dir: tempfile::TempDir,
 }
 
 impl Rig {
     /// A shell in tmux session `hand` runs `opencode` and stays once it exits
     /// (`opencode-exit=<status>`, then an interactive shell). Waits for OpenCode's input box.
-    fn start() -> Rig {
+    pub(super) fn start() -> Rig {
         Rig::start_with(&[])
     }
 
@@ -98,7 +98,7 @@ impl Rig {
         rig
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         pane_screen(&self.tmux, &self.pane)
     }
 
@@ -109,16 +109,16 @@ impl Rig {
     }
 
     #[track_caller]
-    fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
+    pub(super) fn wait_screen(&self, what: &str, check: impl Fn(&str) -> bool) {
         wait_pane(&self.tmux, &self.pane, what, check);
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         pane_keys(&self.tmux, &self.pane, keys);
     }
 
     /// Types `text` as a person does and waits until the box shows it.
-    fn type_text(&self, text: &str) {
+    pub(super) fn type_text(&self, text: &str) {
         type_in_pane(&self.tmux, &self.pane, text);
     }
 
@@ -127,7 +127,7 @@ impl Rig {
     }
 
     /// OpenCode's pid: the `opencode` process under the pane's shell.
-    fn opencode_pid(&self) -> Option<u32> {
+    pub(super) fn opencode_pid(&self) -> Option<u32> {
         child_named(self.shell, "opencode")
     }
 }
@@ -145,7 +145,7 @@ impl Drop for Rig {
 }
 
 /// The items of a type in the session's events: `(turn, item)`.
-fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
+pub(super) fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
     events(daemon, id)
         .into_iter()
         .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == kind)
@@ -160,7 +160,7 @@ fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, Value)> {
 
 /// A first turn typed by hand (OpenCode stores its session, which the watcher places); answers
 /// the watched instance once that turn is done.
-fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
+pub(super) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
     rig.mock.push(Step::text("Hand reply."));
     rig.type_text("Hello by hand");
     rig.keys(&["Enter"]);

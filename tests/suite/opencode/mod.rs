@@ -9,6 +9,7 @@ mod capabilities;
 mod codrive;
 mod host;
 mod mcp;
+mod rehome;
 mod web;
 
 use std::ops::{Deref, DerefMut};

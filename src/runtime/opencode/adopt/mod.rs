@@ -37,6 +37,7 @@
 
 mod approval;
 pub mod database;
+mod handover;
 pub mod screen;
 
 use approval::Shown;
@@ -116,6 +117,8 @@ struct Adopted {
     typing: tokio::sync::Mutex<()>,
     follow: Mutex<Follow>,
     ended: AtomicBool,
+    /// The TUI is quitting for a rehome: its exit does not end the session.
+    rehoming: AtomicBool,
     end: mpsc::Sender<(End, oneshot::Sender<()>)>,
     /// The permission dialog on the screen, as cohost knows it.
     approval: Mutex<Shown>,
@@ -493,6 +496,7 @@ impl Adoptions {
             typing: tokio::sync::Mutex::new(()),
             follow: Mutex::new(Follow::default()),
             ended: AtomicBool::new(false),
+            rehoming: AtomicBool::new(false),
             end,
             approval: Mutex::new(Shown::None),
             release: tokio::sync::Mutex::new(None),
@@ -531,6 +535,9 @@ impl Adoptions {
             tokio::select! {
                 request = ends.recv() => {
                     if let Some((end, done)) = request {
+                        // What OpenCode wrote last is read first.
+                        reader.version = None;
+                        self.read(&adopted, &mut reader).await;
                         self.finish(&adopted, &end).await;
                         let _ = done.send(());
                     }
@@ -540,7 +547,10 @@ impl Adoptions {
             }
             ticks = ticks.wrapping_add(1);
             self.read(&adopted, &mut reader).await;
-            self.watch_approval(&adopted).await;
+            let rehoming = adopted.rehoming.load(Ordering::SeqCst);
+            if !rehoming {
+                self.watch_approval(&adopted).await;
+            }
             let now = {
                 let follow = lock(&adopted.follow);
                 if matches!(*lock(&adopted.approval), Shown::Pending { .. }) {
@@ -556,6 +566,9 @@ impl Adoptions {
             if status != Some(now) {
                 status = Some(now);
                 self.report(&adopted, now, Liveness::Alive).await;
+            }
+            if rehoming {
+                continue;
             }
             if let Some(end) =
                 adopted::problem(self.tmux.tmux(), &adopted.record, AGENT, ticks).await

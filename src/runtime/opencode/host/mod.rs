@@ -43,6 +43,7 @@ use dispatch::dispatch;
 
 mod asks;
 mod dispatch;
+mod rehome;
 mod session_host;
 mod terminal;
 use crate::core::CoreHandle;
@@ -276,12 +277,31 @@ impl OpencodeHost {
         existing: Option<String>,
         fork_of: Option<(String, Option<String>)>,
     ) -> Result<(), HostError> {
+        let server = self.spawn_server(&live.session_id).await?;
+        self.bind_on(live, server, existing, fork_of).await
+    }
+
+    /// A server of the session's own, started in its directory.
+    async fn spawn_server(&self, session_id: &str) -> Result<ServerProcess, HostError> {
         let bin = self.bin()?.clone();
+        let Some(created) = self.inner.settings(session_id) else {
+            return Err(HostError::UnknownSession(session_id.to_string()));
+        };
+        Ok(ServerProcess::spawn(&bin, &PathBuf::from(&created.cwd)).await?)
+    }
+
+    /// [`Self::bind`] on a server already started.
+    async fn bind_on(
+        &self,
+        live: &Arc<Live>,
+        server: ServerProcess,
+        existing: Option<String>,
+        fork_of: Option<(String, Option<String>)>,
+    ) -> Result<(), HostError> {
         let Some(created) = self.inner.settings(&live.session_id) else {
             return Err(HostError::UnknownSession(live.session_id.clone()));
         };
-        let cwd = PathBuf::from(&created.cwd);
-        let server = Arc::new(ServerProcess::spawn(&bin, &cwd).await?);
+        let server = Arc::new(server);
         let policy = created
             .approval_policy
             .as_ref()

@@ -209,9 +209,7 @@ impl SessionHost for OpencodeHost {
     }
 
     async fn rehome(&self, session: &str) -> Result<HostedSessionView, HostError> {
-        Err(HostError::Unsupported(format!(
-            "an adopted opencode cannot be rehomed (session `{session}`): a TUI started by hand listens on no port, so cohost cannot move its session under a server of its own in the pane; disown it to give it back"
-        )))
+        self.rehome_adopted(session).await
     }
 
     async fn disown(&self, session: &str) -> Result<HostedSessionView, HostError> {

@@ -111,7 +111,7 @@ impl OpencodeHost {
     /// Writes `launch.json` for the runner: the spec with the real password, plus where
     /// OpenCode's files are, as the server has it (the file is 0600 in the session's private
     /// directory, `$COHOST_HOME/opencode/sessions/<id>`).
-    async fn write_launch(&self, session_id: &str) -> Result<PathBuf, HostError> {
+    pub(super) async fn write_launch(&self, session_id: &str) -> Result<PathBuf, HostError> {
         let mut spec = self.spec(session_id, true).await?;
         for (key, value) in opencode_environment() {
             spec.env.entry(key).or_insert(value);
