@@ -405,8 +405,11 @@ fn adoption_is_refused_for_a_pane_whose_opencode_exited_and_shows_a_shell() {
 /// session and writes nothing until its first prompt, observed on 1.18.33) takes the pane away
 /// from the adopted conversation: a prompt from HTTP is refused `not_ready`, saying why, and
 /// nothing is typed (the pane and the model's requests unchanged).
+/// A person's `/new`, a turn there by hand, and `/sessions` back to the adopted one: while the
+/// TUI shows the new session, or the `/sessions` dialog, a prompt from HTTP is refused and
+/// nothing is typed; back on the adopted session it is typed there and completes.
 #[test]
-fn a_prompt_is_refused_while_the_adopted_tui_shows_a_new_session() {
+fn a_prompt_is_refused_while_the_adopted_tui_shows_another_session() {
     let rig = Rig::start();
     let daemon = rig.daemon();
     let watched = turn_by_hand(&rig, &daemon);
@@ -430,6 +433,54 @@ fn a_prompt_is_refused_while_the_adopted_tui_shows_a_new_session() {
         "nothing typed into the pane:\n{screen}"
     );
     assert_eq!(rig.mock.main_requests().len(), requests);
+
+    // A turn by hand in the new session: the TUI shows a session with messages, not the
+    // adopted one.
+    rig.mock.push(Step::text("Reply in the other session."));
+    rig.type_text("Prompt in the other session");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the other session's reply", |s| {
+        s.contains("Reply in the other session.")
+    });
+    let requests = rig.mock.main_requests().len();
+    let (status, refused) = send(&daemon, &id, "Not into the other one");
+    assert_eq!(status, 503, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "not_ready", "{refused:#}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("another session"), "{refused:#}");
+    assert!(!rig.screen().contains("Not into the other one"));
+    assert_eq!(rig.mock.main_requests().len(), requests);
+
+    // The `/sessions` dialog is open: nothing is typed into its search.
+    rig.type_text("/sessions");
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the sessions dialog", |s| s.contains("Sessions"));
+    let (status, refused) = send(&daemon, &id, "Not into the dialog");
+    assert_eq!(status, 503, "{refused:#}");
+    assert_eq!(refused["error"]["code"], "not_ready", "{refused:#}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("dialog (`Sessions`)"), "{refused:#}");
+    assert!(!rig.screen().contains("Not into the dialog"));
+
+    // Back to the adopted session (the list's second, the newest first): typed there.
+    rig.keys(&["Down"]);
+    rig.keys(&["Enter"]);
+    rig.wait_screen("the adopted session again", |s| {
+        s.contains("Hello by hand") && !s.contains("Sessions")
+    });
+    rig.mock.push(Step::text("Back in the adopted session."));
+    let (status, sent) = send(&daemon, &id, "Into the adopted one");
+    assert_eq!(status, 200, "{sent:#}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let done = wait_turn_end(&daemon, &id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    let replies = items(&daemon, &id, "agentMessage");
+    assert!(
+        replies
+            .iter()
+            .any(|(t, i)| *t == turn && i["text"] == "Back in the adopted session."),
+        "{replies:?}"
+    );
 }
 
 /// An option of OpenCode's permission dialog drawn selected (1.18.33: on the warning colour).

@@ -63,6 +63,7 @@ impl Adoptions {
                 "opencode in pane {pane} shows a new session (its first prompt's placeholder), not the adopted one; nothing typed"
             )));
         }
+        self.check_session(&adopted).await?;
         let record = adopted.record.clone();
         let tmux = self.tmux.tmux();
         let failed =

@@ -39,6 +39,10 @@ mod approval;
 pub mod database;
 mod handover;
 pub mod screen;
+mod turns;
+
+use turns::adopted_after;
+pub use turns::{Read, read};
 
 use approval::Shown;
 
@@ -59,8 +63,6 @@ use crate::protocol::{
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, InputBox};
 use crate::runtime::common::{lock, new_session_id};
-use crate::runtime::opencode::normalize;
-use crate::runtime::opencode::wire::{MessageInfo, MessageWithParts};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tmux::SessionCache;
 
@@ -83,12 +85,6 @@ const ARM_TIMEOUT: Duration = Duration::from_secs(10);
 const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
 /// The checkpoint file in an adopted session's directory.
 const CHECKPOINT: &str = "database.json";
-/// A tool part's error once its permission was rejected without a message (Escape, or `Reject`
-/// in the dialog): OpenCode calls the model no more and the turn ends, its last step completed
-/// with `finish: "tool-calls"` (observed on 1.18.33). A reject with a message reads otherwise
-/// (`… tool call with the following feedback: …`) and the turn goes on.
-const REJECTED: &str = "The user rejected permission to use this specific tool call.";
-
 /// Where an adopted session reads its turns: the database, and the last turn before the
 /// adoption (the session's turns are the later ones; `None`: all of them).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -107,6 +103,8 @@ struct Follow {
     pasted: Vec<String>,
     /// Pasted prompts read back: (prompt, the turn it opened).
     confirmed: Vec<(String, String)>,
+    /// Every prompt of the session, the turns before the adoption too (see [`Read::prompts`]).
+    prompts: Vec<String>,
 }
 
 /// One adopted OpenCode TUI.
@@ -181,134 +179,6 @@ fn open_database(path: &Path) -> rusqlite::Result<Connection> {
 /// long line) and with what OpenCode stored.
 fn squeezed(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
-}
-
-/// Whether an assistant message ends its turn: an error (an abort too), or completed with
-/// another finish than `tool-calls` (which only ends a step), or a step completed with a tool
-/// whose permission was rejected without a message ([`REJECTED`]: no step follows).
-fn ends_turn(message: &MessageWithParts) -> bool {
-    let info: &MessageInfo = &message.info;
-    let rejected = || {
-        message.parts.iter().any(|p| {
-            p.kind == "tool"
-                && p.state
-                    .as_ref()
-                    .is_some_and(|s| s.status == "error" && s.error.as_deref() == Some(REJECTED))
-        })
-    };
-    info.error.is_some()
-        || (info.time.completed.is_some()
-            && (info.finish.as_deref() != Some("tool-calls") || rejected()))
-}
-
-/// The session's events as read now: the turns after `after`, the one running held back.
-#[derive(Debug, Default, PartialEq)]
-pub struct Read {
-    pub events: Vec<EventKind>,
-    /// The turn running now (its end not in `events`).
-    pub running: Option<String>,
-    pub tool_running: bool,
-}
-
-fn turn_of(kind: &EventKind) -> Option<&str> {
-    match kind {
-        EventKind::TurnStarted(t) => Some(&t.turn_id),
-        EventKind::TurnCompleted(t) => Some(&t.turn_id),
-        EventKind::ItemCompleted(i) | EventKind::ItemStarted(i) => Some(&i.turn_id),
-        _ => None,
-    }
-}
-
-/// A session's messages (oldest first) as session events, through `normalize::history`, for
-/// the turns after `after` (OpenCode's message ids ascend). A turn still running — a prompt
-/// after the last assistant message that ended a turn — is held back: its start, prompt and
-/// completed steps are read, not the steps still streaming (their text would be stored
-/// unfinished) nor the end `history` gives it (it would be stored as interrupted). A running
-/// turn whose prompt has no text part yet is left out whole (its source is told by its text).
-pub fn read(messages: &[MessageWithParts], after: Option<&str>) -> Read {
-    let boundary = messages
-        .iter()
-        .rposition(|m| m.info.role == "assistant" && ends_turn(m))
-        .map_or(0, |at| at + 1);
-    let tail = &messages[boundary..];
-    let open = tail.iter().any(|m| m.info.role == "user");
-    let later = |kind: &EventKind| turn_of(kind).is_some_and(|t| after.is_none_or(|a| t > a));
-    if !open {
-        let events = normalize::history(messages)
-            .into_iter()
-            .filter(|k| later(k))
-            .collect();
-        return Read {
-            events,
-            running: None,
-            tool_running: false,
-        };
-    }
-    let tool_running = tail
-        .iter()
-        .filter(|m| m.info.role == "assistant")
-        .flat_map(|m| &m.parts)
-        .any(|p| {
-            p.kind == "tool"
-                && p.state
-                    .as_ref()
-                    .is_some_and(|s| s.status == "running" || s.status == "pending")
-        });
-    let kept: Vec<MessageWithParts> = messages[..boundary]
-        .iter()
-        .chain(
-            tail.iter()
-                .filter(|m| m.info.role == "user" || m.info.time.completed.is_some()),
-        )
-        .cloned()
-        .collect();
-    let mut events = normalize::history(&kept);
-    let running = match events.last() {
-        Some(EventKind::TurnCompleted(end)) => Some(end.turn_id.clone()),
-        _ => None,
-    };
-    if running.is_some() {
-        events.pop();
-    }
-    let running = running.filter(|t| after.is_none_or(|a| t.as_str() > a));
-    if let Some(turn) = &running {
-        let prompted = events.iter().any(|k| {
-            matches!(k, EventKind::ItemCompleted(i)
-                if i.turn_id == *turn && matches!(i.item, Item::UserMessage { .. }))
-        });
-        if !prompted {
-            events.retain(|k| turn_of(k) != Some(turn.as_str()));
-            return Read {
-                events: events.into_iter().filter(|k| later(k)).collect(),
-                running: None,
-                tool_running: false,
-            };
-        }
-    }
-    Read {
-        events: events.into_iter().filter(|k| later(k)).collect(),
-        running,
-        tool_running,
-    }
-}
-
-/// The turn before which an adoption starts: the last one finished (a running one is the
-/// session's).
-fn adopted_after(read: &Read) -> Option<String> {
-    let turns: Vec<&str> = read
-        .events
-        .iter()
-        .filter_map(|k| match k {
-            EventKind::TurnStarted(t) => Some(t.turn_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let last = if read.running.is_some() {
-        turns.len().checked_sub(2)
-    } else {
-        turns.len().checked_sub(1)
-    };
-    last.map(|at| turns[at].to_string())
 }
 
 /// The session's directory in the database, and whether it has messages.
@@ -607,6 +477,7 @@ impl Adoptions {
             let mut follow = lock(&adopted.follow);
             follow.running = read.running;
             follow.tool_running = read.tool_running;
+            follow.prompts = read.prompts;
         }
         let session = &adopted.session_id;
         for mut kind in read.events {
@@ -703,6 +574,28 @@ impl Adoptions {
         }
     }
 
+    /// Refuses (`NotReady`) when the TUI shows another session than the adopted one: the last
+    /// user message in view is none of the session's prompts (a person switched with
+    /// `/sessions`, which OpenCode records nowhere). With no user message in view (a long reply
+    /// scrolled them away) it cannot be told, and is not refused.
+    async fn check_session(&self, adopted: &Adopted) -> Result<(), HostError> {
+        let shown = screen::user_messages(&self.capture(adopted).await?);
+        let Some(last) = shown.last() else {
+            return Ok(());
+        };
+        if lock(&adopted.follow)
+            .prompts
+            .iter()
+            .any(|prompt| screen::shows_prompt(last, prompt))
+        {
+            return Ok(());
+        }
+        Err(HostError::NotReadyBecause(format!(
+            "opencode in pane {} shows another session than {}: the last message in view, {last:?}, is none of its prompts (a switch with /sessions?); nothing typed",
+            adopted.record.pane_id, adopted.record.agent_session_id
+        )))
+    }
+
     async fn capture(&self, adopted: &Adopted) -> Result<String, HostError> {
         self.tmux
             .tmux()
@@ -755,6 +648,7 @@ impl Adoptions {
                 "opencode in pane {pane} shows a new session (its first prompt's placeholder), not the adopted one; nothing typed"
             )));
         }
+        self.check_session(&adopted).await?;
         let prompt = squeezed(text);
         let tmux = self.tmux.tmux();
         lock(&adopted.follow).pasted.push(prompt.clone());

@@ -16,7 +16,11 @@
 //!   shows nothing.
 //! - A permission dialog (`△ Permission required`, `Allow once   Allow always   Reject`) takes
 //!   the box's place, bottom line included: read as unreadable by [`analyze`], and read by
-//!   [`permission`] (its layout: there).
+//!   [`permission`] (its layout: there). Other dialogs (`/sessions`, `/models`, the command
+//!   palette) open over the conversation, dimming it and the box, under a header of their title
+//!   and `esc`: unreadable too (a paste would go into their search).
+//! - The conversation's user messages are `┃` blocks too, their bar in the agent's colour
+//!   ([`user_messages`]); a tool's block draws its bar in the background's colour.
 //! - A paste of three lines or more, or of more than 150 characters, shows as `[Pasted ~N
 //!   lines]` (N its lines; [`shows`]); OpenCode stores the whole text when it is submitted.
 //! - The line below the box is the status: `esc interrupt` while a turn runs, `esc again to
@@ -65,6 +69,20 @@ fn bar_line(line: &[Cell]) -> Option<(String, String)> {
     Some((text.trim_end().to_string(), background))
 }
 
+/// The title of a dialog's header on `line`, if the line is one: OpenCode's dialogs (`/sessions`,
+/// `/models`, the command palette) open over the conversation, which they dim, with a header of
+/// their title and `esc` at its right end, on a panel of its own background. A stretch of the
+/// line on one background whose text is a title, two spaces or more, and `esc`.
+fn dialog_title(line: &[Cell]) -> Option<String> {
+    line.chunk_by(|a, b| a.style.bg == b.style.bg)
+        .find_map(|run| {
+            let text = plain(run);
+            let title = text.trim().strip_suffix("esc")?;
+            (title.ends_with("  ") && !title.trim().is_empty() && !title.contains('┃'))
+                .then(|| title.trim().to_string())
+        })
+}
+
 /// Whether the box's draft `shown` is `text` pasted: the text itself (OpenCode wraps a long
 /// line: whitespace is not compared), or the placeholder OpenCode shows for a paste of three
 /// lines or more, or of more than 150 characters (`[Pasted ~N lines]`, N its lines).
@@ -103,6 +121,11 @@ pub fn analyze(capture: &str) -> Screen {
         interrupt_armed,
         new_session: false,
     };
+    if let Some(title) = lines[..bottom].iter().find_map(|line| dialog_title(line)) {
+        return screen(InputBox::Unreadable(format!(
+            "a dialog (`{title}`) is open over the conversation"
+        )));
+    }
     let Some((model, background)) = bottom.checked_sub(1).and_then(|at| bar_line(&lines[at]))
     else {
         return screen(InputBox::Unreadable(
@@ -151,6 +174,61 @@ pub fn analyze(capture: &str) -> Screen {
         new_session: placeholder,
         ..screen(input)
     }
+}
+
+/// The conversation's user messages shown above the input box, top down, as shown (a wrapped
+/// line's parts on lines of their own): the `┃` blocks whose bar is drawn visibly (in the
+/// agent's colour; a tool's block draws its bar in the background's colour, so it is not a
+/// user message) on another background than the box's, each without its blank first and last
+/// lines, and without a sidebar right of it. Empty when no box is on screen (what the
+/// conversation shows cannot be told from a dialog then) or no user message is in view (a long
+/// reply scrolled them away).
+pub fn user_messages(capture: &str) -> Vec<String> {
+    let lines = styled::cells(capture);
+    let Some(bottom) = lines
+        .iter()
+        .rposition(|l| plain(l).trim_start().starts_with("╹▀▀▀"))
+    else {
+        return Vec::new();
+    };
+    let Some((_, background)) = bottom.checked_sub(1).and_then(|at| bar_line(&lines[at])) else {
+        return Vec::new();
+    };
+    let mut messages = Vec::new();
+    let mut block: Option<Vec<String>> = None;
+    for line in &lines[..bottom - 1] {
+        let user = panel(line).filter(|(at, cells)| {
+            let visible = at
+                .checked_sub(1)
+                .is_some_and(|left| line[*at].style.fg != line[left].style.bg);
+            visible && cells.first().is_some_and(|c| c.style.bg != background)
+        });
+        match user {
+            Some((_, cells)) => {
+                let text = text_of(cells);
+                let text = text.strip_prefix("  ").unwrap_or(text.trim_start());
+                block.get_or_insert_with(Vec::new).push(text.to_string());
+            }
+            None => messages.extend(block.take()),
+        }
+    }
+    messages.extend(block.take());
+    messages
+        .into_iter()
+        .map(|rows| rows.join("\n").trim_matches('\n').to_string())
+        .filter(|text| !text.is_empty())
+        .collect()
+}
+
+/// Whether a user message shown on screen (`shown`, from [`user_messages`]) is `prompt`: the
+/// same text (whitespace, which wrapping moves, not compared), a paste's placeholder for it, the
+/// end of it (a message cut at the screen's top), or it followed by more lines (what the message
+/// attached).
+pub fn shows_prompt(shown: &str, prompt: &str) -> bool {
+    let squeezed = |t: &str| t.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let (shown_s, prompt_s) = (squeezed(shown), squeezed(prompt));
+    !prompt_s.is_empty()
+        && (shows(shown, prompt) || prompt_s.ends_with(&shown_s) || shown_s.starts_with(&prompt_s))
 }
 
 /// The header of OpenCode's permission dialog (after `△ `); its later stages are titled
@@ -505,6 +583,61 @@ mod tests {
         assert!(lines[2].contains("Tell me a long story"), "{}", lines[2]);
         let abutting = [&lines[1..5], &lines[38..]].concat().join("\n");
         assert_eq!(analyze(&abutting), screen(InputBox::Empty, true, false));
+    }
+
+    /// The user messages in view, without the sidebar right of them (its title `ok`), the
+    /// box, or a tool's block (`$ echo hi`, its output), on a wide and a narrow pane.
+    #[test]
+    fn the_user_messages_in_view_are_read_without_sidebar_box_or_tool_blocks() {
+        assert_eq!(user_messages(&fixture("session-wide")), ["Hello by hand"]);
+        assert_eq!(user_messages(&fixture("session-narrow")), ["Hello by hand"]);
+        assert_eq!(
+            user_messages(&fixture("busy")),
+            ["Tell me a long story\nplease"]
+        );
+        assert_eq!(
+            user_messages(&fixture("permission-accepted")),
+            ["Run echo hi please"]
+        );
+        // `/sessions` over the conversation dims it all: no message is read.
+        assert!(user_messages(&fixture("dialog-sessions")).is_empty());
+        assert!(user_messages(&fixture("empty")).is_empty());
+        assert!(user_messages(&fixture("draft")).is_empty());
+        // No box, no colours: nothing is read.
+        assert!(user_messages(&fixture("permission")).is_empty());
+        assert!(user_messages(&styled::strip(&fixture("session-wide"))).is_empty());
+    }
+
+    #[test]
+    fn a_shown_message_is_a_prompt_wrapped_pasted_cut_at_the_top_or_with_attachments() {
+        assert!(shows_prompt(
+            "Tell me a long story\nplease",
+            "Tell me a long story please"
+        ));
+        assert!(shows_prompt("[Pasted ~3 lines]", "a\nb\nc"));
+        assert!(shows_prompt("story please", "Tell me a long story please"));
+        assert!(shows_prompt("explain @a.rs\na.rs", "explain @a.rs"));
+        assert!(!shows_prompt("Second session prompt", "Hello by hand"));
+        assert!(!shows_prompt("Hello", ""));
+    }
+
+    /// A dialog over the conversation (which dims it, the box too) is no empty box: a paste
+    /// would go into the dialog's search.
+    #[test]
+    fn a_dialog_over_the_conversation_is_unreadable() {
+        for (name, title) in [
+            ("dialog-sessions", "Sessions"),
+            ("dialog-commands", "Commands"),
+            ("dialog-models", "Select model"),
+        ] {
+            assert_eq!(
+                analyze(&fixture(name)).input,
+                InputBox::Unreadable(format!(
+                    "a dialog (`{title}`) is open over the conversation"
+                )),
+                "{name}"
+            );
+        }
     }
 
     /// OpenCode's permission dialog takes the box's place: nothing may be typed.

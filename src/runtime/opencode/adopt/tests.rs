@@ -5,9 +5,11 @@
 use serde_json::{Value, json};
 
 use super::approval::approval_request;
+use super::turns::REJECTED;
 use super::*;
 use crate::protocol::ApprovalKind;
 use crate::protocol::TurnStatus;
+use crate::runtime::opencode::wire::MessageWithParts;
 
 fn user(id: &str, created: u64, text: &str) -> Value {
     json!({"info": {"id": id, "sessionID": "ses_a", "role": "user", "time": {"created": created}},
@@ -122,12 +124,28 @@ fn a_running_turn_is_held_back_until_the_database_shows_its_end() {
 
 /// A prompt just stored, before any reply, is a running turn; a prompt whose text part is not
 /// stored yet is not read at all (its source is told by its text).
+/// Every prompt of the session is known, the turns before the adoption's checkpoint too: the
+/// screen may show any of them.
+#[test]
+fn every_prompt_is_read_also_before_the_checkpoint() {
+    let all = [
+        user("msg_1", 1, "before the adoption"),
+        assistant("msg_2", 2, Some(3), Some("stop"), "one"),
+        user("msg_3", 4, "after it"),
+        assistant("msg_4", 5, Some(6), Some("stop"), "two"),
+    ];
+    let read_now = read(&messages(&all), Some("msg_1"));
+    assert_eq!(texts(&read_now), ["after it", "two"]);
+    assert_eq!(read_now.prompts, ["before the adoption", "after it"]);
+}
+
 #[test]
 fn a_prompt_without_its_text_yet_is_not_read() {
     let mut bare = user("msg_1", 1, "first");
     bare["parts"] = json!([]);
     let read_now = read(&messages(&[bare]), None);
     assert_eq!(read_now, Read::default());
+    assert!(read_now.prompts.is_empty());
     let read_now = read(&messages(&[user("msg_1", 1, "first")]), None);
     assert_eq!(read_now.running.as_deref(), Some("msg_1"));
     assert_eq!(texts(&read_now), ["first"]);
