@@ -1,7 +1,7 @@
 //! What the adoption tests of every agent share (`suite::codex::adopt`, `suite::pi::adopt`, …):
 //! the agent started by hand in tmux session [`HAND`], a session's stored events and a wait on
-//! one of them, a prompt sent, an approval asked and answered, an adoption asked, no turn or item stored twice, and a session
-//! given back to the watcher.
+//! one of them, a prompt sent, an approval asked and answered, an adoption asked, no turn or
+//! item stored twice, a rehome and what it leaves, and a session given back to the watcher.
 
 use std::time::Duration;
 
@@ -73,6 +73,54 @@ pub(crate) fn prompt_approval(daemon: &TestDaemon, id: &str, prompt: &str) -> (S
         e["type"] == "approval.requested" && e["data"]["turnId"] == turn.as_str()
     });
     (turn, requested)
+}
+
+/// `POST /api/sessions/{id}/rehome`: the status and the body.
+pub(crate) fn rehome(daemon: &TestDaemon, id: &str) -> (u16, Value) {
+    let resp = daemon.post(&format!("/api/sessions/{id}/rehome"), &json!({}));
+    (resp.status, resp.json())
+}
+
+/// What every rehome leaves, checked on its answer `rehomed` and the session's events: the same
+/// session and thread, hosted, in the same pane; the person's agent (`agent_pid`) gone;
+/// `session.pane` naming a runner other than `before` (the pane's process till then) and the
+/// pane's process that runner; `session.rehomed` with the thread.
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assert_rehomed(
+    daemon: &TestDaemon,
+    id: &str,
+    rehomed: &Value,
+    thread: &str,
+    tmux: &TmuxServer,
+    pane: &str,
+    agent_pid: u32,
+    before: u32,
+) {
+    let view = &rehomed["session"];
+    assert_eq!(view["id"], id, "{view:#}");
+    assert_eq!(view["control"], "hosted", "{view:#}");
+    assert_eq!(view["threadId"], thread, "{view:#}");
+    assert_eq!(view["paneId"], pane, "{view:#}");
+    assert!(!is_running(agent_pid), "the person's agent quit");
+    let recorded = wait_event(daemon, id, "the runner's pane", |e| {
+        e["type"] == "session.pane" && e["data"]["runnerPid"] != before
+    });
+    assert_eq!(recorded["data"]["paneId"], pane, "{recorded}");
+    let now: u64 = tmux
+        .run(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
+        .trim()
+        .parse()
+        .expect("pane pid");
+    assert_eq!(
+        Some(now),
+        recorded["data"]["runnerPid"].as_u64(),
+        "the pane runs cohost's runner"
+    );
+    let event = wait_event(daemon, id, "session.rehomed", |e| {
+        e["type"] == "session.rehomed"
+    });
+    assert_eq!(event["data"]["threadId"], thread, "{event}");
 }
 
 /// The instance `key` in [`HAND`] adopted over HTTP: the status and the answer.

@@ -5,8 +5,11 @@
 //! ends ([`AdoptedEnd`]). And the frame every adoption logs: the refusal of an agent another
 //! session already drives ([`refuse_driven`]), the session's start ([`log_start`]: created,
 //! adopted, pane, bound), its instance in the tracker ([`report`]), the check before anything
-//! is typed ([`verify_before_typing`]) and its end ([`log_end`]). Reads tmux and `/proc`, appends
-//! to the log; types nothing.
+//! is typed ([`verify_before_typing`]), the agent quitting for a rehome ([`Rehoming`]) and its
+//! end ([`log_end`]). Reads tmux and `/proc`, appends to the log; types nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::core::CoreHandle;
 use crate::process;
@@ -517,6 +520,70 @@ pub async fn prune_own_instance(core: &CoreHandle, tmux_session: &str, key: Stri
                 EventKind::AgentPruned(InstanceRef { key }),
             )
             .await;
+    }
+}
+
+/// An adopted agent quitting in its pane for a rehome: the pane kept (`remain-on-exit`, for an
+/// agent that is the pane's own process) and the adopter's `rehoming` flag set, so the expected
+/// exit ends neither the pane nor the session. [`Rehoming::undo`] gives both back when the
+/// rehome stops short (the agent then keeps running, adopted).
+pub struct Rehoming<'a> {
+    tmux: &'a Tmux,
+    pane: &'a str,
+    flag: &'a AtomicBool,
+}
+
+impl<'a> Rehoming<'a> {
+    pub async fn start(
+        tmux: &'a Tmux,
+        pane: &'a str,
+        flag: &'a AtomicBool,
+        runtime: Runtime,
+    ) -> Result<Rehoming<'a>, HostError> {
+        tmux.run(&["set-option", "-p", "-t", pane, "remain-on-exit", "on"])
+            .await
+            .map_err(|e| HostError::failed_by(runtime, e.to_string(), e))?;
+        flag.store(true, Ordering::SeqCst);
+        Ok(Rehoming { tmux, pane, flag })
+    }
+
+    pub async fn undo(self) {
+        self.flag.store(false, Ordering::SeqCst);
+        let _ = self
+            .tmux
+            .run(&["set-option", "-p", "-u", "-t", self.pane, "remain-on-exit"])
+            .await;
+    }
+
+    /// Undoes and answers `error` (for a step that failed).
+    pub async fn fail<T>(self, error: HostError) -> Result<T, HostError> {
+        self.undo().await;
+        Err(error)
+    }
+
+    /// Waits until the adopted process (`record`'s pid and start time) is gone, `timeout` at
+    /// most; else undoes and answers `NotReady` (`after`: what was typed, for the message).
+    pub async fn wait_exit(
+        self,
+        record: &SessionAdopted,
+        agent: &str,
+        after: &str,
+        timeout: Duration,
+    ) -> Result<(), HostError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while process::alive(record.pid, Some(record.pid_start)) {
+            if tokio::time::Instant::now() >= deadline {
+                let pane = self.pane;
+                return self
+                    .fail(HostError::NotReadyBecause(format!(
+                        "{agent} (pid {}) did not quit within {timeout:?} of {after} in pane {pane}; it keeps running, adopted",
+                        record.pid
+                    )))
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
     }
 }
 

@@ -136,6 +136,48 @@ pub async fn respawn(
     Ok(record)
 }
 
+/// [`respawn`] for a rehome: only once the adopted agent's pane still has the process it had
+/// at the adoption (the shell the agent was started from, or the pane kept by `remain-on-exit`
+/// after the agent quit); then the pane's own `remain-on-exit` is given back. `Err` says what
+/// failed, for the caller's message (the agent has quit by then).
+#[allow(clippy::too_many_arguments)]
+pub async fn respawn_adopted(
+    core: &CoreHandle,
+    tmux: &SessionCache,
+    session_id: &str,
+    adopted: &crate::protocol::SessionAdopted,
+    cwd: &Path,
+    runner: &Path,
+    dir: &Path,
+) -> Result<SessionPane, String> {
+    let pane = adopted.pane_id.as_str();
+    match tmux.tmux().pane_pid(pane).await {
+        Some(pid) if pid == adopted.pane_pid => {}
+        _ => {
+            return Err(format!(
+                "pane {pane} is gone or runs something else now; the session goes on without a terminal (open one with POST …/terminal)"
+            ));
+        }
+    }
+    let record = respawn(
+        core,
+        tmux,
+        session_id,
+        pane,
+        &adopted.tmux_session,
+        cwd,
+        runner,
+        dir,
+    )
+    .await
+    .map_err(|e| format!("could not start the TUI in pane {pane}: {e}"))?;
+    let _ = tmux
+        .tmux()
+        .run(&["set-option", "-p", "-u", "-t", pane, "remain-on-exit"])
+        .await;
+    Ok(record)
+}
+
 /// The private directory of a session's terminal, `root/<session>` (0700): `launch.json`,
 /// `runner.jsonl`.
 pub fn terminal_dir(runtime: Runtime, root: &Path, session_id: &str) -> Result<PathBuf, HostError> {

@@ -12,23 +12,11 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::adopt::{Rig, WAIT, adopt, events, send, turn_by_hand, wait_event};
+use crate::suite::adopting::{assert_rehomed, rehome};
 use crate::suite::codex::host::session_sse;
 use crate::support::TestDaemon;
 use crate::support::claude_env::is_running;
 use crate::support::mock_responses::Step;
-
-fn rehome(daemon: &TestDaemon, id: &str) -> (u16, Value) {
-    let resp = daemon.post(&format!("/api/sessions/{id}/rehome"), &json!({}));
-    (resp.status, resp.json())
-}
-
-fn pane_pid(rig: &Rig) -> u32 {
-    rig.tmux
-        .run(&["display-message", "-p", "-t", &rig.pane, "#{pane_pid}"])
-        .trim()
-        .parse()
-        .expect("pane pid")
-}
 
 #[track_caller]
 fn completed(daemon: &TestDaemon, id: &str, turn: &str) -> Value {
@@ -84,25 +72,9 @@ fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() 
     // Idle: rehomed. The same session and thread, hosted, in the same pane.
     let (status, rehomed) = rehome(&daemon, &id);
     assert_eq!(status, 200, "{rehomed:#}");
-    let view = &rehomed["session"];
-    assert_eq!(view["id"], id.as_str(), "{view:#}");
-    assert_eq!(view["control"], "hosted", "{view:#}");
-    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
-    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
-    assert!(!is_running(tui), "the person's TUI quit");
-    let pane = wait_event(&daemon, &id, "the runner's pane", |e| {
-        e["type"] == "session.pane" && e["data"]["runnerPid"] != rig.pid
-    });
-    assert_eq!(pane["data"]["paneId"], rig.pane.as_str(), "{pane}");
-    assert_eq!(
-        u64::from(pane_pid(&rig)),
-        pane["data"]["runnerPid"].as_u64().unwrap(),
-        "the pane runs cohost's runner"
+    assert_rehomed(
+        &daemon, &id, &rehomed, &thread, &rig.tmux, &rig.pane, tui, rig.pid,
     );
-    let rehomed_event = wait_event(&daemon, &id, "session.rehomed", |e| {
-        e["type"] == "session.rehomed"
-    });
-    assert_eq!(rehomed_event["data"]["threadId"], thread.as_str());
     // The `codex --remote` TUI shows the resumed conversation.
     rig.wait_screen("the resumed conversation", |s| {
         s.contains("Hello by hand") && s.contains("Hello from HTTP") && s.contains("Adopted reply.")

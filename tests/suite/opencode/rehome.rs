@@ -7,11 +7,12 @@
 //! HTTP runs on cohost's server under the session's policy (a command asks first, and runs once
 //! accepted), and no turn is stored twice — also after a daemon restart.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::adopt::{AGENT, Rig, items, turn_by_hand};
 use crate::suite::adopting::{
-    adopt, answer, assert_no_repeats, events, prompt_approval, send, wait_event, wait_turn_end,
+    adopt, answer, assert_no_repeats, assert_rehomed, events, prompt_approval, rehome, send,
+    wait_turn_end,
 };
 use crate::suite::watch::common::daemon_watching;
 use crate::support::TestDaemon;
@@ -37,19 +38,6 @@ fn daemon(rig: &Rig) -> TestDaemon {
         env.push((name, "1"));
     }
     daemon_watching(&rig.tmux, AGENT, &rig.home, &env)
-}
-
-fn rehome(daemon: &TestDaemon, id: &str) -> (u16, Value) {
-    let resp = daemon.post(&format!("/api/sessions/{id}/rehome"), &json!({}));
-    (resp.status, resp.json())
-}
-
-fn pane_pid(rig: &Rig) -> u32 {
-    rig.tmux
-        .run(&["display-message", "-p", "-t", &rig.pane, "#{pane_pid}"])
-        .trim()
-        .parse()
-        .expect("pane pid")
 }
 
 /// Each prompt is stored once.
@@ -120,25 +108,9 @@ fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session()
     // Idle: rehomed. The same session and OpenCode session, hosted, in the same pane.
     let (status, rehomed) = rehome(&daemon, &id);
     assert_eq!(status, 200, "{rehomed:#}");
-    let view = &rehomed["session"];
-    assert_eq!(view["id"], id.as_str(), "{view:#}");
-    assert_eq!(view["control"], "hosted", "{view:#}");
-    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
-    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
-    assert!(!is_running(tui), "the person's TUI quit");
-    let pane = wait_event(&daemon, &id, "the runner's pane", |e| {
-        e["type"] == "session.pane" && e["data"]["runnerPid"] != rig.shell
-    });
-    assert_eq!(pane["data"]["paneId"], rig.pane.as_str(), "{pane}");
-    assert_eq!(
-        u64::from(pane_pid(&rig)),
-        pane["data"]["runnerPid"].as_u64().unwrap(),
-        "the pane runs cohost's runner"
+    assert_rehomed(
+        &daemon, &id, &rehomed, &thread, &rig.tmux, &rig.pane, tui, rig.shell,
     );
-    let rehomed_event = wait_event(&daemon, &id, "session.rehomed", |e| {
-        e["type"] == "session.rehomed"
-    });
-    assert_eq!(rehomed_event["data"]["threadId"], thread.as_str());
     // `opencode attach` shows the conversation, which goes on.
     rig.wait_screen("the conversation in the attached TUI", |s| {
         s.contains("Hello from HTTP") && s.contains("Adopted reply.")

@@ -5,14 +5,13 @@
 //! then the follower stopped after a last read of the rollout, so every turn it saw is mirrored
 //! once. Nothing is typed when a check fails, and the TUI then keeps running.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{Adoptions, End};
-use crate::process;
-use crate::protocol::SessionAdopted;
+use crate::protocol::{Runtime, SessionAdopted};
 use crate::runtime::HostError;
 use crate::runtime::codex::tui_screen::Composer;
+use crate::runtime::common::adopted::Rehoming;
 use crate::runtime::common::lock;
 
 /// The TUI's own command that quits it.
@@ -55,54 +54,40 @@ impl Adoptions {
         let record = adopted.record.clone();
         let pane = record.pane_id.as_str();
         let tmux = self.tmux.tmux();
-        let failed = |e: crate::tmux::TmuxError| {
-            HostError::failed_by(crate::protocol::Runtime::Codex, e.to_string(), e)
-        };
+        let failed =
+            |e: crate::tmux::TmuxError| HostError::failed_by(Runtime::Codex, e.to_string(), e);
         // The pane outlives the TUI when the TUI is the pane's own process.
-        tmux.run(&["set-option", "-p", "-t", pane, "remain-on-exit", "on"])
-            .await
-            .map_err(failed)?;
-        adopted.rehoming.store(true, Ordering::SeqCst);
-        let unset = || async {
-            adopted.rehoming.store(false, Ordering::SeqCst);
-            let _ = tmux
-                .run(&["set-option", "-p", "-u", "-t", pane, "remain-on-exit"])
-                .await;
-        };
+        let rehoming = Rehoming::start(tmux, pane, &adopted.rehoming, Runtime::Codex).await?;
         if let Err(e) = tmux.send_keys(pane, &["-l", QUIT]).await {
-            unset().await;
-            return Err(failed(e));
+            return rehoming.fail(failed(e)).await;
         }
         let deadline = tokio::time::Instant::now() + SHOW_TIMEOUT;
         loop {
-            let screen = self.screen(&adopted).await?;
+            let screen = match self.screen(&adopted).await {
+                Ok(screen) => screen,
+                Err(e) => return rehoming.fail(e).await,
+            };
             if matches!(&screen.composer, Composer::Draft(shown) if shown.starts_with(QUIT)) {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                unset().await;
-                return Err(HostError::NotReadyBecause(format!(
-                    "`{QUIT}` never showed in pane {pane}'s composer; not submitted, the TUI keeps running"
-                )));
+                return rehoming
+                    .fail(HostError::NotReadyBecause(format!(
+                        "`{QUIT}` never showed in pane {pane}'s composer; not submitted, the TUI keeps running"
+                    )))
+                    .await;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        self.verified(&adopted).await?;
+        if let Err(e) = self.verified(&adopted).await {
+            return rehoming.fail(e).await;
+        }
         if let Err(e) = tmux.send_keys(pane, &["Enter"]).await {
-            unset().await;
-            return Err(failed(e));
+            return rehoming.fail(failed(e)).await;
         }
-        let deadline = tokio::time::Instant::now() + EXIT_TIMEOUT;
-        while process::alive(record.pid, Some(record.pid_start)) {
-            if tokio::time::Instant::now() >= deadline {
-                unset().await;
-                return Err(HostError::NotReadyBecause(format!(
-                    "codex (pid {}) did not quit within {EXIT_TIMEOUT:?} of `{QUIT}` in pane {pane}; it keeps running, adopted",
-                    record.pid
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        rehoming
+            .wait_exit(&record, "codex", &format!("`{QUIT}`"), EXIT_TIMEOUT)
+            .await?;
         // The follower reads the rollout to its end, then stops without closing the session.
         let (done, ended) = tokio::sync::oneshot::channel();
         adopted

@@ -88,40 +88,17 @@ impl CodexHost {
             .await?;
         let dir = self.write_terminal_launch(session_id).await?;
         let cwd = PathBuf::from(self.view(session_id)?.cwd);
-        match self.inner.tmux.tmux().pane_pid(&record.pane_id).await {
-            Some(pid) if pid == record.pane_pid => {}
-            _ => {
-                return Err(lost(format!(
-                    "pane {} is gone or runs something else now; the session goes on without a terminal (open one with POST …/terminal)",
-                    record.pane_id
-                )));
-            }
-        }
-        pane::respawn(
+        pane::respawn_adopted(
             &self.inner.core,
             &self.inner.tmux,
             session_id,
-            &record.pane_id,
-            &record.tmux_session,
+            &record,
             &cwd,
             &runner,
             &dir,
         )
         .await
-        .map_err(|e| lost(format!("could not start the codex TUI in the pane: {e}")))?;
-        let _ = self
-            .inner
-            .tmux
-            .tmux()
-            .run(&[
-                "set-option",
-                "-p",
-                "-u",
-                "-t",
-                &record.pane_id,
-                "remain-on-exit",
-            ])
-            .await;
+        .map_err(lost)?;
         tracing::info!(session = %session_id, thread = %thread_id, pane = %record.pane_id, "rehomed an adopted codex onto cohost's app-server");
         self.inner.report(session_id, AgentStatus::Idle).await;
         self.view(session_id)

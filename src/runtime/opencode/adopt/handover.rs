@@ -7,15 +7,13 @@
 //! the follower stopped after a last read of the database, so every turn it saw is mirrored
 //! once. Nothing is typed when a check fails, and the TUI then keeps running.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::approval::Shown;
 use super::{Adoptions, End};
-use crate::process;
 use crate::protocol::{Runtime, SessionAdopted};
 use crate::runtime::HostError;
-use crate::runtime::common::adopted::InputBox;
+use crate::runtime::common::adopted::{InputBox, Rehoming};
 use crate::runtime::common::lock;
 
 /// OpenCode's key that quits the TUI when its box is empty.
@@ -66,38 +64,17 @@ impl Adoptions {
         self.check_session(&adopted).await?;
         let record = adopted.record.clone();
         let tmux = self.tmux.tmux();
-        let failed =
-            |e: crate::tmux::TmuxError| HostError::failed_by(Runtime::Opencode, e.to_string(), e);
-        // The pane outlives the TUI when the TUI is the pane's own process.
-        tmux.run(&["set-option", "-p", "-t", &pane, "remain-on-exit", "on"])
-            .await
-            .map_err(failed)?;
-        adopted.rehoming.store(true, Ordering::SeqCst);
-        let unset = || async {
-            adopted.rehoming.store(false, Ordering::SeqCst);
-            let _ = tmux
-                .run(&["set-option", "-p", "-u", "-t", &pane, "remain-on-exit"])
-                .await;
-        };
+        let rehoming = Rehoming::start(tmux, &pane, &adopted.rehoming, Runtime::Opencode).await?;
         if let Err(e) = self.verified(&adopted).await {
-            unset().await;
-            return Err(e);
+            return rehoming.fail(e).await;
         }
         if let Err(e) = tmux.send_keys(&pane, &[QUIT_KEY]).await {
-            unset().await;
-            return Err(failed(e));
+            let failed = HostError::failed_by(Runtime::Opencode, e.to_string(), e);
+            return rehoming.fail(failed).await;
         }
-        let deadline = tokio::time::Instant::now() + EXIT_TIMEOUT;
-        while process::alive(record.pid, Some(record.pid_start)) {
-            if tokio::time::Instant::now() >= deadline {
-                unset().await;
-                return Err(HostError::NotReadyBecause(format!(
-                    "opencode (pid {}) did not quit within {EXIT_TIMEOUT:?} of Ctrl+C in pane {pane}; it keeps running, adopted",
-                    record.pid
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        rehoming
+            .wait_exit(&record, "opencode", "Ctrl+C", EXIT_TIMEOUT)
+            .await?;
         // The follower reads the database to its end, then stops without closing the session.
         let (done, ended) = tokio::sync::oneshot::channel();
         adopted

@@ -87,38 +87,17 @@ impl OpencodeHost {
         lock(&live.forwarder).has_terminal = true;
         let dir = self.write_launch(session_id).await?;
         let cwd = PathBuf::from(self.view(session_id)?.cwd);
-        let tmux = self.inner.tmux.tmux();
-        match tmux.pane_pid(&record.pane_id).await {
-            Some(pid) if pid == record.pane_pid => {}
-            _ => {
-                return Err(lost(format!(
-                    "pane {} is gone or runs something else now; the session goes on without a terminal (open one with POST …/terminal)",
-                    record.pane_id
-                )));
-            }
-        }
-        pane::respawn(
+        pane::respawn_adopted(
             &self.inner.core,
             &self.inner.tmux,
             session_id,
-            &record.pane_id,
-            &record.tmux_session,
+            &record,
             &cwd,
             &runner,
             &dir,
         )
         .await
-        .map_err(|e| lost(format!("could not start the opencode TUI in the pane: {e}")))?;
-        let _ = tmux
-            .run(&[
-                "set-option",
-                "-p",
-                "-u",
-                "-t",
-                &record.pane_id,
-                "remain-on-exit",
-            ])
-            .await;
+        .map_err(lost)?;
         tracing::info!(session = %session_id, opencode_session = %opencode_session, pane = %record.pane_id, "rehomed an adopted opencode onto a server of cohost's");
         self.inner.report(session_id, AgentStatus::Idle).await;
         self.view(session_id)
