@@ -5,7 +5,8 @@
 //! key, and `opencode attach` under cohost's runner shows the same conversation in the same pane.
 //! The session, the same id and OpenCode session, is hosted from then on: the next prompt from
 //! HTTP runs on cohost's server under the session's policy (a command asks first, and runs once
-//! accepted), and no turn is stored twice — also after a daemon restart.
+//! accepted), and no turn is stored twice — also after a daemon restart. And the same from the
+//! page, in a real Chromium.
 
 use serde_json::json;
 
@@ -16,8 +17,13 @@ use crate::suite::adopting::{
 };
 use crate::suite::watch::common::daemon_watching;
 use crate::support::TestDaemon;
+use crate::support::browser::{Browser, UI_TIMEOUT};
 use crate::support::claude_env::is_running;
 use crate::support::mock_messages::Step;
+
+/// Long enough for an OpenCode turn, or a rehome (a server starts, the TUI quits), on a loaded
+/// machine.
+const TURN: std::time::Duration = std::time::Duration::from_secs(90);
 
 /// A daemon watching OpenCode whose own OpenCode (the server a rehome starts) has the person's
 /// home: their config (the mock provider) and their database.
@@ -189,5 +195,88 @@ fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session()
             "After the rehome",
             "After the restart",
         ],
+    );
+}
+
+/// From the page, in a real Chromium: All agents' Rehome of the adopted OpenCode, pressed over a
+/// person's draft, is refused and the page shows why (nothing typed); the session's own Rehome,
+/// pressed when it is idle, moves it under a server of cohost's in the same pane, and the
+/// cockpit's next prompt completes there.
+#[test]
+fn an_adopted_opencode_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockpit_completes() {
+    let rig = Rig::start();
+    let daemon = daemon(&rig);
+    let watched = turn_by_hand(&rig, &daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let thread = watched["threadId"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(&daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let tui = adopted["session"]["adopted"]["pid"].as_u64().unwrap() as u32;
+
+    let b = Browser::start();
+    b.set_viewport(1440, 900);
+    b.goto(&format!(
+        "http://127.0.0.1:{}/#token={}&session={id}",
+        daemon.port(),
+        daemon.token()
+    ));
+    b.wait_text("#conn", "connected", UI_TIMEOUT);
+    b.wait_visible("#rehome", UI_TIMEOUT);
+    b.wait_text("#sessionBadges", "adopted", UI_TIMEOUT);
+
+    // A person's draft in the box: All agents' Rehome is refused, the page says why.
+    rig.type_text("half typed by a person");
+    let row_rehome = format!("#agents button[data-key=\"r:{key}\"]");
+    b.click("#showAgents");
+    b.wait_visible(&row_rehome, UI_TIMEOUT);
+    b.click(&row_rehome);
+    b.wait_text("#errors", "human_typing", TURN);
+    assert!(rig.screen().contains("half typed by a person"));
+    assert!(is_running(tui), "a refused rehome leaves the TUI running");
+    rig.keys(&["C-u"]);
+    rig.wait_screen("the cleared box", |s| !s.contains("half typed by a person"));
+
+    // Idle: the session's Rehome; the page shows it hosted, the same session and thread.
+    b.click("#showHosted");
+    b.click("#rehome");
+    b.wait_text("#composeStatus", "Rehomed", TURN);
+    b.wait_for("the page to show the session hosted", UI_TIMEOUT, || {
+        let hidden = b.exec(
+            "return document.getElementById('rehome').hidden && document.getElementById('disown').hidden;",
+            vec![],
+        );
+        (hidden == true && !b.text("#sessionBadges").contains("adopted")).then_some(())
+    });
+    let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+    assert_eq!(view["control"], "hosted", "{view:#}");
+    assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
+    assert_eq!(view["paneId"], rig.pane.as_str(), "{view:#}");
+    assert!(!is_running(tui), "the person's TUI quit");
+    rig.wait_screen("the conversation in the attached TUI", |s| {
+        s.contains("Hello by hand") && s.contains("Hand reply.")
+    });
+
+    // The cockpit's next prompt goes to cohost's server and completes.
+    rig.mock.push(Step::text("Hosted reply, to the page."));
+    b.type_into("#prompt", "After the rehome, from the page");
+    b.click("#sendNow");
+    b.wait_text("#entries", "Hosted reply, to the page.", TURN);
+    let turn = items(&daemon, &id, "userMessage")
+        .into_iter()
+        .find(|(_, item)| item["text"] == "After the rehome, from the page")
+        .map(|(turn, _)| turn)
+        .expect("the page's prompt stored");
+    let done = wait_turn_end(&daemon, &id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{done:#}");
+    rig.wait_screen("the hosted reply in the pane", |s| {
+        s.contains("Hosted reply, to the page.")
+    });
+    let problems = b.problems();
+    assert!(
+        problems
+            .iter()
+            .all(|p| p.contains("/rehome") && p.contains("409")),
+        "{problems:#?}"
     );
 }
