@@ -2,13 +2,18 @@
 //! the adoption, that the pane is there and the agent's process lives under the pane's process
 //! ([`check_agent`]); on every tick of the adopted session, that this still holds ([`problem`]:
 //! the pane in tmux every [`PANE_CHECK_TICKS`] ticks, `/proc` every tick); and why the session
-//! ends ([`AdoptedEnd`]). And the frame every adoption logs: the refusal of an agent another
-//! session already drives ([`refuse_driven`]), the session's start ([`log_start`]: created,
-//! adopted, pane, bound), its instance in the tracker ([`report`]), the check before anything
-//! is typed ([`verify_before_typing`]), the agent quitting for a rehome ([`Rehoming`]) and its
-//! end ([`log_end`]). Reads tmux and `/proc`, appends to the log; types nothing.
+//! ends ([`AdoptedEnd`]). The adopted agents of a runtime, by session ([`Adopters`]: one
+//! adoption at a time, the checks it starts with). And the frame every adoption logs: the
+//! refusal of an agent another session already drives ([`refuse_driven`]), the session's start
+//! ([`log_start`]: created, adopted, pane, bound), its instance in the tracker ([`report`]), the
+//! check before anything is typed ([`verify_before_typing`]), the agent quitting for a rehome
+//! ([`Rehoming`]) and its end ([`log_end`]). Reads tmux and `/proc`, appends to the log; types
+//! nothing.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::core::CoreHandle;
@@ -520,6 +525,78 @@ pub async fn prune_own_instance(core: &CoreHandle, tmux_session: &str, key: Stri
                 EventKind::AgentPruned(InstanceRef { key }),
             )
             .await;
+    }
+}
+
+/// The agents of one runtime this daemon adopted, by session id (`A`: what the runtime's
+/// follower keeps of one), and what every adopter shares: the core, the tmux cache, its
+/// directory (`<root>/adopted`) and one adoption at a time ([`Adopters::begin`]). A runtime's
+/// `Adoptions` derefs to it.
+pub struct Adopters<A> {
+    pub core: CoreHandle,
+    pub tmux: Arc<SessionCache>,
+    /// `<the runtime's directory>/adopted`.
+    pub dir: PathBuf,
+    runtime: Runtime,
+    live: Mutex<HashMap<String, Arc<A>>>,
+    adopting: tokio::sync::Mutex<()>,
+}
+
+impl<A> Adopters<A> {
+    pub fn new(runtime: Runtime, core: CoreHandle, tmux: Arc<SessionCache>, root: &Path) -> Self {
+        Adopters {
+            core,
+            tmux,
+            dir: root.join("adopted"),
+            runtime,
+            live: Mutex::new(HashMap::new()),
+            adopting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Whether session `id` is an adopted agent of this runtime (by the log: also after its
+    /// end).
+    pub fn is_adopted(&self, id: &str) -> bool {
+        is_adopted(&self.core, self.runtime, id)
+    }
+
+    /// The adopted agent of session `id` this daemon follows now; `Closed` once it ended.
+    pub fn live(&self, id: &str) -> Result<Arc<A>, HostError> {
+        super::lock(&self.live)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HostError::Closed(id.to_string()))
+    }
+
+    /// Follows `adopted` as session `id`'s.
+    pub fn insert(&self, id: &str, adopted: Arc<A>) {
+        super::lock(&self.live).insert(id.to_string(), adopted);
+    }
+
+    /// Session `id` is followed no more.
+    pub fn remove(&self, id: &str) {
+        super::lock(&self.live).remove(id);
+    }
+
+    /// What every adoption starts with: the instance is of this adopter's `agent` (else
+    /// `Unsupported`), one adoption at a time (the guard answered), and no cohost session drives
+    /// it yet (`what`: how the message names it, `codex thread`).
+    pub async fn begin(
+        &self,
+        request: &AdoptRequest,
+        agent: &str,
+        what: &str,
+    ) -> Result<tokio::sync::MutexGuard<'_, ()>, HostError> {
+        if request.agent != agent {
+            return Err(HostError::Unsupported(format!(
+                "{} sessions adopt {agent} instances, not {}",
+                self.runtime.as_str(),
+                request.agent
+            )));
+        }
+        let adopting = self.adopting.lock().await;
+        refuse_driven(&self.core, request, what)?;
+        Ok(adopting)
     }
 }
 

@@ -22,7 +22,6 @@
 mod handover;
 pub mod rollout;
 
-use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +37,7 @@ use crate::protocol::{
     Liveness, Runtime, SessionAdopted,
 };
 use crate::runtime::codex::tui_screen::{self, Asked, Composer};
-use crate::runtime::common::adopted::{self, AdoptedEnd as End};
+use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
 use crate::runtime::common::hosted;
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -54,7 +53,7 @@ const TICK: Duration = Duration::from_millis(200);
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// One adopted codex TUI.
-struct Adopted {
+pub struct Adopted {
     session_id: String,
     record: SessionAdopted,
     /// Serializes pastes and keys into the pane.
@@ -100,11 +99,15 @@ fn cli_version(rollout: &Path) -> Option<String> {
 
 /// The codex TUIs this daemon adopted.
 pub struct Adoptions {
-    core: CoreHandle,
-    tmux: Arc<SessionCache>,
-    dir: PathBuf,
-    live: Mutex<HashMap<String, Arc<Adopted>>>,
-    adopting: tokio::sync::Mutex<()>,
+    base: Adopters<Adopted>,
+}
+
+impl std::ops::Deref for Adoptions {
+    type Target = Adopters<Adopted>;
+
+    fn deref(&self) -> &Adopters<Adopted> {
+        &self.base
+    }
 }
 
 /// Whether `pid` is a codex TUI: a `codex` process that runs no other subcommand (the TUI spawns
@@ -177,38 +180,15 @@ fn start_offset(bytes: &[u8]) -> (u64, bool) {
 impl Adoptions {
     pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, cohost_home: &Path) -> Self {
         Adoptions {
-            core,
-            tmux,
-            dir: cohost_home.join("codex").join("adopted"),
-            live: Mutex::new(HashMap::new()),
-            adopting: tokio::sync::Mutex::new(()),
+            base: Adopters::new(Runtime::Codex, core, tmux, &cohost_home.join("codex")),
         }
-    }
-
-    /// Whether session `id` is an adopted codex (by the log: also after its end).
-    pub fn is_adopted(&self, id: &str) -> bool {
-        adopted::is_adopted(&self.core, Runtime::Codex, id)
-    }
-
-    fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
-        lock(&self.live)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HostError::Closed(id.to_string()))
     }
 
     /// Checks the pane and process the watcher placed the codex in, then logs the session
     /// (`session.created`, `session.adopted`, `session.pane`, `session.bound`) and follows it.
     /// Answers the new session's id.
     pub async fn adopt(self: &Arc<Self>, request: AdoptRequest) -> Result<String, HostError> {
-        if request.agent != AGENT {
-            return Err(HostError::Unsupported(format!(
-                "codex sessions adopt codex instances, not {}",
-                request.agent
-            )));
-        }
-        let _adopting = self.adopting.lock().await;
-        adopted::refuse_driven(&self.core, &request, "codex thread")?;
+        let _adopting = self.begin(&request, AGENT, "codex thread").await?;
         let pane = &request.pane_id;
         let (pane_pid, pid, stat) =
             adopted::check_agent(self.tmux.tmux(), &request, "codex", is_tui).await?;
@@ -309,7 +289,7 @@ impl Adoptions {
             release,
             approval: Mutex::new(Shown::None),
         });
-        lock(&self.live).insert(session_id.to_string(), adopted.clone());
+        self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
         tokio::spawn(async move { this.run(task, checkpoint, ends).await });
@@ -436,7 +416,7 @@ impl Adoptions {
         let session_id = &adopted.session_id;
         tracing::info!(session = %session_id, ?end, "an adopted codex session ends");
         adopted.ended.store(true, Ordering::SeqCst);
-        lock(&self.live).remove(session_id);
+        self.remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
         adopted::log_end(&self.core, session_id, &adopted.record, AGENT, open, end).await;
     }

@@ -61,7 +61,7 @@ use crate::process;
 use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Item, Liveness, Runtime, SessionAdopted, TurnSource,
 };
-use crate::runtime::common::adopted::{self, AdoptedEnd as End, InputBox};
+use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters, InputBox};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tmux::SessionCache;
@@ -108,7 +108,7 @@ struct Follow {
 }
 
 /// One adopted OpenCode TUI.
-struct Adopted {
+pub struct Adopted {
     session_id: String,
     record: SessionAdopted,
     /// Serializes pastes and keys into the pane.
@@ -127,12 +127,15 @@ struct Adopted {
 
 /// The OpenCode TUIs this daemon adopted.
 pub struct Adoptions {
-    core: CoreHandle,
-    tmux: Arc<SessionCache>,
-    /// `$COHOST_HOME/opencode/adopted`.
-    dir: PathBuf,
-    live: Mutex<HashMap<String, Arc<Adopted>>>,
-    adopting: tokio::sync::Mutex<()>,
+    base: Adopters<Adopted>,
+}
+
+impl std::ops::Deref for Adoptions {
+    type Target = Adopters<Adopted>;
+
+    fn deref(&self) -> &Adopters<Adopted> {
+        &self.base
+    }
 }
 
 /// Whether `pid` is an OpenCode (`/proc` names its process `opencode`).
@@ -207,38 +210,15 @@ async fn load_checkpoint(path: &Path) -> Option<Checkpoint> {
 impl Adoptions {
     pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, opencode_root: &Path) -> Self {
         Adoptions {
-            core,
-            tmux,
-            dir: opencode_root.join("adopted"),
-            live: Mutex::new(HashMap::new()),
-            adopting: tokio::sync::Mutex::new(()),
+            base: Adopters::new(Runtime::Opencode, core, tmux, opencode_root),
         }
-    }
-
-    /// Whether session `id` is an adopted OpenCode (by the log: also after its end).
-    pub fn is_adopted(&self, id: &str) -> bool {
-        adopted::is_adopted(&self.core, Runtime::Opencode, id)
-    }
-
-    fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
-        lock(&self.live)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HostError::Closed(id.to_string()))
     }
 
     /// Checks the pane, the process and the database the watcher placed the OpenCode in, then
     /// logs the session (`session.created`, `session.adopted`, `session.pane`,
     /// `session.bound`) and follows it. Answers the new session's id.
     pub async fn adopt(self: &Arc<Self>, request: AdoptRequest) -> Result<String, HostError> {
-        if request.agent != AGENT {
-            return Err(HostError::Unsupported(format!(
-                "opencode sessions adopt opencode instances, not {}",
-                request.agent
-            )));
-        }
-        let _adopting = self.adopting.lock().await;
-        adopted::refuse_driven(&self.core, &request, "opencode session")?;
+        let _adopting = self.begin(&request, AGENT, "opencode session").await?;
         let pane = &request.pane_id;
         let session = &request.agent_session_id;
         let (pane_pid, pid, stat) =
@@ -371,7 +351,7 @@ impl Adoptions {
             approval: Mutex::new(Shown::None),
             release: tokio::sync::Mutex::new(None),
         });
-        lock(&self.live).insert(session_id.to_string(), adopted.clone());
+        self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
         tokio::spawn(async move { this.run(task, checkpoint, ends).await });
@@ -522,7 +502,7 @@ impl Adoptions {
         let session_id = &adopted.session_id;
         tracing::info!(session = %session_id, ?end, "an adopted opencode session ends");
         adopted.ended.store(true, Ordering::SeqCst);
-        lock(&self.live).remove(session_id);
+        self.remove(session_id);
         let open = lock(&adopted.follow).running.clone();
         adopted::log_end(&self.core, session_id, &adopted.record, AGENT, open, end).await;
     }

@@ -20,7 +20,6 @@
 pub mod session_file;
 mod switch;
 
-use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -35,7 +34,7 @@ use crate::process;
 use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Liveness, Runtime, SessionAdopted, SessionBound,
 };
-use crate::runtime::common::adopted::{self, AdoptedEnd as End};
+use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
 use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::pi::tui_screen::{self, InputBox};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -56,7 +55,7 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(20);
 const CHECKPOINT: &str = "session-file.json";
 
 /// One adopted Pi TUI.
-struct Adopted {
+pub struct Adopted {
     session_id: String,
     record: SessionAdopted,
     /// The Pi session followed now: the adopted one's id, or the one Pi switched to since
@@ -81,12 +80,15 @@ impl Adopted {
 
 /// The Pi TUIs this daemon adopted.
 pub struct Adoptions {
-    core: CoreHandle,
-    tmux: Arc<SessionCache>,
-    /// `$COHOST_HOME/pi/adopted`.
-    dir: PathBuf,
-    live: Mutex<HashMap<String, Arc<Adopted>>>,
-    adopting: tokio::sync::Mutex<()>,
+    base: Adopters<Adopted>,
+}
+
+impl std::ops::Deref for Adoptions {
+    type Target = Adopters<Adopted>;
+
+    fn deref(&self) -> &Adopters<Adopted> {
+        &self.base
+    }
 }
 
 /// Whether `pid` is a Pi: Pi sets its process title, so `/proc` names it `pi` (its arguments
@@ -105,38 +107,15 @@ fn is_session_file(path: &Path, session_id: &str) -> bool {
 impl Adoptions {
     pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, pi_root: &Path) -> Self {
         Adoptions {
-            core,
-            tmux,
-            dir: pi_root.join("adopted"),
-            live: Mutex::new(HashMap::new()),
-            adopting: tokio::sync::Mutex::new(()),
+            base: Adopters::new(Runtime::Pi, core, tmux, pi_root),
         }
-    }
-
-    /// Whether session `id` is an adopted Pi (by the log: also after its end).
-    pub fn is_adopted(&self, id: &str) -> bool {
-        adopted::is_adopted(&self.core, Runtime::Pi, id)
-    }
-
-    fn live(&self, id: &str) -> Result<Arc<Adopted>, HostError> {
-        lock(&self.live)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HostError::Closed(id.to_string()))
     }
 
     /// Checks the pane and process the watcher placed the Pi in, then logs the session
     /// (`session.created`, `session.adopted`, `session.pane`, `session.bound`) and follows it.
     /// Answers the new session's id.
     pub async fn adopt(self: &Arc<Self>, request: AdoptRequest) -> Result<String, HostError> {
-        if request.agent != AGENT {
-            return Err(HostError::Unsupported(format!(
-                "pi sessions adopt pi instances, not {}",
-                request.agent
-            )));
-        }
-        let _adopting = self.adopting.lock().await;
-        adopted::refuse_driven(&self.core, &request, "pi session")?;
+        let _adopting = self.begin(&request, AGENT, "pi session").await?;
         let pane = &request.pane_id;
         let (pane_pid, pid, stat) =
             adopted::check_agent(self.tmux.tmux(), &request, "pi", is_pi).await?;
@@ -230,7 +209,7 @@ impl Adoptions {
             ended: AtomicBool::new(false),
             end,
         });
-        lock(&self.live).insert(session_id.to_string(), adopted.clone());
+        self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
         tokio::spawn(async move { this.run(task, checkpoint, ends).await });
@@ -430,7 +409,7 @@ impl Adoptions {
         let session_id = &adopted.session_id;
         tracing::info!(session = %session_id, ?end, "an adopted pi session ends");
         adopted.ended.store(true, Ordering::SeqCst);
-        lock(&self.live).remove(session_id);
+        self.remove(session_id);
         let open = lock(&adopted.events).turn().map(str::to_string);
         adopted::log_end(&self.core, session_id, &adopted.now(), AGENT, open, end).await;
     }
