@@ -144,6 +144,32 @@ pub(crate) fn assert_no_repeats(events: &[Value]) {
     }
 }
 
+/// Each of `expected` is the text of exactly one stored user message among `events`.
+#[track_caller]
+pub(crate) fn assert_prompts_once(events: &[Value], expected: &[&str]) {
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
+        .filter_map(|e| e["data"]["item"]["text"].as_str())
+        .collect();
+    for prompt in expected {
+        assert_eq!(
+            prompts.iter().filter(|p| *p == prompt).count(),
+            1,
+            "{prompt}: {prompts:?}"
+        );
+    }
+}
+
+/// Waits until session `id` is `live` again (bound after a daemon restart); answers its view.
+#[track_caller]
+pub(crate) fn wait_live(daemon: &TestDaemon, id: &str) -> Value {
+    daemon.wait_for("the session bound again", WAIT, |daemon| {
+        let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
+        (view["state"] == "live").then_some(view)
+    })
+}
+
 /// Gives adopted session `id` back and checks what follows: the session closed as disowned,
 /// the agent (`pid`) still running, a prompt refused (409), and the instance `key` of `agent`
 /// shown by its watcher again.

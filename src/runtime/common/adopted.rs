@@ -141,6 +141,68 @@ pub fn check_prompt<A: PartialEq>(
     Ok(())
 }
 
+/// A prompt read on a screen: whether it is exactly the known one (or why not), and what it asks.
+pub type OnScreen<A> = Option<(Result<(), String>, A)>;
+
+/// An approval prompt an adopted TUI shows on its screen, as its runtime knows it (codex's
+/// approval prompt, OpenCode's permission dialog): answered with its own key only where the
+/// release's prompt is known and the screen shows exactly it ([`KnownPrompt::answer`]).
+pub struct KnownPrompt<A> {
+    pub runtime: Runtime,
+    /// The prompt in messages: `approval prompt`, `permission dialog`.
+    pub what: &'static str,
+    /// The TUI in messages: `codex`, `opencode`.
+    pub agent: &'static str,
+    /// The releases whose prompt is known.
+    pub releases: &'static [&'static str],
+    /// The key that answers `decision` on `release`'s prompt, where known.
+    pub key: fn(release: &str, decision: &str) -> Option<&'static str>,
+    /// The prompt on a `capture-pane -e` capture: whether it is exactly the known one, and what
+    /// it asks.
+    pub read: fn(capture: &str) -> OnScreen<A>,
+    pub describe: fn(&A) -> String,
+}
+
+impl<A: PartialEq> KnownPrompt<A> {
+    /// Types the key that answers `decision` into pane `pane` of a TUI of `release` (`None`:
+    /// unknown), only when that release's prompt is known and the screen shows exactly it,
+    /// asking `asked` ([`check_prompt`]); else `ScreenMismatch`, nothing typed. The caller
+    /// verified the pane.
+    pub async fn answer(
+        &self,
+        tmux: &Tmux,
+        pane: &str,
+        release: Option<&str>,
+        decision: &str,
+        asked: &A,
+    ) -> Result<(), HostError> {
+        let (what, agent) = (self.what, self.agent);
+        let release = release.unwrap_or("of unknown release");
+        let Some(key) = (self.key)(release, decision) else {
+            return Err(HostError::ScreenMismatch(format!(
+                "the {what} of {agent} {release} is not one cohost knows (known: {}); nothing typed, answer it in pane {pane}",
+                self.releases.join(", ")
+            )));
+        };
+        let failed =
+            |e: crate::tmux::TmuxError| HostError::failed_by(self.runtime, e.to_string(), e);
+        let capture = tmux
+            .run(&["capture-pane", "-p", "-e", "-t", pane])
+            .await
+            .map_err(failed)?;
+        let on_screen = (self.read)(&capture);
+        check_prompt(
+            pane,
+            what,
+            &format!("{agent} {release}"),
+            on_screen.as_ref().map(|(exact, shown)| (exact, shown)),
+            asked,
+            self.describe,
+        )?;
+        tmux.send_keys(pane, &[key]).await.map_err(failed)
+    }
+}
+
 /// Session ticks between looks at the adopted pane in tmux (`/proc` is read every tick).
 pub const PANE_CHECK_TICKS: u32 = 5;
 

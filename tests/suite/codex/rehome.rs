@@ -7,12 +7,12 @@
 //! app-server (`item.delta`) to the mock model, and no turn is stored twice — also after a
 //! daemon restart, which resumes the thread from the same rollout.
 
-use std::collections::HashSet;
-
 use serde_json::{Value, json};
 
-use super::adopt::{Rig, WAIT, adopt, events, send, turn_by_hand, wait_event};
-use crate::suite::adopting::{assert_rehomed, rehome};
+use super::adopt::{Rig, adopt, events, send, turn_by_hand, wait_event};
+use crate::suite::adopting::{
+    assert_no_repeats, assert_prompts_once, assert_rehomed, rehome, wait_live,
+};
 use crate::suite::codex::host::session_sse;
 use crate::support::TestDaemon;
 use crate::support::claude_env::is_running;
@@ -112,36 +112,16 @@ fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() 
     assert_eq!(thread_now["threadId"], thread.as_str(), "{thread_now:#}");
 
     // History once: the turn by hand backfilled, no turn or item stored twice.
-    let mut seen = HashSet::new();
-    for event in &all {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        let id = match kind.as_str() {
-            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
-            "item.completed" => event["data"]["item"]["id"].clone(),
-            _ => continue,
-        };
-        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
-    }
-    let prompts: Vec<&str> = all
-        .iter()
-        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
-        .filter_map(|e| e["data"]["item"]["text"].as_str())
-        .collect();
-    for prompt in ["Hello by hand", "Hello from HTTP", "After the rehome"] {
-        assert_eq!(
-            prompts.iter().filter(|p| **p == prompt).count(),
-            1,
-            "{prompt}: {prompts:?}"
-        );
-    }
+    assert_no_repeats(&all);
+    assert_prompts_once(
+        &all,
+        &["Hello by hand", "Hello from HTTP", "After the rehome"],
+    );
 
     // After a daemon restart the thread is resumed from the same rollout: the next prompt
     // completes on the same thread, and nothing is stored twice.
     daemon.restart();
-    let bound = daemon.wait_for("the session bound again", WAIT, |daemon| {
-        let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
-        (view["state"] == "live").then_some(view)
-    });
+    let bound = wait_live(&daemon, &id);
     assert_eq!(bound["threadId"], thread.as_str(), "{bound:#}");
     assert_eq!(bound["control"], "hosted", "{bound:#}");
     rig.mock.push(Step::text("Reply after the restart."));
@@ -153,31 +133,14 @@ fn an_adopted_codex_tui_is_rehomed_onto_cohosts_app_server_keeping_its_thread() 
     let last = rig.mock.main_requests().last().unwrap().last_user_text();
     assert!(last.contains("After the restart"), "{last}");
     let all = events(&daemon, &id);
-    let mut seen = HashSet::new();
-    for event in &all {
-        let kind = event["type"].as_str().unwrap_or_default().to_string();
-        let id = match kind.as_str() {
-            "turn.started" | "turn.completed" => event["data"]["turnId"].clone(),
-            "item.completed" => event["data"]["item"]["id"].clone(),
-            _ => continue,
-        };
-        assert!(seen.insert(format!("{kind} {id}")), "{kind} {id} twice");
-    }
-    let prompts: Vec<&str> = all
-        .iter()
-        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["type"] == "userMessage")
-        .filter_map(|e| e["data"]["item"]["text"].as_str())
-        .collect();
-    for prompt in [
-        "Hello by hand",
-        "Hello from HTTP",
-        "After the rehome",
-        "After the restart",
-    ] {
-        assert_eq!(
-            prompts.iter().filter(|p| **p == prompt).count(),
-            1,
-            "{prompt}: {prompts:?}"
-        );
-    }
+    assert_no_repeats(&all);
+    assert_prompts_once(
+        &all,
+        &[
+            "Hello by hand",
+            "Hello from HTTP",
+            "After the rehome",
+            "After the restart",
+        ],
+    );
 }

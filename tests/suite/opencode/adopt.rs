@@ -158,6 +158,31 @@ pub(super) fn items(daemon: &TestDaemon, id: &str, kind: &str) -> Vec<(String, V
         .collect()
 }
 
+/// An OpenCode started by hand, its first turn typed there, then adopted over HTTP.
+pub(super) struct ByHand {
+    /// The watched instance's key and OpenCode's session id.
+    pub(super) key: String,
+    pub(super) thread: String,
+    /// The cohost session that drives it, and OpenCode's pid.
+    pub(super) id: String,
+    pub(super) pid: u32,
+}
+
+/// [`turn_by_hand`], then the instance adopted (`201`).
+pub(super) fn adopted_by_hand(rig: &Rig, daemon: &TestDaemon) -> ByHand {
+    let watched = turn_by_hand(rig, daemon);
+    let key = watched["key"].as_str().unwrap().to_string();
+    let thread = watched["threadId"].as_str().unwrap().to_string();
+    let (status, adopted) = adopt(daemon, &key);
+    assert_eq!(status, 201, "{adopted:#}");
+    ByHand {
+        key,
+        thread,
+        id: adopted["session"]["id"].as_str().unwrap().to_string(),
+        pid: adopted["session"]["adopted"]["pid"].as_u64().unwrap() as u32,
+    }
+}
+
 /// A first turn typed by hand (OpenCode stores its session, which the watcher places); answers
 /// the watched instance once that turn is done.
 pub(super) fn turn_by_hand(rig: &Rig, daemon: &TestDaemon) -> Value {
@@ -412,11 +437,7 @@ fn adoption_is_refused_for_a_pane_whose_opencode_exited_and_shows_a_shell() {
 fn a_prompt_is_refused_while_the_adopted_tui_shows_another_session() {
     let rig = Rig::start();
     let daemon = rig.daemon();
-    let watched = turn_by_hand(&rig, &daemon);
-    let key = watched["key"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&daemon, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let ByHand { id, .. } = adopted_by_hand(&rig, &daemon);
 
     rig.type_text("/new");
     rig.keys(&["Enter"]);
@@ -511,11 +532,7 @@ fn commands(daemon: &TestDaemon, id: &str) -> Vec<(String, String, String)> {
 fn an_adopted_opencodes_permission_dialog_is_an_approval_answered_only_when_the_screen_matches() {
     let rig = Rig::start_with(&[("OPENCODE_PERMISSION", r#"{"bash":"ask"}"#)]);
     let daemon = rig.daemon();
-    let watched = turn_by_hand(&rig, &daemon);
-    let key = watched["key"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&daemon, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    let ByHand { id, .. } = adopted_by_hand(&rig, &daemon);
     let bash = |command: &str| {
         Step::tool_use(
             "bash",

@@ -10,12 +10,13 @@
 
 use serde_json::json;
 
-use super::adopt::{AGENT, Rig, items, turn_by_hand};
+use super::adopt::{AGENT, ByHand, Rig, adopted_by_hand, items};
 use crate::suite::adopting::{
-    adopt, answer, assert_no_repeats, assert_rehomed, events, prompt_approval, rehome, send,
-    wait_turn_end,
+    answer, assert_no_repeats, assert_prompts_once, assert_rehomed, events, prompt_approval,
+    rehome, send, wait_live, wait_turn_end,
 };
 use crate::suite::watch::common::daemon_watching;
+use crate::suite::web::cockpit_rehome::rehome_from_page;
 use crate::support::TestDaemon;
 use crate::support::browser::{Browser, UI_TIMEOUT};
 use crate::support::claude_env::is_running;
@@ -46,33 +47,16 @@ fn daemon(rig: &Rig) -> TestDaemon {
     daemon_watching(&rig.tmux, AGENT, &rig.home, &env)
 }
 
-/// Each prompt is stored once.
-#[track_caller]
-fn prompts_once(daemon: &TestDaemon, id: &str, expected: &[&str]) {
-    let prompts: Vec<String> = items(daemon, id, "userMessage")
-        .into_iter()
-        .filter_map(|(_, item)| item["text"].as_str().map(str::to_string))
-        .collect();
-    for prompt in expected {
-        assert_eq!(
-            prompts.iter().filter(|p| p == prompt).count(),
-            1,
-            "{prompt}: {prompts:?}"
-        );
-    }
-}
-
 #[test]
 fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session() {
     let rig = Rig::start();
     let mut daemon = daemon(&rig);
-    let watched = turn_by_hand(&rig, &daemon);
-    let key = watched["key"].as_str().unwrap().to_string();
-    let thread = watched["threadId"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&daemon, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
-    let tui = adopted["session"]["adopted"]["pid"].as_u64().unwrap() as u32;
+    let ByHand {
+        thread,
+        id,
+        pid: tui,
+        ..
+    } = adopted_by_hand(&rig, &daemon);
 
     // A prompt from HTTP completes in the adopted TUI.
     rig.mock.push(Step::text("Adopted reply."));
@@ -160,23 +144,15 @@ fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session()
 
     // History once: the turn by hand backfilled, no turn or item stored twice.
     assert_no_repeats(&events(&daemon, &id));
-    prompts_once(
-        &daemon,
-        &id,
+    assert_prompts_once(
+        &events(&daemon, &id),
         &["Hello by hand", "Hello from HTTP", "After the rehome"],
     );
 
     // After a daemon restart the session is bound again on a new server: the next prompt
     // completes in the same OpenCode session, and nothing is stored twice.
     daemon.restart();
-    let bound = daemon.wait_for(
-        "the session bound again",
-        crate::suite::adopting::WAIT,
-        |d| {
-            let view = d.get(&format!("/api/sessions/{id}")).assert_ok();
-            (view["state"] == "live").then_some(view)
-        },
-    );
+    let bound = wait_live(&daemon, &id);
     assert_eq!(bound["threadId"], thread.as_str(), "{bound:#}");
     assert_eq!(bound["control"], "hosted", "{bound:#}");
     rig.mock.push(Step::text("Reply after the restart."));
@@ -186,9 +162,8 @@ fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session()
     let done = wait_turn_end(&daemon, &id, &after);
     assert_eq!(done["data"]["status"], "completed", "{done}");
     assert_no_repeats(&events(&daemon, &id));
-    prompts_once(
-        &daemon,
-        &id,
+    assert_prompts_once(
+        &events(&daemon, &id),
         &[
             "Hello by hand",
             "Hello from HTTP",
@@ -206,13 +181,12 @@ fn an_adopted_opencode_is_rehomed_onto_a_server_of_cohosts_keeping_its_session()
 fn an_adopted_opencode_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockpit_completes() {
     let rig = Rig::start();
     let daemon = daemon(&rig);
-    let watched = turn_by_hand(&rig, &daemon);
-    let key = watched["key"].as_str().unwrap().to_string();
-    let thread = watched["threadId"].as_str().unwrap().to_string();
-    let (status, adopted) = adopt(&daemon, &key);
-    assert_eq!(status, 201, "{adopted:#}");
-    let id = adopted["session"]["id"].as_str().unwrap().to_string();
-    let tui = adopted["session"]["adopted"]["pid"].as_u64().unwrap() as u32;
+    let ByHand {
+        key,
+        thread,
+        id,
+        pid: tui,
+    } = adopted_by_hand(&rig, &daemon);
 
     let b = Browser::start();
     b.set_viewport(1440, 900);
@@ -238,16 +212,7 @@ fn an_adopted_opencode_is_rehomed_from_the_page_and_its_next_prompt_from_the_coc
     rig.wait_screen("the cleared box", |s| !s.contains("half typed by a person"));
 
     // Idle: the session's Rehome; the page shows it hosted, the same session and thread.
-    b.click("#showHosted");
-    b.click("#rehome");
-    b.wait_text("#composeStatus", "Rehomed", TURN);
-    b.wait_for("the page to show the session hosted", UI_TIMEOUT, || {
-        let hidden = b.exec(
-            "return document.getElementById('rehome').hidden && document.getElementById('disown').hidden;",
-            vec![],
-        );
-        (hidden == true && !b.text("#sessionBadges").contains("adopted")).then_some(())
-    });
+    rehome_from_page(&b, TURN);
     let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["control"], "hosted", "{view:#}");
     assert_eq!(view["threadId"], thread.as_str(), "{view:#}");

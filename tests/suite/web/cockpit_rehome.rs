@@ -66,16 +66,7 @@ fn an_adopted_codex_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockpi
 
     // Idle: the session's Rehome moves it under cohost's app-server, the same session and
     // thread, now hosted.
-    b.click("#showHosted");
-    b.click("#rehome");
-    b.wait_text("#composeStatus", "Rehomed", TURN);
-    b.wait_for("the page to show the session hosted", UI_TIMEOUT, || {
-        let hidden = b.exec(
-            "return document.getElementById('rehome').hidden && document.getElementById('disown').hidden;",
-            vec![],
-        );
-        (hidden == true && !b.text("#sessionBadges").contains("adopted")).then_some(())
-    });
+    rehome_from_page(&b, TURN);
     let view = daemon.get(&format!("/api/sessions/{id}")).assert_ok();
     assert_eq!(view["control"], "hosted", "{view:#}");
     assert_eq!(view["threadId"], thread.as_str(), "{view:#}");
@@ -123,4 +114,19 @@ fn an_adopted_codex_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockpi
             .all(|p| p.contains("/rehome") && p.contains("409")),
         "{problems:#?}"
     );
+}
+
+/// The session's own Rehome pressed (on the Hosted list): waits, `timeout` at most, until the
+/// page says `Rehomed` and shows the session hosted — no Rehome or Disown, no `adopted` badge.
+pub(crate) fn rehome_from_page(b: &Browser, timeout: Duration) {
+    b.click("#showHosted");
+    b.click("#rehome");
+    b.wait_text("#composeStatus", "Rehomed", timeout);
+    b.wait_for("the page to show the session hosted", UI_TIMEOUT, || {
+        let hidden = b.exec(
+            "return document.getElementById('rehome').hidden && document.getElementById('disown').hidden;",
+            vec![],
+        );
+        (hidden == true && !b.text("#sessionBadges").contains("adopted")).then_some(())
+    });
 }

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use crate::suite::claude::adopt::{AGENT, ByHand, adopt, fixture, wait_instance};
+use crate::suite::web::cockpit_rehome::rehome_from_page;
 use crate::support::browser::{Browser, UI_TIMEOUT};
 use crate::support::claude_env::is_running;
 use crate::support::mock_messages::Step;
@@ -70,16 +71,7 @@ fn an_adopted_claude_is_rehomed_from_the_page_and_its_next_prompt_from_the_cockp
 
     // Idle: the session's Rehome moves it under cohost's runner, the same session and Claude
     // session, now hosted.
-    b.click("#showHosted");
-    b.click("#rehome");
-    b.wait_text("#composeStatus", "Rehomed", TURN);
-    b.wait_for("the page to show the session hosted", UI_TIMEOUT, || {
-        let hidden = b.exec(
-            "return document.getElementById('rehome').hidden && document.getElementById('disown').hidden;",
-            vec![],
-        );
-        (hidden == true && !b.text("#sessionBadges").contains("adopted")).then_some(())
-    });
+    rehome_from_page(&b, TURN);
     let view = fx.view(&id);
     assert_eq!(view["control"], "hosted", "{view:#}");
     assert_eq!(view["threadId"], claude_session.as_str(), "{view:#}");

@@ -74,6 +74,17 @@ pub struct Adopted {
 type Shown = adopted::ScreenPrompt<tui_screen::Asked>;
 
 /// What an approval prompt asks about, for a message.
+/// codex's approval prompt, as its screen reader knows it.
+const PROMPT: adopted::KnownPrompt<Asked> = adopted::KnownPrompt {
+    runtime: Runtime::Codex,
+    what: "approval prompt",
+    agent: "codex",
+    releases: &tui_screen::APPROVAL_RELEASES,
+    key: tui_screen::approval_key,
+    read: |capture| tui_screen::approval(capture).map(|p| (p.exact, p.asked)),
+    describe,
+};
+
 fn describe(asked: &Asked) -> String {
     match asked {
         Asked::Command(command) => format!("running `{command}`"),
@@ -566,29 +577,15 @@ impl Adoptions {
             return Err(hosted::not_pending(&self.core, session_id, approval_id));
         };
         self.verified(&adopted).await?;
-        let pane = &adopted.record.pane_id;
-        let release = adopted.release.as_deref().unwrap_or("of unknown release");
-        let Some(key) = tui_screen::approval_key(release, decision) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "the approval prompt of codex {release} is not one cohost knows (known: {}); nothing typed, answer it in pane {pane}",
-                tui_screen::APPROVAL_RELEASES.join(", ")
-            )));
-        };
-        let capture = self.capture(&adopted).await?;
-        let prompt = tui_screen::approval(&capture);
-        adopted::check_prompt(
-            pane,
-            "approval prompt",
-            &format!("codex {release}"),
-            prompt.as_ref().map(|p| (&p.exact, &p.asked)),
-            &asked,
-            describe,
-        )?;
-        self.tmux
-            .tmux()
-            .send_keys(pane, &[key])
-            .await
-            .map_err(|e| HostError::failed_by(Runtime::Codex, e.to_string(), e))?;
+        PROMPT
+            .answer(
+                self.tmux.tmux(),
+                &adopted.record.pane_id,
+                adopted.release.as_deref(),
+                decision,
+                &asked,
+            )
+            .await?;
         *lock(&adopted.approval) = Shown::Answered;
         tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted codex's approval prompt");
         hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await

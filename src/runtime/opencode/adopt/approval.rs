@@ -12,6 +12,17 @@ use crate::runtime::common::{adopted, hosted, lock};
 /// How long `opencode --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// OpenCode's permission dialog, as its screen reader knows it.
+const PROMPT: adopted::KnownPrompt<screen::Asked> = adopted::KnownPrompt {
+    runtime: Runtime::Opencode,
+    what: "permission dialog",
+    agent: "opencode",
+    releases: &screen::PERMISSION_RELEASES,
+    key: screen::permission_key,
+    read: |capture| screen::permission(capture).map(|d| (d.exact, d.asked)),
+    describe: screen::Asked::describe,
+};
+
 /// The permission dialog on an adopted TUI's screen, as cohost knows it.
 pub(super) type Shown = adopted::ScreenPrompt<screen::Asked>;
 
@@ -172,30 +183,16 @@ impl Adoptions {
             return Err(hosted::not_pending(&self.core, session_id, approval_id));
         };
         self.verified(&adopted).await?;
-        let pane = &adopted.record.pane_id;
         let release = self.release(&adopted).await;
-        let release = release.as_deref().unwrap_or("of unknown release");
-        let Some(key) = screen::permission_key(release, decision) else {
-            return Err(HostError::ScreenMismatch(format!(
-                "the permission dialog of opencode {release} is not one cohost knows (known: {}); nothing typed, answer it in pane {pane}",
-                screen::PERMISSION_RELEASES.join(", ")
-            )));
-        };
-        let capture = self.capture(&adopted).await?;
-        let dialog = screen::permission(&capture);
-        adopted::check_prompt(
-            pane,
-            "permission dialog",
-            &format!("opencode {release}"),
-            dialog.as_ref().map(|d| (&d.exact, &d.asked)),
-            &asked,
-            screen::Asked::describe,
-        )?;
-        self.tmux
-            .tmux()
-            .send_keys(pane, &[key])
-            .await
-            .map_err(|e| HostError::failed_by(Runtime::Opencode, e.to_string(), e))?;
+        PROMPT
+            .answer(
+                self.tmux.tmux(),
+                &adopted.record.pane_id,
+                release.as_deref(),
+                decision,
+                &asked,
+            )
+            .await?;
         *lock(&adopted.approval) = Shown::Answered;
         tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted opencode's permission dialog");
         hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await
