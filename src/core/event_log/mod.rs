@@ -146,7 +146,26 @@ pub enum ReadError {
 pub struct EventLog {
     config: LogConfig,
     active: File,
+    /// Where the active segment's lines end; with fsync always its file runs on past them
+    /// (zeros written ahead, see [`EventLog::preallocate`]).
+    len: u64,
+    /// The active segment's file size: its lines, then the zeros written ahead of them.
+    allocated: u64,
     segments: Arc<RwLock<Vec<Segment>>>,
+}
+
+/// With fsync always, the active segment is extended by this many zero bytes at a time ahead of
+/// its lines.
+const PREALLOCATE: u64 = 1 << 20;
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+
+/// Where a segment's content ends: before the zeros a writer wrote ahead of its lines (a line
+/// never holds a NUL byte: JSON escapes control characters).
+fn content_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1)
 }
 
 mod reader;
@@ -235,6 +254,7 @@ impl EventLog {
                 )?;
             }
         }
+        let len = segments.last().map_or(0, |last| last.bytes);
         let active = match segments.last() {
             Some(last) => open_segment(&last.path, false)?,
             None => {
@@ -255,6 +275,8 @@ impl EventLog {
             EventLog {
                 config,
                 active,
+                len,
+                allocated: len,
                 segments: Arc::new(RwLock::new(segments)),
             },
             recovery,
@@ -270,21 +292,61 @@ impl EventLog {
     /// Appends complete lines (each ending in `\n`) in one write, then syncs per the policy.
     /// On failure the segment is cut back to its previous length so no partial batch remains.
     pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let before = self.active.metadata()?.len();
+        use std::os::unix::fs::FileExt as _;
+        let before = self.len;
+        let end = before + bytes.len() as u64;
         let result = self
-            .active
-            .write_all(bytes)
+            .preallocate(end)
+            .and_then(|()| self.active.write_all_at(bytes, before))
             .and_then(|()| match self.config.fsync {
                 FsyncPolicy::Always => self.active.sync_data(),
                 FsyncPolicy::Never => Ok(()),
             });
         if let Err(error) = result {
             let _ = self.active.set_len(before);
+            self.allocated = before;
             return Err(error);
         }
+        self.len = end;
         let mut segments = self.segments.write().unwrap_or_else(|e| e.into_inner());
         if let Some(last) = segments.last_mut() {
-            last.bytes = before + bytes.len() as u64;
+            last.bytes = end;
+        }
+        Ok(())
+    }
+
+    /// With fsync always, makes the active segment's file reach past `end` by writing zeros
+    /// ahead of its lines, [`PREALLOCATE`] bytes at a time: an append then overwrites bytes the
+    /// file already has, its size does not change, and its `fdatasync` has no metadata to
+    /// commit (ext4 commits its journal for a file that grew: measured on this project's
+    /// machine, a 2 KB append + `fdatasync` 0.23–0.25 ms, the same write over zeros 0.14 ms).
+    /// Zeros rather than `fallocate`: writing into a fallocated range converts its extents,
+    /// which is metadata again (0.17–0.19 ms). A crash leaves the zeros after the last line;
+    /// [`EventLog::open`] cuts them, readers stop at [`Segment::bytes`], and closing a segment
+    /// ([`EventLog::roll`], [`EventLog::sync`]) cuts them first.
+    fn preallocate(&mut self, end: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        if self.config.fsync != FsyncPolicy::Always || end <= self.allocated {
+            return Ok(());
+        }
+        // Not past the size at which the segment is closed (and cut), unless a batch is.
+        let target =
+            (end.div_ceil(PREALLOCATE) * PREALLOCATE).min(end.max(self.config.segment_bytes));
+        let mut at = self.allocated;
+        while at < target {
+            let n = (target - at).min(ZEROS.len() as u64);
+            self.active.write_all_at(&ZEROS[..n as usize], at)?;
+            at += n;
+        }
+        self.allocated = target;
+        Ok(())
+    }
+
+    /// Cuts the zeros written ahead of the active segment's lines.
+    fn cut_preallocation(&mut self) -> io::Result<()> {
+        if self.allocated > self.len {
+            self.active.set_len(self.len)?;
+            self.allocated = self.len;
         }
         Ok(())
     }
@@ -300,11 +362,14 @@ impl EventLog {
 
     /// Closes the active segment and starts a new one whose first event will be `next_seq`.
     pub fn roll(&mut self, next_seq: u64) -> io::Result<()> {
+        self.cut_preallocation()?;
         self.active.sync_all()?;
         let path = segment_path(&self.config.dir, next_seq);
         let file = open_segment(&path, true)?;
         sync_dir(&self.config.dir)?;
         self.active = file;
+        self.len = 0;
+        self.allocated = 0;
         self.segments
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -351,8 +416,10 @@ impl EventLog {
         Ok(deleted)
     }
 
-    /// Flushes the active segment to disk whatever the policy (used on shutdown).
+    /// Flushes the active segment to disk whatever the policy, without the zeros written
+    /// ahead of its lines (used on shutdown).
     pub fn sync(&mut self) -> io::Result<()> {
+        self.cut_preallocation()?;
         self.active.sync_all()
     }
 
@@ -404,7 +471,16 @@ fn scan_segments(
     let known = QuarantineIndex::load(quarantine)?;
     let mut acknowledged = known.gaps.clone();
     for (index, segment) in segments.iter().enumerate() {
-        let bytes = fs::read(&segment.path)?;
+        let mut bytes = fs::read(&segment.path)?;
+        // The zeros a writer wrote ahead of its lines (it stopped without cutting them: a
+        // crash) are not content, neither a torn line nor damage.
+        let content = content_len(&bytes);
+        if content < bytes.len() {
+            bytes.truncate(content);
+            if repair.is_some() {
+                cut_segment(&segment.path, content as u64)?;
+            }
+        }
         let name = segment_name(&segment.path);
         let next = segments.get(index + 1).map(|next| next.first_seq);
         let mut found = log_line::scan_segment(&bytes, next, &mut state);
@@ -800,7 +876,7 @@ fn append_quarantine(
 
 /// Appends `records` to the quarantine file at `path` (the damaged lines and the gaps), one
 /// JSON object a line, in one write, then syncs it; the file is opened as a segment is
-/// ([`open_segment`]).
+/// ([`open_appending`]).
 fn append_records(
     path: &Path,
     records: impl IntoIterator<Item = serde_json::Value>,
@@ -810,7 +886,7 @@ fn append_records(
         out.extend_from_slice(record.to_string().as_bytes());
         out.push(b'\n');
     }
-    let mut file = open_segment(path, true)?;
+    let mut file = open_appending(path)?;
     file.write_all(&out)?;
     file.sync_data()
 }
@@ -833,14 +909,25 @@ fn line_numbers(bytes: &[u8], offsets: impl Iterator<Item = usize>) -> Vec<usize
     lines
 }
 
-/// Opens a segment (or the quarantine file) for appending, `create`-ing a new one: never
-/// through a link, and private (0600) like every file of the home; an existing one readable by
-/// others (an earlier release wrote 0644) is tightened through its descriptor.
+/// Opens a segment for writing at offsets (the writer tracks where its lines end, see
+/// [`EventLog::preallocate`]), `create`-ing a new one: never through a link, and private (0600)
+/// like every file of the home; an existing one readable by others (an earlier release wrote
+/// 0644) is tightened through its descriptor.
 fn open_segment(path: &Path, create: bool) -> io::Result<File> {
+    open_private(path, create, false)
+}
+
+/// [`open_segment`], for appending (the quarantine file).
+fn open_appending(path: &Path) -> io::Result<File> {
+    open_private(path, true, true)
+}
+
+fn open_private(path: &Path, create: bool, append: bool) -> io::Result<File> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let file = OpenOptions::new()
         .create(create)
-        .append(true)
+        .write(true)
+        .append(append)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
@@ -996,6 +1083,84 @@ mod tests {
         assert_eq!(recovery.truncated_bytes, 19);
         assert_eq!(recovery.last_seq, 3);
         assert_eq!(recovery.lines.len(), 3);
+    }
+
+    /// With fsync always the active segment's file runs ahead of its lines with zeros; readers
+    /// stop at the lines, a crash's zeros are cut by the next open without a word (a batch torn
+    /// over them is cut as a torn line), closing a segment cuts them first, and with fsync never
+    /// nothing is written ahead.
+    #[test]
+    fn zeros_written_ahead_are_never_content() {
+        use std::os::unix::fs::FileExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let open = || EventLog::open(config(dir.path(), 1 << 20, u64::MAX), 0).unwrap();
+        let seqs = |log: &EventLog| -> Vec<u64> {
+            let lines = log.reader().read_after(0, 100, None).unwrap();
+            lines.iter().map(|l| l.seq).collect()
+        };
+        let (mut log, _) = open();
+        write_seqs(&mut log, 1..=3);
+        let segment = list_segments(dir.path()).unwrap()[0].path.clone();
+        let content = format!("{}{}{}", line(1), line(2), line(3));
+        let on_disk = fs::read(&segment).unwrap();
+        assert_eq!(on_disk.len() as u64, PREALLOCATE);
+        assert_eq!(&on_disk[..content.len()], content.as_bytes());
+        assert!(on_disk[content.len()..].iter().all(|b| *b == 0));
+        assert_eq!(seqs(&log), [1, 2, 3]);
+        assert_eq!(log.total_bytes(), content.len() as u64);
+        // A crash: the zeros stay, and are nothing a check (`cohost log verify`) or the next
+        // open reports.
+        drop(log);
+        let checked = scan(dir.path(), &dir.path().join("quarantine.jsonl")).unwrap();
+        assert_eq!(checked.truncated_bytes, 0);
+        assert!(checked.quarantined.is_empty() && checked.missing.is_empty());
+        assert_eq!((checked.n_lines, checked.head), (3, 3));
+        assert_eq!(fs::read(&segment).unwrap().len() as u64, PREALLOCATE);
+        let (mut log, recovery) = open();
+        assert_eq!(recovery.truncated_bytes, 0);
+        assert!(recovery.quarantined.is_empty() && recovery.missing.is_empty());
+        assert_eq!(recovery.lines.len(), 3);
+        assert_eq!(fs::read(&segment).unwrap(), content.as_bytes());
+        write_seqs(&mut log, 4..=4);
+        assert_eq!(seqs(&log), [1, 2, 3, 4]);
+        drop(log);
+        // A crash in the middle of a batch written over the zeros.
+        let content = format!("{content}{}", line(4));
+        let torn = b"{\"seq\":5,\"ts\":0,\"ty";
+        let file = OpenOptions::new().write(true).open(&segment).unwrap();
+        file.write_all_at(torn, content.len() as u64).unwrap();
+        let (mut log, recovery) = open();
+        assert_eq!(recovery.truncated_bytes, torn.len() as u64);
+        assert_eq!(recovery.last_seq, 4);
+        assert_eq!(fs::read(&segment).unwrap(), content.as_bytes());
+        // The writer goes on where the lines end, and a stop cuts the zeros.
+        write_seqs(&mut log, 5..=5);
+        log.sync().unwrap();
+        let content = format!("{content}{}", line(5));
+        assert_eq!(fs::read(&segment).unwrap(), content.as_bytes());
+        write_seqs(&mut log, 6..=6);
+        assert_eq!(seqs(&log), [1, 2, 3, 4, 5, 6]);
+
+        // A closed segment holds its lines alone.
+        let dir = tempfile::tempdir().unwrap();
+        let per_line = line(1).len() as u64;
+        let (mut log, _) = EventLog::open(config(dir.path(), per_line * 2, u64::MAX), 0).unwrap();
+        write_seqs(&mut log, 1..=5);
+        let segments = list_segments(dir.path()).unwrap();
+        assert_eq!(segments.len(), 3);
+        for closed in &segments[..2] {
+            assert_eq!(closed.bytes, per_line * 2, "{}", closed.path.display());
+        }
+        // Ahead of its lines up to the size that closes it.
+        assert_eq!(segments[2].bytes, per_line * 2);
+        assert_eq!(log.total_bytes(), per_line * 5);
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut never = config(dir.path(), 1 << 20, u64::MAX);
+        never.fsync = FsyncPolicy::Never;
+        let (mut log, _) = EventLog::open(never, 0).unwrap();
+        write_seqs(&mut log, 1..=2);
+        assert_eq!(list_segments(dir.path()).unwrap()[0].bytes, per_line * 2);
     }
 
     trait Ignore {

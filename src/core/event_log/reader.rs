@@ -159,7 +159,12 @@ fn walk(
         path: segment.path.clone(),
         source,
     };
-    let mut reader = BufReader::new(File::open(&segment.path).map_err(io_error)?);
+    // Up to where the segment's lines ended when the list was read: past them, the active
+    // segment's file holds lines being written and the zeros written ahead of them.
+    let mut reader = BufReader::new(io::Read::take(
+        File::open(&segment.path).map_err(io_error)?,
+        segment.bytes,
+    ));
     let mut line = Vec::new();
     let mut offset = 0u64;
     loop {

@@ -664,7 +664,8 @@ impl<B: Binaries> TestDaemon<B> {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
-    /// Sizes of the log segments, by file name.
+    /// Sizes of the log segments' lines, by file name (without the zeros the daemon writes
+    /// ahead of the active segment's lines: [`segment_lines`]).
     pub fn segments(&self) -> Vec<(String, u64)> {
         let mut segments: Vec<(String, u64)> = std::fs::read_dir(self.log_dir())
             .map(|entries| {
@@ -672,9 +673,10 @@ impl<B: Binaries> TestDaemon<B> {
                     .filter_map(Result::ok)
                     .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
                     .map(|e| {
+                        let lines = segment_lines(&e.path());
                         (
                             e.file_name().to_string_lossy().into_owned(),
-                            e.metadata().map(|m| m.len()).unwrap_or(0),
+                            lines.len() as u64,
                         )
                     })
                     .collect()
@@ -706,4 +708,18 @@ impl<B: Binaries> Drop for TestDaemon<B> {
             eprintln!("----- daemon stderr (tail) -----\n{}", self.stderr_tail(60));
         }
     }
+}
+
+/// A log segment's bytes up to where its lines end: with fsync always, the daemon writes zeros
+/// ahead of the active segment's lines (so an append does not grow the file), and cuts them when
+/// it closes the segment or stops; after a crash they stay until the next start.
+pub fn segment_lines(path: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("reading the log segment {}: {e}", path.display()));
+    let end = bytes
+        .iter()
+        .rposition(|b| *b != 0)
+        .map_or(0, |last| last + 1);
+    bytes.truncate(end);
+    bytes
 }

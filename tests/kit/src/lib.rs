@@ -44,7 +44,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-pub use daemon::{CLI_TIMEOUT, SCRUBBED_ENV, TestDaemon};
+pub use daemon::{CLI_TIMEOUT, SCRUBBED_ENV, TestDaemon, segment_lines};
 pub use http::{SseClient, read_answer};
 pub use serde_json::{Value, json};
 pub use tmux::TmuxServer;

@@ -10,7 +10,7 @@ use crate::support::*;
 fn drop_last_lines(daemon: &TestDaemon, n: usize) {
     let (name, _) = daemon.segments().pop().expect("a segment");
     let path = daemon.log_dir().join(name);
-    let text = fs::read_to_string(&path).unwrap();
+    let text = String::from_utf8(segment_lines(&path)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines.len() > n,

@@ -2,7 +2,6 @@
 //! and the token file.
 
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ fn last_segment(daemon: &TestDaemon) -> std::path::PathBuf {
 fn log_lines(daemon: &TestDaemon) -> Vec<Value> {
     let mut all = Vec::new();
     for (name, _) in daemon.segments() {
-        let text = fs::read_to_string(daemon.log_dir().join(&name)).unwrap();
+        let text = String::from_utf8(segment_lines(&daemon.log_dir().join(&name))).unwrap();
         assert!(
             text.is_empty() || text.ends_with('\n'),
             "{name} does not end with a newline"
@@ -221,18 +220,19 @@ fn a_torn_last_line_is_cut_and_the_log_continues() {
         }
         let stored_head = head_before + u64::from(stop_gracefully);
         let segment = last_segment(&daemon);
-        let intact = fs::read(&segment).unwrap();
-        // A crash in the middle of a write: the next event, half written.
+        let intact = segment_lines(&segment);
+        // A crash in the middle of a write: the next event, half written where the lines end
+        // (over the zeros written ahead of them, after kill -9).
         let torn = format!(
             r#"{{"seq":{},"ts":1,"session":"s1","sessionSeq":99,"type":"agent.upd"#,
             stored_head + 1
         );
-        fs::OpenOptions::new()
-            .append(true)
-            .open(&segment)
-            .unwrap()
-            .write_all(torn.as_bytes())
-            .unwrap();
+        std::os::unix::fs::FileExt::write_all_at(
+            &fs::OpenOptions::new().write(true).open(&segment).unwrap(),
+            torn.as_bytes(),
+            intact.len() as u64,
+        )
+        .unwrap();
 
         daemon.start_again();
         let after = fs::read(&segment).unwrap();
