@@ -151,6 +151,9 @@ pub struct EventLog {
     len: u64,
     /// The active segment's file size: its lines, then the zeros written ahead of them.
     allocated: u64,
+    /// Tests: writing the zeros fails as on a nearly full disk.
+    #[cfg(test)]
+    no_room_ahead: bool,
     segments: Arc<RwLock<Vec<Segment>>>,
 }
 
@@ -277,6 +280,8 @@ impl EventLog {
                 active,
                 len,
                 allocated: len,
+                #[cfg(test)]
+                no_room_ahead: false,
                 segments: Arc::new(RwLock::new(segments)),
             },
             recovery,
@@ -295,19 +300,28 @@ impl EventLog {
         use std::os::unix::fs::FileExt as _;
         let before = self.len;
         let end = before + bytes.len() as u64;
-        let result = self
-            .preallocate(end)
-            .and_then(|()| self.active.write_all_at(bytes, before))
-            .and_then(|()| match self.config.fsync {
-                FsyncPolicy::Always => self.active.sync_data(),
-                FsyncPolicy::Never => Ok(()),
-            });
+        if let Err(error) = self.preallocate(end) {
+            // No room for the zeros (a nearly full disk): the batch is written without them,
+            // growing the file; the next batch tries again.
+            tracing::debug!(%error, "could not write zeros ahead of the event log's lines");
+            let _ = self.active.set_len(before);
+            self.allocated = before;
+        }
+        let result =
+            self.active
+                .write_all_at(bytes, before)
+                .and_then(|()| match self.config.fsync {
+                    FsyncPolicy::Always => self.active.sync_data(),
+                    FsyncPolicy::Never => Ok(()),
+                });
         if let Err(error) = result {
             let _ = self.active.set_len(before);
             self.allocated = before;
             return Err(error);
         }
         self.len = end;
+        // Zeros are only ever written past the lines.
+        self.allocated = self.allocated.max(end);
         let mut segments = self.segments.write().unwrap_or_else(|e| e.into_inner());
         if let Some(last) = segments.last_mut() {
             last.bytes = end;
@@ -328,6 +342,10 @@ impl EventLog {
         use std::os::unix::fs::FileExt as _;
         if self.config.fsync != FsyncPolicy::Always || end <= self.allocated {
             return Ok(());
+        }
+        #[cfg(test)]
+        if self.no_room_ahead {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
         }
         // Not past the size at which the segment is closed (and cut), unless a batch is.
         let target =
@@ -1154,6 +1172,29 @@ mod tests {
         // Ahead of its lines up to the size that closes it.
         assert_eq!(segments[2].bytes, per_line * 2);
         assert_eq!(log.total_bytes(), per_line * 5);
+
+        // No room for the zeros: the lines are written all the same, the file grows with them
+        // (past where the zeros would have reached).
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = EventLog::open(config(dir.path(), 1 << 30, u64::MAX), 0).unwrap();
+        write_seqs(&mut log, 1..=1);
+        log.no_room_ahead = true;
+        let n = PREALLOCATE / per_line + 2;
+        write_seqs(&mut log, 2..=n);
+        let segment = list_segments(dir.path()).unwrap()[0].path.clone();
+        let content = (1..=n).map(line).collect::<String>();
+        assert!(content.len() as u64 > PREALLOCATE);
+        assert_eq!(fs::read(&segment).unwrap(), content.as_bytes());
+        let read = log.reader().read_after(0, usize::MAX, None).unwrap();
+        assert_eq!(read.len() as u64, n);
+        // With room again, the zeros are written ahead of the lines once more.
+        log.no_room_ahead = false;
+        write_seqs(&mut log, n + 1..=n + 1);
+        let content = format!("{content}{}", line(n + 1));
+        let on_disk = fs::read(&segment).unwrap();
+        assert_eq!(&on_disk[..content.len()], content.as_bytes());
+        assert_eq!(on_disk.len() as u64, 2 * PREALLOCATE);
+        assert!(on_disk[content.len()..].iter().all(|b| *b == 0));
 
         let dir = tempfile::tempdir().unwrap();
         let mut never = config(dir.path(), 1 << 20, u64::MAX);
