@@ -331,9 +331,10 @@ impl EventLog {
 
     /// With fsync always, makes the active segment's file reach past `end` by writing zeros
     /// ahead of its lines, [`PREALLOCATE`] bytes at a time: an append then overwrites bytes the
-    /// file already has, its size does not change, and its `fdatasync` has no metadata to
-    /// commit (ext4 commits its journal for a file that grew: measured on this project's
-    /// machine, a 2 KB append + `fdatasync` 0.23–0.25 ms, the same write over zeros 0.14 ms).
+    /// file already has, its size does not change, and its `fdatasync` writes the data alone
+    /// (for a file that grew it writes the inode too, or commits ext4's journal where there is
+    /// one: measured on this project's machine, whose ext4 runs without a journal, a 2 KB
+    /// append + `fdatasync` 0.23–0.25 ms, the same write over zeros 0.14 ms).
     /// Zeros rather than `fallocate`: writing into a fallocated range converts its extents,
     /// which is metadata again (0.17–0.19 ms). A crash leaves the zeros after the last line;
     /// [`EventLog::open`] cuts them, readers stop at [`Segment::bytes`], and closing a segment
