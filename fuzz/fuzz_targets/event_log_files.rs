@@ -4,9 +4,10 @@
 //!
 //! Checks: open never fails on damaged content; the lines it returns are the ones the reader
 //! then serves, in strictly increasing seq order; after one more event (at the head + 1, as
-//! the daemon writes `daemon.started`), a second open finds nothing more to quarantine or cut
-//! (the repair is complete), returns the same lines plus that event, and the same missing
-//! seqs.
+//! the daemon writes `daemon.started`, with fsync always: the writer puts zeros ahead of it,
+//! and the log is dropped without closing, as a crash leaves it), a second open finds nothing
+//! more to quarantine or cut (the repair is complete, the zeros are no damage), returns the
+//! same lines plus that event, and the same missing seqs.
 #![no_main]
 
 use std::path::PathBuf;
@@ -48,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         quarantine: dir.join("quarantine.jsonl"),
         segment_bytes: 1 << 30,
         retain_bytes: u64::MAX,
-        fsync: FsyncPolicy::Never,
+        fsync: FsyncPolicy::Always,
     };
     let (mut log, first) = EventLog::open(config.clone(), 0).expect("open repairs, never fails");
     let seqs: Vec<u64> = first.lines.iter().map(|line| line.seq).collect();
