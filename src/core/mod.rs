@@ -1,17 +1,20 @@
 //! The core: the single writer that orders, stores and publishes every event.
 //!
 //! All producers send [`CoreInput`]s into one bounded channel. One dedicated thread drains it in
-//! batches and, for each batch: assigns the global `seq` and per-session `session_seq` (the only
-//! place either is assigned), appends the serialized lines to the [`event_log`] in one write
-//! (synced per the fsync policy), applies them to the [`tracker`], pushes them into the in-memory
-//! ring, broadcasts them, and only then acknowledges them. A subscriber can therefore always find
-//! a broadcast event in the ring or the log.
+//! batches (an append that finds the core idle is handled by its own caller instead, as a batch
+//! of one: `inputs.rs`; the core is a lock, so there is still one writer) and, for each batch:
+//! assigns the global `seq` and per-session `session_seq` (the only place either is assigned),
+//! appends the serialized lines to the [`event_log`] in one write (synced per the fsync
+//! policy), applies them to the [`tracker`], pushes them into the in-memory ring, broadcasts
+//! them, and only then acknowledges them. A subscriber can therefore always find a broadcast
+//! event in the ring or the log.
 //!
-//! Readers never talk to the thread: they read the tracker through a shared lock and events
+//! Readers never talk to the core: they read the tracker through a shared lock and events
 //! through [`Store`], which serves recent events from the ring and older ones from disk.
 //!
-//! `writer.rs` is the thread, `store.rs` and `streaming.rs` what readers read, `damage.rs` what a
-//! damaged log reports; this file holds the handle and the types they share.
+//! `inputs.rs` is who runs the core, `writer.rs` the core itself, `store.rs` and `streaming.rs`
+//! what readers read, `damage.rs` what a damaged log reports; this file holds the handle and
+//! the types they share.
 
 mod damage;
 pub mod event_log;
@@ -21,6 +24,9 @@ pub mod format;
 #[cfg(test)]
 mod guard_tests;
 pub mod home_lock;
+mod inputs;
+#[cfg(test)]
+mod lead_tests;
 pub mod log_line;
 pub mod notify;
 pub mod private_file;
@@ -211,13 +217,14 @@ pub enum Guard {
 #[derive(Clone)]
 pub struct CoreHandle {
     tx: mpsc::Sender<CoreInput>,
+    shared: Arc<inputs::Shared>,
     pub store: Arc<Store>,
     pub state: Arc<RwLock<State>>,
     bus: broadcast::Sender<Arc<StoredEvent>>,
 }
 
 impl CoreHandle {
-    /// Reads the state under its lock. Keep the closure short: the core thread waits for it.
+    /// Reads the state under its lock. Keep the closure short: the core waits for it.
     pub fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
         f(&self.state.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -225,7 +232,9 @@ impl CoreHandle {
     /// Broadcasts a live-only event. Dropped (not queued) when the core is overloaded: deltas
     /// are a convenience, the completed item carries the whole text.
     pub fn publish(&self, session: Option<String>, kind: EventKind) {
-        let _ = self.tx.try_send(CoreInput::Publish { session, kind });
+        let _ = self
+            .shared
+            .send(&self.tx, CoreInput::Publish { session, kind });
     }
 
     /// Queues an event and waits until it is durable and published. Returns its seq.
@@ -241,18 +250,15 @@ impl CoreHandle {
         guard: Guard,
     ) -> Result<u64, CoreError> {
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .try_send(CoreInput::Append {
-                session,
-                kind,
-                guard,
-                reply,
-            })
-            .map_err(|error| match error {
-                mpsc::error::TrySendError::Full(_) => CoreError::Overloaded,
-                mpsc::error::TrySendError::Closed(_) => CoreError::ShuttingDown,
-            })?;
+        self.shared
+            .append(&self.tx, (session, kind, guard), reply)?;
         rx.await.map_err(|_| CoreError::ShuttingDown)?
+    }
+
+    /// How many appends their callers handled themselves (`inputs`).
+    #[cfg(test)]
+    pub(crate) fn led(&self) -> usize {
+        self.shared.led.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Live events from now on. Pair with [`Store::read_after`] to resume from a cursor.
@@ -262,7 +268,7 @@ impl CoreHandle {
 
     pub(crate) fn tick(&self) {
         // A full queue already has work; the next tick will catch up.
-        let _ = self.tx.try_send(CoreInput::Tick);
+        let _ = self.shared.send(&self.tx, CoreInput::Tick);
     }
 
     /// Asks the core thread to write `daemon.stopped`, sync and snapshot, and waits for it.

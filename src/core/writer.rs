@@ -1,5 +1,6 @@
-//! The core thread, the single writer: start-up (snapshot + log replay), batches admitted,
-//! sequenced, logged, applied, pushed to the ring, broadcast and acknowledged, in that order.
+//! The core, the single writer (run by its thread or by a lone caller: `inputs.rs`): start-up
+//! (snapshot + log replay), batches admitted, sequenced, logged, applied, pushed to the ring,
+//! broadcast and acknowledged, in that order.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -8,6 +9,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::damage::{damage_report, for_event, log_damage};
 use super::event_log::{self, EventLog};
+use super::inputs::Shared;
 use super::snapshot::{self, Snapshot};
 use super::store::{SessionIndex, Store};
 use super::streaming::ephemeral_line;
@@ -33,7 +35,7 @@ pub struct StartInfo {
     pub damage: Option<LogDamage>,
 }
 
-struct Core {
+pub(super) struct Core {
     config: CoreConfig,
     log: EventLog,
     store: Arc<Store>,
@@ -41,6 +43,9 @@ struct Core {
     bus: broadcast::Sender<Arc<StoredEvent>>,
     seq: u64,
     session_seqs: HashMap<String, u64>,
+    /// The answers of the batch just handled, sent (`Core::take_replies`)
+    /// once the core is released and the batch counted as handled (`inputs`).
+    replies: Vec<(Reply, Result<u64, CoreError>)>,
 }
 
 /// Opens the log, rebuilds state from the snapshot and the log after it, writes
@@ -124,7 +129,6 @@ pub fn start(
         SessionIndex::new(std::mem::take(&mut recovery.by_session)),
         lost,
     ));
-    let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
     let (bus, _) = broadcast::channel(BROADCAST_CAPACITY);
     let state = Arc::new(RwLock::new(state));
     let info = StartInfo {
@@ -142,6 +146,7 @@ pub fn start(
         bus: bus.clone(),
         seq,
         session_seqs,
+        replies: Vec::new(),
     };
     let mut first = vec![Entry::stored(
         None,
@@ -155,6 +160,7 @@ pub fn start(
         first.push(Entry::stored(None, EventKind::LogDamaged(event), None));
     }
     let started = core.write_batch(first);
+    core.take_replies().send();
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
     }
@@ -165,13 +171,19 @@ pub fn start(
             "could not record the missing ranges the log.damaged event does not list; the next start reports them again"
         );
     }
-    let thread = std::thread::Builder::new()
-        .name("cohost-core".into())
-        .spawn(move || core.run(rx))
-        .context("failed to start the core thread")?;
+    let (tx, rx) = mpsc::channel(INPUT_CAPACITY);
+    let shared = Arc::new(Shared::new(core));
+    let thread = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("cohost-core".into())
+            .spawn(move || shared.run(rx))
+            .context("failed to start the core thread")?
+    };
     Ok((
         CoreHandle {
             tx,
+            shared,
             store,
             state,
             bus,
@@ -188,7 +200,20 @@ pub fn daemon_info() -> DaemonInfo {
     }
 }
 
-type Reply = oneshot::Sender<Result<u64, CoreError>>;
+pub(super) type Reply = oneshot::Sender<Result<u64, CoreError>>;
+
+/// A batch's answers, held back until the batch is counted as handled (`inputs`): a caller
+/// that sends its next event the moment it has its answer then finds the core idle.
+#[must_use]
+pub(super) struct Replies(Vec<(Reply, Result<u64, CoreError>)>);
+
+impl Replies {
+    pub(super) fn send(self) {
+        for (reply, answer) in self.0 {
+            let _ = reply.send(answer);
+        }
+    }
+}
 
 /// One entry of a batch: an event to store (with its caller's reply) or a live-only one.
 struct Entry {
@@ -220,62 +245,94 @@ struct BatchInstances {
 }
 
 impl Core {
-    fn run(mut self, mut rx: mpsc::Receiver<CoreInput>) {
-        let mut shutdown_reply = None;
-        'outer: while let Some(first) = rx.blocking_recv() {
-            let mut batch = Vec::new();
-            let mut tick = false;
-            let mut next = Some(first);
-            while let Some(input) = next {
-                match input {
-                    CoreInput::Append {
-                        session,
-                        kind,
-                        guard,
-                        reply,
-                    } => batch.push(Entry {
-                        guard,
-                        ..Entry::stored(session, kind, Some(reply))
-                    }),
-                    CoreInput::Publish { session, kind } => batch.push(Entry {
-                        session,
-                        kind,
-                        guard: Guard::None,
-                        reply: None,
-                        ephemeral: true,
-                    }),
-                    CoreInput::Tick => tick = true,
-                    CoreInput::Shutdown { reply } => {
-                        shutdown_reply = Some(reply);
-                        break;
-                    }
+    /// Handles `first` and what else is queued as one batch, up to [`MAX_BATCH`] inputs or a
+    /// shutdown. Returns how many inputs it took (the shutdown not counted) and the shutdown's
+    /// reply if it met one.
+    pub(super) fn step(
+        &mut self,
+        first: CoreInput,
+        rx: &mut mpsc::Receiver<CoreInput>,
+    ) -> (usize, Option<oneshot::Sender<()>>) {
+        let mut batch = Vec::new();
+        let mut tick = false;
+        let mut shutdown = None;
+        let mut taken = 0;
+        let mut next = Some(first);
+        while let Some(input) = next {
+            match input {
+                CoreInput::Append {
+                    session,
+                    kind,
+                    guard,
+                    reply,
+                } => batch.push(Entry {
+                    guard,
+                    ..Entry::stored(session, kind, Some(reply))
+                }),
+                CoreInput::Publish { session, kind } => batch.push(Entry {
+                    session,
+                    kind,
+                    guard: Guard::None,
+                    reply: None,
+                    ephemeral: true,
+                }),
+                CoreInput::Tick => tick = true,
+                CoreInput::Shutdown { reply } => {
+                    shutdown = Some(reply);
+                    break;
                 }
-                next = if batch.len() < MAX_BATCH {
-                    rx.try_recv().ok()
-                } else {
-                    None
-                };
             }
-            if tick {
-                let due = self
-                    .state
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .tracker
-                    .due(now_ms());
-                batch.extend(
-                    due.into_iter()
-                        .map(|(session, kind)| Entry::stored(Some(session), kind, None)),
-                );
-            }
-            if !batch.is_empty() {
-                self.handle_batch(batch);
-            }
-            if shutdown_reply.is_some() {
-                break 'outer;
-            }
+            taken += 1;
+            next = if batch.len() < MAX_BATCH {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
         }
-        // Inputs that raced the shutdown are refused rather than dropped silently.
+        if tick {
+            let due = self
+                .state
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .tracker
+                .due(now_ms());
+            batch.extend(
+                due.into_iter()
+                    .map(|(session, kind)| Entry::stored(Some(session), kind, None)),
+            );
+        }
+        if !batch.is_empty() {
+            self.handle_batch(batch);
+        }
+        (taken, shutdown)
+    }
+
+    /// Takes the answers of the batch just handled, sent once the core is released.
+    pub(super) fn take_replies(&mut self) -> Replies {
+        Replies(std::mem::take(&mut self.replies))
+    }
+
+    /// One append handled as a batch of its own, on its caller's thread (`inputs::Shared::lead`).
+    pub(super) fn append_one(
+        &mut self,
+        session: Option<String>,
+        kind: EventKind,
+        guard: Guard,
+        reply: Reply,
+    ) {
+        self.handle_batch(vec![Entry {
+            guard,
+            ..Entry::stored(session, kind, Some(reply))
+        }]);
+    }
+
+    /// Refuses the inputs that raced the shutdown rather than dropping them silently, then
+    /// writes `daemon.stopped`, syncs and saves the snapshot.
+    pub(super) fn stop(
+        &mut self,
+        rx: &mut mpsc::Receiver<CoreInput>,
+        reply: Option<oneshot::Sender<()>>,
+    ) {
         rx.close();
         while let Ok(input) = rx.try_recv() {
             if let CoreInput::Append { reply, .. } = input {
@@ -289,12 +346,13 @@ impl Core {
         )]) {
             tracing::error!(%error, "failed to write daemon.stopped");
         }
+        self.take_replies().send();
         if let Err(error) = self.log.sync() {
             tracing::error!(%error, "failed to sync the event log on shutdown");
         }
         self.save_snapshot();
-        tracing::debug!("core thread exited: shutdown");
-        if let Some(reply) = shutdown_reply {
+        tracing::debug!("core stopped");
+        if let Some(reply) = reply {
             let _ = reply.send(());
         }
     }
@@ -446,7 +504,7 @@ impl Core {
                 match refusal {
                     Some(error) => {
                         if let Some(reply) = entry.reply {
-                            let _ = reply.send(Err(error));
+                            self.replies.push((reply, Err(error)));
                         }
                     }
                     None => accepted.push(entry),
@@ -554,7 +612,8 @@ impl Core {
                 source: error,
             });
             for reply in replies.into_iter().flatten() {
-                let _ = reply.send(Err(CoreError::Storage(Arc::clone(&error))));
+                self.replies
+                    .push((reply, Err(CoreError::Storage(Arc::clone(&error)))));
             }
             return Err(error);
         }
@@ -596,7 +655,7 @@ impl Core {
         }
         for (reply, event) in replies.into_iter().zip(&stored) {
             if let Some(reply) = reply {
-                let _ = reply.send(Ok(event.seq));
+                self.replies.push((reply, Ok(event.seq)));
             }
         }
         if self.log.wants_roll() {
