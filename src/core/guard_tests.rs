@@ -11,6 +11,14 @@ const SESSION: &str = "work";
 const KEY: &str = "codex:thread-1";
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
+    started(home, FsyncPolicy::Never)
+}
+
+/// A core in `home` (its log in `log/`, 1 MiB segments), for the core's own tests.
+pub(super) fn started(
+    home: &std::path::Path,
+    fsync: FsyncPolicy,
+) -> (CoreHandle, std::thread::JoinHandle<()>) {
     let (core, thread, _) = super::start(CoreConfig {
         home: home.to_path_buf(),
         log: LogConfig {
@@ -18,7 +26,7 @@ fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
             quarantine: home.join("quarantine.jsonl"),
             segment_bytes: 1 << 20,
             retain_bytes: 1 << 24,
-            fsync: FsyncPolicy::Never,
+            fsync,
         },
         tracker: TrackerConfig::default(),
     })

@@ -2,25 +2,12 @@
 //! the same order for each caller, nothing after `daemon.stopped`, and the core thread's batches
 //! again under concurrent load.
 
-use super::event_log::{FsyncPolicy, LogConfig};
-use super::tracker::TrackerConfig;
-use super::{CoreConfig, CoreError, CoreHandle};
+use super::event_log::FsyncPolicy;
+use super::{CoreError, CoreHandle};
 use crate::protocol::{EventKind, InstanceRef};
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    let (core, thread, _) = super::start(CoreConfig {
-        home: home.to_path_buf(),
-        log: LogConfig {
-            dir: home.join("log"),
-            quarantine: home.join("quarantine.jsonl"),
-            segment_bytes: 1 << 20,
-            retain_bytes: 1 << 24,
-            fsync: FsyncPolicy::Always,
-        },
-        tracker: TrackerConfig::default(),
-    })
-    .unwrap();
-    (core, thread)
+    super::guard_tests::started(home, FsyncPolicy::Always)
 }
 
 /// An event with no session: admitted as it is, and its key tells it apart.
