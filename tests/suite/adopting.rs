@@ -245,3 +245,16 @@ pub(crate) fn child_named(shell: u32, comm: &str) -> Option<u32> {
             std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == comm)
         })
 }
+
+/// The shell's prompt is on screen below `<agent>-exit=<status>` (the by-hand panes run
+/// `"$@"; echo "<agent>-exit=$?"; exec sh`): the screen of a pane whose agent exited has
+/// stopped changing, so a later screen equal to it means nothing was typed.
+pub(crate) fn shell_prompt_after(screen: &str, exit_marker: &str) -> bool {
+    let mut lines = screen
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .rev();
+    matches!(lines.next(), Some("#" | "$"))
+        && lines.next().is_some_and(|l| l.starts_with(exit_marker))
+}

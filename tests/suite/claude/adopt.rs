@@ -125,9 +125,7 @@ impl ByHand {
         std::thread::sleep(Duration::from_millis(300));
         self.keys(fx, &["C-c"]);
         self.wait_screen(fx, "the shell's prompt after claude exited", |s| {
-            let mut lines = s.lines().map(str::trim).filter(|l| !l.is_empty()).rev();
-            matches!(lines.next(), Some("#" | "$"))
-                && lines.next().is_some_and(|l| l.starts_with("claude-exit="))
+            crate::suite::adopting::shell_prompt_after(s, "claude-exit=")
         });
     }
 }

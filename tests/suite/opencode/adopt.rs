@@ -377,8 +377,8 @@ fn an_opencode_started_by_hand_is_adopted_driven_interrupted_restarted_given_bac
     assert_eq!(status, 201, "{again:#}");
     let second = again["session"]["id"].as_str().unwrap().to_string();
     rig.keys(&["C-c"]);
-    rig.wait_screen("the shell after opencode exited", |s| {
-        s.contains("opencode-exit=")
+    rig.wait_screen("the shell's prompt after opencode exited", |s| {
+        crate::suite::adopting::shell_prompt_after(s, "opencode-exit=")
     });
     let closed = wait_event(&daemon, &second, "session.closed", |e| {
         e["type"] == "session.closed"
@@ -404,8 +404,8 @@ fn adoption_is_refused_for_a_pane_whose_opencode_exited_and_shows_a_shell() {
     let daemon = rig.daemon();
     turn_by_hand(&rig, &daemon);
     rig.keys(&["C-c"]);
-    rig.wait_screen("the shell after opencode exited", |s| {
-        s.contains("opencode-exit=")
+    rig.wait_screen("the shell's prompt after opencode exited", |s| {
+        crate::suite::adopting::shell_prompt_after(s, "opencode-exit=")
     });
     let (_, exited) = wait_instance(&daemon, AGENT, "the exited instance", |i| {
         i["liveness"] == "exited" && i["paneId"] == rig.pane.as_str()

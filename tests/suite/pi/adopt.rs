@@ -318,7 +318,9 @@ fn a_pi_started_by_hand_is_adopted_driven_interrupted_restarted_given_back_and_e
     assert_eq!(status, 201, "{again:#}");
     let second = again["session"]["id"].as_str().unwrap().to_string();
     rig.keys(&["C-d"]);
-    rig.wait_screen("the shell after pi exited", |s| s.contains("pi-exit="));
+    rig.wait_screen("the shell's prompt after pi exited", |s| {
+        crate::suite::adopting::shell_prompt_after(s, "pi-exit=")
+    });
     let closed = wait_event(&daemon, &second, "session.closed", |e| {
         e["type"] == "session.closed"
     });
@@ -482,7 +484,9 @@ fn adoption_is_refused_for_a_pane_whose_pi_exited_and_shows_a_shell() {
     let daemon = rig.daemon();
     turn_by_hand(&rig, &daemon);
     rig.keys(&["C-d"]);
-    rig.wait_screen("the shell after pi exited", |s| s.contains("pi-exit="));
+    rig.wait_screen("the shell's prompt after pi exited", |s| {
+        crate::suite::adopting::shell_prompt_after(s, "pi-exit=")
+    });
     let (_, exited) = wait_instance(&daemon, AGENT, "the exited instance", |i| {
         i["liveness"] == "exited" && i["paneId"] == rig.pane.as_str()
     });
