@@ -160,7 +160,6 @@ pub fn start(
         first.push(Entry::stored(None, EventKind::LogDamaged(event), None));
     }
     let started = core.write_batch(first);
-    core.take_replies().send();
     if let Err(error) = started {
         anyhow::bail!("failed to write to the event log: {error}");
     }
@@ -225,6 +224,14 @@ struct Entry {
 }
 
 impl Entry {
+    /// A caller's append, admitted if `guard` holds.
+    fn append(session: Option<String>, kind: EventKind, guard: Guard, reply: Reply) -> Self {
+        Entry {
+            guard,
+            ..Entry::stored(session, kind, Some(reply))
+        }
+    }
+
     fn stored(session: Option<String>, kind: EventKind, reply: Option<Reply>) -> Self {
         Entry {
             session,
@@ -265,10 +272,7 @@ impl Core {
                     kind,
                     guard,
                     reply,
-                } => batch.push(Entry {
-                    guard,
-                    ..Entry::stored(session, kind, Some(reply))
-                }),
+                } => batch.push(Entry::append(session, kind, guard, reply)),
                 CoreInput::Publish { session, kind } => batch.push(Entry {
                     session,
                     kind,
@@ -312,7 +316,7 @@ impl Core {
         Replies(std::mem::take(&mut self.replies))
     }
 
-    /// One append handled as a batch of its own, on its caller's thread (`inputs::Shared::lead`).
+    /// One append handled as a batch of its own, on its caller's thread (`inputs::Shared::append`).
     pub(super) fn append_one(
         &mut self,
         session: Option<String>,
@@ -320,10 +324,7 @@ impl Core {
         guard: Guard,
         reply: Reply,
     ) {
-        self.handle_batch(vec![Entry {
-            guard,
-            ..Entry::stored(session, kind, Some(reply))
-        }]);
+        self.handle_batch(vec![Entry::append(session, kind, guard, reply)]);
     }
 
     /// Refuses the inputs that raced the shutdown rather than dropping them silently, then
@@ -346,7 +347,6 @@ impl Core {
         )]) {
             tracing::error!(%error, "failed to write daemon.stopped");
         }
-        self.take_replies().send();
         if let Err(error) = self.log.sync() {
             tracing::error!(%error, "failed to sync the event log on shutdown");
         }
