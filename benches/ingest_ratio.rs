@@ -431,10 +431,22 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn spread(values: &[f64]) -> String {
+/// The smallest and the largest of `values`.
+fn bounds(values: &[f64]) -> (f64, f64) {
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let max = values.iter().copied().fold(0.0, f64::max);
+    (min, max)
+}
+
+fn spread(values: &[f64]) -> String {
+    let (min, max) = bounds(values);
     format!("{min:.0}–{max:.0}")
+}
+
+/// `values` in seconds, as a range in ms.
+fn spread_ms(values: &[f64]) -> String {
+    let (min, max) = bounds(values);
+    format!("{:.3}–{:.3}", min * 1000.0, max * 1000.0)
 }
 
 async fn run() -> anyhow::Result<bool> {
@@ -566,7 +578,7 @@ async fn run() -> anyhow::Result<bool> {
             .filter(|target| addr(*target).is_some())
             .collect();
         let mut p50s: [Vec<f64>; 3] = Default::default();
-        // Each round's p50 over the fdatasync probe measured right after it.
+        // Each daemon's p50 in a round over the fdatasync probe measured right after it.
         let mut ratios: [Vec<f64>; 3] = Default::default();
         let mut fsyncs = Vec::with_capacity(C1_ROUNDS);
         for round in 1..=C1_ROUNDS {
@@ -586,18 +598,15 @@ async fn run() -> anyhow::Result<bool> {
             fsyncs.push(fsync);
             for (target, p50) in measured {
                 p50s[target as usize].push(p50);
-                ratios[target as usize].push(p50 / fsync);
+                if target != Bare {
+                    ratios[target as usize].push(p50 / fsync);
+                }
             }
             println!(
                 "{line}  fdatasync {fsync_ms:.3} ms",
                 fsync_ms = fsync * 1000.0
             );
         }
-        let range_ms = |values: &[f64]| {
-            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = values.iter().copied().fold(0.0, f64::max);
-            format!("{:.3}–{:.3}", min * 1000.0, max * 1000.0)
-        };
         for &target in &targets {
             let p50 = &p50s[target as usize];
             if target == Bare {
@@ -605,21 +614,20 @@ async fn run() -> anyhow::Result<bool> {
                 println!(
                     "c=1: bare POST p50 median {:.3} ms (rounds {}; no log, no fsync: the round trip alone)",
                     median(p50.clone()) * 1000.0,
-                    range_ms(p50)
+                    spread_ms(p50)
                 );
                 continue;
             }
             let round_ratios = &ratios[target as usize];
             let c1_ratio = median(round_ratios.clone());
-            let min = round_ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = round_ratios.iter().copied().fold(0.0, f64::max);
+            let (min, max) = bounds(round_ratios);
             println!(
                 "c=1: {} POST p50 median {:.3} ms (rounds {}), fdatasync p50 median {:.3} ms (rounds {}); per round {min:.2}x–{max:.2}x, median {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
                 target.name(),
                 median(p50.clone()) * 1000.0,
-                range_ms(p50),
+                spread_ms(p50),
                 median(fsyncs.clone()) * 1000.0,
-                range_ms(&fsyncs),
+                spread_ms(&fsyncs),
                 if c1_ratio <= TARGET_C1_FSYNC {
                     "met"
                 } else {
