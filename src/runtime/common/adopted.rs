@@ -47,8 +47,9 @@ pub enum ScreenPrompt<A> {
     /// On screen and pending: `approval.requested` was stored. `misses` counts captures in a
     /// row without it (one capture is not trusted to say it closed).
     Pending { id: String, asked: A, misses: u8 },
-    /// Answered by cohost; the prompt may still show until the TUI redraws.
-    Answered,
+    /// Answered by cohost in turn `turn` (the turn running then); the prompt may still show
+    /// until the TUI redraws.
+    Answered { turn: Option<String> },
 }
 
 /// A known prompt after one more capture of the screen.
@@ -84,8 +85,21 @@ impl<A> ScreenPrompt<A> {
                     misses: 0,
                 })
             }
-            (ScreenPrompt::Answered, false) => PromptAfter::Now(ScreenPrompt::None),
+            (ScreenPrompt::Answered { .. }, false) => PromptAfter::Now(ScreenPrompt::None),
             (state, _) => PromptAfter::Now(state),
+        }
+    }
+
+    /// This prompt once turn `running` runs: one cohost answered in an earlier turn is forgotten
+    /// (a prompt on screen now is the new turn's: the TUI took the new turn's prompt, so the
+    /// answered one had closed), even when no capture saw the screen without it in between
+    /// (cohost typing the new prompt skips the captures; under load OpenCode redrew after them).
+    pub fn in_turn(self, running: Option<&str>) -> Self {
+        match self {
+            ScreenPrompt::Answered { turn } if running.is_some() && turn.as_deref() != running => {
+                ScreenPrompt::None
+            }
+            state => state,
         }
     }
 
@@ -797,14 +811,20 @@ mod tests {
                 asked: "ls"
             }
         );
+        let answered = || ScreenPrompt::<&str>::Answered {
+            turn: Some("t1".to_string()),
+        };
+        assert_eq!(answered().after_capture(true), PromptAfter::Now(answered()));
         assert_eq!(
-            ScreenPrompt::<&str>::Answered.after_capture(true),
-            PromptAfter::Now(ScreenPrompt::Answered)
-        );
-        assert_eq!(
-            ScreenPrompt::<&str>::Answered.after_capture(false),
+            answered().after_capture(false),
             PromptAfter::Now(ScreenPrompt::None)
         );
+        // A prompt answered in an earlier turn is forgotten once another turn runs; in its own
+        // turn, or with none running, it is kept until a capture shows the screen without it.
+        assert_eq!(answered().in_turn(Some("t2")), ScreenPrompt::None);
+        assert_eq!(answered().in_turn(Some("t1")), answered());
+        assert_eq!(answered().in_turn(None), answered());
+        assert_eq!(pending(0).in_turn(Some("t2")), pending(0));
         assert_eq!(
             ScreenPrompt::<&str>::None.after_capture(true),
             PromptAfter::Now(ScreenPrompt::None)

@@ -488,7 +488,7 @@ impl Adoptions {
         };
         let prompt = tui_screen::approval(&capture);
         let session_id = &adopted.session_id;
-        let state = std::mem::take(&mut *lock(&adopted.approval));
+        let state = std::mem::take(&mut *lock(&adopted.approval)).in_turn(turn.as_deref());
         let (next, event) = match (state, prompt) {
             (Shown::None, Some(prompt)) => match turn {
                 Some(turn_id) => {
@@ -586,7 +586,8 @@ impl Adoptions {
                 &asked,
             )
             .await?;
-        *lock(&adopted.approval) = Shown::Answered;
+        let turn = lock(&adopted.events).turn().map(str::to_string);
+        *lock(&adopted.approval) = Shown::Answered { turn };
         tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted codex's approval prompt");
         hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await
     }

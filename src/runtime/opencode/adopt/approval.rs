@@ -84,7 +84,7 @@ impl Adoptions {
         };
         let dialog = screen::permission(&capture);
         let session_id = &adopted.session_id;
-        let state = std::mem::take(&mut *lock(&adopted.approval));
+        let state = std::mem::take(&mut *lock(&adopted.approval)).in_turn(turn.as_deref());
         let (next, event) = match (state, dialog) {
             (Shown::None, Some(dialog)) => match turn {
                 // OpenCode draws the dialog before what it asks (a command shows once the tool's
@@ -193,7 +193,8 @@ impl Adoptions {
                 &asked,
             )
             .await?;
-        *lock(&adopted.approval) = Shown::Answered;
+        let turn = lock(&adopted.follow).running.clone();
+        *lock(&adopted.approval) = Shown::Answered { turn };
         tracing::info!(session = %session_id, approval = %approval_id, decision, "answered the adopted opencode's permission dialog");
         hosted::record_resolved(&self.core, session_id, approval_id, decision, by).await
     }
