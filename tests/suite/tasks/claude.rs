@@ -155,6 +155,103 @@ fn cancelling_a_running_claude_task_interrupts_its_turn() {
     assert_eq!(done["resultExcerpt"], "The next task ran.", "{done:#}");
 }
 
+/// Writes over every cell of the pane's terminal, as anything else writing to it would (and as
+/// 2.1.197 did to itself after an Escape under load), and waits until the pane shows it: Claude
+/// draws only the cells it changes, so the box stays gone until Claude redraws everything.
+fn damage_screen(fx: &ClaudeFixture, id: &str) {
+    use std::io::Write;
+    let pane = fx.pane(id);
+    let display = |format: &str| fx.tmux.run(&["display", "-p", "-t", &pane, format]);
+    let tty = display("#{pane_tty}").trim().to_string();
+    let width: usize = display("#{pane_width}").trim().parse().unwrap();
+    let height: usize = display("#{pane_height}").trim().parse().unwrap();
+    let row = "x".repeat(width);
+    let mut cells = b"\x1b[H".to_vec();
+    cells.extend(vec![row.as_str(); height].join("\r\n").into_bytes());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tty)
+        .and_then(|mut tty| tty.write_all(&cells))
+        .unwrap_or_else(|e| fx.fail(&format!("cannot write to the pane's terminal {tty}: {e}")));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let screen = fx.screen(id);
+        if screen.starts_with(&row) && !screen.contains('❯') {
+            return;
+        }
+        if Instant::now() >= deadline {
+            fx.fail("the pane never showed the cells written over it");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pane lost Claude's box while a task's turn ran: cancelling the task still ends the turn
+/// (cohost asks the TUI to redraw, then sees it idle and clears the prompt Claude handed back),
+/// and the next task is typed into the box the redraw brought back. 2.1.197 repaints the box
+/// itself when the Escape changes it; 2.1.332 leaves it damaged, so only the redraw ends the
+/// turn there (without it the task stays `abort_sent`, as in CI).
+#[test]
+fn a_task_cancelled_while_the_pane_shows_no_box_ends_and_the_next_one_runs() {
+    let fx = ClaudeFixture::start();
+    fx.mock
+        .push(Step::hang().when_user_contains("Cancel me on a damaged pane"));
+    fx.mock.push(
+        Step::text("Typed after the redraw.").when_user_contains("The task after the damage"),
+    );
+    let id = fx.create(json!({}));
+    let (status, running) = fx.send(&id, "Cancel me on a damaged pane");
+    assert_eq!(status, 200, "{running}");
+    assert_eq!(running["outcome"], "started", "{running}");
+    let running = running["taskId"].as_str().unwrap().to_string();
+    fx.mock.wait_for_requests(1, Duration::from_secs(30));
+    damage_screen(&fx, &id);
+    let next = queue_task(&fx, &id, "The task after the damage");
+
+    fx.daemon
+        .post(&format!("/api/tasks/{running}/cancel"), &json!({}))
+        .assert_ok();
+    let ended = wait_task(&fx, &running, "finished", |t| t["phase"] == "finished");
+    assert_eq!(ended["state"], "cancelled", "{ended:#}");
+    assert_eq!(ended["cancelOutcome"], "aborted", "{ended:#}");
+    let done = wait_task(&fx, &next, "finished", |t| t["phase"] == "finished");
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(done["resultExcerpt"], "Typed after the redraw.", "{done:#}");
+    // The prompt Claude handed back was cleared, not sent along with the next one.
+    let requests = fx.mock.main_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let last = requests[1].last_user_text();
+    assert!(
+        last.contains("The task after the damage") && !last.contains("Cancel me"),
+        "{last}"
+    );
+}
+
+/// The pane lost Claude's box while Claude was idle, where nothing makes Claude draw again: a
+/// prompt is still typed, into the box cohost's redraw brings back.
+#[test]
+fn a_prompt_sent_while_the_idle_pane_shows_no_box_is_typed_after_a_redraw() {
+    let fx = ClaudeFixture::start();
+    fx.mock
+        .push(Step::text("Typed into a redrawn box.").when_user_contains("After the damage"));
+    let id = fx.create(json!({}));
+    fx.wait_event(&id, "the session live", |e| {
+        e["type"] == "session.status" && e["data"]["state"] == "live"
+    });
+    wait_screen(&fx, &id, "? for shortcuts");
+    damage_screen(&fx, &id);
+    let (status, sent) = fx.send(&id, "After the damage");
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let task = sent["taskId"].as_str().unwrap().to_string();
+    let done = wait_task(&fx, &task, "finished", |t| t["phase"] == "finished");
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(
+        done["resultExcerpt"], "Typed into a redrawn box.",
+        "{done:#}"
+    );
+}
+
 #[test]
 fn a_claude_task_in_flight_finishes_after_a_daemon_restart() {
     let mut fx = ClaudeFixture::start();

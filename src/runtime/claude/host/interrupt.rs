@@ -1,8 +1,10 @@
 //! Interrupting a turn for `ClaudeHost`: one Escape, then watching the box for the prompt
-//! Claude may hand back (cleared) and for the TUI to come back idle (told to the follower).
+//! Claude may hand back (cleared) and for the TUI to come back idle (told to the follower); a
+//! pane that stops showing the box meanwhile is redrawn (`redraw.rs`).
 
 use std::time::Duration;
 
+use super::redraw::Unreadable;
 use super::{ClaudeHost, Command};
 use crate::protocol::Runtime;
 use crate::runtime::HostError;
@@ -60,6 +62,7 @@ impl ClaudeHost {
         let mut idle_since = None;
         let mut cleared = false;
         let mut concluded = false;
+        let mut unreadable = Unreadable::default();
         tracing::debug!(session = %session_id, turn = ?active_turn, before = ?before, "interrupt: Escape sent");
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -78,6 +81,12 @@ impl ClaudeHost {
                 break;
             };
             let screen = screen::analyze(&capture);
+            // A pane that shows no box for a while is damaged, not busy: only a full redraw
+            // brings the box (and the prompt Claude handed back) into view again.
+            if unreadable.due(&screen, tokio::time::Instant::now()) {
+                let asked = self.redraw(&live, &pane).await;
+                tracing::debug!(session = %session_id, asked, "interrupt: no box on screen; redraw");
+            }
             if screen.input.is_none() || screen.busy || screen.dialog {
                 idle_since = None;
                 continue;

@@ -14,12 +14,12 @@
 //! session) and what every concern needs (the live session, the verified pane). Each concern has
 //! its own file: `launch.rs` (create, relaunch), `prompt.rs` (typing a prompt, driven by the pure
 //! `typing.rs` machine), `draft.rs` (the input box: a human's draft, clearing it with the pure
-//! `clearing.rs` machine), `interrupt.rs` (one Escape), `permissions.rs` (the permission relay),
-//! `asks.rs` (questions, plans, modes), `queued.rs` (prompts Claude queued, followed until they
-//! run), `follow.rs` (the session task), `adopt.rs` (a Claude a person started by hand,
-//! driven in its own pane: the same session task, typing and interrupt, no runner) and
-//! `rehome.rs` (such a Claude ended in its pane and its conversation resumed there under a
-//! runner, hosted).
+//! `clearing.rs` machine), `interrupt.rs` (one Escape), `redraw.rs` (one Ctrl+L when the pane
+//! shows no box), `permissions.rs` (the permission relay), `asks.rs` (questions, plans, modes),
+//! `queued.rs` (prompts Claude queued, followed until they run), `follow.rs` (the session task),
+//! `adopt.rs` (a Claude a person started by hand, driven in its own pane: the same session
+//! task, typing and interrupt, no runner) and `rehome.rs` (such a Claude ended in its pane and
+//! its conversation resumed there under a runner, hosted).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -49,6 +49,7 @@ mod launch;
 mod permissions;
 mod prompt;
 mod queued;
+mod redraw;
 mod rehome;
 mod session_host;
 mod typing;
@@ -113,6 +114,8 @@ struct Live {
     keys: tokio::sync::Mutex<()>,
     /// When the last turn ended interrupted: Claude may still put its prompt back into the box.
     interrupted_at: Mutex<Option<tokio::time::Instant>>,
+    /// When cohost last asked the TUI to redraw its screen (`redraw.rs`).
+    redrawn_at: Mutex<Option<tokio::time::Instant>>,
     /// `(turn id, text)` of each prompt Claude confirmed.
     /// Without a turn id: Claude queued it behind the running turn (2.1.332 says so at once).
     submitted: broadcast::Sender<(Option<String>, String)>,
@@ -285,6 +288,7 @@ impl Inner {
             inject: tokio::sync::Mutex::new(()),
             keys: tokio::sync::Mutex::new(()),
             interrupted_at: Mutex::new(None),
+            redrawn_at: Mutex::new(None),
             submitted: broadcast::channel(64).0,
             status: watch::channel(String::new()).0,
             started: watch::channel(restored && running.is_some()).0,

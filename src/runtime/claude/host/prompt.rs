@@ -172,6 +172,10 @@ impl Tui for PaneTui<'_> {
     async fn clear(&mut self) {
         let _ = self.host.clear_box(self.pane).await;
     }
+
+    async fn redraw(&mut self) {
+        self.host.redraw(self.live, self.pane).await;
+    }
 }
 
 /// Waits for Claude's word on a pasted `text` (compared as the user wrote it: the normalizer

@@ -10,12 +10,14 @@
 //! an interrupt, let Claude hand its prompt back first; give the TUI a moment between the paste
 //! and Enter; press Enter a second time only when the prompt is still in the box, and take it
 //! back out when even that did not send it; a box that emptied means Claude took the prompt, so
-//! its late confirmation is waited for.
+//! its late confirmation is waited for; a pane that shows no box at all for a while is asked to
+//! redraw (`redraw.rs`).
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::redraw::Unreadable;
 use crate::runtime::HostError;
 use crate::runtime::claude::screen::Screen;
 
@@ -80,6 +82,8 @@ pub(super) enum Step {
     AwaitConfirmation(Duration),
     /// Take our text back out of the box (careful Escapes); then `Seen::Nothing`.
     Clear,
+    /// The pane has shown no box for a while: ask the TUI to redraw it; then `Seen::Nothing`.
+    Redraw,
     /// The end: how Claude took the prompt, or why it was not typed or not taken.
     Done(Result<Confirmed, Refusal>),
 }
@@ -144,6 +148,8 @@ pub(super) struct Typing {
     since_interrupt: Option<Duration>,
     /// A turn ran when the box became usable: the prompt will be queued behind it.
     busy: bool,
+    /// How long the captures of the box have shown none.
+    unreadable: Unreadable,
 }
 
 impl Typing {
@@ -153,6 +159,7 @@ impl Typing {
             phase: Phase::Start,
             since_interrupt,
             busy: false,
+            unreadable: Unreadable::default(),
         }
     }
 
@@ -195,6 +202,8 @@ impl Typing {
                     Step::Paste
                 } else if now >= deadline {
                     Step::Done(Err(Refusal::NotReady))
+                } else if self.unreadable.due(&screen, now) {
+                    Step::Redraw
                 } else {
                     Step::Sleep(READY_POLL)
                 }
@@ -309,6 +318,9 @@ pub(super) trait Tui {
     async fn await_confirmation(&mut self, timeout: Duration) -> Option<Confirmed>;
     /// Takes the prompt back out of the box (best effort).
     async fn clear(&mut self);
+    /// Asks the TUI to draw its whole screen again (best effort, at most one per
+    /// [`super::redraw::REDRAW_EVERY`]).
+    async fn redraw(&mut self);
 }
 
 /// Runs `typing` on `tui` to its end: carries out each step, sleeps what the machine says.
@@ -355,6 +367,10 @@ pub(super) async fn drive(
             },
             Step::Clear => {
                 tui.clear().await;
+                Seen::Nothing
+            }
+            Step::Redraw => {
+                tui.redraw().await;
                 Seen::Nothing
             }
             Step::Done(outcome) => return Ok(outcome),

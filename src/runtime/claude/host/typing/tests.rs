@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::super::redraw::UNREADABLE_FOR;
 use super::*;
 use crate::runtime::claude::screen::analyze;
 
@@ -41,6 +42,27 @@ fn check(since_interrupt: Option<Duration>, script: &[(Duration, Seen, Step)]) {
         let step = typing.next(seen.clone(), begin + *at);
         assert_eq!(&step, expect, "step {index}: {seen:?} at {at:?}");
     }
+}
+
+/// A damaged pane, in the shape 2.1.197 left after an Escape under load (composed after a CI
+/// capture): the box's top rule drawn over by the turn's last status line, the prompt Claude
+/// handed back on a stray line under the bottom rule. No box can be read from it.
+fn damaged() -> Screen {
+    let rule = "─".repeat(80);
+    let capture = [
+        "✻ Cogitated for 4s",
+        "",
+        "S utéed for 4s",
+        "❯\u{a0}",
+        rule.as_str(),
+        "❯ Cancel─me─later ───",
+        "",
+    ]
+    .join("\n");
+    let seen = analyze(&capture);
+    assert_eq!(seen.input, None, "{seen:?}");
+    assert!(!seen.dialog, "{seen:?}");
+    seen
 }
 
 /// The steps up to the first capture of the box, for a TUI that has started.
@@ -104,6 +126,27 @@ fn a_box_with_text_is_refused_as_human_typing_and_nothing_is_typed() {
             check(None, &script);
         }
     }
+}
+
+#[test]
+fn a_pane_with_no_box_for_a_second_is_asked_to_redraw_then_looked_at_again() {
+    let mut script = up_to_capture();
+    script.extend([
+        (
+            Duration::ZERO,
+            Seen::Screen(damaged()),
+            Step::Sleep(READY_POLL),
+        ),
+        (READY_POLL, Seen::Nothing, Step::Capture),
+        (READY_POLL, Seen::Screen(damaged()), Step::Sleep(READY_POLL)),
+        (999 * MS, Seen::Nothing, Step::Capture),
+        (999 * MS, Seen::Screen(damaged()), Step::Sleep(READY_POLL)),
+        (1000 * MS, Seen::Nothing, Step::Capture),
+        (1000 * MS, Seen::Screen(damaged()), Step::Redraw),
+        (1000 * MS, Seen::Nothing, Step::Capture),
+        (1050 * MS, seen(RELEASES[0], "idle_empty.txt"), Step::Paste),
+    ]);
+    check(None, &script);
 }
 
 #[test]
@@ -309,6 +352,8 @@ struct ScriptedTui {
     confirm_at: Option<(Duration, Confirmed)>,
     /// The keys sent and the clears, with the time since the inject began.
     typed: Vec<(&'static str, Duration)>,
+    /// A damaged pane: every capture shows this until the TUI is asked to redraw.
+    damaged: Option<Screen>,
 }
 
 impl ScriptedTui {
@@ -319,6 +364,7 @@ impl ScriptedTui {
             screens: screens.iter().cloned().collect(),
             confirm_at,
             typed: Vec::new(),
+            damaged: None,
         }
     }
 
@@ -338,6 +384,9 @@ impl Tui for ScriptedTui {
     async fn take_keys(&mut self) {}
 
     async fn capture(&mut self) -> Result<Screen, HostError> {
+        if let Some(damaged) = &self.damaged {
+            return Ok(damaged.clone());
+        }
         Ok(if self.screens.len() > 1 {
             self.screens.pop_front().unwrap()
         } else {
@@ -371,6 +420,11 @@ impl Tui for ScriptedTui {
 
     async fn clear(&mut self) {
         self.note("clear");
+    }
+
+    async fn redraw(&mut self) {
+        self.note("redraw");
+        self.damaged = None;
     }
 }
 
@@ -417,6 +471,44 @@ async fn driven_a_dialog_that_stays_is_not_ready_after_the_ready_timeout() {
         assert_eq!(took, READY_TIMEOUT);
         assert!(tui.typed.is_empty(), "{:?}", tui.typed);
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn driven_a_damaged_pane_is_redrawn_once_and_the_prompt_typed_into_the_box_it_shows() {
+    for release in RELEASES {
+        let mut tui = ScriptedTui::new(
+            &[screen(release, "idle_empty.txt")],
+            Some((Duration::from_secs(2), started("p1"))),
+        );
+        tui.damaged = Some(damaged());
+        let (outcome, _) = run(&mut tui).await;
+        assert_eq!(outcome, Ok(started("p1")));
+        let redraw = UNREADABLE_FOR;
+        assert_eq!(
+            tui.typed,
+            [
+                ("redraw", redraw),
+                ("paste", redraw),
+                ("Enter", redraw + PASTE_SETTLE)
+            ]
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn driven_a_pane_that_stays_damaged_is_asked_once_a_second_and_is_not_ready() {
+    let mut tui = ScriptedTui::new(&[damaged()], None);
+    let (outcome, took) = run(&mut tui).await;
+    assert_eq!(outcome, Err(Refusal::NotReady));
+    assert_eq!(took, READY_TIMEOUT);
+    // Asked again after each second of no box (the host sends at most one per 5 s); nothing
+    // else is ever typed.
+    assert!(tui.typed.len() >= 2, "{:?}", tui.typed);
+    assert!(
+        tui.typed.iter().all(|(what, _)| *what == "redraw"),
+        "{:?}",
+        tui.typed
+    );
 }
 
 #[tokio::test(start_paused = true)]
