@@ -154,7 +154,7 @@ fn inject_error(error: HostError) -> ServiceError {
         HostError::Closed(_) | HostError::ClosedBecause(_) => {
             ServiceError::conflict(codes::NOT_LIVE, message)
         }
-        HostError::NotReady(_) => {
+        HostError::NotReady(_) | HostError::NotReadyBecause(_) => {
             ServiceError::new(ErrorKind::Unavailable, codes::NOT_READY, message)
         }
         HostError::Failed { .. } | HostError::Unavailable { .. } => {

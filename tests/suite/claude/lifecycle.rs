@@ -528,6 +528,11 @@ fn an_exited_tui_is_relaunched_with_its_history() {
         (503, Some("not_ready")),
         "{answer}"
     );
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("TUI has exited") && message.contains("nothing was typed"),
+        "{answer}"
+    );
     assert!(
         asked.elapsed() < Duration::from_secs(5),
         "refused in {:?}",

@@ -45,7 +45,18 @@ impl ClaudeHost {
                     })
                     .unwrap_or_default(),
             ),
-            Err(Refusal::NotReady) => return Err(HostError::NotReady(session_id.to_string())),
+            Err(Refusal::NotStarted) => {
+                return Err(HostError::NotReadyBecause(format!(
+                    "session `{session_id}`: Claude's TUI has not started (no SessionStart within {} s); nothing was typed; retry shortly",
+                    typing::READY_TIMEOUT.as_secs()
+                )));
+            }
+            Err(Refusal::NotReady) => {
+                return Err(HostError::NotReadyBecause(format!(
+                    "session `{session_id}`: Claude's input box was not usable within {} s (a dialog open, or no box on screen even after asking Claude to redraw); nothing was typed; retry shortly",
+                    typing::READY_TIMEOUT.as_secs()
+                )));
+            }
             Err(Refusal::HumanTyping) => {
                 return Err(HostError::HumanTyping(session_id.to_string()));
             }
@@ -87,7 +98,9 @@ impl ClaudeHost {
         let pane = self.verified_pane(session_id).await?;
         // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
         if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(HostError::NotReady(session_id.to_string()));
+            return Err(HostError::NotReadyBecause(format!(
+                "session `{session_id}`: Claude's TUI has exited and was not started again; nothing was typed"
+            )));
         }
         let since_interrupt = lock(&live.interrupted_at).map(|at| at.elapsed());
         let mut tui = PaneTui {

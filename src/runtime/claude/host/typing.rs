@@ -51,7 +51,9 @@ pub(super) enum Confirmed {
 /// Why a prompt was not typed, or not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Refusal {
-    /// The TUI did not start, or showed no usable box, within [`READY_TIMEOUT`]; nothing typed.
+    /// The TUI did not start (no `SessionStart`) within [`READY_TIMEOUT`]; nothing typed.
+    NotStarted,
+    /// The TUI showed no usable box within [`READY_TIMEOUT`]; nothing typed.
     NotReady,
     /// A person's draft is in the box; nothing typed.
     HumanTyping,
@@ -180,7 +182,7 @@ impl Typing {
                 self.phase = Phase::Locking;
                 Step::TakeKeys
             }
-            (Phase::Starting, Seen::Quiet) => Step::Done(Err(Refusal::NotReady)),
+            (Phase::Starting, Seen::Quiet) => Step::Done(Err(Refusal::NotStarted)),
             (Phase::Locking, Seen::Nothing) => {
                 self.phase = Phase::Ready {
                     deadline: now + READY_TIMEOUT,

@@ -254,7 +254,7 @@ fn a_tui_that_never_starts_is_not_ready() {
             (
                 READY_TIMEOUT,
                 Seen::Quiet,
-                Step::Done(Err(Refusal::NotReady)),
+                Step::Done(Err(Refusal::NotStarted)),
             ),
         ],
     );
@@ -516,7 +516,7 @@ async fn driven_a_tui_that_never_starts_is_not_ready_after_the_ready_timeout() {
     let mut tui = ScriptedTui::new(&[screen(RELEASES[0], "idle_empty.txt")], None);
     tui.started = false;
     let (outcome, took) = run(&mut tui).await;
-    assert_eq!(outcome, Err(Refusal::NotReady));
+    assert_eq!(outcome, Err(Refusal::NotStarted));
     assert_eq!(took, READY_TIMEOUT);
     assert!(tui.typed.is_empty(), "{:?}", tui.typed);
 }
