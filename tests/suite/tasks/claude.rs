@@ -44,10 +44,17 @@ fn queue_task(fx: &ClaudeFixture, id: &str, text: &str) -> String {
 }
 
 fn wait_screen(fx: &ClaudeFixture, id: &str, needle: &str) {
+    wait_screen_where(fx, id, &format!("{needle:?}"), |screen| {
+        screen.contains(needle)
+    });
+}
+
+/// Captures the pane until `pred` holds of its text; fails naming `what` it never showed.
+fn wait_screen_where(fx: &ClaudeFixture, id: &str, what: &str, pred: impl Fn(&str) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !fx.screen(id).contains(needle) {
+    while !pred(&fx.screen(id)) {
         if Instant::now() >= deadline {
-            fx.fail(&format!("the screen never showed {needle:?}"));
+            fx.fail(&format!("the screen never showed {what}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -173,17 +180,9 @@ fn damage_screen(fx: &ClaudeFixture, id: &str) {
         .open(&tty)
         .and_then(|mut tty| tty.write_all(&cells))
         .unwrap_or_else(|e| fx.fail(&format!("cannot write to the pane's terminal {tty}: {e}")));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let screen = fx.screen(id);
-        if screen.starts_with(&row) && !screen.contains('❯') {
-            return;
-        }
-        if Instant::now() >= deadline {
-            fx.fail("the pane never showed the cells written over it");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_screen_where(fx, id, "the cells written over it", |screen| {
+        screen.starts_with(&row) && !screen.contains('❯')
+    });
 }
 
 /// The pane lost Claude's box while a task's turn ran: cancelling the task still ends the turn

@@ -45,33 +45,7 @@ impl ClaudeHost {
                     })
                     .unwrap_or_default(),
             ),
-            Err(Refusal::NotStarted) => {
-                return Err(HostError::NotReadyBecause(format!(
-                    "session `{session_id}`: Claude's TUI has not started (no SessionStart within {} s); nothing was typed; retry shortly",
-                    typing::READY_TIMEOUT.as_secs()
-                )));
-            }
-            Err(Refusal::NotReady) => {
-                return Err(HostError::NotReadyBecause(format!(
-                    "session `{session_id}`: Claude's input box was not usable within {} s (a dialog open, or no box on screen even after asking Claude to redraw); nothing was typed; retry shortly",
-                    typing::READY_TIMEOUT.as_secs()
-                )));
-            }
-            Err(Refusal::HumanTyping) => {
-                return Err(HostError::HumanTyping(session_id.to_string()));
-            }
-            Err(Refusal::NotAccepted) => {
-                return Err(HostError::failed(
-                    Runtime::Claude,
-                    "claude did not accept the prompt",
-                ));
-            }
-            Err(Refusal::NeverConfirmed) => {
-                return Err(HostError::failed(
-                    Runtime::Claude,
-                    "claude took the prompt but never confirmed it",
-                ));
-            }
+            Err(refusal) => return Err(refused(session_id, refusal)),
         };
         Ok(inject::record(&self.inner.core, session_id, outcome.0, &outcome.1, key).await?)
     }
@@ -116,6 +90,27 @@ impl ClaudeHost {
             lock(&live.queued).push(text.to_string());
         }
         Ok(typed)
+    }
+}
+
+/// The error a prompt the typing machine refused gets: each cause in its own words.
+fn refused(session_id: &str, refusal: Refusal) -> HostError {
+    let waited = typing::READY_TIMEOUT.as_secs();
+    match refusal {
+        Refusal::NotStarted => HostError::NotReadyBecause(format!(
+            "session `{session_id}`: Claude's TUI has not started (no SessionStart within {waited} s); nothing was typed; retry shortly"
+        )),
+        Refusal::NotReady => HostError::NotReadyBecause(format!(
+            "session `{session_id}`: Claude's input box was not usable within {waited} s (a dialog open, or no box on screen even after asking Claude to redraw); nothing was typed; retry shortly"
+        )),
+        Refusal::HumanTyping => HostError::HumanTyping(session_id.to_string()),
+        Refusal::NotAccepted => {
+            HostError::failed(Runtime::Claude, "claude did not accept the prompt")
+        }
+        Refusal::NeverConfirmed => HostError::failed(
+            Runtime::Claude,
+            "claude took the prompt but never confirmed it",
+        ),
     }
 }
 
@@ -209,6 +204,40 @@ async fn wait_submitted(
             }
             Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => continue,
             _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_prompt_says_which_cause_and_that_nothing_was_typed() {
+        let message = |refusal| match refused("cs_1", refusal) {
+            HostError::NotReadyBecause(message) => message,
+            other => panic!("{refusal:?}: not `not_ready`: {other:?}"),
+        };
+        let not_started = message(Refusal::NotStarted);
+        assert!(not_started.contains("has not started"), "{not_started}");
+        let not_ready = message(Refusal::NotReady);
+        assert!(
+            not_ready.contains("input box was not usable within 30 s"),
+            "{not_ready}"
+        );
+        for text in [&not_started, &not_ready] {
+            assert!(text.starts_with("session `cs_1`"), "{text}");
+            assert!(text.contains("nothing was typed"), "{text}");
+        }
+        assert!(matches!(
+            refused("cs_1", Refusal::HumanTyping),
+            HostError::HumanTyping(id) if id == "cs_1"
+        ));
+        for refusal in [Refusal::NotAccepted, Refusal::NeverConfirmed] {
+            assert!(
+                matches!(refused("cs_1", refusal), HostError::Failed { .. }),
+                "{refusal:?}"
+            );
         }
     }
 }
