@@ -28,8 +28,8 @@ pub const FENCE_LIMIT: Duration = Duration::from_secs(5);
 /// A turn end that no hook announces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// The session file reads `idle`.
-    Idle,
+    /// The session file reads `idle`, since its `statusUpdatedAt` (when it says).
+    Idle(Option<u64>),
     /// cohost's Escape stopped this turn and the TUI is idle again.
     Interrupted(String),
 }
@@ -69,12 +69,14 @@ impl HookFence {
 
     /// Whether an `Idle` verdict is waiting (the session file's later readings wait behind it).
     pub fn holds_idle(&self) -> bool {
-        self.held.iter().any(|h| h.verdict == Verdict::Idle)
+        self.held
+            .iter()
+            .any(|h| matches!(h.verdict, Verdict::Idle(_)))
     }
 
     /// A verdict reached when `hooks.jsonl` held `written` bytes: it waits until those are read.
     pub fn hold(&mut self, verdict: Verdict, written: u64, now: Instant) {
-        if verdict == Verdict::Idle && self.holds_idle() {
+        if matches!(verdict, Verdict::Idle(_)) && self.holds_idle() {
             return;
         }
         self.held.push(Held {
@@ -119,22 +121,22 @@ impl HookFence {
         normalizer.hook(line, now_ms)
     }
 
-    /// A reading of the session file's `status`, taken when `hooks.jsonl` held `written`
-    /// bytes. `idle` may end a turn no hook ended: it waits for the hooks written before it
-    /// (read after the session file, so they include its `Stop`). Later readings wait behind
-    /// a held `idle`, so `busy` cannot overtake it.
+    /// A reading of the session file's `status` (`since`: its `statusUpdatedAt`), taken when
+    /// `hooks.jsonl` held `written` bytes. `idle` may end a turn no hook ended: it waits for
+    /// the hooks written before it (read after the session file, so they include its `Stop`).
+    /// Later readings wait behind a held `idle`, so `busy` cannot overtake it.
     pub fn session_status(
         &mut self,
         normalizer: &mut Normalizer,
-        status: &str,
+        (status, since): (&str, Option<u64>),
         written: u64,
         now: Instant,
     ) -> Vec<Output> {
         if status == "idle" {
-            self.hold(Verdict::Idle, written, now);
+            self.hold(Verdict::Idle(since), written, now);
             Vec::new()
         } else if !self.holds_idle() {
-            normalizer.session_status(status)
+            normalizer.session_status_since(status, since)
         } else {
             Vec::new()
         }
@@ -156,7 +158,7 @@ impl HookFence {
         let mut expired = Vec::new();
         for (verdict, by_limit) in self.release(now) {
             outputs.extend(match &verdict {
-                Verdict::Idle => normalizer.session_status("idle"),
+                Verdict::Idle(since) => normalizer.session_status_since("idle", *since),
                 Verdict::Interrupted(turn) => normalizer.interrupted(turn),
             });
             if by_limit {
@@ -184,9 +186,14 @@ mod tests {
     impl Hooks {
         /// Claude runs a hook: its line is appended (not yet read by cohost).
         fn write(&mut self, event: &str, payload: Value) {
+            self.write_at(event, payload, 1);
+        }
+
+        /// [`write`](Self::write), the hook run at `received_at` (ms).
+        fn write_at(&mut self, event: &str, payload: Value, received_at: u64) {
             // The shape cohost-hook writes, payloads as Claude Code 2.1.197 and 2.1.332 send
             // them (docs/peers.md).
-            let line = json!({"receivedAt": 1, "event": event, "payload": payload});
+            let line = json!({"receivedAt": received_at, "event": event, "payload": payload});
             self.written += line.to_string().len() as u64 + 1;
             self.lines.push((line, self.written));
         }
@@ -224,7 +231,7 @@ mod tests {
         let mut out = Vec::new();
         let status = |fence: &mut HookFence, n: &mut Normalizer, s: &str, written: u64| {
             if fenced {
-                let mut o = fence.session_status(n, s, written, t0);
+                let mut o = fence.session_status(n, (s, None), written, t0);
                 o.extend(fence.apply(n, t0).0);
                 o
             } else {
@@ -320,12 +327,71 @@ mod tests {
         assert!(turn_ends(&n.tick(60_000)).is_empty());
     }
 
+    /// A person's Escape right after their prompt: the session file's busy spell (12 ms after
+    /// the `UserPromptSubmit` hook to the `idle` 211 ms later, as Claude Code 2.1.332 wrote
+    /// it) falls between two readings, and the reading that sees `idle` comes before the tail
+    /// has delivered the prompt's hook. The idle's `statusUpdatedAt`, later than the hook's
+    /// `receivedAt`, ends the turn; without it (`None`, what cohost read before) the turn never
+    /// ends: no hook fires on an interrupt and, before the first token, the transcript writes
+    /// no marker.
+    fn escape_between_readings(since: fn(u64) -> Option<u64>) -> Vec<(String, TurnStatus)> {
+        let t0 = Instant::now();
+        let mut n = Normalizer::new();
+        let mut fence = HookFence::new(0);
+        let mut hooks = Hooks::default();
+        let mut out = Vec::new();
+        let read = |fence: &mut HookFence, n: &mut Normalizer, status, at, written| {
+            let mut o = fence.session_status(n, (status, since(at)), written, t0);
+            o.extend(fence.apply(n, t0).0);
+            o
+        };
+        hooks.write_at("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}), 1_796_463_982_247);
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        out.extend(read(
+            &mut fence,
+            &mut n,
+            "idle",
+            1_796_463_982_327,
+            hooks.written,
+        ));
+        hooks.write_at("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"Stop me at once"}), 1_796_463_982_577);
+        // busy at …589, idle at …800: no reading saw the busy.
+        out.extend(read(
+            &mut fence,
+            &mut n,
+            "idle",
+            1_796_463_982_800,
+            hooks.written,
+        ));
+        assert!(turn_ends(&out).is_empty(), "held for the prompt's hook");
+        out.extend(hooks.read_all(&mut fence, &mut n));
+        out.extend(fence.apply(&mut n, t0).0);
+        // Later readings of the same idle change nothing.
+        out.extend(read(
+            &mut fence,
+            &mut n,
+            "idle",
+            1_796_463_982_800,
+            hooks.written,
+        ));
+        turn_ends(&out)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_escape_between_two_readings_ends_the_turn_by_the_idle_after_its_prompt() {
+        assert_eq!(
+            escape_between_readings(Some),
+            vec![("p1".to_string(), TurnStatus::Interrupted)]
+        );
+        assert_eq!(escape_between_readings(|_| None), vec![]);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_verdict_waits_until_the_hooks_written_before_it_are_read() {
         let t0 = Instant::now();
         let mut fence = HookFence::new(100);
         // The session file said idle when hooks.jsonl held 160 bytes (the Stop line).
-        fence.hold(Verdict::Idle, 160, t0);
+        fence.hold(Verdict::Idle(None), 160, t0);
         assert!(fence.holds_idle());
         assert_eq!(fence.release(t0), vec![]);
         fence.read_to(130);
@@ -333,7 +399,7 @@ mod tests {
         fence.read_to(160);
         assert_eq!(
             fence.release(t0 + Duration::from_millis(20)),
-            vec![(Verdict::Idle, false)]
+            vec![(Verdict::Idle(None), false)]
         );
         assert!(!fence.holds_idle());
         assert_eq!(fence.release(t0 + Duration::from_millis(30)), vec![]);
@@ -354,8 +420,8 @@ mod tests {
     async fn verdicts_are_released_in_order_and_idle_is_held_once() {
         let t0 = Instant::now();
         let mut fence = HookFence::new(0);
-        fence.hold(Verdict::Idle, 50, t0);
-        fence.hold(Verdict::Idle, 80, t0);
+        fence.hold(Verdict::Idle(None), 50, t0);
+        fence.hold(Verdict::Idle(None), 80, t0);
         fence.hold(Verdict::Interrupted("t1".into()), 40, t0);
         fence.read_to(45);
         // The interrupt's bytes are read, but it waits behind the earlier idle verdict.
@@ -364,7 +430,7 @@ mod tests {
         assert_eq!(
             fence.release(t0),
             vec![
-                (Verdict::Idle, false),
+                (Verdict::Idle(None), false),
                 (Verdict::Interrupted("t1".into()), false)
             ]
         );
@@ -374,10 +440,13 @@ mod tests {
     async fn a_line_that_never_completes_holds_a_verdict_only_until_the_limit() {
         let t0 = Instant::now();
         let mut fence = HookFence::new(0);
-        fence.hold(Verdict::Idle, 10, t0);
+        fence.hold(Verdict::Idle(None), 10, t0);
         tokio::time::advance(FENCE_LIMIT - Duration::from_millis(1)).await;
         assert_eq!(fence.release(Instant::now()), vec![]);
         tokio::time::advance(Duration::from_millis(1)).await;
-        assert_eq!(fence.release(Instant::now()), vec![(Verdict::Idle, true)]);
+        assert_eq!(
+            fence.release(Instant::now()),
+            vec![(Verdict::Idle(None), true)]
+        );
     }
 }

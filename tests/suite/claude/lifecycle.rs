@@ -264,6 +264,56 @@ fn a_prompt_sent_mid_turn_is_queued_and_runs_after_the_turn() {
 
 // 2. ---------------------------------------------------------------------------------------
 
+/// A person types a prompt into Claude's pane and presses Escape the moment its hook has run:
+/// Claude's busy spell (some tens of ms) is shorter than the 200 ms between two readings of
+/// its session file, and before the first token no hook and no transcript line says the turn
+/// ended. The turn still ends `interrupted`: the session file's `idle` began after the prompt's
+/// `UserPromptSubmit` ran (without that rule the turn stayed running in most runs).
+#[test]
+fn a_persons_escape_right_after_their_prompt_ends_the_turn() {
+    let fx = ClaudeFixture::start();
+    fx.mock
+        .push(Step::hang().when_user_contains("Stop me at once"));
+    let id = fx.create(json!({}));
+    wait_for(&fx, "the TUI's input box", || {
+        fx.screen(&id).contains("? for shortcuts").then_some(())
+    });
+    let pane = fx.pane(&id);
+    fx.tmux
+        .run(&["send-keys", "-t", &pane, "-l", "Stop me at once"]);
+    wait_for(&fx, "the typed prompt in the box", || {
+        fx.screen(&id).contains("Stop me at once").then_some(())
+    });
+    let prompts = |fx: &ClaudeFixture| {
+        hook_events(fx, &id)
+            .iter()
+            .filter(|e| *e == "UserPromptSubmit")
+            .count()
+    };
+    fx.tmux.run(&["send-keys", "-t", &pane, "Enter"]);
+    // The prompt's hook has run (its line is written before the hook exits): Escape now.
+    let deadline = Instant::now() + WAIT;
+    while prompts(&fx) == 0 {
+        if Instant::now() >= deadline {
+            fx.fail("the prompt's UserPromptSubmit hook never ran");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    fx.tmux.run(&["send-keys", "-t", &pane, "Escape"]);
+
+    let started = fx.wait_event(&id, "the typed turn", |e| e["type"] == "turn.started");
+    assert_eq!(started["data"]["source"], "terminal", "{started}");
+    let turn = started["data"]["turnId"].as_str().unwrap().to_string();
+    let done = fx.wait_event(&id, "the typed turn's end", |e| {
+        e["type"] == "turn.completed" && e["data"]["turnId"] == turn.as_str()
+    });
+    assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    let instance = wait_for(&fx, "the tracker instance to leave running", || {
+        tracker_instance(&fx, &id).filter(|a| a["status"] != "running")
+    });
+    assert_eq!(instance["status"], "interrupted", "{instance}");
+}
+
 #[test]
 fn escape_interrupts_a_streaming_turn_and_the_session_goes_on() {
     let fx = ClaudeFixture::start();

@@ -183,14 +183,17 @@ impl Inner {
                         }
                     }
                     outputs.extend(normalizer.tick(now_ms()));
-                    if let Some(status) = self.session_file_status(&live) {
+                    if let Some(file) = self.session_file(&live)
+                        && let Some(status) = file.status
+                    {
                         // Read after the session file: the hooks it waits for include its Stop.
                         let written = hooks_written();
                         if *live.status.borrow() != status {
                             tracing::debug!(session = %session_id, %status, hooks_written = written, hooks_read = fence.read(), "claude: the session file's status changed");
                             live.status.send_replace(status.clone());
                         }
-                        outputs.extend(fence.session_status(&mut normalizer, &status, written, tokio::time::Instant::now()));
+                        let reading = (status.as_str(), file.status_updated_at);
+                        outputs.extend(fence.session_status(&mut normalizer, reading, written, tokio::time::Instant::now()));
                     }
                     (outputs, None)
                 }

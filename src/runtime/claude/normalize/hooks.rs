@@ -97,7 +97,7 @@ impl Normalizer {
                         return out;
                     }
                     let turn_id = &turn_id;
-                    self.begin_turn(turn_id, &text, &mut out);
+                    self.begin_turn(turn_id, &text, line.received_at, &mut out);
                     if !self.turn_texts.contains(&trimmed) {
                         self.turn_texts.push(trimmed);
                     }

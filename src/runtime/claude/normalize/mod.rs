@@ -82,6 +82,10 @@ pub struct Normalizer {
     injected: Vec<String>,
     /// The turn the last session-file status showed busy (`busy` seen with no turn: `None`).
     busy_turn: Option<String>,
+    /// When the hooks opened the running turn: its `UserPromptSubmit`'s `receivedAt` (ms, the
+    /// hook's clock, the machine's). The session file going `idle` after it ends the turn even
+    /// when no reading saw it busy (a busy spell shorter than the reading interval).
+    turn_since: Option<u64>,
     /// The last `permission_mode` a hook reported.
     permission_mode: Option<String>,
     /// Claude prompt ids that belong to another turn, and that turn: the prompts of one batch of
@@ -245,8 +249,12 @@ impl Normalizer {
             .filter(|turn| !self.ended.contains(*turn))
     }
 
-    fn begin_turn(&mut self, turn_id: &str, text: &str, out: &mut Vec<Output>) {
+    /// A turn a `UserPromptSubmit` opened, its hook run at `since` (`receivedAt`).
+    fn begin_turn(&mut self, turn_id: &str, text: &str, since: Option<u64>, out: &mut Vec<Output>) {
         self.begin_turn_from(turn_id, text, true, out);
+        if self.turn.as_deref() == Some(turn_id) && !self.ended.contains(turn_id) {
+            self.turn_since = self.turn_since.or(since);
+        }
     }
 
     /// `from_hooks: false` for a turn the transcript shows first: it does not replace a turn
@@ -285,6 +293,7 @@ impl Normalizer {
                     );
                 }
                 self.turn = Some(turn_id.to_string());
+                self.turn_since = None;
                 self.turn_texts.clear();
             }
             out.push(Output::Store(EventKind::TurnStarted(TurnStarted {
@@ -312,6 +321,7 @@ impl Normalizer {
         if self.ended.insert(done.turn_id.clone()) {
             if self.turn.as_deref() == Some(done.turn_id.as_str()) {
                 self.turn = None;
+                self.turn_since = None;
             }
             let status = match done.status {
                 TurnStatus::Completed => AgentStatus::Done,
@@ -415,6 +425,12 @@ impl Normalizer {
     }
 
     pub fn session_status(&mut self, status: &str) -> Vec<Output> {
+        self.session_status_since(status, None)
+    }
+
+    /// A reading of the session file: its `status`, and `since` (its `statusUpdatedAt`) when
+    /// the file says when that status began.
+    pub fn session_status_since(&mut self, status: &str, since: Option<u64>) -> Vec<Output> {
         let mut out = Vec::new();
         // Transcript-led, the file's status is the agent's (with hooks, the hooks say it).
         if self.transcript_led && self.file_status.as_deref() != Some(status) {
@@ -426,10 +442,16 @@ impl Normalizer {
                 _ => {}
             }
         }
-        // Only the turn that was seen busy is ended by going idle: between a turn and the
-        // queued prompt that follows it the file reads idle for a moment, when the hooks may
-        // have started the next turn already.
+        // Only the turn that was seen busy, or that the file went idle after, is ended by
+        // going idle: between a turn and the queued prompt that follows it the file reads idle
+        // for a moment, when the hooks may have started the next turn already. A reading may
+        // miss a short busy spell (an Escape right after the prompt); the idle's
+        // `statusUpdatedAt`, later than the turn's `UserPromptSubmit`, still says it ended.
         let busy_turn = self.busy_turn.take();
+        let idle_after_start = self
+            .turn_since
+            .zip(since)
+            .is_some_and(|(started, idle)| idle > started);
         let running =
             status == "busy" || (self.transcript_led && matches!(status, "waiting" | "shell"));
         if running {
@@ -437,7 +459,9 @@ impl Normalizer {
         }
         tracing::debug!(
             status,
+            ?since,
             current = ?self.turn,
+            turn_since = ?self.turn_since,
             busy = ?busy_turn,
             pending = ?self.pending_turns(),
             "claude: the session file's status applies"
@@ -445,7 +469,7 @@ impl Normalizer {
         if status == "idle"
             && let Some(turn) = self.turn.clone()
             && !self.ends_pending(&turn)
-            && busy_turn.as_deref() == Some(turn.as_str())
+            && (busy_turn.as_deref() == Some(turn.as_str()) || idle_after_start)
         {
             if self.transcript_led {
                 // No `Stop` came before this `idle` (none comes without hooks): the transcript

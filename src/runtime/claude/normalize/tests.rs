@@ -811,6 +811,49 @@ fn idle_between_a_turn_and_its_queued_successor_interrupts_nothing() {
     assert_eq!(n.turn(), Some("p2"));
 }
 
+/// The same brief idle with the times Claude Code writes (`statusUpdatedAt`, the hooks'
+/// `receivedAt`): it began before the queued prompt's hook ran, so it still ends nothing; an
+/// idle that began after that hook ends the new turn though no reading saw it busy.
+#[test]
+fn an_idle_ends_the_turn_whose_prompt_came_before_it_and_no_other() {
+    let at = |event: &str, payload: Value, received_at: u64| json!({"receivedAt": received_at, "event": event, "payload": payload});
+    let mut n = Normalizer::new();
+    n.hook(
+        &at(
+            "UserPromptSubmit",
+            json!({"session_id":"s1","prompt_id":"p1","prompt":"one"}),
+            1_000,
+        ),
+        0,
+    );
+    assert!(n.session_status_since("busy", Some(1_012)).is_empty());
+    n.hook(
+        &at("Stop", json!({"session_id":"s1","prompt_id":"p1"}), 1_500),
+        10,
+    );
+    n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":5}));
+    n.hook(
+        &at(
+            "UserPromptSubmit",
+            json!({"session_id":"s1","prompt_id":"p2","prompt":"two"}),
+            1_600,
+        ),
+        20,
+    );
+    assert!(
+        n.session_status_since("idle", Some(1_560)).is_empty(),
+        "the idle between p1 and p2 began before p2's prompt"
+    );
+    assert_eq!(n.turn(), Some("p2"));
+    // p2's busy spell is missed; the idle that ends it began after its prompt.
+    let idle = n.session_status_since("idle", Some(1_700));
+    assert!(
+        matches!(&idle[0], Output::Store(EventKind::TurnCompleted(t)) if t.turn_id == "p2" && t.status == TurnStatus::Interrupted),
+        "{idle:?}"
+    );
+    assert_eq!(n.turn(), None);
+}
+
 #[test]
 fn a_new_session_id_rebinds() {
     let mut n = Normalizer::new();
