@@ -335,45 +335,30 @@ mod tests {
     /// ends: no hook fires on an interrupt and, before the first token, the transcript writes
     /// no marker.
     fn escape_between_readings(since: fn(u64) -> Option<u64>) -> Vec<(String, TurnStatus)> {
+        // The times 2.1.332 wrote, in ms after its SessionStart hook ran.
+        const AT: u64 = 1_796_463_982_247;
         let t0 = Instant::now();
         let mut n = Normalizer::new();
         let mut fence = HookFence::new(0);
         let mut hooks = Hooks::default();
         let mut out = Vec::new();
-        let read = |fence: &mut HookFence, n: &mut Normalizer, status, at, written| {
-            let mut o = fence.session_status(n, (status, since(at)), written, t0);
+        // A reading of the session file: `idle` since `at`.
+        let idle = |fence: &mut HookFence, n: &mut Normalizer, at: u64, written: u64| {
+            let mut o = fence.session_status(n, ("idle", since(AT + at)), written, t0);
             o.extend(fence.apply(n, t0).0);
             o
         };
-        hooks.write_at("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}), 1_796_463_982_247);
+        hooks.write_at("SessionStart", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}), AT);
         out.extend(hooks.read_all(&mut fence, &mut n));
-        out.extend(read(
-            &mut fence,
-            &mut n,
-            "idle",
-            1_796_463_982_327,
-            hooks.written,
-        ));
-        hooks.write_at("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"Stop me at once"}), 1_796_463_982_577);
-        // busy at …589, idle at …800: no reading saw the busy.
-        out.extend(read(
-            &mut fence,
-            &mut n,
-            "idle",
-            1_796_463_982_800,
-            hooks.written,
-        ));
+        out.extend(idle(&mut fence, &mut n, 80, hooks.written));
+        hooks.write_at("UserPromptSubmit", json!({"session_id":"s1","transcript_path":"/t/s1.jsonl","prompt_id":"p1","hook_event_name":"UserPromptSubmit","prompt":"Stop me at once"}), AT + 330);
+        // busy at 342, idle at 553: no reading saw the busy.
+        out.extend(idle(&mut fence, &mut n, 553, hooks.written));
         assert!(turn_ends(&out).is_empty(), "held for the prompt's hook");
         out.extend(hooks.read_all(&mut fence, &mut n));
         out.extend(fence.apply(&mut n, t0).0);
         // Later readings of the same idle change nothing.
-        out.extend(read(
-            &mut fence,
-            &mut n,
-            "idle",
-            1_796_463_982_800,
-            hooks.written,
-        ));
+        out.extend(idle(&mut fence, &mut n, 553, hooks.written));
         turn_ends(&out)
     }
 
