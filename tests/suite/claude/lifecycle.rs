@@ -265,9 +265,8 @@ fn a_prompt_sent_mid_turn_is_queued_and_runs_after_the_turn() {
 // 2. ---------------------------------------------------------------------------------------
 
 /// A person types a prompt into Claude's pane and presses Escape the moment its hook has run:
-/// Claude's busy spell (some tens of ms) is shorter than the 200 ms between two readings of
-/// its session file, and before the first token no hook and no transcript line says the turn
-/// ended. The turn still ends `interrupted`: the session file's `idle` began after the prompt's
+/// Claude's busy spell can be shorter than the 200 ms between two readings of its session
+/// file, and before the first token no hook and no transcript line says the turn ended. The turn still ends `interrupted`: the session file's `idle` began after the prompt's
 /// `UserPromptSubmit` ran (without that rule the turn stayed running in most runs).
 #[test]
 fn a_persons_escape_right_after_their_prompt_ends_the_turn() {

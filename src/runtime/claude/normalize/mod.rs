@@ -424,6 +424,8 @@ impl Normalizer {
         out
     }
 
+    /// A reading that does not say since when (the tests' shorthand).
+    #[cfg(test)]
     pub fn session_status(&mut self, status: &str) -> Vec<Output> {
         self.session_status_since(status, None)
     }

@@ -5,7 +5,12 @@ use crate::protocol::{InputKind, Item, ItemEvent};
 use serde_json::{Value, json};
 
 fn hook(event: &str, payload: Value) -> Value {
-    json!({"receivedAt": 1, "event": event, "payload": payload})
+    hook_at(event, payload, 1)
+}
+
+/// [`hook`], the hook run at `received_at` (ms).
+fn hook_at(event: &str, payload: Value, received_at: u64) -> Value {
+    json!({"receivedAt": received_at, "event": event, "payload": payload})
 }
 
 fn stored(out: &[Output]) -> Vec<&'static str> {
@@ -816,10 +821,9 @@ fn idle_between_a_turn_and_its_queued_successor_interrupts_nothing() {
 /// idle that began after that hook ends the new turn though no reading saw it busy.
 #[test]
 fn an_idle_ends_the_turn_whose_prompt_came_before_it_and_no_other() {
-    let at = |event: &str, payload: Value, received_at: u64| json!({"receivedAt": received_at, "event": event, "payload": payload});
     let mut n = Normalizer::new();
     n.hook(
-        &at(
+        &hook_at(
             "UserPromptSubmit",
             json!({"session_id":"s1","prompt_id":"p1","prompt":"one"}),
             1_000,
@@ -828,12 +832,12 @@ fn an_idle_ends_the_turn_whose_prompt_came_before_it_and_no_other() {
     );
     assert!(n.session_status_since("busy", Some(1_012)).is_empty());
     n.hook(
-        &at("Stop", json!({"session_id":"s1","prompt_id":"p1"}), 1_500),
+        &hook_at("Stop", json!({"session_id":"s1","prompt_id":"p1"}), 1_500),
         10,
     );
     n.transcript_line(&json!({"type":"system","subtype":"turn_duration","durationMs":5}));
     n.hook(
-        &at(
+        &hook_at(
             "UserPromptSubmit",
             json!({"session_id":"s1","prompt_id":"p2","prompt":"two"}),
             1_600,
