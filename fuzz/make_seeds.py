@@ -13,8 +13,16 @@ import zlib
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
 
 
+# The targets whose seeds this run wrote, each emptied before its first seed; the others
+# (watch_records: the recorded files of tests/fixtures/watchers/, docs/fuzzing.md) are left.
+CLEARED = set()
+
+
 def write(target, name, data):
     path = os.path.join(ROOT, target)
+    if target not in CLEARED:
+        shutil.rmtree(path, ignore_errors=True)
+        CLEARED.add(target)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, name), "wb") as out:
         out.write(data if isinstance(data, bytes) else data.encode())
@@ -34,7 +42,6 @@ def checksummed(json_text):
 
 
 def main():
-    shutil.rmtree(ROOT, ignore_errors=True)
     lines = [checksummed(event(seq)) for seq in range(1, 6)]
     legacy = [event(seq) + "\n" for seq in range(1, 6)]
     damaged = {"missing": [{"from": 2, "to": 3, "inSnapshot": True}], "missingCount": 2, "quarantined": [],
@@ -77,7 +84,8 @@ def main():
         b"\x02" + json.dumps({"type": "assistant", "uuid": "a2", "message": {"id": "msg_1", "content": [{"type": "text", "text": "Hello"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 2}}}).encode(),
         b"\x00" + hook("Stop", {"session_id": "s1", "prompt_id": "p1", "hook_event_name": "Stop", "last_assistant_message": "Hello"}).encode(),
         b"\x02" + json.dumps({"type": "system", "subtype": "turn_duration", "durationMs": 5859}).encode(),
-        b"\x04busy",
+        b"\x04\x00busy",
+        b"\x04\x01idle",
         b"\x05next prompt",
     ]
     write("claude_records", "turn", b"\n".join(records))

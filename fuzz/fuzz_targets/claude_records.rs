@@ -1,7 +1,7 @@
 //! Claude hook lines and transcript records through one `cohost::runtime::claude::normalize::Normalizer`
 //! (as the session task feeds it): each input line's first byte says what it is — a hook
-//! line, a transcript record, a session-file status, a clock tick, an interrupt — and the
-//! rest is its JSON (or text).
+//! line, a transcript record, a session-file status (its first byte when it began), a clock
+//! tick, an interrupt — and the rest is its JSON (or text).
 #![no_main]
 
 use cohost::runtime::claude::normalize::Normalizer;
@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             4 => {
-                let _ = normalizer.session_status(&String::from_utf8_lossy(rest));
+                // The first byte: when the status began (0: the file does not say), up to a
+                // second before this reading, so before or after the turn's prompt.
+                let (since, status) = rest.split_first().unwrap_or((&0, &[]));
+                let since = (*since != 0).then(|| now - u64::from(*since) * 4);
+                let _ = normalizer.session_status_since(&String::from_utf8_lossy(status), since);
                 let _ = normalizer.tick(now + 60_000);
             }
             _ => {
