@@ -4,7 +4,9 @@
 //! Shutdown order: the HTTP server stops accepting and open streams end (cancellation token),
 //! then cohost's tmux hooks are removed, then the core writes `daemon.stopped`, syncs the log and
 //! snapshots the state. The caller's `shutdown` future decides when; a second signal is handled
-//! in `main` and forces exit.
+//! in `main` and forces exit. A core that failed (a batch panicked: `core/inputs.rs`) starts the
+//! same shutdown, without `daemon.stopped`, and `run` returns its error, so `cohost serve` exits
+//! non-zero and a supervisor (`cohost service install`: `Restart=on-failure`) starts it again.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
@@ -228,16 +230,16 @@ pub async fn run(
         "/mcp",
         crate::mcp::http_service(service.clone(), http::MAX_BODY_BYTES),
     );
-    let server = http::server::serve(
-        listener,
-        socket,
-        http::router(state, mounted),
-        limits,
+    let server = http::server::serve(listener, socket, http::router(state, mounted), limits, {
+        let failed = core.failed();
         async move {
-            shutdown.await;
+            tokio::select! {
+                () = shutdown => {}
+                () = failed => {}
+            }
             server_cancel.cancel();
-        },
-    );
+        }
+    });
     let server_result = {
         let serve = server;
         tokio::pin!(serve);
@@ -270,6 +272,11 @@ pub async fn run(
     let _ = tokio::task::spawn_blocking(move || core_thread.join()).await;
     let _ = fs::remove_file(config.home.join(DAEMON_FILE));
     let _ = fs::remove_file(config.home.join(crate::local_socket::SOCKET_FILE));
+    if let Some(failure) = core.failure() {
+        bail!(
+            "the core stopped taking events ({failure}); cohost stopped without daemon.stopped, and the next start recovers from the log"
+        );
+    }
     tracing::info!("cohost stopped");
     server_result.context("the HTTP server failed")
 }

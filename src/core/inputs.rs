@@ -16,11 +16,19 @@
 //! worker meanwhile (measured with one lone batch as the condition: 0.90–0.93× the rate at 64
 //! connections, about one batch in ten led). At one request at a time, the worker a leader holds
 //! for the write and its `fdatasync` is one the load does not need.
+//!
+//! A batch that panics, on either thread, leaves the core's state unknown: the panic is caught
+//! where the lock is held, the core is marked failed ([`Shared::failure`]), and from then on
+//! every input is refused with [`CoreError::Failed`] and nothing more is written, not even
+//! `daemon.stopped`. The daemon stops on it with an error (`daemon.rs`), so a supervisor
+//! restarts it, and the next start recovers from the log as after a crash.
 
-use std::sync::Mutex;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::writer::{Core, Reply};
 use super::{CoreError, CoreInput, EventKind, Guard};
@@ -36,6 +44,10 @@ pub(super) struct Shared {
     /// How many batches in a row were one input with nothing pending when they were done.
     lone: AtomicUsize,
     core: Mutex<Core>,
+    /// Why the core stopped taking events, once a batch panicked.
+    failure: OnceLock<String>,
+    /// Cancelled when `failure` is set, for whoever must stop with it.
+    failed: CancellationToken,
     /// Appends their callers handled, for the tests.
     #[cfg(test)]
     pub(super) led: AtomicUsize,
@@ -47,6 +59,8 @@ impl Shared {
             pending: AtomicUsize::new(0),
             lone: AtomicUsize::new(0),
             core: Mutex::new(core),
+            failure: OnceLock::new(),
+            failed: CancellationToken::new(),
             #[cfg(test)]
             led: AtomicUsize::new(0),
         }
@@ -63,9 +77,50 @@ impl Shared {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             match error {
                 mpsc::error::TrySendError::Full(_) => CoreError::Overloaded,
-                mpsc::error::TrySendError::Closed(_) => CoreError::ShuttingDown,
+                mpsc::error::TrySendError::Closed(_) => self.closed(),
             }
         })
+    }
+
+    /// What an input the core no longer takes is refused with: the core failed, or the daemon
+    /// is stopping.
+    pub(super) fn closed(&self) -> CoreError {
+        if self.failure.get().is_some() {
+            CoreError::Failed
+        } else {
+            CoreError::ShuttingDown
+        }
+    }
+
+    /// Why the core failed, if it did.
+    pub(super) fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    /// Cancelled once the core failed.
+    pub(super) fn failed(&self) -> CancellationToken {
+        self.failed.clone()
+    }
+
+    /// Plants a panic in the next batch, right after its write (`panic_tests`).
+    #[cfg(test)]
+    pub(super) fn plant_panic(&self) {
+        self.core.lock().unwrap().panic_after_write = true;
+    }
+
+    /// Marks the core failed by a batch's panic (`payload`), the first cause kept.
+    fn fail(&self, payload: Box<dyn std::any::Any + Send>) {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        tracing::error!(
+            panic = %message,
+            "the core panicked while handling a batch; it takes no more events and the daemon stops"
+        );
+        let _ = self.failure.set(format!("a batch panicked: {message}"));
+        self.failed.cancel();
     }
 
     /// Handles an append here when the core is idle and the load comes one at a time; sends it
@@ -91,16 +146,30 @@ impl Shared {
             return self.send(tx, input);
         }
         let led = match self.core.lock() {
-            // Closed under this lock by `Core::stop`: nothing is written after daemon.stopped.
-            Ok(_) if tx.is_closed() => Err(CoreError::ShuttingDown),
+            // Closed under this lock by `Core::stop` (nothing is written after daemon.stopped)
+            // or by a failure.
+            Ok(_) if tx.is_closed() || self.failure.get().is_some() => Err(self.closed()),
             Ok(mut core) => {
                 #[cfg(test)]
                 self.led.fetch_add(1, Ordering::SeqCst);
-                core.append_one(session, kind, guard, reply);
-                Ok(core.take_replies())
+                let handled = catch_unwind(AssertUnwindSafe(|| {
+                    core.append_one(session, kind, guard, reply)
+                }));
+                match handled {
+                    Ok(()) => Ok(core.take_replies()),
+                    Err(payload) => {
+                        // The batch's answers are dropped: its callers hear `Failed`.
+                        drop(core.take_replies());
+                        self.fail(payload);
+                        Err(CoreError::Failed)
+                    }
+                }
             }
-            // A batch panicked with the core held; see `run`.
-            Err(_) => Err(CoreError::ShuttingDown),
+            // Not poisoned by a batch (those are caught above), but refused the same way.
+            Err(_) => {
+                self.fail(Box::new("the core's lock was poisoned"));
+                Err(CoreError::Failed)
+            }
         };
         let left = self.pending.fetch_sub(1, Ordering::SeqCst) - 1;
         self.count_lone(1, left);
@@ -124,13 +193,27 @@ impl Shared {
     pub(super) fn run(&self, mut rx: mpsc::Receiver<CoreInput>) {
         while let Some(first) = rx.blocking_recv() {
             let Ok(mut core) = self.core.lock() else {
-                // A caller's batch panicked with the core held: nothing more can be written
-                // safely. What waits is refused, and so is everything after.
-                tracing::error!("the core panicked while handling a batch; refusing every event");
-                rx.close();
+                self.refuse(first, &mut rx);
                 return;
             };
-            let (taken, shutdown) = core.step(first, &mut rx);
+            if self.failure.get().is_some() {
+                // A caller's batch failed: nothing more is written.
+                drop(core);
+                self.refuse(first, &mut rx);
+                return;
+            }
+            let (taken, shutdown) =
+                match catch_unwind(AssertUnwindSafe(|| core.step(first, &mut rx))) {
+                    Ok(stepped) => stepped,
+                    Err(payload) => {
+                        // The batch's answers are dropped: its callers hear `Failed`.
+                        drop(core.take_replies());
+                        drop(core);
+                        self.fail(payload);
+                        self.refuse_rest(&mut rx);
+                        return;
+                    }
+                };
             let replies = core.take_replies();
             if let Some(reply) = shutdown {
                 replies.send();
@@ -143,8 +226,38 @@ impl Shared {
             replies.send();
         }
         match self.core.lock() {
-            Ok(mut core) => core.stop(&mut rx, None),
-            Err(_) => tracing::error!("the core panicked earlier; daemon.stopped not written"),
+            Ok(mut core) if self.failure.get().is_none() => core.stop(&mut rx, None),
+            _ => tracing::error!("the core failed earlier; daemon.stopped not written"),
         }
+    }
+
+    /// After a failure: refuses `first` and everything queued or sent later, and closes the
+    /// channel. A shutdown is answered at once: there is nothing to write.
+    fn refuse(&self, first: CoreInput, rx: &mut mpsc::Receiver<CoreInput>) {
+        if self.failure.get().is_none() {
+            // The lock was poisoned by something other than a batch.
+            self.fail(Box::new("the core's lock was poisoned"));
+        }
+        refuse_one(first);
+        self.refuse_rest(rx);
+    }
+
+    fn refuse_rest(&self, rx: &mut mpsc::Receiver<CoreInput>) {
+        rx.close();
+        while let Ok(input) = rx.try_recv() {
+            refuse_one(input);
+        }
+    }
+}
+
+fn refuse_one(input: CoreInput) {
+    match input {
+        CoreInput::Append { reply, .. } => {
+            let _ = reply.send(Err(CoreError::Failed));
+        }
+        CoreInput::Shutdown { reply } => {
+            let _ = reply.send(());
+        }
+        CoreInput::Publish { .. } | CoreInput::Tick => {}
     }
 }

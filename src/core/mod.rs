@@ -29,6 +29,8 @@ mod inputs;
 mod lead_tests;
 pub mod log_line;
 pub mod notify;
+#[cfg(test)]
+mod panic_tests;
 pub mod private_file;
 mod ring;
 pub mod sessions;
@@ -136,6 +138,12 @@ pub enum CoreError {
     /// The daemon is stopping and takes no new events.
     #[error("the daemon is shutting down")]
     ShuttingDown,
+    /// A batch panicked: the core takes no more events and the daemon stops with an error
+    /// (its log says why). An event refused this way may have been written before the panic.
+    #[error(
+        "the daemon's event writer failed and cohost is stopping (its log says why); this event may or may not have been recorded"
+    )]
+    Failed,
     /// The session holds the most instances allowed (the cap) and none has finished.
     #[error(
         "session `{session}` is at its cap of {max} agent instances and none of them has finished or was reported without the token (those make room); the reports with the token hold every place"
@@ -252,13 +260,29 @@ impl CoreHandle {
         let (reply, rx) = oneshot::channel();
         self.shared
             .append(&self.tx, (session, kind, guard), reply)?;
-        rx.await.map_err(|_| CoreError::ShuttingDown)?
+        rx.await.map_err(|_| self.shared.closed())?
+    }
+
+    /// Resolves once a batch panicked and the core took no more events (`inputs`).
+    pub fn failed(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.shared.failed().cancelled_owned()
+    }
+
+    /// Why the core failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure().map(str::to_string)
     }
 
     /// How many appends their callers handled themselves (`inputs`).
     #[cfg(test)]
     pub(crate) fn led(&self) -> usize {
         self.shared.led.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Plants a panic in the next batch, right after its write (`panic_tests`).
+    #[cfg(test)]
+    pub(crate) fn plant_panic(&self) {
+        self.shared.plant_panic();
     }
 
     /// Live events from now on. Pair with [`Store::read_after`] to resume from a cursor.

@@ -46,6 +46,9 @@ pub(super) struct Core {
     /// The answers of the batch just handled, sent (`Core::take_replies`)
     /// once the core is released and the batch counted as handled (`inputs`).
     replies: Vec<(Reply, Result<u64, CoreError>)>,
+    /// A test's panic, planted in the next batch right after its write (`panic_tests`).
+    #[cfg(test)]
+    pub(super) panic_after_write: bool,
 }
 
 /// Opens the log, rebuilds state from the snapshot and the log after it, writes
@@ -147,6 +150,8 @@ pub fn start(
         seq,
         session_seqs,
         replies: Vec::new(),
+        #[cfg(test)]
+        panic_after_write: false,
     };
     let mut first = vec![Entry::stored(
         None,
@@ -616,6 +621,10 @@ impl Core {
                     .push((reply, Err(CoreError::Storage(Arc::clone(&error)))));
             }
             return Err(error);
+        }
+        #[cfg(test)]
+        if std::mem::take(&mut self.panic_after_write) {
+            panic!("a test's panic, planted after the batch's write");
         }
         let published: Vec<Arc<StoredEvent>> = {
             let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());

@@ -208,7 +208,8 @@ impl From<CoreError> for ServiceError {
             CoreError::Overloaded => {
                 ServiceError::new(ErrorKind::Unavailable, codes::OVERLOADED, error.to_string())
             }
-            CoreError::ShuttingDown => ServiceError::new(
+            // The daemon stops on a failure too; a client retries against its restart.
+            CoreError::ShuttingDown | CoreError::Failed => ServiceError::new(
                 ErrorKind::Unavailable,
                 codes::SHUTTING_DOWN,
                 error.to_string(),
