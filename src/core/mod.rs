@@ -260,7 +260,9 @@ impl CoreHandle {
         let (reply, rx) = oneshot::channel();
         self.shared
             .append(&self.tx, (session, kind, guard), reply)?;
-        rx.await.map_err(|_| self.shared.closed())?
+        // Every reply is sent, refusals and shutdown's included, except those of a batch that
+        // panicked: dropped as it unwound, before the failure is marked.
+        rx.await.map_err(|_| CoreError::Failed)?
     }
 
     /// Resolves once a batch panicked and the core took no more events (`inputs`).

@@ -8,7 +8,8 @@ use super::event_log::FsyncPolicy;
 use super::{CoreError, CoreHandle};
 use crate::protocol::{EventKind, InstanceRef};
 
-/// Long enough for a loaded machine; the failure is announced before the caller is answered.
+/// Long enough for a loaded machine: on the core thread, the batch's callers hear of the failure
+/// (their replies dropped as it unwound) before it is marked.
 const DEADLINE: Duration = Duration::from_secs(10);
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
