@@ -7,6 +7,9 @@
 //! in `main` and forces exit. A core that failed (a batch panicked: `core/inputs.rs`) starts the
 //! same shutdown, without `daemon.stopped`, and `run` returns its error, so `cohost serve` exits
 //! non-zero and a supervisor (`cohost service install`: `Restart=on-failure`) starts it again.
+//! So does a panic in one of the daemon-long tasks ([`Essential`]: the task queue's dispatcher,
+//! the ticks, the tmux poll, the hosts' background work, …), whose work would otherwise stop
+//! without a word; that shutdown writes `daemon.stopped`, as the core is sound.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
@@ -116,7 +119,7 @@ pub async fn run(
 
     let cancel = CancellationToken::new();
     let queue = TaskManager::new(core.clone(), hosts.clone());
-    let tasks = tokio_util::task::TaskTracker::new();
+    let tasks = Essential::default();
     let service = Service::new(crate::service::ServiceParts {
         core: core.clone(),
         tmux: Arc::clone(&sessions),
@@ -185,36 +188,52 @@ pub async fn run(
         body_timeout: config.http.body_timeout,
     });
 
-    tasks.spawn(log_peers(hosts.clone(), cancel.clone()));
-    tasks.spawn(tick_loop(core.clone(), cancel.clone()));
-    tasks.spawn(reload_on_hangup(service.clone(), cancel.clone()));
+    tasks.spawn(
+        "the peers' report",
+        log_peers(hosts.clone(), cancel.clone()),
+    );
+    tasks.spawn("the tick loop", tick_loop(core.clone(), cancel.clone()));
+    tasks.spawn(
+        "the profiles' reload on SIGHUP",
+        reload_on_hangup(service.clone(), cancel.clone()),
+    );
     if let Some(command) = config.notify_command.clone() {
-        tasks.spawn(crate::notifier::run(command, core.clone(), cancel.clone()));
+        tasks.spawn(
+            "the notify command's runner",
+            crate::notifier::run(command, core.clone(), cancel.clone()),
+        );
     }
-    tasks.spawn(queue.run(cancel.clone()));
+    tasks.spawn("the task queue's dispatcher", queue.run(cancel.clone()));
     if let Some(publisher) = publisher {
         tracing::info!(machine = %config.machine, url = %publisher.nats.url, "publishing into NATS JetStream");
-        tasks.spawn(publisher.run(cancel.clone()));
+        tasks.spawn("the NATS publisher", publisher.run(cancel.clone()));
     }
     if let Some(commands) = commands {
-        tasks.spawn(commands.run(cancel.clone()));
+        tasks.spawn("the NATS commands' server", commands.run(cancel.clone()));
     }
     if let Some(hub) = hub {
         tracing::info!(machine = %config.machine, url = %hub.nats.url, "viewing the other machines through NATS JetStream (hub)");
-        tasks.spawn(hub.run(cancel.clone()));
-        tasks.spawn(service.clone().deliver_hub_tasks(cancel.clone()));
+        tasks.spawn("the hub", hub.run(cancel.clone()));
+        tasks.spawn(
+            "the hub's task delivery",
+            service.clone().deliver_hub_tasks(cancel.clone()),
+        );
     }
-    tasks.spawn(service.clone().give_back_ended_adoptions(cancel.clone()));
+    tasks.spawn(
+        "the adoptions' give-back",
+        service.clone().give_back_ended_adoptions(cancel.clone()),
+    );
     for host in hosts.all() {
         let host = Arc::clone(host);
         let cancel = cancel.clone();
-        tasks.spawn(async move { host.background(cancel).await });
+        tasks.spawn("a runtime's background work", async move {
+            host.background(cancel).await
+        });
     }
-    tasks.spawn(tmux_poll_loop(
-        Arc::clone(&sessions),
-        hooks.clone(),
-        cancel.clone(),
-    ));
+    tasks.spawn(
+        "the tmux poll",
+        tmux_poll_loop(Arc::clone(&sessions), hooks.clone(), cancel.clone()),
+    );
 
     write_daemon_file(&config.home, local_addr, config.tmux_socket.clone())?;
     tracing::info!(%local_addr, home = %config.home.display(), "cohost listening");
@@ -232,10 +251,12 @@ pub async fn run(
     );
     let server = http::server::serve(listener, socket, http::router(state, mounted), limits, {
         let failed = core.failed();
+        let task_failed = tasks.failed.clone();
         async move {
             tokio::select! {
                 () = shutdown => {}
                 () = failed => {}
+                () = task_failed.cancelled() => {}
             }
             server_cancel.cancel();
         }
@@ -252,8 +273,8 @@ pub async fn run(
         }
     };
     cancel.cancel();
-    tasks.close();
-    if tokio::time::timeout(Duration::from_secs(2), tasks.wait())
+    tasks.tracker.close();
+    if tokio::time::timeout(Duration::from_secs(2), tasks.tracker.wait())
         .await
         .is_err()
     {
@@ -277,8 +298,43 @@ pub async fn run(
             "the core stopped taking events ({failure}); cohost stopped without daemon.stopped, and the next start recovers from the log"
         );
     }
+    if let Some(failure) = tasks.failure.get() {
+        bail!("{failure}; cohost stopped (daemon.stopped written) so that it can be started again");
+    }
     tracing::info!("cohost stopped");
     server_result.context("the HTTP server failed")
+}
+
+/// The daemon-long tasks, tracked for the shutdown. A panic in one stops the daemon with an
+/// error: the work it did would otherwise stop without a word (queued prompts never sent,
+/// instances never aged, the tmux cache never refreshed).
+#[derive(Default)]
+struct Essential {
+    tracker: tokio_util::task::TaskTracker,
+    /// The first task that panicked, and its message.
+    failure: Arc<std::sync::OnceLock<String>>,
+    /// Cancelled when `failure` is set.
+    failed: CancellationToken,
+}
+
+impl Essential {
+    fn spawn(
+        &self,
+        name: &'static str,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        use futures_util::FutureExt as _;
+        let failure = Arc::clone(&self.failure);
+        let failed = self.failed.clone();
+        self.tracker.spawn(async move {
+            if let Err(payload) = std::panic::AssertUnwindSafe(task).catch_unwind().await {
+                let message = core::panic_message(payload.as_ref());
+                tracing::error!(task = name, panic = %message, "a daemon task panicked; the daemon stops");
+                let _ = failure.set(format!("{name} panicked: {message}"));
+                failed.cancel();
+            }
+        });
+    }
 }
 
 /// The watchers' limits, with two knobs the tests and the bench use to reach the degraded mode
@@ -553,5 +609,46 @@ async fn log_peers(hosts: Hosts, cancel: CancellationToken) {
     tokio::select! {
         _ = check => {}
         _ = cancel.cancelled() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Essential;
+
+    const DEADLINE: Duration = Duration::from_secs(10);
+
+    #[tokio::test]
+    async fn a_daemon_task_that_panics_is_named_and_stops_the_daemon() {
+        let tasks = Essential::default();
+        tasks.spawn("a task that ends", async {});
+        tasks.spawn("the test's task", async { panic!("planted") });
+        tokio::time::timeout(DEADLINE, tasks.failed.cancelled())
+            .await
+            .expect("a panicking task stops the daemon");
+        assert_eq!(
+            tasks.failure.get().map(String::as_str),
+            Some("the test's task panicked: planted")
+        );
+        tasks.tracker.close();
+        tokio::time::timeout(DEADLINE, tasks.tracker.wait())
+            .await
+            .expect("the panicked task counts as ended");
+    }
+
+    #[tokio::test]
+    async fn daemon_tasks_that_end_do_not_stop_the_daemon() {
+        let tasks = Essential::default();
+        for _ in 0..3 {
+            tasks.spawn("a task that ends", async { tokio::task::yield_now().await });
+        }
+        tasks.tracker.close();
+        tokio::time::timeout(DEADLINE, tasks.tracker.wait())
+            .await
+            .expect("the tasks end");
+        assert!(!tasks.failed.is_cancelled());
+        assert_eq!(tasks.failure.get(), None);
     }
 }

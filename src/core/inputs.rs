@@ -110,11 +110,7 @@ impl Shared {
 
     /// Marks the core failed by a batch's panic (`payload`), the first cause kept.
     fn fail(&self, payload: Box<dyn std::any::Any + Send>) {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_string());
+        let message = super::panic_message(payload.as_ref());
         tracing::error!(
             panic = %message,
             "the core panicked while handling a batch; it takes no more events and the daemon stops"

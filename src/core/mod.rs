@@ -74,6 +74,15 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A caught panic's message (what `panic!` was given), for the log and the daemon's exit error.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 /// Everything rebuilt from the log: the tmux tracker and the hosted sessions.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
