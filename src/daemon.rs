@@ -7,9 +7,10 @@
 //! in `main` and forces exit. A core that failed (a batch panicked: `core/inputs.rs`) starts the
 //! same shutdown, without `daemon.stopped`, and `run` returns its error, so `cohost serve` exits
 //! non-zero and a supervisor (`cohost service install`: `Restart=on-failure`) starts it again.
-//! So does a panic in one of the daemon-long tasks ([`Essential`]: the task queue's dispatcher,
-//! the ticks, the tmux poll, the hosts' background work, …), whose work would otherwise stop
-//! without a word; that shutdown writes `daemon.stopped`, as the core is sound.
+//! A panic in one of the daemon-long tasks ([`Essential`]: the task queue's dispatcher, the
+//! ticks, the tmux poll, the hosts' background work, …) does not stop the daemon: it is logged
+//! and shown by `/api/health` and `cohost doctor` (`service/failures.rs`), so that work does not
+//! stop without a word.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
@@ -26,7 +27,7 @@ use crate::config::ServeConfig;
 use crate::core::{self, CoreConfig, TICK_INTERVAL};
 use crate::http::{self, AppState};
 use crate::runtime::{Hosts, HostsConfig};
-use crate::service::Service;
+use crate::service::{Service, TaskFailures};
 use crate::tasks::TaskManager;
 use crate::tmux::{SessionCache, Tmux, shell_quote};
 use crate::watch::{WatchConfig, WatchHandle, WatchLimits};
@@ -119,7 +120,6 @@ pub async fn run(
 
     let cancel = CancellationToken::new();
     let queue = TaskManager::new(core.clone(), hosts.clone());
-    let tasks = Essential::default();
     let service = Service::new(crate::service::ServiceParts {
         core: core.clone(),
         tmux: Arc::clone(&sessions),
@@ -188,6 +188,7 @@ pub async fn run(
         body_timeout: config.http.body_timeout,
     });
 
+    let tasks = Essential::new(service.task_failures());
     tasks.spawn(
         "the peers' report",
         log_peers(hosts.clone(), cancel.clone()),
@@ -251,12 +252,10 @@ pub async fn run(
     );
     let server = http::server::serve(listener, socket, http::router(state, mounted), limits, {
         let failed = core.failed();
-        let task_failed = tasks.failed.clone();
         async move {
             tokio::select! {
                 () = shutdown => {}
                 () = failed => {}
-                () = task_failed.cancelled() => {}
             }
             server_cancel.cancel();
         }
@@ -298,40 +297,38 @@ pub async fn run(
             "the core stopped taking events ({failure}); cohost stopped without daemon.stopped, and the next start recovers from the log"
         );
     }
-    if let Some(failure) = tasks.failure.get() {
-        bail!("{failure}; cohost stopped (daemon.stopped written) so that it can be started again");
-    }
     tracing::info!("cohost stopped");
     server_result.context("the HTTP server failed")
 }
 
-/// The daemon-long tasks, tracked for the shutdown. A panic in one stops the daemon with an
-/// error: the work it did would otherwise stop without a word (queued prompts never sent,
-/// instances never aged, the tmux cache never refreshed).
-#[derive(Default)]
+/// The daemon-long tasks, tracked for the shutdown. A panic in one is logged and recorded for
+/// `/api/health` and `cohost doctor`: the work it did would otherwise stop without a word
+/// (queued prompts never sent, instances never aged, the tmux cache never refreshed).
 struct Essential {
     tracker: tokio_util::task::TaskTracker,
-    /// The first task that panicked, and its message.
-    failure: Arc<std::sync::OnceLock<String>>,
-    /// Cancelled when `failure` is set.
-    failed: CancellationToken,
+    failures: TaskFailures,
 }
 
 impl Essential {
+    fn new(failures: TaskFailures) -> Self {
+        Essential {
+            tracker: tokio_util::task::TaskTracker::new(),
+            failures,
+        }
+    }
+
     fn spawn(
         &self,
         name: &'static str,
         task: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
         use futures_util::FutureExt as _;
-        let failure = Arc::clone(&self.failure);
-        let failed = self.failed.clone();
+        let failures = self.failures.clone();
         self.tracker.spawn(async move {
             if let Err(payload) = std::panic::AssertUnwindSafe(task).catch_unwind().await {
                 let message = core::panic_message(payload.as_ref());
-                tracing::error!(task = name, panic = %message, "a daemon task panicked; the daemon stops");
-                let _ = failure.set(format!("{name} panicked: {message}"));
-                failed.cancel();
+                tracing::error!(task = name, panic = %message, "a daemon task panicked; its work stopped until cohost restarts");
+                failures.record(name, &message);
             }
         });
     }
@@ -617,30 +614,41 @@ mod tests {
     use std::time::Duration;
 
     use super::Essential;
+    use crate::service::TaskFailures;
 
     const DEADLINE: Duration = Duration::from_secs(10);
 
     #[tokio::test]
-    async fn a_daemon_task_that_panics_is_named_and_stops_the_daemon() {
-        let tasks = Essential::default();
-        tasks.spawn("a task that ends", async {});
+    async fn a_daemon_task_that_panics_is_recorded_by_name_and_the_others_go_on() {
+        let failures = TaskFailures::default();
+        let tasks = Essential::new(failures.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tasks.spawn("a task that waits", async move {
+            let _ = rx.await;
+        });
         tasks.spawn("the test's task", async { panic!("planted") });
-        tokio::time::timeout(DEADLINE, tasks.failed.cancelled())
-            .await
-            .expect("a panicking task stops the daemon");
-        assert_eq!(
-            tasks.failure.get().map(String::as_str),
-            Some("the test's task panicked: planted")
-        );
         tasks.tracker.close();
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while failures.list().is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no failure recorded; tasks left: {}",
+                tasks.tracker.len()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(failures.list(), ["the test's task panicked: planted"]);
+        assert_eq!(tasks.tracker.len(), 1, "the other task still runs");
+        tx.send(()).unwrap();
         tokio::time::timeout(DEADLINE, tasks.tracker.wait())
             .await
-            .expect("the panicked task counts as ended");
+            .expect("the tasks end");
     }
 
     #[tokio::test]
-    async fn daemon_tasks_that_end_do_not_stop_the_daemon() {
-        let tasks = Essential::default();
+    async fn daemon_tasks_that_end_record_nothing() {
+        let failures = TaskFailures::default();
+        let tasks = Essential::new(failures.clone());
         for _ in 0..3 {
             tasks.spawn("a task that ends", async { tokio::task::yield_now().await });
         }
@@ -648,7 +656,6 @@ mod tests {
         tokio::time::timeout(DEADLINE, tasks.tracker.wait())
             .await
             .expect("the tasks end");
-        assert!(!tasks.failed.is_cancelled());
-        assert_eq!(tasks.failure.get(), None);
+        assert!(failures.list().is_empty());
     }
 }

@@ -507,6 +507,7 @@ pub struct ErrorDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
+    /// False while a daemon task has failed (`failed_tasks`).
     pub ok: bool,
     pub version: String,
     pub pid: u32,
@@ -524,6 +525,11 @@ pub struct Health {
     /// Viewing other machines (`serve --hub`); absent when the daemon is no hub.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hub: Option<HubHealth>,
+    /// The daemon-long tasks that panicked since it started (the task queue's dispatcher, the
+    /// ticks, the hub, …), each `<task> panicked: <message>`, the first 8: their work stopped
+    /// until the daemon restarts. Absent when none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_tasks: Vec<String>,
 }
 
 /// How the publisher into NATS JetStream is doing (`/api/health`, `cohost doctor`).

@@ -7,6 +7,7 @@
 mod adopt;
 mod claude_hooks;
 mod events;
+mod failures;
 mod hub;
 mod hub_tasks;
 mod keys;
@@ -18,6 +19,8 @@ mod sessions;
 mod tasks;
 mod tracker;
 mod watch;
+
+pub use failures::{MAX_FAILED_TASKS, TaskFailures};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,6 +70,8 @@ pub struct Service {
     machine: machine::MachineInfo,
     /// The config file's agent profiles (`[profiles.NAME]`), replaced whole by a reload.
     profiles: profiles::Held,
+    /// The daemon-long tasks that panicked (`failures`).
+    task_failures: TaskFailures,
 }
 
 /// What a [`Service`] is made of: the daemon's parts, each shared with the tasks that run
@@ -102,7 +107,13 @@ impl Service {
             create_keys: Arc::default(),
             machine: machine::MachineInfo::default(),
             profiles: profiles::Held::new(parts.profiles, parts.profiles_reload),
+            task_failures: TaskFailures::default(),
         }
+    }
+
+    /// Where the daemon records its tasks' panics, for health and doctor to show.
+    pub fn task_failures(&self) -> TaskFailures {
+        self.task_failures.clone()
     }
 
     /// Cancelled when the daemon shuts down (a surface ends its own waits with it).

@@ -742,6 +742,11 @@ impl Service {
             }
         }
         self.doctor_federation(&mut answer);
+        for failure in self.task_failures.list() {
+            answer.issues.push(format!(
+                "daemon: {failure}; its work stopped until cohost restarts"
+            ));
+        }
         answer.ok = answer.issues.is_empty();
         answer
     }

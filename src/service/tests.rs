@@ -317,6 +317,7 @@ fn fixture() -> Fixture {
             create_keys: Arc::default(),
             machine: Default::default(),
             profiles: super::profiles::Held::new(Default::default(), None),
+            task_failures: Default::default(),
         },
         fake,
         work: tempfile::tempdir().unwrap(),
@@ -1277,4 +1278,38 @@ async fn the_state_says_how_each_instance_is_controlled() {
         fx.service.session(&id).unwrap().control,
         crate::protocol::Control::Hosted
     );
+}
+
+#[tokio::test]
+async fn a_daemon_task_that_panicked_shows_in_health_and_doctor_the_first_eight_kept() {
+    let fx = fixture();
+    let listen: std::net::SocketAddr = "127.0.0.1:7391".parse().unwrap();
+    let health = json!(fx.service.health(listen));
+    assert_eq!(health["ok"], true, "{health}");
+    assert!(health.get("failedTasks").is_none(), "{health}");
+    fx.service
+        .task_failures()
+        .record("the tick loop", "planted");
+    let health = json!(fx.service.health(listen));
+    assert_eq!(health["ok"], false, "{health}");
+    assert_eq!(
+        health["failedTasks"],
+        json!(["the tick loop panicked: planted"])
+    );
+    let doctor = json!(fx.service.doctor().await);
+    assert_eq!(doctor["ok"], false, "{doctor}");
+    assert!(
+        doctor["issues"].as_array().unwrap().contains(&json!(
+            "daemon: the tick loop panicked: planted; its work stopped until cohost restarts"
+        )),
+        "{doctor}"
+    );
+    for i in 0..20 {
+        fx.service
+            .task_failures()
+            .record("a task", &format!("again {i}"));
+    }
+    let failed = fx.service.health(listen).failed_tasks;
+    assert_eq!(failed.len(), super::MAX_FAILED_TASKS);
+    assert_eq!(failed[0], "the tick loop panicked: planted");
 }

@@ -20,8 +20,9 @@ pub struct RefreshAnswer {
 
 impl Service {
     pub fn health(&self, listen: std::net::SocketAddr) -> Health {
+        let failed_tasks = self.task_failures.list();
         Health {
-            ok: true,
+            ok: failed_tasks.is_empty(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
             seq: self.core.store.head(),
@@ -29,6 +30,7 @@ impl Service {
             machine: self.machine().to_string(),
             federation: self.federation_health(),
             hub: self.hub_health(),
+            failed_tasks,
         }
     }
 
