@@ -28,8 +28,13 @@ fn log_text(home: &std::path::Path) -> String {
         .collect::<String>()
 }
 
-/// What every test checks once the planted batch panicked.
-async fn assert_failed(core: &CoreHandle, answer: Result<u64, CoreError>) {
+/// What every test checks once the planted batch (the event `boom`) panicked.
+async fn assert_failed(
+    core: CoreHandle,
+    thread: std::thread::JoinHandle<()>,
+    home: &std::path::Path,
+    answer: Result<u64, CoreError>,
+) {
     assert!(
         matches!(answer, Err(CoreError::Failed)),
         "the panicking batch's caller is told the core failed: {answer:?}"
@@ -53,6 +58,12 @@ async fn assert_failed(core: &CoreHandle, answer: Result<u64, CoreError>) {
     tokio::time::timeout(DEADLINE, core.shutdown())
         .await
         .expect("a shutdown after the failure returns");
+    drop(core);
+    thread.join().expect("the core thread ends without a panic");
+    let log = log_text(home);
+    assert!(log.contains("boom"), "written before the panic: {log}");
+    assert!(!log.contains("after"), "nothing after the failure: {log}");
+    assert!(!log.contains("daemon.stopped"), "no daemon.stopped: {log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,13 +74,7 @@ async fn a_batch_panicking_on_the_core_thread_fails_the_core_and_writes_nothing_
     core.plant_panic();
     let answer = core.append(None, event("boom")).await;
     assert_eq!(core.led(), 0, "the core thread handled the batch");
-    assert_failed(&core, answer).await;
-    drop(core);
-    thread.join().expect("the core thread ends without a panic");
-    let log = log_text(home.path());
-    assert!(log.contains("boom"), "written before the panic: {log}");
-    assert!(!log.contains("after"), "nothing after the failure: {log}");
-    assert!(!log.contains("daemon.stopped"), "no daemon.stopped: {log}");
+    assert_failed(core, thread, home.path(), answer).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,11 +89,5 @@ async fn a_batch_panicking_on_its_leading_caller_fails_the_core_and_writes_nothi
     core.plant_panic();
     let answer = core.append(None, event("boom")).await;
     assert_eq!(core.led(), led + 1, "the caller led the panicking batch");
-    assert_failed(&core, answer).await;
-    drop(core);
-    thread.join().expect("the core thread ends without a panic");
-    let log = log_text(home.path());
-    assert!(log.contains("boom"), "written before the panic: {log}");
-    assert!(!log.contains("after"), "nothing after the failure: {log}");
-    assert!(!log.contains("daemon.stopped"), "no daemon.stopped: {log}");
+    assert_failed(core, thread, home.path(), answer).await;
 }
