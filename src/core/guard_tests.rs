@@ -2,9 +2,8 @@
 //! no hosted (or adopted) session reports that instance — whether the session's report was
 //! logged before the removal was queued or arrives in the same batch.
 
-use super::event_log::{FsyncPolicy, LogConfig};
-use super::tracker::TrackerConfig;
-use super::{CoreConfig, CoreError, CoreHandle, Guard};
+use super::event_log::FsyncPolicy;
+use super::{CoreError, CoreHandle, Guard};
 use crate::protocol::{AgentStatus, AgentUpdate, EventKind, InstanceRef, SOURCE_HOSTED};
 
 const SESSION: &str = "work";
@@ -19,19 +18,7 @@ pub(super) fn started(
     home: &std::path::Path,
     fsync: FsyncPolicy,
 ) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    let (core, thread, _) = super::start(CoreConfig {
-        home: home.to_path_buf(),
-        log: LogConfig {
-            dir: home.join("log"),
-            quarantine: home.join("quarantine.jsonl"),
-            segment_bytes: 1 << 20,
-            retain_bytes: 1 << 24,
-            fsync,
-        },
-        tracker: TrackerConfig::default(),
-    })
-    .unwrap();
-    (core, thread)
+    super::started_for_tests(home, fsync)
 }
 
 fn report(source: &str) -> EventKind {

@@ -74,6 +74,28 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A core in `home` (its log in `log/`, 1 MiB segments, default tracker), for tests in and out
+/// of the core.
+#[cfg(test)]
+pub(crate) fn started_for_tests(
+    home: &std::path::Path,
+    fsync: event_log::FsyncPolicy,
+) -> (CoreHandle, std::thread::JoinHandle<()>) {
+    let (core, thread, _) = start(CoreConfig {
+        home: home.to_path_buf(),
+        log: LogConfig {
+            dir: home.join("log"),
+            quarantine: home.join("quarantine.jsonl"),
+            segment_bytes: 1 << 20,
+            retain_bytes: 1 << 24,
+            fsync,
+        },
+        tracker: tracker::TrackerConfig::default(),
+    })
+    .unwrap();
+    (core, thread)
+}
+
 /// A caught panic's message (what `panic!` was given), for the log and the daemon's exit error.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

@@ -742,7 +742,12 @@ impl Service {
             }
         }
         self.doctor_federation(&mut answer);
-        for failure in self.task_failures.list() {
+        for failure in self
+            .task_failures
+            .list()
+            .into_iter()
+            .chain(self.watch.failure())
+        {
             answer.issues.push(format!(
                 "daemon: {failure}; its work stopped until cohost restarts"
             ));

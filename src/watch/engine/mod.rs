@@ -47,6 +47,8 @@ mod checkpoint;
 mod emit;
 mod files;
 mod liveness;
+#[cfg(test)]
+mod panic_tests;
 mod placement;
 mod processes;
 mod read_plan;
@@ -127,6 +129,9 @@ enum Msg {
     /// or stopped driving it: see [`WatchHandle::replace`]).
     Replace(String),
     Stop,
+    /// A test's panic, planted in the engine thread (`panic_tests`).
+    #[cfg(test)]
+    Panic,
 }
 
 /// Room for bursts of file events (a `git checkout` in a watched tree, many agents at once)
@@ -146,6 +151,8 @@ struct Shared {
     events: AtomicU64,
     overflow: AtomicBool,
     view: Mutex<SharedView>,
+    /// The engine thread's panic, once it panicked: the watchers stopped (`WatchHandle::failure`).
+    failure: std::sync::OnceLock<String>,
 }
 
 #[derive(Default)]
@@ -223,9 +230,21 @@ impl WatchHandle {
             .map_err(|_| anyhow::anyhow!("the watchers need a tokio runtime"))?;
         let mut engine = Engine::new(config, formats, core, tmux, runtime, watcher, tx.clone());
         engine.shared = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("cohost-watch".into())
-            .spawn(move || engine.run(rx))?;
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("cohost-watch".into())
+                .spawn(move || {
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        engine.run(rx)
+                    }));
+                    if let Err(payload) = ran {
+                        let message = crate::core::panic_message(payload.as_ref());
+                        tracing::error!(panic = %message, "the watchers' engine panicked; the watchers stopped until cohost restarts");
+                        let _ = shared.failure.set(message);
+                    }
+                })?
+        };
         Ok(WatchHandle {
             inner: Some(Arc::new(Inner {
                 agents,
@@ -234,6 +253,21 @@ impl WatchHandle {
                 thread: Mutex::new(Some(thread)),
             })),
         })
+    }
+
+    /// Why the engine thread stopped, if it panicked: `the watchers' engine panicked: …`, for
+    /// `/api/health` and `cohost doctor` beside the daemon's tasks.
+    pub fn failure(&self) -> Option<String> {
+        let inner = self.inner.as_ref()?;
+        let message = inner.shared.failure.get()?;
+        Some(format!("the watchers' engine panicked: {message}"))
+    }
+
+    /// Plants a panic in the engine thread (`panic_tests`).
+    #[cfg(test)]
+    fn plant_panic(&self) {
+        let inner = self.inner.as_ref().expect("the watchers run");
+        inner.tx.send(Msg::Panic).unwrap();
     }
 
     pub fn enabled(&self) -> bool {
@@ -481,6 +515,8 @@ impl Engine {
                 Msg::Report(agent, observation) => reports.push((agent, observation)),
                 Msg::Replace(key) => replaced.push(key),
                 Msg::Stop => stop = true,
+                #[cfg(test)]
+                Msg::Panic => panic!("a test's planted panic"),
             };
             match message {
                 Some(message) => handle(message, &mut paths),
