@@ -10,15 +10,7 @@ const SESSION: &str = "work";
 const KEY: &str = "codex:thread-1";
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    started(home, FsyncPolicy::Never)
-}
-
-/// A core in `home` (its log in `log/`, 1 MiB segments), for the core's own tests.
-pub(super) fn started(
-    home: &std::path::Path,
-    fsync: FsyncPolicy,
-) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    super::started_for_tests(home, fsync)
+    super::started_for_tests(home, FsyncPolicy::Never)
 }
 
 fn report(source: &str) -> EventKind {

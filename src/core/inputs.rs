@@ -25,7 +25,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -105,7 +105,7 @@ impl Shared {
     /// Plants a panic in the next batch, right after its write (`panic_tests`).
     #[cfg(test)]
     pub(super) fn plant_panic(&self) {
-        self.core.lock().unwrap().panic_after_write = true;
+        self.lock().panic_after_write = true;
     }
 
     /// Marks the core failed by a batch's panic (`payload`), the first cause kept.
@@ -141,32 +141,28 @@ impl Shared {
             };
             return self.send(tx, input);
         }
-        let led = match self.core.lock() {
-            // Closed under this lock by `Core::stop` (nothing is written after daemon.stopped)
-            // or by a failure.
-            Ok(_) if tx.is_closed() || self.failure.get().is_some() => Err(self.closed()),
-            Ok(mut core) => {
-                #[cfg(test)]
-                self.led.fetch_add(1, Ordering::SeqCst);
-                let handled = catch_unwind(AssertUnwindSafe(|| {
-                    core.append_one(session, kind, guard, reply)
-                }));
-                match handled {
-                    Ok(()) => Ok(core.take_replies()),
-                    Err(payload) => {
-                        // The batch's answers are dropped: its callers hear `Failed`.
-                        drop(core.take_replies());
-                        self.fail(payload);
-                        Err(CoreError::Failed)
-                    }
+        let mut core = self.lock();
+        // Closed under this lock by `Core::stop` (nothing is written after daemon.stopped) or
+        // by a failure.
+        let led = if tx.is_closed() || self.failure.get().is_some() {
+            Err(self.closed())
+        } else {
+            #[cfg(test)]
+            self.led.fetch_add(1, Ordering::SeqCst);
+            let handled = catch_unwind(AssertUnwindSafe(|| {
+                core.append_one(session, kind, guard, reply)
+            }));
+            match handled {
+                Ok(()) => Ok(core.take_replies()),
+                Err(payload) => {
+                    // The batch's answers are dropped: its callers hear `Failed`.
+                    drop(core.take_replies());
+                    self.fail(payload);
+                    Err(CoreError::Failed)
                 }
             }
-            // Not poisoned by a batch (those are caught above), but refused the same way.
-            Err(_) => {
-                self.fail(Box::new("the core's lock was poisoned"));
-                Err(CoreError::Failed)
-            }
         };
+        drop(core);
         let left = self.pending.fetch_sub(1, Ordering::SeqCst) - 1;
         self.count_lone(1, left);
         led.map(|replies| replies.send())
@@ -188,14 +184,12 @@ impl Shared {
     /// every handle is gone.
     pub(super) fn run(&self, mut rx: mpsc::Receiver<CoreInput>) {
         while let Some(first) = rx.blocking_recv() {
-            let Ok(mut core) = self.core.lock() else {
-                self.refuse(first, &mut rx);
-                return;
-            };
+            let mut core = self.lock();
             if self.failure.get().is_some() {
                 // A caller's batch failed: nothing more is written.
                 drop(core);
-                self.refuse(first, &mut rx);
+                refuse_one(first);
+                self.refuse_rest(&mut rx);
                 return;
             }
             let (taken, shutdown) =
@@ -221,23 +215,20 @@ impl Shared {
             self.count_lone(taken, left);
             replies.send();
         }
-        match self.core.lock() {
-            Ok(mut core) if self.failure.get().is_none() => core.stop(&mut rx, None),
-            _ => tracing::error!("the core failed earlier; daemon.stopped not written"),
-        }
-    }
-
-    /// After a failure: refuses `first` and everything queued or sent later, and closes the
-    /// channel. A shutdown is answered at once: there is nothing to write.
-    fn refuse(&self, first: CoreInput, rx: &mut mpsc::Receiver<CoreInput>) {
         if self.failure.get().is_none() {
-            // The lock was poisoned by something other than a batch.
-            self.fail(Box::new("the core's lock was poisoned"));
+            self.lock().stop(&mut rx, None);
+        } else {
+            tracing::error!("the core failed earlier; daemon.stopped not written");
         }
-        refuse_one(first);
-        self.refuse_rest(rx);
     }
 
+    /// The core. A batch's panic is caught under the lock (`fail`), so only `Core::stop` could
+    /// leave it poisoned, and nothing is written after that.
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// After a failure: refuses everything queued or sent later, and closes the channel.
     fn refuse_rest(&self, rx: &mut mpsc::Receiver<CoreInput>) {
         rx.close();
         while let Ok(input) = rx.try_recv() {
@@ -246,6 +237,8 @@ impl Shared {
     }
 }
 
+/// An input after a failure: an append refused, a shutdown answered at once (there is nothing
+/// to write).
 fn refuse_one(input: CoreInput) {
     match input {
         CoreInput::Append { reply, .. } => {

@@ -7,7 +7,7 @@ use super::{CoreError, CoreHandle};
 use crate::protocol::{EventKind, InstanceRef};
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    super::guard_tests::started(home, FsyncPolicy::Always)
+    super::started_for_tests(home, FsyncPolicy::Always)
 }
 
 /// An event with no session: admitted as it is, and its key tells it apart.

@@ -13,7 +13,7 @@ use crate::protocol::{EventKind, InstanceRef};
 const DEADLINE: Duration = Duration::from_secs(10);
 
 fn core(home: &std::path::Path) -> (CoreHandle, std::thread::JoinHandle<()>) {
-    super::guard_tests::started(home, FsyncPolicy::Always)
+    super::started_for_tests(home, FsyncPolicy::Always)
 }
 
 fn event(key: &str) -> EventKind {

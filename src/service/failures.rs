@@ -18,12 +18,31 @@ impl TaskFailures {
     pub fn record(&self, task: &str, message: &str) {
         let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if list.len() < MAX_FAILED_TASKS {
-            list.push(format!("{task} panicked: {message}"));
+            list.push(line(task, message));
         }
     }
 
     /// Each `<task> panicked: <message>`, in the order they failed.
     pub fn list(&self) -> Vec<String> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// How a failed task is shown.
+fn line(task: &str, message: &str) -> String {
+    format!("{task} panicked: {message}")
+}
+
+impl super::Service {
+    /// The daemon's tasks that panicked, then the watchers' engine if it did: `/api/health`'s
+    /// `failedTasks` and `cohost doctor`'s issues.
+    pub(super) fn failed_tasks(&self) -> Vec<String> {
+        let mut list = self.task_failures.list();
+        list.extend(
+            self.watch
+                .failure()
+                .map(|message| line("the watchers' engine", &message)),
+        );
+        list
     }
 }

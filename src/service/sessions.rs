@@ -742,12 +742,7 @@ impl Service {
             }
         }
         self.doctor_federation(&mut answer);
-        for failure in self
-            .task_failures
-            .list()
-            .into_iter()
-            .chain(self.watch.failure())
-        {
+        for failure in self.failed_tasks() {
             answer.issues.push(format!(
                 "daemon: {failure}; its work stopped until cohost restarts"
             ));

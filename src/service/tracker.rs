@@ -20,8 +20,7 @@ pub struct RefreshAnswer {
 
 impl Service {
     pub fn health(&self, listen: std::net::SocketAddr) -> Health {
-        let mut failed_tasks = self.task_failures.list();
-        failed_tasks.extend(self.watch.failure());
+        let failed_tasks = self.failed_tasks();
         Health {
             ok: failed_tasks.is_empty(),
             version: env!("CARGO_PKG_VERSION").to_string(),

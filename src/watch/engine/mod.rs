@@ -255,12 +255,10 @@ impl WatchHandle {
         })
     }
 
-    /// Why the engine thread stopped, if it panicked: `the watchers' engine panicked: …`, for
+    /// The engine thread's panic message, if it panicked (the watchers stopped), for
     /// `/api/health` and `cohost doctor` beside the daemon's tasks.
     pub fn failure(&self) -> Option<String> {
-        let inner = self.inner.as_ref()?;
-        let message = inner.shared.failure.get()?;
-        Some(format!("the watchers' engine panicked: {message}"))
+        self.inner.as_ref()?.shared.failure.get().cloned()
     }
 
     /// Plants a panic in the engine thread (`panic_tests`).
