@@ -108,6 +108,23 @@ pub struct SessionCreated {
 }
 
 impl SessionCreated {
+    /// A session of `runtime` in `cwd` with every other setting left unset (the runtime's
+    /// own): an adopted agent's, whose settings are its own.
+    pub fn plain(runtime: Runtime, cwd: String) -> SessionCreated {
+        SessionCreated {
+            runtime,
+            cwd,
+            model: None,
+            approval_policy: None,
+            permission_mode: None,
+            sandbox: None,
+            budget: None,
+            forked_from: None,
+            idempotency_key: None,
+            profile: None,
+        }
+    }
+
     /// The permission mode a claude session was launched in. Sessions created before the field
     /// existed kept it in `approvalPolicy` (and were launched without one when it was unset).
     pub fn claude_permission_mode(&self) -> Option<PermissionMode> {

@@ -202,18 +202,7 @@ mod tests {
         state.apply(&event(
             1,
             "s1",
-            EventKind::SessionCreated(SessionCreated {
-                runtime: Runtime::Codex,
-                cwd: "/w".into(),
-                model: None,
-                approval_policy: None,
-                permission_mode: None,
-                sandbox: None,
-                budget: None,
-                forked_from: None,
-                idempotency_key: None,
-                profile: None,
-            }),
+            EventKind::SessionCreated(SessionCreated::plain(Runtime::Codex, "/w".into())),
         ));
         state
     }

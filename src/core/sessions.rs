@@ -492,16 +492,8 @@ mod tests {
 
     fn created(key: Option<&str>) -> EventKind {
         EventKind::SessionCreated(SessionCreated {
-            runtime: Runtime::Codex,
-            cwd: "/w".into(),
-            model: None,
-            approval_policy: None,
-            permission_mode: None,
-            sandbox: None,
-            budget: None,
-            forked_from: None,
             idempotency_key: key.map(Into::into),
-            profile: None,
+            ..SessionCreated::plain(Runtime::Codex, "/w".into())
         })
     }
 

@@ -359,18 +359,7 @@ async fn a_session_is_read_backwards_in_windows() {
     for i in 0..25 {
         let session = if i % 3 == 0 { "s2" } else { "s1" };
         let kind = if i < 2 {
-            EventKind::SessionCreated(SessionCreated {
-                runtime: Runtime::Codex,
-                cwd: "/w".into(),
-                model: None,
-                approval_policy: None,
-                permission_mode: None,
-                sandbox: None,
-                budget: None,
-                forked_from: None,
-                idempotency_key: None,
-                profile: None,
-            })
+            EventKind::SessionCreated(SessionCreated::plain(Runtime::Codex, "/w".into()))
         } else {
             EventKind::MetaLogCleared(Empty {})
         };

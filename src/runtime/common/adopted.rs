@@ -432,18 +432,7 @@ pub async fn log_start(
     let session = Some(session_id.to_string());
     core.append(
         session.clone(),
-        EventKind::SessionCreated(SessionCreated {
-            runtime,
-            cwd,
-            model: None,
-            approval_policy: None,
-            permission_mode: None,
-            sandbox: None,
-            budget: None,
-            forked_from: None,
-            idempotency_key: None,
-            profile: None,
-        }),
+        EventKind::SessionCreated(SessionCreated::plain(runtime, cwd)),
     )
     .await?;
     core.append(session.clone(), EventKind::SessionAdopted(record.clone()))

@@ -5,10 +5,12 @@
 //! output tail), the live sessions and the appends of the hosts that keep one per session
 //! ([`hosted`]), and the create options of the runtimes that gate tools by approval policy
 //! ([`gated`]); a profile's secrets kept out of the event log ([`profile_secrets`]), and the attributes of a
-//! pane capture the adopted TUIs' screen readers go by ([`styled`]).
+//! pane capture the adopted TUIs' screen readers go by ([`styled`]); a session's follower run with
+//! its panic caught, the session marked `lost` with the message ([`caught`]).
 //! Runtimes import this; it imports no runtime.
 
 pub mod adopted;
+pub mod caught;
 pub mod child;
 pub mod gated;
 pub mod hosted;

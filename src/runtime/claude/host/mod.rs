@@ -35,8 +35,8 @@ use crate::core::{CoreError, CoreHandle, now_ms};
 use crate::formats::claude::HookLine;
 use crate::protocol::{AgentStatus, EventKind, HostedSessionView, Runtime};
 use crate::runtime::HostError;
-use crate::runtime::common::lock;
 use crate::runtime::common::pane::{self, PaneProblem};
+use crate::runtime::common::{caught, lock};
 use crate::tmux::{SessionCache, Tmux};
 
 mod adopt;
@@ -306,7 +306,12 @@ impl Inner {
         lock(&self.live).insert(session_id.to_string(), Arc::clone(&live));
         let inner = Arc::clone(self);
         let task_live = Arc::clone(&live);
-        tokio::spawn(async move { inner.follow(task_live, command_rx).await });
+        tokio::spawn(async move {
+            let core = inner.core.clone();
+            let session_id = task_live.session_id.clone();
+            let follow = inner.follow(task_live, command_rx);
+            caught::follow_caught(&core, "claude follower", || vec![session_id], follow).await
+        });
         live
     }
 }

@@ -39,7 +39,7 @@ use crate::protocol::{
 use crate::runtime::codex::tui_screen::{self, Asked, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
 use crate::runtime::common::hosted;
-use crate::runtime::common::{lock, new_session_id};
+use crate::runtime::common::{caught, lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
 use crate::tmux::SessionCache;
@@ -303,7 +303,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        let (core, session) = (self.core.clone(), session_id.to_string());
+        tokio::spawn(async move {
+            let run = this.run(task, checkpoint, ends);
+            caught::follow_caught(&core, "codex adoption follower", || vec![session], run).await
+        });
         adopted
     }
 

@@ -10,6 +10,7 @@ use super::super::process::{AppServerProcess, Listen};
 use super::{Backend, CodexHost, Inner, lock};
 use crate::protocol::{Budget, Runtime, SessionState};
 use crate::runtime::HostError;
+use crate::runtime::common::caught;
 
 /// The key of the base backend (no budget), kept for the daemon's life.
 pub(super) const BASE_KEY: &str = "codex";
@@ -163,25 +164,50 @@ impl Inner {
         Ok(backend)
     }
 
-    /// Replaces a dead backend and resumes every thread it served.
-    pub(super) async fn restart(self: &Arc<Self>, dead: Arc<Backend>) {
+    /// A backend taken out of service: no new session is given it, its pending approvals are
+    /// dropped; its sessions (with their threads) are what it served, each unbound.
+    async fn forget(self: &Arc<Self>, dead: &Arc<Backend>) -> Vec<(String, String)> {
         {
             let mut backends = self.backends.lock().await;
             if backends
                 .get(&dead.key)
-                .is_some_and(|b| Arc::ptr_eq(b, &dead))
+                .is_some_and(|b| Arc::ptr_eq(b, dead))
             {
                 backends.remove(&dead.key);
             }
         }
-        lock(&self.approvals).retain(|_, pending| !Arc::ptr_eq(&pending.backend, &dead));
+        lock(&self.approvals).retain(|_, pending| !Arc::ptr_eq(&pending.backend, dead));
         let sessions: Vec<(String, String)> = lock(&dead.threads)
             .iter()
             .map(|(thread, session)| (session.clone(), thread.clone()))
             .collect();
         for (session_id, _) in &sessions {
-            let live = self.live_for(session_id);
-            live.binding.send_replace(None);
+            self.live_for(session_id).binding.send_replace(None);
+        }
+        sessions
+    }
+
+    /// A backend whose dispatch panicked: nothing reads its events any more. Its sessions are
+    /// `lost` with the panic's message (a restart of cohost resumes them; resuming them here
+    /// could meet the same panic again, and again), and its process is stopped, so the next
+    /// session gets a backend of its own.
+    pub(super) async fn abandon(self: &Arc<Self>, dead: Arc<Backend>, panic: &str) {
+        let sessions = self.forget(&dead).await;
+        tracing::error!(key = %dead.key, %panic, ?sessions, "a codex backend's dispatch panicked");
+        let message = caught::lost_message("codex dispatch", panic);
+        for (session_id, _) in &sessions {
+            self.status(session_id, SessionState::Lost, Some(message.clone()))
+                .await;
+        }
+        if let Some(process) = dead.process.lock().await.take() {
+            process.shutdown(BACKEND_STOP_GRACE).await;
+        }
+    }
+
+    /// Replaces a dead backend and resumes every thread it served.
+    pub(super) async fn restart(self: &Arc<Self>, dead: Arc<Backend>) {
+        let sessions = self.forget(&dead).await;
+        for (session_id, _) in &sessions {
             self.status(
                 session_id,
                 SessionState::Restarting,

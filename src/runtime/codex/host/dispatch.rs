@@ -14,6 +14,7 @@ use super::super::wire::ServerNotification;
 use super::forwarder::{Effect, Forwarder, SessionFacts};
 use super::{Backend, CodexHost, Inner, Live, PendingRequest, lock};
 use crate::core::CoreHandle;
+use crate::runtime::common::caught;
 
 impl Inner {
     /// [`Inner::dispatch`] as a boxed future: a restart inside it spawns a new backend, whose
@@ -23,7 +24,12 @@ impl Inner {
         backend: Arc<Backend>,
         incoming: tokio::sync::mpsc::Receiver<Incoming>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(async move { self.dispatch(backend, incoming).await })
+        Box::pin(async move {
+            let dispatch = Arc::clone(&self).dispatch(Arc::clone(&backend), incoming);
+            if let Err(panic) = caught::caught(dispatch).await {
+                self.abandon(backend, &panic).await;
+            }
+        })
     }
 
     /// The dispatch task: the only producer of a backend's sessions' events.

@@ -62,7 +62,7 @@ use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Item, Liveness, Runtime, SessionAdopted, TurnSource,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters, InputBox};
-use crate::runtime::common::{lock, new_session_id};
+use crate::runtime::common::{caught, lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tmux::SessionCache;
 
@@ -354,7 +354,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        let (core, session) = (self.core.clone(), session_id.to_string());
+        tokio::spawn(async move {
+            let run = this.run(task, checkpoint, ends);
+            caught::follow_caught(&core, "opencode adoption follower", || vec![session], run).await
+        });
         adopted
     }
 

@@ -35,7 +35,7 @@ use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Liveness, Runtime, SessionAdopted, SessionBound,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
-use crate::runtime::common::{lock, new_session_id};
+use crate::runtime::common::{caught, lock, new_session_id};
 use crate::runtime::pi::tui_screen::{self, InputBox};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
@@ -212,7 +212,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        tokio::spawn(async move { this.run(task, checkpoint, ends).await });
+        let (core, session) = (self.core.clone(), session_id.to_string());
+        tokio::spawn(async move {
+            let run = this.run(task, checkpoint, ends);
+            caught::follow_caught(&core, "pi adoption follower", || vec![session], run).await
+        });
         adopted
     }
 

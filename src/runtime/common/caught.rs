@@ -1,0 +1,124 @@
+//! A session's follower — the task that turns a runtime's output into the session's events —
+//! run with its panic caught. Uncaught, a panic ends that task alone: the session stays `live`
+//! while nothing reads its runtime any more, and nothing says so. Caught, the session is marked
+//! `lost` with the panic's message (and the log says which task it was); a restart of cohost
+//! restores it as it restores any session that is not closed.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+
+use crate::core::CoreHandle;
+use crate::protocol::SessionState;
+
+/// Runs `task`; its panic, if it panics, as the panic's message.
+pub async fn caught<F: Future>(task: F) -> Result<F::Output, String> {
+    AssertUnwindSafe(task)
+        .catch_unwind()
+        .await
+        .map_err(|payload| crate::core::panic_message(&*payload))
+}
+
+/// What a session lost to its follower's panic says (`session.status`'s message).
+pub fn lost_message(task: &str, panic: &str) -> String {
+    format!(
+        "cohost stopped following this session: its {task} panicked ({panic}); restart cohost to follow it again"
+    )
+}
+
+/// Runs `task`, the follower of `sessions` named `name` (`the claude follower`…); should it
+/// panic, logs it and marks each of `sessions` `lost` with [`lost_message`]. `sessions` is
+/// asked only then (a backend's sessions are the ones it serves when it fails).
+pub async fn follow_caught<F>(
+    core: &CoreHandle,
+    name: &str,
+    sessions: impl FnOnce() -> Vec<String>,
+    task: F,
+) where
+    F: Future<Output = ()>,
+{
+    let Err(panic) = caught(task).await else {
+        return;
+    };
+    let sessions = sessions();
+    tracing::error!(task = name, panic = %panic, ?sessions, "a session's follower panicked");
+    let message = lost_message(name, &panic);
+    for session_id in sessions {
+        super::hosted::status(core, &session_id, SessionState::Lost, Some(message.clone())).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::event_log::FsyncPolicy;
+    use crate::protocol::{EventKind, Runtime, SessionCreated};
+
+    async fn created(core: &CoreHandle, id: &str) {
+        let created = SessionCreated::plain(Runtime::Codex, "/w".into());
+        core.append(Some(id.to_string()), EventKind::SessionCreated(created))
+            .await
+            .unwrap();
+    }
+
+    fn state(core: &CoreHandle, id: &str) -> (SessionState, Option<String>) {
+        core.read(|state| {
+            let session = state.sessions.get(id).expect("the session");
+            (session.state, session.state_message.clone())
+        })
+    }
+
+    #[tokio::test]
+    async fn a_follower_that_panics_marks_its_sessions_lost_with_the_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let (core, _thread) = crate::core::started_for_tests(dir.path(), FsyncPolicy::Never);
+        for id in ["cs_a", "cs_b"] {
+            created(&core, id).await;
+        }
+        follow_caught(
+            &core,
+            "codex dispatch",
+            || vec!["cs_a".to_string(), "cs_b".to_string()],
+            async { panic!("planted: a notification it could not take") },
+        )
+        .await;
+        for id in ["cs_a", "cs_b"] {
+            assert_eq!(
+                state(&core, id),
+                (
+                    SessionState::Lost,
+                    Some(
+                        "cohost stopped following this session: its codex dispatch panicked \
+                         (planted: a notification it could not take); restart cohost to follow \
+                         it again"
+                            .to_string()
+                    )
+                ),
+                "{id}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_follower_that_ends_leaves_its_sessions_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let (core, _thread) = crate::core::started_for_tests(dir.path(), FsyncPolicy::Never);
+        created(&core, "cs_a").await;
+        let before = state(&core, "cs_a");
+        let mut asked = false;
+        follow_caught(
+            &core,
+            "pi dispatch",
+            || {
+                asked = true;
+                vec!["cs_a".to_string()]
+            },
+            async {},
+        )
+        .await;
+        assert!(!asked, "the sessions are asked for only after a panic");
+        assert_eq!(state(&core, "cs_a"), before);
+        assert_ne!(before.0, SessionState::Lost);
+    }
+}
