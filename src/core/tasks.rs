@@ -536,10 +536,17 @@ impl Tasks {
                 }
             }
             EventKind::SessionClosed(_) => self.orphan(session, "session closed", ts),
-            EventKind::SessionStatus(status)
-                if matches!(status.state, SessionState::Exited | SessionState::Lost) =>
-            {
+            EventKind::SessionStatus(status) if status.state == SessionState::Exited => {
                 self.orphan(session, "the agent's process exited", ts)
+            }
+            // The status says why (the runtime's last output, a restart that failed, cohost's
+            // follower of the session stopped).
+            EventKind::SessionStatus(status) if status.state == SessionState::Lost => {
+                let why = match &status.message {
+                    Some(message) => format!("the session was lost: {message}"),
+                    None => "the session was lost".to_string(),
+                };
+                self.orphan(session, &why, ts)
             }
             _ => {}
         }
@@ -988,6 +995,40 @@ mod tests {
         assert_eq!(tasks.get("a").unwrap().state, TaskState::Unknown);
         assert_eq!(tasks.get("b").unwrap().state, TaskState::Cancelled);
         assert_eq!(tasks.open("s1").count(), 0);
+    }
+
+    #[test]
+    fn a_lost_session_orphans_its_tasks_saying_why_it_was_lost() {
+        let mut tasks = Tasks::default();
+        let status = |seq, state, message: Option<&str>| {
+            event(
+                seq,
+                EventKind::SessionStatus(crate::protocol::SessionStatus {
+                    state,
+                    message: message.map(Into::into),
+                }),
+            )
+        };
+        tasks.apply(&event(1, queued("a", None, None)));
+        tasks.apply(&status(
+            2,
+            SessionState::Lost,
+            Some("pi exited: out of memory"),
+        ));
+        tasks.apply(&event(3, queued("b", None, None)));
+        tasks.apply(&status(4, SessionState::Lost, None));
+        tasks.apply(&event(5, queued("c", None, None)));
+        tasks.apply(&status(6, SessionState::Exited, Some("claude exited")));
+        let error = |id: &str| tasks.get(id).unwrap().error.clone();
+        assert_eq!(
+            error("a").as_deref(),
+            Some("the session was lost: pi exited: out of memory")
+        );
+        assert_eq!(error("b").as_deref(), Some("the session was lost"));
+        assert_eq!(error("c").as_deref(), Some("the agent's process exited"));
+        for id in ["a", "b", "c"] {
+            assert_eq!(tasks.get(id).unwrap().state, TaskState::Cancelled, "{id}");
+        }
     }
 
     /// Queues and cancels task `id` (key `k{id}`) in `session` at `ts`.
