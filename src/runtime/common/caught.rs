@@ -27,13 +27,28 @@ pub fn lost_message(task: &str, panic: &str) -> String {
     )
 }
 
-/// Runs `task`, the follower of `sessions` named `name` (`the claude follower`…); should it
-/// panic, logs it and marks each of `sessions` `lost` with [`lost_message`]. `sessions` is
-/// asked only then (a backend's sessions are the ones it serves when it fails).
+/// Runs `settle`, which ends a hosted session whose runtime went away or whose dispatch
+/// panicked (its turn, its dialogs, its `lost` status with `message`); should that panic too —
+/// a panic can leave what it settles half-changed —, the session is still marked `lost` with
+/// `message`.
+pub async fn settle_caught<S>(core: &CoreHandle, session_id: &str, message: String, settle: S)
+where
+    S: AsyncFnOnce(String),
+{
+    if let Err(panic) = caught(settle(message.clone())).await {
+        tracing::error!(session = session_id, %panic, "settling a session that went away panicked");
+        super::hosted::status(core, session_id, SessionState::Lost, Some(message)).await;
+    }
+}
+
+/// Runs `task`, a session's follower named `name` (`claude follower`…); should it panic, runs
+/// `on_panic` — which stops what must not go on unfollowed (typing into the agent's pane) and
+/// names the sessions the task followed —, logs it, and marks each of those sessions `lost`
+/// with [`lost_message`].
 pub async fn follow_caught<F>(
     core: &CoreHandle,
     name: &str,
-    sessions: impl FnOnce() -> Vec<String>,
+    on_panic: impl FnOnce() -> Vec<String>,
     task: F,
 ) where
     F: Future<Output = ()>,
@@ -41,7 +56,7 @@ pub async fn follow_caught<F>(
     let Err(panic) = caught(task).await else {
         return;
     };
-    let sessions = sessions();
+    let sessions = on_panic();
     tracing::error!(task = name, panic = %panic, ?sessions, "a session's follower panicked");
     let message = lost_message(name, &panic);
     for session_id in sessions {
@@ -101,6 +116,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_settling_that_panics_still_marks_the_session_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (core, _thread) = crate::core::started_for_tests(dir.path(), FsyncPolicy::Never);
+        created(&core, "cs_a").await;
+        let message = "pi (pid 7) went away".to_string();
+        settle_caught(&core, "cs_a", message, async |_| {
+            panic!("planted: a forwarder left half-changed")
+        })
+        .await;
+        assert_eq!(
+            state(&core, "cs_a"),
+            (SessionState::Lost, Some("pi (pid 7) went away".to_string()))
+        );
+    }
+
+    #[tokio::test]
     async fn a_follower_that_ends_leaves_its_sessions_as_they_are() {
         let dir = tempfile::tempdir().unwrap();
         let (core, _thread) = crate::core::started_for_tests(dir.path(), FsyncPolicy::Never);
@@ -117,7 +148,7 @@ mod tests {
             async {},
         )
         .await;
-        assert!(!asked, "the sessions are asked for only after a panic");
+        assert!(!asked, "on_panic runs only after a panic");
         assert_eq!(state(&core, "cs_a"), before);
         assert_ne!(before.0, SessionState::Lost);
     }

@@ -128,6 +128,9 @@ struct Live {
     reported: Mutex<Option<AgentStatus>>,
     /// The runner reported the TUI exited and has not started it again.
     exited: std::sync::atomic::AtomicBool,
+    /// The follower panicked: nothing reads the TUI's hooks and transcript any more, so nothing
+    /// is typed into it.
+    unfollowed: std::sync::atomic::AtomicBool,
     /// For a fork: the parent's claude session id, which Claude reports until the fork's first
     /// prompt (`--fork-session`); it is not this session's identity.
     fork_of: Option<String>,
@@ -295,6 +298,7 @@ impl Inner {
             claude_pid: Mutex::new(running),
             reported: Mutex::new(None),
             exited: std::sync::atomic::AtomicBool::new(restored && running.is_none()),
+            unfollowed: std::sync::atomic::AtomicBool::new(false),
             fork_of,
             queued: Mutex::new(Vec::new()),
             queue_watch: std::sync::atomic::AtomicBool::new(false),
@@ -308,9 +312,15 @@ impl Inner {
         let task_live = Arc::clone(&live);
         tokio::spawn(async move {
             let core = inner.core.clone();
-            let session_id = task_live.session_id.clone();
+            let stopped = Arc::clone(&task_live);
             let follow = inner.follow(task_live, command_rx);
-            caught::follow_caught(&core, "claude follower", || vec![session_id], follow).await
+            let on_panic = move || {
+                stopped
+                    .unfollowed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                vec![stopped.session_id.clone()]
+            };
+            caught::follow_caught(&core, "claude follower", on_panic, follow).await
         });
         live
     }

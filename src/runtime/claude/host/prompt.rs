@@ -70,6 +70,11 @@ impl ClaudeHost {
     ) -> Result<Result<Confirmed, Refusal>, HostError> {
         let session_id = live.session_id.as_str();
         let pane = self.verified_pane(session_id).await?;
+        if live.unfollowed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(HostError::ClosedBecause(format!(
+                "session `{session_id}` is lost: cohost stopped following this Claude (its follower panicked); restart cohost to follow it again; nothing was typed"
+            )));
+        }
         // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
         if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(HostError::NotReadyBecause(format!(

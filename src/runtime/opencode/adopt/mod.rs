@@ -354,10 +354,15 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        let (core, session) = (self.core.clone(), session_id.to_string());
+        let (core, stopped) = (self.core.clone(), adopted.clone());
         tokio::spawn(async move {
             let run = this.run(task, checkpoint, ends);
-            caught::follow_caught(&core, "opencode adoption follower", || vec![session], run).await
+            // Nothing follows the agent any more: nothing is typed into its pane either.
+            let on_panic = move || {
+                stopped.ended.store(true, Ordering::SeqCst);
+                vec![stopped.session_id.clone()]
+            };
+            caught::follow_caught(&core, "opencode adoption follower", on_panic, run).await
         });
         adopted
     }

@@ -2,6 +2,8 @@
 //! the session through the [`Forwarder`](super::Forwarder) and performs the effects in order
 //! (its status reported to the tracker among them);
 //! when the stream ends, the running turn ends `interrupted` (`lost`) and the session `lost`.
+//! So too if the task panics (`common::caught`), after stopping the server, which no one would
+//! follow any more.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use super::{Binding, Inner, Live};
 use crate::protocol::{AgentStatus, SessionState, TurnCompleted, TurnStatus};
 use crate::runtime::common::child::tail_suffix;
 use crate::runtime::common::hosted::{resolved_by_runtime, take_all_pending};
-use crate::runtime::common::lock;
+use crate::runtime::common::{caught, lock};
 
 /// The session's dispatch task: reads the server's stream until it ends or the session is
 /// closed, and performs each event's effects in order.
@@ -21,6 +23,36 @@ pub(super) async fn dispatch(
     inner: Arc<Inner>,
     live: Arc<Live>,
     binding: Binding,
+    body: hyper::body::Incoming,
+    connected: tokio::sync::oneshot::Sender<()>,
+) {
+    let pid = binding.server.pid;
+    let followed = follow(&inner, &live, &binding, body, connected);
+    let (turn_error, message) = match caught::caught(followed).await {
+        Ok(()) if live.cancel.is_cancelled() => return,
+        Ok(()) => {
+            tracing::warn!(session = %live.session_id, pid, "opencode serve went away");
+            let tail = tail_suffix(&binding.server.tail.render());
+            let message = format!("the opencode server (pid {pid}) went away{tail}");
+            ("the opencode server went away", message)
+        }
+        Err(panic) => {
+            tracing::error!(session = %live.session_id, pid, %panic, "the opencode dispatch panicked; stopping its server");
+            binding.server.stop().await;
+            let message = caught::lost_message("opencode dispatch", &panic);
+            ("cohost stopped following the opencode server", message)
+        }
+    };
+    let settle = async |message| went_away(&inner, &live, &binding, turn_error, message).await;
+    caught::settle_caught(&inner.core, &live.session_id, message, settle).await;
+}
+
+/// Performs the effects of the session's events until the stream ends or the session is
+/// closed.
+async fn follow(
+    inner: &Arc<Inner>,
+    live: &Arc<Live>,
+    binding: &Binding,
     mut body: hyper::body::Incoming,
     connected: tokio::sync::oneshot::Sender<()>,
 ) {
@@ -51,25 +83,32 @@ pub(super) async fn dispatch(
             }
             let effects = lock(&live.forwarder).apply(event);
             for effect in effects {
-                perform(&inner, &live, &binding, effect).await;
+                perform(inner, live, binding, effect).await;
             }
         }
     }
-    if live.cancel.is_cancelled() {
-        return;
-    }
-    // The server went away: end the running turn, and say the session is lost.
+}
+
+/// The server went away (or is no longer followed): ends the running turn (`turn_error`),
+/// settles its pending permissions and questions, and says the session is lost (`message`).
+async fn went_away(
+    inner: &Arc<Inner>,
+    live: &Arc<Live>,
+    binding: &Binding,
+    turn_error: &str,
+    message: String,
+) {
     let running = lock(&live.forwarder).current.clone();
     if let Some(turn_id) = running {
         let effects = lock(&live.forwarder).end_turn(TurnCompleted {
             turn_id,
             status: TurnStatus::Interrupted,
-            error: Some("the opencode server went away".into()),
+            error: Some(turn_error.into()),
             duration_ms: None,
             lost: true,
         });
         for effect in effects {
-            perform(&inner, &live, &binding, effect).await;
+            perform(inner, live, binding, effect).await;
         }
         inner
             .report(&live.session_id, AgentStatus::Interrupted)
@@ -83,17 +122,8 @@ pub(super) async fn dispatch(
             .await;
     }
     inner.orphan_questions(&live.session_id).await;
-    tracing::warn!(session = %live.session_id, pid = binding.server.pid, "opencode serve went away");
     inner
-        .status(
-            &live.session_id,
-            SessionState::Lost,
-            Some(format!(
-                "the opencode server (pid {}) went away{}",
-                binding.server.pid,
-                tail_suffix(&binding.server.tail.render())
-            )),
-        )
+        .status(&live.session_id, SessionState::Lost, Some(message))
         .await;
 }
 

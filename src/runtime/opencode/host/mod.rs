@@ -52,7 +52,7 @@ use crate::protocol::{
 };
 use crate::runtime::common::gated::Gated;
 use crate::runtime::common::hosted::{self, resolved_by_runtime};
-use crate::runtime::common::{caught, lock, new_session_id};
+use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{CreateSession, HostError};
 use crate::tmux::SessionCache;
 
@@ -375,17 +375,13 @@ impl OpencodeHost {
         // Follow the stream before anything can be prompted.
         let (connected_tx, connected_rx) = tokio::sync::oneshot::channel();
         let body = client.stream("/event").await?;
-        let dispatch = dispatch(
+        tokio::spawn(dispatch(
             Arc::clone(&self.inner),
             Arc::clone(live),
             binding.clone(),
             body,
             connected_tx,
-        );
-        let (core, session_id) = (self.inner.core.clone(), live.session_id.clone());
-        tokio::spawn(async move {
-            caught::follow_caught(&core, "opencode dispatch", || vec![session_id], dispatch).await
-        });
+        ));
         match tokio::time::timeout(CONNECT_TIMEOUT, connected_rx).await {
             Ok(Ok(())) => {}
             _ => {

@@ -1,7 +1,9 @@
 //! The dispatch task of one session: reads its Pi's events, runs each through the
 //! [`Forwarder`](super::Forwarder) and performs the effects in order; when Pi's output ends,
 //! the running turn ends `interrupted` (`lost`), its open dialogs are resolved by the runtime
-//! and the session is `lost`. The session's status goes to the tracker ([`Inner::report`]).
+//! and the session is `lost`. So too if the task panics (`common::caught`), after stopping Pi,
+//! which no one would follow any more. The session's status goes to the tracker
+//! ([`Inner::report`]).
 
 use std::sync::Arc;
 
@@ -14,13 +16,40 @@ use super::{Inner, Live};
 use crate::protocol::{AgentStatus, EventKind, Liveness, SessionState, TurnCompleted, TurnStatus};
 use crate::runtime::common::child::tail_suffix;
 use crate::runtime::common::hosted::resolved_by_runtime;
-use crate::runtime::common::lock;
 use crate::runtime::common::mirror::{self, Placement, Report};
+use crate::runtime::common::{caught, lock};
 
 pub(super) async fn dispatch(
     inner: Arc<Inner>,
     live: Arc<Live>,
     process: Arc<PiProcess>,
+    events: mpsc::Receiver<PiEvent>,
+) {
+    let (turn_error, message) = match caught::caught(follow(&inner, &live, &process, events)).await
+    {
+        Ok(()) if live.cancel.is_cancelled() => return,
+        Ok(()) => {
+            tracing::warn!(session = %live.session_id, pid = process.pid, "pi went away");
+            let tail = tail_suffix(&process.tail.render());
+            let message = format!("pi (pid {}) went away{tail}", process.pid);
+            ("pi went away", message)
+        }
+        Err(panic) => {
+            tracing::error!(session = %live.session_id, pid = process.pid, %panic, "the pi dispatch panicked; stopping pi");
+            process.stop().await;
+            let message = caught::lost_message("pi dispatch", &panic);
+            ("cohost stopped following pi", message)
+        }
+    };
+    let settle = async |message| went_away(&inner, &live, &process, turn_error, message).await;
+    caught::settle_caught(&inner.core, &live.session_id, message, settle).await;
+}
+
+/// Performs the effects of Pi's events until its output ends or the session is closed.
+async fn follow(
+    inner: &Arc<Inner>,
+    live: &Arc<Live>,
+    process: &Arc<PiProcess>,
     mut events: mpsc::Receiver<PiEvent>,
 ) {
     loop {
@@ -48,20 +77,27 @@ pub(super) async fn dispatch(
                         dialogs.interrupting
                     };
                     if interrupting {
-                        answer_cancelled(&process, &approval_id).await;
+                        answer_cancelled(process, &approval_id).await;
                         cancelled = Some(approval_id);
                     }
                 }
                 Effect::DismissDialog { request_id } => {
-                    answer_cancelled(&process, &request_id).await;
+                    answer_cancelled(process, &request_id).await;
                 }
             }
         }
     }
-    if live.cancel.is_cancelled() {
-        return;
-    }
-    // Pi went away: end the running turn, settle its dialogs, and say the session is lost.
+}
+
+/// Pi went away (or is no longer followed): ends the running turn (`turn_error`), settles its
+/// dialogs, and says the session is lost (`message`).
+async fn went_away(
+    inner: &Arc<Inner>,
+    live: &Arc<Live>,
+    process: &Arc<PiProcess>,
+    turn_error: &str,
+    message: String,
+) {
     let running = {
         let forwarder = lock(&live.forwarder);
         forwarder
@@ -73,7 +109,7 @@ pub(super) async fn dispatch(
         let effects = lock(&live.forwarder).end_turn(TurnCompleted {
             turn_id,
             status: TurnStatus::Interrupted,
-            error: Some("pi went away".into()),
+            error: Some(turn_error.into()),
             duration_ms: None,
             lost: true,
         });
@@ -87,7 +123,7 @@ pub(super) async fn dispatch(
             .await;
     }
     let _ = live.process.send_if_modified(|current| {
-        if current.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
+        if current.as_ref().is_some_and(|p| Arc::ptr_eq(p, process)) {
             *current = None;
             true
         } else {
@@ -102,17 +138,8 @@ pub(super) async fn dispatch(
             .store(&live.session_id, resolved_by_runtime(approval_id, None))
             .await;
     }
-    tracing::warn!(session = %live.session_id, pid = process.pid, "pi went away");
     inner
-        .status(
-            &live.session_id,
-            SessionState::Lost,
-            Some(format!(
-                "pi (pid {}) went away{}",
-                process.pid,
-                tail_suffix(&process.tail.render())
-            )),
-        )
+        .status(&live.session_id, SessionState::Lost, Some(message))
         .await;
 }
 

@@ -42,7 +42,7 @@ use crate::protocol::{
 };
 use crate::runtime::common::gated::Gated;
 use crate::runtime::common::hosted::{self, resolved_by_runtime};
-use crate::runtime::common::{caught, lock, new_session_id, private_dir, write_private};
+use crate::runtime::common::{lock, new_session_id, private_dir, write_private};
 use crate::runtime::{CreateSession, HostError};
 use crate::tmux::SessionCache;
 
@@ -318,16 +318,12 @@ impl PiHost {
         let resumed = launch.resume.is_some() || launch.fork.is_some();
         let (process, events) = PiProcess::spawn(&launch)
             .map_err(|error| HostError::unavailable_by(Runtime::Pi, error.to_string(), error))?;
-        let dispatch = dispatch(
+        tokio::spawn(dispatch(
             Arc::clone(&self.inner),
             Arc::clone(live),
             Arc::clone(&process),
             events,
-        );
-        let (core, session_id) = (self.inner.core.clone(), live.session_id.clone());
-        tokio::spawn(async move {
-            caught::follow_caught(&core, "pi dispatch", || vec![session_id], dispatch).await
-        });
+        ));
         // No ready line: the first answer is the signal.
         let state: State = serde_json::from_value(process.request(RpcCommand::GetState).await?)
             .unwrap_or_default();
