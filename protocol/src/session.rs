@@ -272,7 +272,8 @@ pub enum SessionState {
     Starting,
     /// Its runtime answers.
     Live,
-    /// Its codex backend died and is being replaced.
+    /// Its runtime is being brought back: a codex backend that died being replaced, or a
+    /// session left `lost` resumed after a restart of cohost.
     Restarting,
     /// Its runtime went away and could not be brought back.
     Lost,

@@ -64,6 +64,55 @@ pub fn check_open(core: &CoreHandle, session_id: &str, runtime: Runtime) -> Resu
     }
 }
 
+/// Refuses a prompt to a session that is `lost` (its runtime went away and could not be brought
+/// back, or cohost stopped following it), saying why, rather than waiting for a binding that
+/// will not come. A daemon's restore marks the lost sessions it resumes `restarting` first
+/// ([`resuming_lost`]), so a prompt then waits for the session as for any other.
+pub fn check_not_lost(core: &CoreHandle, session_id: &str) -> Result<(), HostError> {
+    let lost = core.read(|state| {
+        state
+            .sessions
+            .get(session_id)
+            .filter(|s| s.state == SessionState::Lost)
+            .map(|s| s.state_message.clone())
+    });
+    match lost {
+        None => Ok(()),
+        Some(why) => Err(HostError::ClosedBecause(match why {
+            Some(why) => format!("session `{session_id}` is lost: {why}"),
+            None => format!("session `{session_id}` is lost"),
+        })),
+    }
+}
+
+/// Before a daemon's restore resumes `session_id`: a session left `lost` is marked
+/// `restarting`, since it is being brought back (a prompt waits for it rather than being
+/// refused by [`check_not_lost`]); any other is left as it is.
+pub async fn resuming_lost(core: &CoreHandle, session_id: &str) {
+    let message = "cohost restarted: resuming the session";
+    from_lost(core, session_id, SessionState::Restarting, message).await
+}
+
+/// When a follower starts again on an agent that still runs (a Claude's TUI, an adopted agent,
+/// after a restart of cohost): a session left `lost` — its follower had panicked — is `live`
+/// again; any other is left as it is.
+pub async fn following_again(core: &CoreHandle, session_id: &str) {
+    let message = "cohost restarted: following the session again";
+    from_lost(core, session_id, SessionState::Live, message).await
+}
+
+/// A `lost` session's status made `state` with `message`; any other session left as it is.
+async fn from_lost(core: &CoreHandle, session_id: &str, state: SessionState, message: &str) {
+    let lost = core.read(|s| {
+        s.sessions
+            .get(session_id)
+            .is_some_and(|s| s.state == SessionState::Lost)
+    });
+    if lost {
+        status(core, session_id, state, Some(message.to_string())).await;
+    }
+}
+
 /// The settings the session was created with.
 pub fn settings(core: &CoreHandle, session_id: &str) -> Option<SessionCreated> {
     core.read(|state| state.sessions.get(session_id).map(|s| s.created.clone()))
@@ -218,6 +267,81 @@ pub async fn record_closed(core: &CoreHandle, session_id: &str) -> Result<(), Ho
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A core in `dir` with one session, `cs_a`, just created.
+    async fn one_session(dir: &std::path::Path) -> CoreHandle {
+        use crate::core::event_log::FsyncPolicy;
+        let (core, _thread) = crate::core::started_for_tests(dir, FsyncPolicy::Never);
+        let created = SessionCreated::plain(Runtime::Pi, "/w".into());
+        core.append(Some("cs_a".into()), EventKind::SessionCreated(created))
+            .await
+            .unwrap();
+        core
+    }
+
+    fn state_of(core: &CoreHandle) -> (SessionState, Option<String>) {
+        core.read(|s| {
+            let session = s.sessions.get("cs_a").unwrap();
+            (session.state, session.state_message.clone())
+        })
+    }
+
+    #[tokio::test]
+    async fn a_session_lost_to_its_follower_is_live_again_once_followed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = one_session(dir.path()).await;
+        let mut appended = core.subscribe();
+        following_again(&core, "cs_a").await;
+        assert!(
+            appended.try_recv().is_err(),
+            "a session not lost: nothing appended"
+        );
+        status(&core, "cs_a", SessionState::Lost, Some("panicked".into())).await;
+        following_again(&core, "cs_a").await;
+        assert_eq!(
+            state_of(&core),
+            (
+                SessionState::Live,
+                Some("cohost restarted: following the session again".into())
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lost_session_refuses_prompts_saying_why_until_a_restore_resumes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = one_session(dir.path()).await;
+        assert!(check_not_lost(&core, "cs_a").is_ok(), "a starting session");
+        let why = "pi (pid 7) went away: out of memory".to_string();
+        status(&core, "cs_a", SessionState::Lost, Some(why)).await;
+        let refused = check_not_lost(&core, "cs_a").unwrap_err();
+        assert!(
+            matches!(&refused, HostError::ClosedBecause(m) if m == "session `cs_a` is lost: pi (pid 7) went away: out of memory"),
+            "{refused:?}"
+        );
+        resuming_lost(&core, "cs_a").await;
+        assert_eq!(
+            state_of(&core),
+            (
+                SessionState::Restarting,
+                Some("cohost restarted: resuming the session".into())
+            )
+        );
+        assert!(
+            check_not_lost(&core, "cs_a").is_ok(),
+            "a session being resumed"
+        );
+        // A session that is not lost is left as it is: nothing is appended.
+        let mut appended = core.subscribe();
+        resuming_lost(&core, "cs_a").await;
+        assert!(appended.try_recv().is_err(), "nothing appended");
+        status(&core, "cs_a", SessionState::Lost, None).await;
+        let refused = check_not_lost(&core, "cs_a").unwrap_err();
+        assert!(
+            matches!(&refused, HostError::ClosedBecause(m) if m == "session `cs_a` is lost"),
+            "{refused:?}"
+        );
+    }
 
     #[test]
     fn runtimes_are_named_with_their_article() {

@@ -167,4 +167,20 @@ fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
     fx.decide(&id, &approval, "accept")
         .assert_error(409, "approval_resolved", None);
     assert!(!fx.work.join("never.txt").exists());
+    // A prompt to the lost session is refused at once, saying why (not after waiting for a
+    // binding that will not come).
+    let refused = fx
+        .daemon
+        .post(
+            &format!("/api/sessions/{id}/messages"),
+            &json!({"text": "Are you there?"}),
+        )
+        .assert_error(409, "not_live", None);
+    let message = refused["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(&format!(
+            "session `{id}` is lost: the opencode server (pid {pid}) went away"
+        )),
+        "{refused}"
+    );
 }

@@ -36,7 +36,7 @@ use crate::formats::claude::HookLine;
 use crate::protocol::{AgentStatus, EventKind, HostedSessionView, Runtime};
 use crate::runtime::HostError;
 use crate::runtime::common::pane::{self, PaneProblem};
-use crate::runtime::common::{caught, lock};
+use crate::runtime::common::{caught, hosted, lock};
 use crate::tmux::{SessionCache, Tmux};
 
 mod adopt;
@@ -310,8 +310,12 @@ impl Inner {
         lock(&self.live).insert(session_id.to_string(), Arc::clone(&live));
         let inner = Arc::clone(self);
         let task_live = Arc::clone(&live);
+        let resumed = restored && running.is_some();
         tokio::spawn(async move {
             let core = inner.core.clone();
+            if resumed {
+                hosted::following_again(&core, &task_live.session_id).await;
+            }
             let stopped = Arc::clone(&task_live);
             let follow = inner.follow(task_live, command_rx);
             let on_panic = move || {

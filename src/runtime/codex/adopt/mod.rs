@@ -305,6 +305,7 @@ impl Adoptions {
         let task = adopted.clone();
         let (core, stopped) = (self.core.clone(), adopted.clone());
         tokio::spawn(async move {
+            hosted::following_again(&core, &stopped.session_id).await;
             let run = this.run(task, checkpoint, ends);
             // Nothing follows the agent any more: nothing is typed into its pane either.
             let on_panic = move || {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::super::rpc::RpcError;
 use super::{CodexHost, lock, text_input, wire};
 use crate::protocol::Runtime;
-use crate::runtime::common::inject;
+use crate::runtime::common::{hosted, inject};
 use crate::runtime::{HostError, InjectOutcome, InjectState};
 
 /// `turn/interrupt` attempts while codex has not begun a turn it already answered for.
@@ -50,6 +50,7 @@ impl CodexHost {
         {
             return Ok(earlier);
         }
+        hosted::check_not_lost(&self.inner.core, session_id)?;
         let binding = self.inner.wait_bound(&live).await?;
         let mut current = lock(&live.turn).current.clone();
         let mut outcome = None;

@@ -264,6 +264,7 @@ impl CodexHost {
             let live = self.inner.live_for(&session_id);
             let host = self.clone();
             tokio::spawn(async move {
+                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 let result = match thread_id {
                     Some(thread_id) => host.inner.rebind(&live, &thread_id, None).await,
                     None => host.inner.bind_new(&live).await,

@@ -106,6 +106,7 @@ impl SessionHost for OpencodeHost {
             let live = self.inner.live_for(&session_id);
             let host = self.clone();
             tokio::spawn(async move {
+                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 let result = match thread_id {
                     Some(thread_id) => host.bind(&live, Some(thread_id), None).await,
                     None => Err(HostError::failed(
@@ -155,6 +156,7 @@ impl SessionHost for OpencodeHost {
         if let Some(earlier) = inject::previous(&self.inner.core, session, key.as_deref()) {
             return Ok(earlier);
         }
+        hosted::check_not_lost(&self.inner.core, session)?;
         let binding = self.inner.wait_bound(&live).await?;
         // Every prompt names the session's model (created with, or switched to: the one its
         // view shows). OpenCode's choice is sticky, but another client (an attached TUI) can

@@ -35,7 +35,7 @@ use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Liveness, Runtime, SessionAdopted, SessionBound,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
-use crate::runtime::common::{caught, lock, new_session_id};
+use crate::runtime::common::{caught, hosted, lock, new_session_id};
 use crate::runtime::pi::tui_screen::{self, InputBox};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
@@ -214,6 +214,7 @@ impl Adoptions {
         let task = adopted.clone();
         let (core, stopped) = (self.core.clone(), adopted.clone());
         tokio::spawn(async move {
+            hosted::following_again(&core, &stopped.session_id).await;
             let run = this.run(task, checkpoint, ends);
             // Nothing follows the agent any more: nothing is typed into its pane either.
             let on_panic = move || {

@@ -78,6 +78,7 @@ impl SessionHost for PiHost {
             let live = self.inner.live_for(&session_id);
             let host = self.clone();
             tokio::spawn(async move {
+                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 // Pi went down with the daemon: what it ran was cut short.
                 host.inner.end_cut_turn(&live.session_id).await;
                 if let Err(error) = host.bind(&live).await {
@@ -112,6 +113,7 @@ impl SessionHost for PiHost {
         if let Some(earlier) = inject::previous(&self.inner.core, session, key.as_deref()) {
             return Ok(earlier);
         }
+        hosted::check_not_lost(&self.inner.core, session)?;
         let process = self.inner.wait_bound(&live).await?;
         // A run under way (or one cohost just started, whose first event is still coming):
         // the prompt steers it. Otherwise it starts a run, under a turn id named now.
