@@ -479,6 +479,28 @@ pub fn open_sessions(core: &CoreHandle, runtime: Runtime) -> Vec<(String, Sessio
     })
 }
 
+/// Runs an adopted agent's follower (`run`, of `session_id`): a session a restart finds `lost`
+/// is `live` again as it starts ([`super::hosted::following_again`]); should it panic, `end`
+/// marks the adopted agent ended — nothing is typed into its pane any more — and the session
+/// goes `lost` ([`super::caught::follow_caught`]).
+pub fn spawn_follower(
+    core: CoreHandle,
+    runtime: Runtime,
+    session_id: String,
+    end: impl FnOnce() + Send + 'static,
+    run: impl Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        super::hosted::following_again(&core, &session_id).await;
+        let on_panic = move || {
+            end();
+            vec![session_id]
+        };
+        let name = format!("{runtime} adoption follower", runtime = runtime.as_str());
+        super::caught::follow_caught(&core, &name, on_panic, run).await
+    });
+}
+
 /// Reports an adopted agent's status to the tracker, in its pane (`agent`: the tracker's name).
 pub async fn report(
     core: &CoreHandle,

@@ -121,6 +121,41 @@ impl<B: Binaries> HostedFixture<B> {
             .assert_ok()
     }
 
+    /// Kills (SIGKILL) the process the session is bound to — `session.bound`'s backend,
+    /// `<runtime>:<pid>` — and returns its pid.
+    pub fn kill_backend(&self, id: &str) -> String {
+        let bound = self.wait_event(id, "the binding", |e| e["type"] == "session.bound");
+        let pid = bound["data"]["backend"]
+            .as_str()
+            .and_then(|b| b.rsplit_once(':'))
+            .map(|(_, pid)| pid.to_string())
+            .unwrap_or_else(|| panic!("no pid in the binding: {bound}"));
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success(), "kill -9 {pid}");
+        pid
+    }
+
+    /// Asserts a prompt to the session is refused at once as lost (`409 not_live`), the
+    /// message saying why: it starts with `session `<id>` is lost: ` and `why`.
+    #[track_caller]
+    pub fn assert_refused_as_lost(&self, id: &str, why: &str) {
+        let refused = self
+            .daemon
+            .post(
+                &format!("/api/sessions/{id}/messages"),
+                &json!({"text": "Are you there?"}),
+            )
+            .assert_error(409, "not_live", None);
+        let message = refused["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with(&format!("session `{id}` is lost: {why}")),
+            "{refused}"
+        );
+    }
+
     /// Every stored event of the session so far.
     pub fn events(&self, id: &str) -> Vec<Value> {
         self.daemon.session_events(id)

@@ -136,17 +136,7 @@ fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
         .as_str()
         .unwrap()
         .to_string();
-    let bound = fx.wait_event(&id, "the binding", |e| e["type"] == "session.bound");
-    let pid = bound["data"]["backend"]
-        .as_str()
-        .and_then(|b| b.strip_prefix("opencode:"))
-        .unwrap()
-        .to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    let pid = fx.kill_backend(&id);
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
     assert_eq!(done["data"]["lost"], true, "{}", fx.dump(&id));
@@ -169,18 +159,5 @@ fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
     assert!(!fx.work.join("never.txt").exists());
     // A prompt to the lost session is refused at once, saying why (not after waiting for a
     // binding that will not come).
-    let refused = fx
-        .daemon
-        .post(
-            &format!("/api/sessions/{id}/messages"),
-            &json!({"text": "Are you there?"}),
-        )
-        .assert_error(409, "not_live", None);
-    let message = refused["message"].as_str().unwrap_or("");
-    assert!(
-        message.starts_with(&format!(
-            "session `{id}` is lost: the opencode server (pid {pid}) went away"
-        )),
-        "{refused}"
-    );
+    fx.assert_refused_as_lost(&id, &format!("the opencode server (pid {pid}) went away"));
 }

@@ -1,6 +1,7 @@
 //! What else a hosted Pi session does: its model switched between turns (and the thinking
-//! level with it), a fork into a session of its own, and a daemon killed mid-turn (the session
-//! continues on Pi's session file, nothing stored twice).
+//! level with it), a fork into a session of its own, a daemon killed mid-turn (the session
+//! continues on Pi's session file, nothing stored twice), and Pi killed under a session (lost,
+//! prompts refused saying why, resumed by a restart of cohost).
 
 use super::{PiFixture, items, of_type};
 use crate::support::json;
@@ -261,4 +262,38 @@ fn a_daemon_killed_mid_turn_resumes_the_session_without_losing_or_repeating_an_e
         items(&events, &turn3, "agentMessage")[0]["text"],
         "Third done."
     );
+}
+
+/// Pi killed under a live session: the session is `lost`, saying why; a prompt is refused at
+/// once with that reason (not after waiting for a Pi that will not come back); a restart of
+/// cohost resumes the session — `restarting` first, then bound to a new Pi — and the next
+/// prompt completes.
+#[test]
+fn a_pi_that_dies_leaves_its_session_lost_refusing_prompts_until_a_restart_resumes_it() {
+    let mut fx = PiFixture::start();
+    let id = fx.create(json!({ "approvalPolicy": "never" }));
+    fx.run_turn(&id, "first turn", "First done.");
+    let pid = fx.kill_backend(&id);
+    fx.wait_event(&id, "the session lost", |e| {
+        e["type"] == "session.status" && e["data"]["state"] == "lost"
+    });
+    fx.assert_refused_as_lost(&id, &format!("pi (pid {pid}) went away"));
+
+    let last = fx
+        .events(&id)
+        .last()
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+    fx.daemon.kill9();
+    fx.daemon.start_again_on_the_same_port();
+    fx.wait_event(&id, "the session resumed", |e| {
+        e["type"] == "session.status"
+            && e["data"]["state"] == "restarting"
+            && e["data"]["message"] == "cohost restarted: resuming the session"
+            && e["seq"].as_u64() > Some(last)
+    });
+    fx.wait_event(&id, "the session bound again", |e| {
+        e["type"] == "session.bound" && e["seq"].as_u64() > Some(last)
+    });
+    fx.run_turn(&id, "after the restart", "Back again.");
 }

@@ -39,7 +39,7 @@ use crate::protocol::{
 use crate::runtime::codex::tui_screen::{self, Asked, Composer};
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
 use crate::runtime::common::hosted;
-use crate::runtime::common::{caught, lock, new_session_id};
+use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
 use crate::tmux::SessionCache;
@@ -303,17 +303,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        let (core, stopped) = (self.core.clone(), adopted.clone());
-        tokio::spawn(async move {
-            hosted::following_again(&core, &stopped.session_id).await;
-            let run = this.run(task, checkpoint, ends);
-            // Nothing follows the agent any more: nothing is typed into its pane either.
-            let on_panic = move || {
-                stopped.ended.store(true, Ordering::SeqCst);
-                vec![stopped.session_id.clone()]
-            };
-            caught::follow_caught(&core, "codex adoption follower", on_panic, run).await
-        });
+        let stopped = adopted.clone();
+        let end = move || stopped.ended.store(true, Ordering::SeqCst);
+        let run = this.run(task, checkpoint, ends);
+        let session = session_id.to_string();
+        adopted::spawn_follower(self.core.clone(), Runtime::Codex, session, end, run);
         adopted
     }
 

@@ -62,7 +62,7 @@ use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Item, Liveness, Runtime, SessionAdopted, TurnSource,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters, InputBox};
-use crate::runtime::common::{caught, hosted, lock, new_session_id};
+use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tmux::SessionCache;
 
@@ -354,17 +354,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        let (core, stopped) = (self.core.clone(), adopted.clone());
-        tokio::spawn(async move {
-            hosted::following_again(&core, &stopped.session_id).await;
-            let run = this.run(task, checkpoint, ends);
-            // Nothing follows the agent any more: nothing is typed into its pane either.
-            let on_panic = move || {
-                stopped.ended.store(true, Ordering::SeqCst);
-                vec![stopped.session_id.clone()]
-            };
-            caught::follow_caught(&core, "opencode adoption follower", on_panic, run).await
-        });
+        let stopped = adopted.clone();
+        let end = move || stopped.ended.store(true, Ordering::SeqCst);
+        let run = this.run(task, checkpoint, ends);
+        let session = session_id.to_string();
+        adopted::spawn_follower(self.core.clone(), Runtime::Opencode, session, end, run);
         adopted
     }
 

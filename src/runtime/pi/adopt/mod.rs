@@ -35,7 +35,7 @@ use crate::protocol::{
     AgentStatus, EventKind, HostedSessionView, Liveness, Runtime, SessionAdopted, SessionBound,
 };
 use crate::runtime::common::adopted::{self, AdoptedEnd as End, Adopters};
-use crate::runtime::common::{caught, hosted, lock, new_session_id};
+use crate::runtime::common::{lock, new_session_id};
 use crate::runtime::pi::tui_screen::{self, InputBox};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
 use crate::tail::{self, Checkpoint};
@@ -212,17 +212,11 @@ impl Adoptions {
         self.insert(session_id, adopted.clone());
         let this = self.clone();
         let task = adopted.clone();
-        let (core, stopped) = (self.core.clone(), adopted.clone());
-        tokio::spawn(async move {
-            hosted::following_again(&core, &stopped.session_id).await;
-            let run = this.run(task, checkpoint, ends);
-            // Nothing follows the agent any more: nothing is typed into its pane either.
-            let on_panic = move || {
-                stopped.ended.store(true, Ordering::SeqCst);
-                vec![stopped.session_id.clone()]
-            };
-            caught::follow_caught(&core, "pi adoption follower", on_panic, run).await
-        });
+        let stopped = adopted.clone();
+        let end = move || stopped.ended.store(true, Ordering::SeqCst);
+        let run = this.run(task, checkpoint, ends);
+        let session = session_id.to_string();
+        adopted::spawn_follower(self.core.clone(), Runtime::Pi, session, end, run);
         adopted
     }
 
