@@ -101,7 +101,8 @@ pub async fn run(
             token_file: config.home.join(TOKEN_FILE),
             permission_modes: config.permission_modes.clone(),
         },
-    );
+    )
+    .await;
 
     let watch = WatchHandle::start(
         WatchConfig {

@@ -12,6 +12,8 @@ pub mod codex;
 pub mod common;
 pub mod opencode;
 pub mod pi;
+#[cfg(test)]
+mod restore_tests;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -284,8 +286,10 @@ pub trait SessionHost: Send + Sync {
     /// Starts a session (and its terminal, if asked and available).
     async fn create(&self, request: CreateSession) -> Result<HostedSessionView, HostError>;
 
-    /// Follows again, after a daemon restart, every open session of this runtime.
-    fn restore(&self);
+    /// Follows again, after a daemon restart, every open session of this runtime. What a prompt
+    /// must find at once (a lost session being resumed is `restarting`, not `lost`) is stored
+    /// before this returns; the binding itself goes on in the background.
+    async fn restore(&self);
 
     /// Sends a prompt: a new turn, a steer of the running one, or queued behind it.
     async fn inject(
@@ -544,7 +548,7 @@ impl Hosts {
 
     /// Every runtime's host, made from the daemon's settings, each following its open
     /// sessions again (`restore`).
-    pub fn start(
+    pub async fn start(
         core: crate::core::CoreHandle,
         tmux: Arc<crate::tmux::SessionCache>,
         config: HostsConfig,
@@ -577,7 +581,7 @@ impl Hosts {
         );
         let hosts = Hosts::new(codex, claude, opencode, pi);
         for host in hosts.all() {
-            host.restore();
+            host.restore().await;
         }
         hosts
     }

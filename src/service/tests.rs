@@ -158,7 +158,7 @@ impl SessionHost for Fake {
         Ok(self.core.read(|s| s.session_view(&id)).unwrap())
     }
 
-    fn restore(&self) {}
+    async fn restore(&self) {}
 
     async fn inject(
         &self,

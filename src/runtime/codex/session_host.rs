@@ -121,8 +121,8 @@ impl SessionHost for CodexHost {
         Ok(view)
     }
 
-    fn restore(&self) {
-        CodexHost::restore(self);
+    async fn restore(&self) {
+        CodexHost::restore(self).await;
         self.adoptions().restore();
     }
 

@@ -103,7 +103,7 @@ impl SessionHost for ClaudeHost {
 
     /// Re-attaches to every open claude session after a daemon restart: the panes kept running
     /// under tmux, and the tails resume from their checkpoints.
-    fn restore(&self) {
+    async fn restore(&self) {
         let sessions: Vec<String> = self.inner.core.read(|state| {
             state
                 .sessions

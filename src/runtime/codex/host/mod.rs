@@ -249,7 +249,7 @@ impl CodexHost {
 
     /// Re-attaches every session the log says is open: after a daemon restart, their threads are
     /// resumed on fresh backends and backfilled.
-    pub(in crate::runtime::codex) fn restore(&self) {
+    pub(in crate::runtime::codex) async fn restore(&self) {
         let sessions: Vec<(String, Option<String>)> = self.inner.core.read(|state| {
             state
                 .sessions
@@ -262,9 +262,9 @@ impl CodexHost {
         });
         for (session_id, thread_id) in sessions {
             let live = self.inner.live_for(&session_id);
+            hosted::resuming_lost(&self.inner.core, &live.session_id).await;
             let host = self.clone();
             tokio::spawn(async move {
-                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 let result = match thread_id {
                     Some(thread_id) => host.inner.rebind(&live, &thread_id, None).await,
                     None => host.inner.bind_new(&live).await,

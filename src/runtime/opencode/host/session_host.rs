@@ -91,7 +91,7 @@ impl SessionHost for OpencodeHost {
         Ok(view)
     }
 
-    fn restore(&self) {
+    async fn restore(&self) {
         let sessions: Vec<(String, Option<String>)> = self.inner.core.read(|state| {
             state
                 .sessions
@@ -104,9 +104,9 @@ impl SessionHost for OpencodeHost {
         });
         for (session_id, thread_id) in sessions {
             let live = self.inner.live_for(&session_id);
+            hosted::resuming_lost(&self.inner.core, &live.session_id).await;
             let host = self.clone();
             tokio::spawn(async move {
-                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 let result = match thread_id {
                     Some(thread_id) => host.bind(&live, Some(thread_id), None).await,
                     None => Err(HostError::failed(

@@ -63,7 +63,7 @@ impl SessionHost for PiHost {
         self.create_session(request, None).await
     }
 
-    fn restore(&self) {
+    async fn restore(&self) {
         let sessions: Vec<String> = self.inner.core.read(|state| {
             state
                 .sessions
@@ -76,9 +76,9 @@ impl SessionHost for PiHost {
         });
         for session_id in sessions {
             let live = self.inner.live_for(&session_id);
+            hosted::resuming_lost(&self.inner.core, &live.session_id).await;
             let host = self.clone();
             tokio::spawn(async move {
-                hosted::resuming_lost(&host.inner.core, &live.session_id).await;
                 // Pi went down with the daemon: what it ran was cut short.
                 host.inner.end_cut_turn(&live.session_id).await;
                 if let Err(error) = host.bind(&live).await {
