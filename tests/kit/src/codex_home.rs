@@ -111,6 +111,38 @@ pub fn codex_bin() -> PathBuf {
     path
 }
 
+/// The native codex binary the pinned npm package runs (`vendor/<target>/bin/codex` in the
+/// package or in its platform package, as the launcher finds it). Panics, saying where it
+/// looked, when there is none.
+pub fn native_codex_bin() -> PathBuf {
+    let launcher = std::fs::canonicalize(codex_bin()).expect("the codex launcher resolves");
+    // `<node_modules>/@openai/codex/bin/codex.js`
+    let scope = launcher
+        .ancestors()
+        .nth(3)
+        .expect("the launcher sits in node_modules/@openai/codex/bin")
+        .to_path_buf();
+    let found = std::fs::read_dir(&scope)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|package| {
+            std::fs::read_dir(package.path().join("vendor"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|target| target.path().join("bin").join("codex"))
+        .find(|candidate| candidate.is_file());
+    found.unwrap_or_else(|| {
+        panic!(
+            "no native codex binary under {}/*/vendor/*/bin/ for the launcher {}",
+            scope.display(),
+            launcher.display()
+        )
+    })
+}
+
 /// Points `command` at `codex_home` with the mock API key set (`CODEX_HOME`, `MOCK_API_KEY`).
 pub fn codex_env<'a>(command: &'a mut Command, codex_home: &Path) -> &'a mut Command {
     command

@@ -446,3 +446,54 @@ fn a_daemon_restarted_during_an_approval_closes_the_waiting_item() {
     fx.daemon.restart();
     assert_approval_turn_closed(&fx, &id, &turn, &approval);
 }
+
+/// A backend killed while it cannot be started again (the codex binary the daemon runs is
+/// gone): the running turn ends `interrupted` and lost, its approval with it, and the session
+/// is `lost` saying why, refusing prompts at once — not left with a turn open until a restart.
+#[test]
+fn a_backend_that_cannot_be_restarted_ends_its_turn_and_leaves_the_session_lost() {
+    let link_dir = tempfile::Builder::new()
+        .prefix("cohost-codex-link-")
+        .tempdir()
+        .unwrap();
+    let link = link_dir.path().join("codex");
+    std::os::unix::fs::symlink(crate::support::codex_home::native_codex_bin(), &link).unwrap();
+    let fx = CodexFixture::start_with_env(&[], "", &[("COHOST_CODEX_BIN", link.to_str().unwrap())]);
+    let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
+    let (turn, approval) = turn_waiting_for_approval(&fx, &id);
+    std::fs::remove_file(&link).unwrap();
+    let pids = backend_pids(fx.daemon.pid());
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    kill_group(pids[0]);
+    let done = fx.wait_event(&id, "the turn that waited ended", turn_completed(&turn));
+    assert_eq!(done["data"]["status"], "interrupted", "{done}");
+    assert_eq!(done["data"]["lost"], true, "{done}");
+    assert_eq!(
+        done["data"]["error"], "the codex backend exited during the turn",
+        "{done}"
+    );
+    eventually("the session lost", || {
+        (fx.view(&id)["state"] == "lost").then_some(())
+    });
+    let lost = fx.view(&id);
+    assert_eq!(lost["pendingApprovals"], 0, "{lost}");
+    fx.daemon
+        .post(
+            &format!("/api/sessions/{id}/approvals/{approval}"),
+            &json!({ "decision": "accept" }),
+        )
+        .assert_error(409, "approval_resolved", None);
+    let refused = fx
+        .daemon
+        .post(
+            &format!("/api/sessions/{id}/messages"),
+            &json!({ "text": "Are you there?" }),
+        )
+        .assert_error(409, "not_live", None);
+    let message = refused["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(&format!("session `{id}` is lost: ")),
+        "{refused}"
+    );
+    assert!(!fx.work.join("late.txt").exists(), "the command never ran");
+}

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::super::process::{AppServerProcess, Listen};
+use super::binding::BACKEND_EXITED;
 use super::{Backend, CodexHost, Inner, lock};
 use crate::protocol::{Budget, Runtime, SessionState};
 use crate::runtime::HostError;
@@ -187,21 +188,47 @@ impl Inner {
         sessions
     }
 
-    /// A backend whose dispatch panicked: nothing reads its events any more. Its sessions are
-    /// `lost` with the panic's message (a restart of cohost resumes them; resuming them here
-    /// could meet the same panic again, and again), and its process is stopped, so the next
-    /// session gets a backend of its own.
+    /// A backend whose dispatch panicked: nothing reads its events any more. Its process is
+    /// stopped, so the next session gets a backend of its own, and its sessions are settled as
+    /// when a restart cannot bring them back: the running turn ends `interrupted` and `lost`
+    /// (its pending approvals with it), and the session is `lost` with the panic's message (a
+    /// restart of cohost resumes it; resuming it here could meet the same panic again, and
+    /// again).
     pub(super) async fn abandon(self: &Arc<Self>, dead: Arc<Backend>, panic: &str) {
         let sessions = self.forget(&dead).await;
         tracing::error!(key = %dead.key, %panic, ?sessions, "a codex backend's dispatch panicked");
-        let message = caught::lost_message("codex dispatch", panic);
-        for (session_id, _) in &sessions {
-            self.status(session_id, SessionState::Lost, Some(message.clone()))
-                .await;
-        }
         if let Some(process) = dead.process.lock().await.take() {
             process.shutdown(BACKEND_STOP_GRACE).await;
         }
+        let message = caught::lost_message("codex dispatch", panic);
+        for (session_id, _) in &sessions {
+            self.settle_lost(
+                &dead,
+                session_id,
+                "cohost stopped following codex",
+                &message,
+            )
+            .await;
+        }
+    }
+
+    /// A session its backend can no longer run: its open turn ended `interrupted` and `lost`
+    /// with `turn_error`, then the session `lost` with `message` — even if ending the turn
+    /// panics (the forwarder a panicked dispatch left half-changed).
+    async fn settle_lost(
+        self: &Arc<Self>,
+        dead: &Arc<Backend>,
+        session_id: &str,
+        turn_error: &str,
+        message: &str,
+    ) {
+        let live = self.live_for(session_id);
+        let settle = async |message| {
+            self.end_cut_turn(&live, dead, turn_error, None).await;
+            self.status(session_id, SessionState::Lost, Some(message))
+                .await;
+        };
+        caught::settle_caught(&self.core, session_id, message.to_string(), settle).await;
     }
 
     /// Replaces a dead backend and resumes every thread it served.
@@ -228,8 +255,9 @@ impl Inner {
                     tokio::time::sleep(RESTART_BACKOFF * attempt).await;
                 }
                 Err(error) => {
+                    let message = error.to_string();
                     for (session_id, _) in &sessions {
-                        self.status(session_id, SessionState::Lost, Some(error.to_string()))
+                        self.settle_lost(&dead, session_id, BACKEND_EXITED, &message)
                             .await;
                     }
                     return;
@@ -243,7 +271,7 @@ impl Inner {
                 .await
             {
                 tracing::warn!(session = %session_id, %error, "could not resume the thread");
-                self.status(&session_id, SessionState::Lost, Some(error.to_string()))
+                self.settle_lost(&dead, &session_id, BACKEND_EXITED, &error.to_string())
                     .await;
                 continue;
             }

@@ -10,6 +10,9 @@ use super::{Backend, Binding, Inner, Live, lock, wire};
 use crate::protocol::{EventKind, Runtime, SessionBound, TurnCompleted, TurnStatus};
 use crate::runtime::HostError;
 
+/// A running turn's error when its backend exited under a running daemon.
+pub(super) const BACKEND_EXITED: &str = "the codex backend exited during the turn";
+
 /// `thread/resume` attempts while a thread has no rollout yet.
 const RESUME_ATTEMPTS: u32 = 20;
 const RESUME_BACKOFF: std::time::Duration = std::time::Duration::from_millis(250);
@@ -133,7 +136,7 @@ impl Inner {
         // with the daemon; with one, the old backend exited under a running daemon.
         let cut = match backend {
             None => "the daemon stopped during the turn",
-            Some(_) => "the codex backend exited during the turn",
+            Some(_) => BACKEND_EXITED,
         };
         let backend = match backend {
             Some(backend) => backend,
@@ -196,28 +199,43 @@ impl Inner {
         self.attach(live, thread_id, &backend, snapshot.as_ref(), Some(cut))
             .await?;
         // A turn the old backend was running and that did not end in the backfill is over.
-        let dangling = self.core.read(|state| {
+        let running = lock(&live.turn).current.clone();
+        self.end_cut_turn(live, &backend, cut, running.as_deref())
+            .await;
+        Ok(())
+    }
+
+    /// Ends the turn the session's state still has open, unless it is `running` (one a backend
+    /// runs now): `interrupted` and `lost`, with `error` — its open items and pending approvals
+    /// end with it.
+    pub(super) async fn end_cut_turn(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        backend: &Arc<Backend>,
+        error: &str,
+        running: Option<&str>,
+    ) {
+        let open = self.core.read(|state| {
             state
                 .sessions
                 .get(&live.session_id)
                 .and_then(|s| s.active_turn.clone())
         });
-        if let Some(turn_id) = dangling
-            && lock(&live.turn).current.as_deref() != Some(turn_id.as_str())
+        if let Some(turn_id) = open
+            && running != Some(turn_id.as_str())
         {
             self.end_turn(
                 live,
-                &backend,
+                backend,
                 TurnCompleted {
                     turn_id,
                     status: TurnStatus::Interrupted,
-                    error: Some(cut.into()),
+                    error: Some(error.into()),
                     duration_ms: None,
                     lost: true,
                 },
             )
             .await;
         }
-        Ok(())
     }
 }
