@@ -5,7 +5,8 @@
 //! duplicate counts as stored, an approval's answer (after [`check_decision`], or why there is
 //! nothing to answer: [`not_pending`]), one resolved by the runtime, the close; and the
 //! pending requests a host holds by id for the session that owns them ([`take_pending`],
-//! [`take_all_pending`]).
+//! [`take_all_pending`]); and a turn its runtime can no longer finish, ended from what the core
+//! holds of it ([`end_cut_turn`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,8 +17,8 @@ use tokio::sync::watch;
 use super::lock;
 use crate::core::{CoreError, CoreHandle};
 use crate::protocol::{
-    ApprovalId, ApprovalResolved, EventKind, Runtime, SessionClosed, SessionCreated, SessionState,
-    SessionStatus,
+    ApprovalId, ApprovalResolved, EventKind, Item, ItemEvent, Runtime, SessionClosed,
+    SessionCreated, SessionState, SessionStatus, TurnCompleted, TurnStatus,
 };
 use crate::runtime::HostError;
 
@@ -264,6 +265,104 @@ pub async fn record_closed(core: &CoreHandle, session_id: &str) -> Result<(), Ho
     Ok(())
 }
 
+/// Ends the turn the session's state still has open, which its runtime can no longer finish
+/// (the runtime went down with the daemon, or cannot be started again), from what the core holds
+/// of it: every pending approval resolved by the runtime, every item the turn left open closed
+/// ([`interrupted`]), and the turn `interrupted` and `lost` with `error`. A session without an
+/// open turn gets its pending approvals resolved alone.
+pub async fn end_cut_turn(core: &CoreHandle, session_id: &str, runtime: Runtime, error: &str) {
+    let (turn, approvals, open) = core.read(|state| {
+        let Some(session) = state.sessions.get(session_id) else {
+            return (None, Vec::new(), Vec::new());
+        };
+        let turn = session.active_turn.clone();
+        let approvals: Vec<_> = session
+            .pending_approvals()
+            .map(|a| a.request.approval_id.clone())
+            .collect();
+        let open: Vec<ItemEvent> = session
+            .open_items
+            .values()
+            .filter(|item| Some(&item.turn_id) == turn.as_ref())
+            .cloned()
+            .collect();
+        (turn, approvals, open)
+    });
+    for approval_id in approvals {
+        store(
+            core,
+            session_id,
+            resolved_by_runtime(approval_id, None),
+            runtime,
+        )
+        .await;
+    }
+    let Some(turn_id) = turn else { return };
+    for item in open {
+        let closed = ItemEvent {
+            turn_id: item.turn_id,
+            item: interrupted(item.item),
+        };
+        store(core, session_id, EventKind::ItemCompleted(closed), runtime).await;
+    }
+    let done = TurnCompleted {
+        turn_id,
+        status: TurnStatus::Interrupted,
+        error: Some(error.into()),
+        duration_ms: None,
+        lost: true,
+    };
+    store(core, session_id, EventKind::TurnCompleted(done), runtime).await;
+}
+
+/// An item its cut turn left open, closed: a command, a file change or a tool call
+/// `interrupted`, an agent's text `interrupted`; any other as it was.
+pub fn interrupted(item: Item) -> Item {
+    match item {
+        Item::Command {
+            id,
+            command,
+            cwd,
+            exit_code,
+            output,
+            duration_ms,
+            ..
+        } => Item::Command {
+            id,
+            command,
+            cwd,
+            status: "interrupted".into(),
+            exit_code,
+            output,
+            duration_ms,
+        },
+        Item::FileChange { id, changes, .. } => Item::FileChange {
+            id,
+            changes,
+            status: "interrupted".into(),
+        },
+        Item::Tool {
+            id,
+            name,
+            input,
+            output,
+            ..
+        } => Item::Tool {
+            id,
+            name,
+            input,
+            output,
+            status: "interrupted".into(),
+        },
+        Item::AgentMessage { id, text, .. } => Item::AgentMessage {
+            id,
+            text,
+            interrupted: true,
+        },
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +383,62 @@ mod tests {
             let session = s.sessions.get("cs_a").unwrap();
             (session.state, session.state_message.clone())
         })
+    }
+
+    #[tokio::test]
+    async fn a_cut_turn_ends_with_its_open_items_and_approvals_from_what_the_core_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = one_session(dir.path()).await;
+        let kind = |value: serde_json::Value| serde_json::from_value::<EventKind>(value).unwrap();
+        for event in [
+            serde_json::json!({"type": "turn.started", "data": {"turnId": "t1", "source": "api"}}),
+            serde_json::json!({"type": "item.started", "data": {"turnId": "t1", "item":
+                {"type": "command", "id": "c1", "command": "make", "cwd": "/w", "status": "inProgress"}}}),
+            serde_json::json!({"type": "item.started", "data": {"turnId": "t1", "item":
+                {"type": "agentMessage", "id": "m1", "text": "Building"}}}),
+            serde_json::json!({"type": "approval.requested", "data": {"approvalId": "ap1",
+                "kind": "command", "turnId": "t1", "itemId": "c1", "command": "make",
+                "decisions": ["accept", "decline"]}}),
+        ] {
+            core.append(Some("cs_a".into()), kind(event)).await.unwrap();
+        }
+        let mut appended = core.subscribe();
+        end_cut_turn(
+            &core,
+            "cs_a",
+            Runtime::Pi,
+            "the daemon stopped during the turn",
+        )
+        .await;
+        let mut stored = Vec::new();
+        while let Ok(event) = appended.try_recv() {
+            let value: serde_json::Value = serde_json::from_str(&event.json).unwrap();
+            // The core's own: a turn that ended interrupted notifies.
+            if value["type"] != "notification" {
+                stored.push(serde_json::json!([value["type"], value["data"]]));
+            }
+        }
+        assert_eq!(
+            stored,
+            vec![
+                serde_json::json!(["approval.resolved",
+                    {"approvalId": "ap1", "by": "runtime"}]),
+                serde_json::json!(["item.completed", {"turnId": "t1", "item":
+                    {"type": "command", "id": "c1", "command": "make", "cwd": "/w",
+                     "status": "interrupted"}}]),
+                serde_json::json!(["item.completed", {"turnId": "t1", "item":
+                    {"type": "agentMessage", "id": "m1", "text": "Building", "interrupted": true}}]),
+                serde_json::json!(["turn.completed", {"turnId": "t1", "status": "interrupted",
+                    "error": "the daemon stopped during the turn", "lost": true}]),
+            ]
+        );
+        let session = core.read(|s| s.sessions.get("cs_a").cloned().unwrap());
+        assert_eq!(session.active_turn, None);
+        assert!(session.open_items.is_empty());
+        assert_eq!(session.pending_approvals().count(), 0);
+        // Nothing open: nothing appended.
+        end_cut_turn(&core, "cs_a", Runtime::Pi, "again").await;
+        assert!(appended.try_recv().is_err(), "nothing appended");
     }
 
     #[tokio::test]

@@ -685,48 +685,6 @@ pub fn backfill(
     out
 }
 
-/// An item its cut turn left open, closed: a tool call `interrupted`, a text `interrupted`.
-pub fn interrupted(item: Item) -> Item {
-    match item {
-        Item::Command {
-            id,
-            command,
-            cwd,
-            exit_code,
-            output,
-            duration_ms,
-            ..
-        } => Item::Command {
-            id,
-            command,
-            cwd,
-            status: "interrupted".into(),
-            exit_code,
-            output,
-            duration_ms,
-        },
-        Item::Tool {
-            id,
-            name,
-            input,
-            output,
-            ..
-        } => Item::Tool {
-            id,
-            name,
-            input,
-            output,
-            status: "interrupted".into(),
-        },
-        Item::AgentMessage { id, text, .. } => Item::AgentMessage {
-            id,
-            text,
-            interrupted: true,
-        },
-        other => other,
-    }
-}
-
 #[cfg(test)]
 #[path = "normalize_tests.rs"]
 mod tests;

@@ -447,35 +447,58 @@ fn a_daemon_restarted_during_an_approval_closes_the_waiting_item() {
     assert_approval_turn_closed(&fx, &id, &turn, &approval);
 }
 
-/// A backend killed while it cannot be started again (the codex binary the daemon runs is
-/// gone): the running turn ends `interrupted` and lost, its approval with it, and the session
-/// is `lost` saying why, refusing prompts at once — not left with a turn open until a restart.
-#[test]
-fn a_backend_that_cannot_be_restarted_ends_its_turn_and_leaves_the_session_lost() {
-    let link_dir = tempfile::Builder::new()
+/// A daemon whose codex is a link the test can remove (the native binary the pinned package
+/// runs), with a session whose turn waits for an approval: the fixture, the link's directory
+/// (kept while the fixture lives), the link, the session, the turn and the approval.
+struct BehindALink {
+    fx: CodexFixture,
+    _dir: tempfile::TempDir,
+    link: std::path::PathBuf,
+    id: String,
+    turn: String,
+    approval: String,
+}
+
+fn codex_behind_a_link() -> BehindALink {
+    let dir = tempfile::Builder::new()
         .prefix("cohost-codex-link-")
         .tempdir()
         .unwrap();
-    let link = link_dir.path().join("codex");
+    let link = dir.path().join("codex");
     std::os::unix::fs::symlink(crate::support::codex_home::native_codex_bin(), &link).unwrap();
     let fx = CodexFixture::start_with_env(&[], "", &[("COHOST_CODEX_BIN", link.to_str().unwrap())]);
     let id = fx.create(json!({ "approvalPolicy": "untrusted" }));
     let (turn, approval) = turn_waiting_for_approval(&fx, &id);
-    std::fs::remove_file(&link).unwrap();
-    let pids = backend_pids(fx.daemon.pid());
-    assert_eq!(pids.len(), 1, "{pids:?}");
-    kill_group(pids[0]);
-    let done = fx.wait_event(&id, "the turn that waited ended", turn_completed(&turn));
+    BehindALink {
+        fx,
+        _dir: dir,
+        link,
+        id,
+        turn,
+        approval,
+    }
+}
+
+/// The turn that waited for the approval ended `interrupted` and lost with `error`, the
+/// approval with it, the session `lost`, a prompt refused at once saying so, and the command
+/// never ran.
+#[track_caller]
+fn assert_cut_and_lost(case: &BehindALink, error: &str) {
+    let BehindALink {
+        fx,
+        id,
+        turn,
+        approval,
+        ..
+    } = case;
+    let done = fx.wait_event(id, "the turn that waited ended", turn_completed(turn));
     assert_eq!(done["data"]["status"], "interrupted", "{done}");
     assert_eq!(done["data"]["lost"], true, "{done}");
-    assert_eq!(
-        done["data"]["error"], "the codex backend exited during the turn",
-        "{done}"
-    );
+    assert_eq!(done["data"]["error"], error, "{done}");
     eventually("the session lost", || {
-        (fx.view(&id)["state"] == "lost").then_some(())
+        (fx.view(id)["state"] == "lost").then_some(())
     });
-    let lost = fx.view(&id);
+    let lost = fx.view(id);
     assert_eq!(lost["pendingApprovals"], 0, "{lost}");
     fx.daemon
         .post(
@@ -496,4 +519,27 @@ fn a_backend_that_cannot_be_restarted_ends_its_turn_and_leaves_the_session_lost(
         "{refused}"
     );
     assert!(!fx.work.join("late.txt").exists(), "the command never ran");
+}
+
+/// A backend killed while it cannot be started again (the codex binary the daemon runs is
+/// gone): the running turn ends `interrupted` and lost, its approval with it, and the session
+/// is `lost` saying why, refusing prompts at once — not left with a turn open until a restart.
+#[test]
+fn a_backend_that_cannot_be_restarted_ends_its_turn_and_leaves_the_session_lost() {
+    let case = codex_behind_a_link();
+    std::fs::remove_file(&case.link).unwrap();
+    let pids = backend_pids(case.fx.daemon.pid());
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    kill_group(pids[0]);
+    assert_cut_and_lost(&case, "the codex backend exited during the turn");
+}
+
+/// A daemon restarted while it cannot start codex any more: the turn its old backend ran ends
+/// `interrupted` and lost, its approval with it, and the session is `lost`.
+#[test]
+fn a_daemon_restarted_without_codex_ends_the_cut_turn_and_leaves_the_session_lost() {
+    let mut case = codex_behind_a_link();
+    std::fs::remove_file(&case.link).unwrap();
+    case.fx.daemon.restart();
+    assert_cut_and_lost(&case, "the daemon stopped during the turn");
 }

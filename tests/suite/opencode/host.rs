@@ -117,6 +117,57 @@ fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool
     );
 }
 
+/// A daemon restarted while it cannot start OpenCode any more (its binary gone): the turn the
+/// old server ran ends `interrupted` and lost, its approval settled, and the session is `lost`
+/// — not left with a turn open until a restart that can bind it.
+#[test]
+fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_lost() {
+    let link_dir = tempfile::Builder::new()
+        .prefix("cohost-opencode-link-")
+        .tempdir()
+        .unwrap();
+    let link = link_dir.path().join("opencode");
+    std::os::unix::fs::symlink(super::opencode_bin(), &link).unwrap();
+    let mut fx =
+        OpencodeFixture::start_with(&[], &[("COHOST_OPENCODE_BIN", link.to_str().unwrap())]);
+    let id = fx.create(json!({}));
+    fx.mock.push(Step::tool_use(
+        "bash",
+        json!({"command": "touch never.txt", "description": "Create never.txt"}),
+    ));
+    let turn = fx.send(&id, "Create never.txt")["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(&link).unwrap();
+    fx.daemon.restart();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
+    assert_eq!(done["data"]["lost"], true, "{}", fx.dump(&id));
+    assert_eq!(
+        done["data"]["error"],
+        "the daemon stopped during the turn",
+        "{}",
+        fx.dump(&id)
+    );
+    fx.wait_event(&id, "the session lost", |e| {
+        e["type"] == "session.status" && e["data"]["state"] == "lost"
+    });
+    let resolved = fx.wait_event(&id, "the approval settled", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
+    });
+    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
+    fx.decide(&id, &approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    assert!(!fx.work.join("never.txt").exists());
+    fx.assert_refused_as_lost(&id, "");
+}
+
 /// The session's server dies while an approval waits: the turn ends `interrupted` (`lost`),
 /// the session is `lost` with the reason, and the approval is settled (an answer is 409).
 #[test]

@@ -271,6 +271,10 @@ impl CodexHost {
                 };
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the session");
+                    // The backend that ran its turn went with the daemon, and none took it up.
+                    let cut = "the daemon stopped during the turn";
+                    hosted::end_cut_turn(&host.inner.core, &live.session_id, Runtime::Codex, cut)
+                        .await;
                     host.inner
                         .status(
                             &live.session_id,

@@ -126,6 +126,15 @@ impl SessionHost for OpencodeHost {
                 }
                 if let Err(error) = result {
                     tracing::warn!(session = %live.session_id, %error, "could not restore the opencode session");
+                    // The server that ran its turn went with the daemon, and none took it up.
+                    let cut = "the daemon stopped during the turn";
+                    hosted::end_cut_turn(
+                        &host.inner.core,
+                        &live.session_id,
+                        Runtime::Opencode,
+                        cut,
+                    )
+                    .await;
                     host.inner
                         .status(
                             &live.session_id,

@@ -20,7 +20,8 @@ use crate::formats::pi::{AgentMessage, MessageContent, Role, SessionEntry, StopR
 use crate::protocol::{
     EventKind, Item, ItemEvent, TurnCompleted, TurnSource, TurnStarted, TurnStatus,
 };
-use crate::runtime::pi::normalize::{interrupted, tool_done, tool_started};
+use crate::runtime::common::hosted::interrupted;
+use crate::runtime::pi::normalize::{tool_done, tool_started};
 
 /// Follows one session file.
 #[derive(Debug, Default)]

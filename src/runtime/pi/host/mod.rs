@@ -38,7 +38,7 @@ mod session_host;
 use crate::core::CoreHandle;
 use crate::protocol::{
     EventKind, Field, ForkOrigin, HostedSessionView, Runtime, SessionBound, SessionCreated,
-    SessionState, TurnCompleted, TurnStatus, message,
+    SessionState, message,
 };
 use crate::runtime::common::gated::Gated;
 use crate::runtime::common::hosted::{self, resolved_by_runtime};
@@ -701,64 +701,8 @@ impl Inner {
                 self.store(session_id, kind).await;
             }
         }
-        self.end_cut_turn_rest(session_id).await;
-    }
-
-    async fn end_cut_turn_rest(&self, session_id: &str) {
-        let (turn, approvals) = self.core.read(|state| {
-            state
-                .sessions
-                .get(session_id)
-                .map(|s| {
-                    (
-                        s.active_turn.clone(),
-                        s.pending_approvals()
-                            .map(|a| a.request.approval_id.clone())
-                            .collect::<Vec<_>>(),
-                    )
-                })
-                .unwrap_or_default()
-        });
-        for approval_id in approvals {
-            self.store(session_id, resolved_by_runtime(approval_id, None))
-                .await;
-        }
-        if let Some(turn_id) = turn {
-            let open: Vec<crate::protocol::ItemEvent> = self.core.read(|state| {
-                state
-                    .sessions
-                    .get(session_id)
-                    .map(|s| {
-                        s.open_items
-                            .values()
-                            .filter(|item| item.turn_id == turn_id)
-                            .cloned()
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            });
-            for item in open {
-                self.store(
-                    session_id,
-                    EventKind::ItemCompleted(crate::protocol::ItemEvent {
-                        turn_id: item.turn_id,
-                        item: super::normalize::interrupted(item.item),
-                    }),
-                )
-                .await;
-            }
-            self.store(
-                session_id,
-                EventKind::TurnCompleted(TurnCompleted {
-                    turn_id,
-                    status: TurnStatus::Interrupted,
-                    error: Some("the daemon restarted while the turn ran".into()),
-                    duration_ms: None,
-                    lost: true,
-                }),
-            )
-            .await;
-        }
+        let cut = "the daemon restarted while the turn ran";
+        hosted::end_cut_turn(&self.core, session_id, Runtime::Pi, cut).await;
     }
 }
 
