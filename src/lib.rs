@@ -16,6 +16,7 @@
 //! - [`mcp`] — the MCP server (rmcp): tools over `/mcp` and `cohost mcp` (stdio).
 //! - [`peers`] — the supported range of each peer CLI (codex, claude), written once.
 //! - [`process`] — what `/proc` says of a process (alive, name, parents).
+//! - [`failures`] — the tasks that panicked while the daemon went on, for health and doctor.
 //! - [`daemon`] — wiring and shutdown order for `cohost serve`.
 //! - [`notifier`] — `--notify-command`: a command run per attention notification.
 
@@ -28,6 +29,7 @@ pub mod commands;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod failures;
 pub mod federation;
 pub mod formats;
 pub mod http;

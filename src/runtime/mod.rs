@@ -525,6 +525,9 @@ pub trait SessionHost: Send + Sync {
 #[derive(Clone)]
 pub struct Hosts {
     hosts: HashMap<Runtime, Arc<dyn SessionHost>>,
+    /// Where the hosts' followers record their panics (`runtime::common::caught`), shared
+    /// with the daemon's own tasks.
+    failures: crate::failures::TaskFailures,
 }
 
 impl Hosts {
@@ -534,6 +537,7 @@ impl Hosts {
         claude: claude::host::ClaudeHost,
         opencode: opencode::host::OpencodeHost,
         pi: pi::host::PiHost,
+        failures: crate::failures::TaskFailures,
     ) -> Self {
         let list: [Arc<dyn SessionHost>; 4] = [
             Arc::new(codex),
@@ -543,6 +547,7 @@ impl Hosts {
         ];
         Hosts {
             hosts: list.into_iter().map(|h| (h.runtime(), h)).collect(),
+            failures,
         }
     }
 
@@ -553,6 +558,7 @@ impl Hosts {
         tmux: Arc<crate::tmux::SessionCache>,
         config: HostsConfig,
     ) -> Self {
+        let failures = crate::failures::TaskFailures::default();
         let codex = codex::host::CodexHost::new(
             core.clone(),
             Arc::clone(&tmux),
@@ -561,14 +567,21 @@ impl Hosts {
                 user_codex_home: codex::host::user_codex_home(),
                 backend_idle_ttl: codex::host::BACKEND_IDLE_TTL,
                 park_timeout: codex::host::PARK_TIMEOUT,
+                failures: failures.clone(),
             },
         );
         let opencode = opencode::host::OpencodeHost::new(
             core.clone(),
             Arc::clone(&tmux),
             config.home.join("opencode"),
+            failures.clone(),
         );
-        let pi = pi::host::PiHost::new(core.clone(), Arc::clone(&tmux), config.home.join("pi"));
+        let pi = pi::host::PiHost::new(
+            core.clone(),
+            Arc::clone(&tmux),
+            config.home.join("pi"),
+            failures.clone(),
+        );
         let claude = claude::host::ClaudeHost::new(
             core,
             tmux,
@@ -577,9 +590,10 @@ impl Hosts {
                 socket: config.socket,
                 token_file: config.token_file,
                 permission_modes: config.permission_modes,
+                failures: failures.clone(),
             },
         );
-        let hosts = Hosts::new(codex, claude, opencode, pi);
+        let hosts = Hosts::new(codex, claude, opencode, pi, failures);
         for host in hosts.all() {
             host.restore().await;
         }
@@ -590,7 +604,14 @@ impl Hosts {
     pub fn from_hosts(hosts: Vec<Arc<dyn SessionHost>>) -> Self {
         Hosts {
             hosts: hosts.into_iter().map(|h| (h.runtime(), h)).collect(),
+            failures: crate::failures::TaskFailures::default(),
         }
+    }
+
+    /// The tasks that panicked while the daemon went on: the hosts' followers record theirs
+    /// here, and the daemon its own tasks' (`service.task_failures()` is this list).
+    pub fn task_failures(&self) -> crate::failures::TaskFailures {
+        self.failures.clone()
     }
 
     /// The runtime whose doctor report sits at the top level of `cohost doctor` (codex's

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::core::CoreHandle;
 use crate::core::event_log::FsyncPolicy;
+use crate::failures::TaskFailures;
 use crate::protocol::{EventKind, Runtime, SessionCreated, SessionState, SessionStatus};
 use crate::runtime::SessionHost;
 use crate::tmux::{SessionCache, Tmux};
@@ -55,7 +56,12 @@ fn resuming() -> (SessionState, Option<String>) {
 async fn a_lost_pi_session_is_restarting_when_the_restore_returns() {
     let dir = tempfile::tempdir().unwrap();
     let core = one_lost_session(dir.path(), Runtime::Pi).await;
-    let host = super::pi::host::PiHost::new(core.clone(), tmux(dir.path()), dir.path().join("pi"));
+    let host = super::pi::host::PiHost::new(
+        core.clone(),
+        tmux(dir.path()),
+        dir.path().join("pi"),
+        TaskFailures::default(),
+    );
     assert_eq!(state_once_restored(&core, &host).await, resuming());
 }
 
@@ -67,6 +73,7 @@ async fn a_lost_opencode_session_is_restarting_when_the_restore_returns() {
         core.clone(),
         tmux(dir.path()),
         dir.path().join("opencode"),
+        TaskFailures::default(),
     );
     assert_eq!(state_once_restored(&core, &host).await, resuming());
 }
@@ -83,6 +90,7 @@ async fn a_lost_codex_session_is_restarting_when_the_restore_returns() {
             user_codex_home: None,
             backend_idle_ttl: super::codex::host::BACKEND_IDLE_TTL,
             park_timeout: super::codex::host::PARK_TIMEOUT,
+            failures: TaskFailures::default(),
         },
     );
     assert_eq!(state_once_restored(&core, &host).await, resuming());

@@ -96,6 +96,7 @@ pub struct ServiceParts {
 
 impl Service {
     pub fn new(parts: ServiceParts) -> Service {
+        let task_failures = parts.hosts.task_failures();
         Service {
             core: parts.core,
             tmux: parts.tmux,
@@ -107,7 +108,7 @@ impl Service {
             create_keys: Arc::default(),
             machine: machine::MachineInfo::default(),
             profiles: profiles::Held::new(parts.profiles, parts.profiles_reload),
-            task_failures: TaskFailures::default(),
+            task_failures,
         }
     }
 

@@ -305,6 +305,7 @@ fn fixture() -> Fixture {
     let tasks = TaskManager::new(core.clone(), hosts.clone());
     tokio::spawn(tasks.clone().run(cancel.clone()));
     let tmux = SessionCache::new(Tmux::new(Some(home.path().join("no-tmux"))));
+    let task_failures = hosts.task_failures();
     Fixture {
         service: Service {
             core,
@@ -317,7 +318,7 @@ fn fixture() -> Fixture {
             create_keys: Arc::default(),
             machine: Default::default(),
             profiles: super::profiles::Held::new(Default::default(), None),
-            task_failures: Default::default(),
+            task_failures,
         },
         fake,
         work: tempfile::tempdir().unwrap(),
@@ -1312,4 +1313,34 @@ async fn a_daemon_task_that_panicked_shows_in_health_and_doctor_the_first_eight_
     let failed = fx.service.health(listen).failed_tasks;
     assert_eq!(failed.len(), super::MAX_FAILED_TASKS);
     assert_eq!(failed[0], "the tick loop panicked: planted");
+}
+
+#[tokio::test]
+async fn a_follower_that_panicked_shows_in_health_and_doctor() {
+    let fx = fixture();
+    let listen: std::net::SocketAddr = "127.0.0.1:7391".parse().unwrap();
+    // What `runtime::common::caught::lost` records, in the list the hosts share.
+    let message = crate::runtime::common::caught::lost(
+        &fx.service.hosts.task_failures(),
+        "pi dispatch",
+        &["cs_a".to_string()],
+        "planted",
+    );
+    assert!(
+        message.starts_with("cohost stopped following this session"),
+        "{message}"
+    );
+    let health = json!(fx.service.health(listen));
+    assert_eq!(health["ok"], false, "{health}");
+    assert_eq!(
+        health["failedTasks"],
+        json!(["the pi dispatch of session `cs_a` panicked: planted"])
+    );
+    let doctor = json!(fx.service.doctor().await);
+    assert!(
+        doctor["issues"].as_array().unwrap().contains(&json!(
+            "daemon: the pi dispatch of session `cs_a` panicked: planted; its work stopped until cohost restarts"
+        )),
+        "{doctor}"
+    );
 }

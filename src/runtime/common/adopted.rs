@@ -479,28 +479,6 @@ pub fn open_sessions(core: &CoreHandle, runtime: Runtime) -> Vec<(String, Sessio
     })
 }
 
-/// Runs an adopted agent's follower (`run`, of `session_id`): a session a restart finds `lost`
-/// is `live` again as it starts ([`super::hosted::following_again`]); should it panic, `end`
-/// marks the adopted agent ended — nothing is typed into its pane any more — and the session
-/// goes `lost` ([`super::caught::follow_caught`]).
-pub fn spawn_follower(
-    core: CoreHandle,
-    runtime: Runtime,
-    session_id: String,
-    end: impl FnOnce() + Send + 'static,
-    run: impl Future<Output = ()> + Send + 'static,
-) {
-    tokio::spawn(async move {
-        super::hosted::following_again(&core, &session_id).await;
-        let on_panic = move || {
-            end();
-            vec![session_id]
-        };
-        let name = format!("{runtime} adoption follower", runtime = runtime.as_str());
-        super::caught::follow_caught(&core, &name, on_panic, run).await
-    });
-}
-
 /// Reports an adopted agent's status to the tracker, in its pane (`agent`: the tracker's name).
 pub async fn report(
     core: &CoreHandle,
@@ -627,10 +605,18 @@ pub struct Adopters<A> {
     runtime: Runtime,
     live: Mutex<HashMap<String, Arc<A>>>,
     adopting: tokio::sync::Mutex<()>,
+    /// Where a follower's panic is recorded for health and doctor.
+    failures: crate::failures::TaskFailures,
 }
 
 impl<A> Adopters<A> {
-    pub fn new(runtime: Runtime, core: CoreHandle, tmux: Arc<SessionCache>, root: &Path) -> Self {
+    pub fn new(
+        runtime: Runtime,
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        root: &Path,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         Adopters {
             core,
             tmux,
@@ -638,7 +624,31 @@ impl<A> Adopters<A> {
             runtime,
             live: Mutex::new(HashMap::new()),
             adopting: tokio::sync::Mutex::new(()),
+            failures,
         }
+    }
+
+    /// Runs an adopted agent's follower (`run`, of `session_id`): a session a restart finds
+    /// `lost` is `live` again as it starts ([`super::hosted::following_again`]); should it
+    /// panic, `end` marks the adopted agent ended — nothing is typed into its pane any more —
+    /// and the session goes `lost` ([`super::caught::follow_caught`]).
+    pub fn spawn_follower(
+        &self,
+        session_id: String,
+        end: impl FnOnce() + Send + 'static,
+        run: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let core = self.core.clone();
+        let failures = self.failures.clone();
+        let name = format!("{} adoption follower", self.runtime.as_str());
+        tokio::spawn(async move {
+            super::hosted::following_again(&core, &session_id).await;
+            let on_panic = move || {
+                end();
+                vec![session_id]
+            };
+            super::caught::follow_caught(&core, &failures, &name, on_panic, run).await
+        });
     }
 
     /// Whether session `id` is an adopted agent of this runtime (by the log: also after its

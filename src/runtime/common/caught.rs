@@ -10,6 +10,7 @@ use std::panic::AssertUnwindSafe;
 use futures_util::FutureExt;
 
 use crate::core::CoreHandle;
+use crate::failures::TaskFailures;
 use crate::protocol::SessionState;
 
 /// Runs `task`; its panic, if it panics, as the panic's message.
@@ -21,10 +22,23 @@ pub async fn caught<F: Future>(task: F) -> Result<F::Output, String> {
 }
 
 /// What a session lost to its follower's panic says (`session.status`'s message).
-pub fn lost_message(task: &str, panic: &str) -> String {
+fn lost_message(task: &str, panic: &str) -> String {
     format!(
         "cohost stopped following this session: its {task} panicked ({panic}); restart cohost to follow it again"
     )
+}
+
+/// Records that `task`, following `sessions`, panicked, in the list `/api/health`
+/// (`failedTasks`, `ok: false`) and `cohost doctor` show, and returns what those sessions'
+/// `session.status` says ([`lost_message`]).
+pub fn lost(failures: &TaskFailures, task: &str, sessions: &[String], panic: &str) -> String {
+    let named = match sessions {
+        [] => format!("the {task}"),
+        [one] => format!("the {task} of session `{one}`"),
+        many => format!("the {task} of sessions `{}`", many.join("`, `")),
+    };
+    failures.record(&named, panic);
+    lost_message(task, panic)
 }
 
 /// Runs `settle`, which ends a hosted session whose runtime went away or whose dispatch
@@ -43,10 +57,11 @@ where
 
 /// Runs `task`, a session's follower named `name` (`claude follower`…); should it panic, runs
 /// `on_panic` — which stops what must not go on unfollowed (typing into the agent's pane) and
-/// names the sessions the task followed —, logs it, and marks each of those sessions `lost`
-/// with [`lost_message`].
+/// names the sessions the task followed —, logs it, records it for health and doctor, and marks
+/// each of those sessions `lost` with [`lost_message`].
 pub async fn follow_caught<F>(
     core: &CoreHandle,
+    failures: &TaskFailures,
     name: &str,
     on_panic: impl FnOnce() -> Vec<String>,
     task: F,
@@ -58,7 +73,7 @@ pub async fn follow_caught<F>(
     };
     let sessions = on_panic();
     tracing::error!(task = name, panic = %panic, ?sessions, "a session's follower panicked");
-    let message = lost_message(name, &panic);
+    let message = lost(failures, name, &sessions, &panic);
     for session_id in sessions {
         super::hosted::status(core, &session_id, SessionState::Lost, Some(message.clone())).await;
     }
@@ -91,13 +106,32 @@ mod tests {
         for id in ["cs_a", "cs_b"] {
             created(&core, id).await;
         }
+        let failures = TaskFailures::default();
         follow_caught(
             &core,
+            &failures,
             "codex dispatch",
             || vec!["cs_a".to_string(), "cs_b".to_string()],
             async { panic!("planted: a notification it could not take") },
         )
         .await;
+        assert_eq!(
+            failures.list(),
+            [
+                "the codex dispatch of sessions `cs_a`, `cs_b` panicked: planted: a notification it \
+              could not take"
+            ]
+        );
+        // One session, or none.
+        lost(&failures, "pi dispatch", &["cs_c".into()], "planted");
+        lost(&failures, "codex dispatch", &[], "planted");
+        assert_eq!(
+            failures.list()[1..],
+            [
+                "the pi dispatch of session `cs_c` panicked: planted",
+                "the codex dispatch panicked: planted"
+            ]
+        );
         for id in ["cs_a", "cs_b"] {
             assert_eq!(
                 state(&core, id),
@@ -138,8 +172,10 @@ mod tests {
         created(&core, "cs_a").await;
         let before = state(&core, "cs_a");
         let mut asked = false;
+        let failures = TaskFailures::default();
         follow_caught(
             &core,
+            &failures,
             "pi dispatch",
             || {
                 asked = true;
@@ -149,6 +185,7 @@ mod tests {
         )
         .await;
         assert!(!asked, "on_panic runs only after a panic");
+        assert!(failures.list().is_empty(), "nothing recorded");
         assert_eq!(state(&core, "cs_a"), before);
         assert_ne!(before.0, SessionState::Lost);
     }

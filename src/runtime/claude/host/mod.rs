@@ -69,6 +69,8 @@ pub struct ClaudeConfig {
     pub token_file: PathBuf,
     /// The permission modes sessions may run in.
     pub permission_modes: PermissionPolicy,
+    /// Where a follower's panic is recorded for health and doctor.
+    pub failures: crate::failures::TaskFailures,
 }
 
 /// `POST /api/sessions` for `runtime: "claude"`, validated.
@@ -313,6 +315,7 @@ impl Inner {
         let resumed = restored && running.is_some();
         tokio::spawn(async move {
             let core = inner.core.clone();
+            let failures = inner.config.failures.clone();
             if resumed {
                 hosted::following_again(&core, &task_live.session_id).await;
             }
@@ -324,7 +327,7 @@ impl Inner {
                     .store(true, std::sync::atomic::Ordering::SeqCst);
                 vec![stopped.session_id.clone()]
             };
-            caught::follow_caught(&core, "claude follower", on_panic, follow).await
+            caught::follow_caught(&core, &failures, "claude follower", on_panic, follow).await
         });
         live
     }

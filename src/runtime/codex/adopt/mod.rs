@@ -189,9 +189,20 @@ fn start_offset(bytes: &[u8]) -> (u64, bool) {
 }
 
 impl Adoptions {
-    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, cohost_home: &Path) -> Self {
+    pub fn new(
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        cohost_home: &Path,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         Adoptions {
-            base: Adopters::new(Runtime::Codex, core, tmux, &cohost_home.join("codex")),
+            base: Adopters::new(
+                Runtime::Codex,
+                core,
+                tmux,
+                &cohost_home.join("codex"),
+                failures,
+            ),
         }
     }
 
@@ -307,7 +318,7 @@ impl Adoptions {
         let end = move || stopped.ended.store(true, Ordering::SeqCst);
         let run = this.run(task, checkpoint, ends);
         let session = session_id.to_string();
-        adopted::spawn_follower(self.core.clone(), Runtime::Codex, session, end, run);
+        self.spawn_follower(session, end, run);
         adopted
     }
 

@@ -200,7 +200,8 @@ impl Inner {
         if let Some(process) = dead.process.lock().await.take() {
             process.shutdown(BACKEND_STOP_GRACE).await;
         }
-        let message = caught::lost_message("codex dispatch", panic);
+        let ids: Vec<String> = sessions.iter().map(|(id, _)| id.clone()).collect();
+        let message = caught::lost(&self.config.failures, "codex dispatch", &ids, panic);
         for (session_id, _) in &sessions {
             self.settle_lost(
                 &dead,

@@ -67,6 +67,8 @@ pub struct HostConfig {
     pub user_codex_home: Option<PathBuf>,
     pub backend_idle_ttl: Duration,
     pub park_timeout: Duration,
+    /// Where a backend's dispatch panic is recorded for health and doctor.
+    pub failures: crate::failures::TaskFailures,
 }
 
 impl From<RpcError> for HostError {
@@ -208,6 +210,7 @@ impl CodexHost {
             core.clone(),
             tmux.clone(),
             &config.cohost_home,
+            config.failures.clone(),
         ));
         CodexHost {
             inner: Arc::new(Inner {

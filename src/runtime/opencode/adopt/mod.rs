@@ -208,9 +208,14 @@ async fn load_checkpoint(path: &Path) -> Option<Checkpoint> {
 }
 
 impl Adoptions {
-    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, opencode_root: &Path) -> Self {
+    pub fn new(
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        opencode_root: &Path,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         Adoptions {
-            base: Adopters::new(Runtime::Opencode, core, tmux, opencode_root),
+            base: Adopters::new(Runtime::Opencode, core, tmux, opencode_root, failures),
         }
     }
 
@@ -358,7 +363,7 @@ impl Adoptions {
         let end = move || stopped.ended.store(true, Ordering::SeqCst);
         let run = this.run(task, checkpoint, ends);
         let session = session_id.to_string();
-        adopted::spawn_follower(self.core.clone(), Runtime::Opencode, session, end, run);
+        self.spawn_follower(session, end, run);
         adopted
     }
 

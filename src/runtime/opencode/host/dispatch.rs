@@ -39,7 +39,8 @@ pub(super) async fn dispatch(
         Err(panic) => {
             tracing::error!(session = %live.session_id, pid, %panic, "the opencode dispatch panicked; stopping its server");
             binding.server.stop().await;
-            let message = caught::lost_message("opencode dispatch", &panic);
+            let sessions = [live.session_id.clone()];
+            let message = caught::lost(&inner.failures, "opencode dispatch", &sessions, &panic);
             ("cohost stopped following the opencode server", message)
         }
     };

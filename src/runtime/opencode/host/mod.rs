@@ -149,6 +149,8 @@ pub struct OpencodeHost {
 
 struct Inner {
     core: CoreHandle,
+    /// Where a dispatch's panic is recorded for health and doctor.
+    failures: crate::failures::TaskFailures,
     tmux: Arc<SessionCache>,
     /// `$COHOST_HOME/opencode`: where a server started only to list models runs.
     scratch: PathBuf,
@@ -208,7 +210,12 @@ pub struct OpencodeDoctor {
 }
 
 impl OpencodeHost {
-    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, scratch: PathBuf) -> Self {
+    pub fn new(
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        scratch: PathBuf,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         let bin = find_opencode();
         if let Err(error) = &bin {
             tracing::info!(%error, "opencode not found; opencode sessions are unavailable");
@@ -217,10 +224,12 @@ impl OpencodeHost {
             core.clone(),
             Arc::clone(&tmux),
             &scratch,
+            failures.clone(),
         ));
         OpencodeHost {
             inner: Arc::new(Inner {
                 adoptions,
+                failures,
                 core,
                 tmux,
                 scratch,

@@ -105,9 +105,14 @@ fn is_session_file(path: &Path, session_id: &str) -> bool {
 }
 
 impl Adoptions {
-    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, pi_root: &Path) -> Self {
+    pub fn new(
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        pi_root: &Path,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         Adoptions {
-            base: Adopters::new(Runtime::Pi, core, tmux, pi_root),
+            base: Adopters::new(Runtime::Pi, core, tmux, pi_root, failures),
         }
     }
 
@@ -216,7 +221,7 @@ impl Adoptions {
         let end = move || stopped.ended.store(true, Ordering::SeqCst);
         let run = this.run(task, checkpoint, ends);
         let session = session_id.to_string();
-        adopted::spawn_follower(self.core.clone(), Runtime::Pi, session, end, run);
+        self.spawn_follower(session, end, run);
         adopted
     }
 

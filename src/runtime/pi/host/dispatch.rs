@@ -37,7 +37,8 @@ pub(super) async fn dispatch(
         Err(panic) => {
             tracing::error!(session = %live.session_id, pid = process.pid, %panic, "the pi dispatch panicked; stopping pi");
             process.stop().await;
-            let message = caught::lost_message("pi dispatch", &panic);
+            let sessions = [live.session_id.clone()];
+            let message = caught::lost(&inner.failures, "pi dispatch", &sessions, &panic);
             ("cohost stopped following pi", message)
         }
     };

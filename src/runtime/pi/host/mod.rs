@@ -105,6 +105,8 @@ pub struct PiHost {
 
 struct Inner {
     core: CoreHandle,
+    /// Where a dispatch's panic is recorded for health and doctor.
+    failures: crate::failures::TaskFailures,
     tmux: Arc<SessionCache>,
     /// `$COHOST_HOME/pi`.
     root: PathBuf,
@@ -185,7 +187,12 @@ fn io_failure(what: &str, path: &Path, error: std::io::Error) -> HostError {
 }
 
 impl PiHost {
-    pub fn new(core: CoreHandle, tmux: Arc<SessionCache>, root: PathBuf) -> Self {
+    pub fn new(
+        core: CoreHandle,
+        tmux: Arc<SessionCache>,
+        root: PathBuf,
+        failures: crate::failures::TaskFailures,
+    ) -> Self {
         let bin = find_pi();
         if let Err(error) = &bin {
             tracing::info!(%error, "pi not found; pi sessions are unavailable");
@@ -194,10 +201,12 @@ impl PiHost {
             core.clone(),
             Arc::clone(&tmux),
             &root,
+            failures.clone(),
         ));
         PiHost {
             inner: Arc::new(Inner {
                 adoptions,
+                failures,
                 core,
                 tmux,
                 root,
