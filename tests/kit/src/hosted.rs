@@ -142,18 +142,7 @@ impl<B: Binaries> HostedFixture<B> {
     /// message saying why: it starts with `session `<id>` is lost: ` and `why`.
     #[track_caller]
     pub fn assert_refused_as_lost(&self, id: &str, why: &str) {
-        let refused = self
-            .daemon
-            .post(
-                &format!("/api/sessions/{id}/messages"),
-                &json!({"text": "Are you there?"}),
-            )
-            .assert_error(409, "not_live", None);
-        let message = refused["message"].as_str().unwrap_or("");
-        assert!(
-            message.starts_with(&format!("session `{id}` is lost: {why}")),
-            "{refused}"
-        );
+        self.daemon.assert_prompt_refused_as_lost(id, why);
     }
 
     /// Every stored event of the session so far.

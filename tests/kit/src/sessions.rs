@@ -45,6 +45,23 @@ impl<B: Binaries> TestDaemon<B> {
         resp.json()
     }
 
+    /// Asserts a prompt to the session is refused at once as lost (`409 not_live`), the
+    /// message saying why: it starts with `session `<id>` is lost: ` and `why`.
+    #[track_caller]
+    pub fn assert_prompt_refused_as_lost(&self, id: &str, why: &str) {
+        let refused = self
+            .post(
+                &format!("/api/sessions/{id}/messages"),
+                &json!({"text": "Are you there?"}),
+            )
+            .assert_error(409, "not_live", None);
+        let message = refused["message"].as_str().unwrap_or("");
+        assert!(
+            message.starts_with(&format!("session `{id}` is lost: {why}")),
+            "{refused}"
+        );
+    }
+
     /// Every stored event of the session so far.
     pub fn session_events(&self, id: &str) -> Vec<Value> {
         let mut after = 0;

@@ -506,18 +506,7 @@ fn assert_cut_and_lost(case: &BehindALink, error: &str) {
             &json!({ "decision": "accept" }),
         )
         .assert_error(409, "approval_resolved", None);
-    let refused = fx
-        .daemon
-        .post(
-            &format!("/api/sessions/{id}/messages"),
-            &json!({ "text": "Are you there?" }),
-        )
-        .assert_error(409, "not_live", None);
-    let message = refused["message"].as_str().unwrap_or("");
-    assert!(
-        message.starts_with(&format!("session `{id}` is lost: ")),
-        "{refused}"
-    );
+    fx.daemon.assert_prompt_refused_as_lost(id, "");
     assert!(!fx.work.join("late.txt").exists(), "the command never ran");
 }
 

@@ -117,19 +117,9 @@ fn an_interrupt_settles_a_pending_approval_and_a_late_answer_never_runs_the_tool
     );
 }
 
-/// A daemon restarted while it cannot start OpenCode any more (its binary gone): the turn the
-/// old server ran ends `interrupted` and lost, its approval settled, and the session is `lost`
-/// — not left with a turn open until a restart that can bind it.
-#[test]
-fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_lost() {
-    let link_dir = tempfile::Builder::new()
-        .prefix("cohost-opencode-link-")
-        .tempdir()
-        .unwrap();
-    let link = link_dir.path().join("opencode");
-    std::os::unix::fs::symlink(super::opencode_bin(), &link).unwrap();
-    let mut fx =
-        OpencodeFixture::start_with(&[], &[("COHOST_OPENCODE_BIN", link.to_str().unwrap())]);
+/// A new session whose turn waits for the approval of `touch never.txt`: (session, turn,
+/// approval).
+fn turn_waiting_for_approval(fx: &OpencodeFixture) -> (String, String, String) {
     let id = fx.create(json!({}));
     fx.mock.push(Step::tool_use(
         "bash",
@@ -144,6 +134,36 @@ fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_
         .as_str()
         .unwrap()
         .to_string();
+    (id, turn, approval)
+}
+
+/// The approval of `touch never.txt` settled by the runtime: an answer is refused, and the
+/// command never ran.
+#[track_caller]
+fn assert_approval_settled(fx: &OpencodeFixture, id: &str, approval: &str) {
+    let resolved = fx.wait_event(id, "the approval settled", |e| {
+        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval
+    });
+    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
+    fx.decide(id, approval, "accept")
+        .assert_error(409, "approval_resolved", None);
+    assert!(!fx.work.join("never.txt").exists());
+}
+
+/// A daemon restarted while it cannot start OpenCode any more (its binary gone): the turn the
+/// old server ran ends `interrupted` and lost, its approval settled, and the session is `lost`
+/// — not left with a turn open until a restart that can bind it.
+#[test]
+fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_lost() {
+    let link_dir = tempfile::Builder::new()
+        .prefix("cohost-opencode-link-")
+        .tempdir()
+        .unwrap();
+    let link = link_dir.path().join("opencode");
+    std::os::unix::fs::symlink(super::opencode_bin(), &link).unwrap();
+    let mut fx =
+        OpencodeFixture::start_with(&[], &[("COHOST_OPENCODE_BIN", link.to_str().unwrap())]);
+    let (id, turn, approval) = turn_waiting_for_approval(&fx);
     std::fs::remove_file(&link).unwrap();
     fx.daemon.restart();
     let done = fx.wait_turn(&id, &turn);
@@ -158,13 +178,7 @@ fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_
     fx.wait_event(&id, "the session lost", |e| {
         e["type"] == "session.status" && e["data"]["state"] == "lost"
     });
-    let resolved = fx.wait_event(&id, "the approval settled", |e| {
-        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
-    });
-    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    assert!(!fx.work.join("never.txt").exists());
+    assert_approval_settled(&fx, &id, &approval);
     fx.assert_refused_as_lost(&id, "");
 }
 
@@ -173,20 +187,7 @@ fn a_daemon_restarted_without_opencode_ends_the_cut_turn_and_leaves_the_session_
 #[test]
 fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
     let fx = OpencodeFixture::start();
-    let id = fx.create(json!({}));
-    fx.mock.push(Step::tool_use(
-        "bash",
-        json!({"command": "touch never.txt", "description": "Create never.txt"}),
-    ));
-    let turn = fx.send(&id, "Create never.txt")["turnId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
-    let approval = requested["data"]["approvalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (id, turn, approval) = turn_waiting_for_approval(&fx);
     let pid = fx.kill_backend(&id);
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "interrupted", "{}", fx.dump(&id));
@@ -201,13 +202,7 @@ fn a_server_that_dies_ends_the_turn_and_settles_its_pending_approval() {
             .contains("went away"),
         "{lost}"
     );
-    let resolved = fx.wait_event(&id, "the approval settled", |e| {
-        e["type"] == "approval.resolved" && e["data"]["approvalId"] == approval.as_str()
-    });
-    assert_eq!(resolved["data"]["by"], "runtime", "{resolved}");
-    fx.decide(&id, &approval, "accept")
-        .assert_error(409, "approval_resolved", None);
-    assert!(!fx.work.join("never.txt").exists());
+    assert_approval_settled(&fx, &id, &approval);
     // A prompt to the lost session is refused at once, saying why (not after waiting for a
     // binding that will not come).
     fx.assert_refused_as_lost(&id, &format!("the opencode server (pid {pid}) went away"));
