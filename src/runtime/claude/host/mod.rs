@@ -130,9 +130,10 @@ struct Live {
     reported: Mutex<Option<AgentStatus>>,
     /// The runner reported the TUI exited and has not started it again.
     exited: std::sync::atomic::AtomicBool,
-    /// The follower panicked: nothing reads the TUI's hooks and transcript any more, so nothing
-    /// is typed into it.
-    unfollowed: std::sync::atomic::AtomicBool,
+    /// Cancelled once the follower panicked: nothing reads the TUI's hooks and transcript any
+    /// more, so nothing is typed into it, and a prompt being typed stops waiting for a
+    /// confirmation that cannot come.
+    unfollowed: CancellationToken,
     /// For a fork: the parent's claude session id, which Claude reports until the fork's first
     /// prompt (`--fork-session`); it is not this session's identity.
     fork_of: Option<String>,
@@ -300,7 +301,7 @@ impl Inner {
             claude_pid: Mutex::new(running),
             reported: Mutex::new(None),
             exited: std::sync::atomic::AtomicBool::new(restored && running.is_none()),
-            unfollowed: std::sync::atomic::AtomicBool::new(false),
+            unfollowed: CancellationToken::new(),
             fork_of,
             queued: Mutex::new(Vec::new()),
             queue_watch: std::sync::atomic::AtomicBool::new(false),
@@ -322,9 +323,7 @@ impl Inner {
             let stopped = Arc::clone(&task_live);
             let follow = inner.follow(task_live, command_rx);
             let on_panic = move || {
-                stopped
-                    .unfollowed
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                stopped.unfollowed.cancel();
                 vec![stopped.session_id.clone()]
             };
             caught::follow_caught(&core, &failures, "claude follower", on_panic, follow).await

@@ -70,10 +70,8 @@ impl ClaudeHost {
     ) -> Result<Result<Confirmed, Refusal>, HostError> {
         let session_id = live.session_id.as_str();
         let pane = self.verified_pane(session_id).await?;
-        if live.unfollowed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(HostError::ClosedBecause(format!(
-                "session `{session_id}` is lost: cohost stopped following this Claude (its follower panicked); restart cohost to follow it again; nothing was typed"
-            )));
+        if live.unfollowed.is_cancelled() {
+            return Err(lost_before_typing(session_id, "nothing was typed"));
         }
         // The TUI exited: the pane shows its last frame, and nothing reads what is typed.
         if live.exited.load(std::sync::atomic::Ordering::SeqCst) {
@@ -89,6 +87,7 @@ impl ClaudeHost {
             text,
             keys: None,
             submitted: None,
+            entered: false,
         };
         let typed = typing::drive(Typing::new(since_interrupt), &mut tui).await?;
         if typed == Ok(Confirmed::Queued) {
@@ -119,6 +118,25 @@ fn refused(session_id: &str, refusal: Refusal) -> HostError {
     }
 }
 
+/// A prompt refused because the session's follower panicked before it was submitted; `typed`
+/// says what became of it.
+fn lost_before_typing(session_id: &str, typed: &str) -> HostError {
+    HostError::ClosedBecause(format!(
+        "session `{session_id}` is lost: cohost stopped following this Claude (its follower panicked); restart cohost to follow it again; {typed}"
+    ))
+}
+
+/// A prompt whose Enter was pressed when the session's follower panicked: Claude may have taken
+/// it, and no word of it can reach cohost. `failed`, so no queue types it again.
+fn lost_while_typing(session_id: &str) -> HostError {
+    HostError::failed(
+        Runtime::Claude,
+        format!(
+            "session `{session_id}` is lost: cohost stopped following this Claude (its follower panicked) after the prompt was submitted; Claude may have taken it; restart cohost to follow the session again"
+        ),
+    )
+}
+
 /// The session's verified pane, as the typing machine's [`Tui`].
 struct PaneTui<'a> {
     host: &'a ClaudeHost,
@@ -129,6 +147,8 @@ struct PaneTui<'a> {
     keys: Option<MutexGuard<'a, ()>>,
     /// Claude's confirmations, from just before the paste.
     submitted: Option<broadcast::Receiver<(Option<String>, String)>>,
+    /// Enter was pressed: the prompt may have been submitted.
+    entered: bool,
 }
 
 impl Tui for PaneTui<'_> {
@@ -168,6 +188,7 @@ impl Tui for PaneTui<'_> {
     }
 
     async fn enter(&mut self) -> Result<(), HostError> {
+        self.entered = true;
         self.host
             .tmux()
             .send_keys(self.pane, &["Enter"])
@@ -179,7 +200,11 @@ impl Tui for PaneTui<'_> {
 
     async fn await_confirmation(&mut self, timeout: Duration) -> Option<Confirmed> {
         let submitted = self.submitted.as_mut()?;
-        wait_submitted(submitted, self.text, timeout).await
+        tokio::select! {
+            confirmed = wait_submitted(submitted, self.text, timeout) => confirmed,
+            // No confirmation can come any more.
+            _ = self.live.unfollowed.cancelled() => None,
+        }
     }
 
     async fn clear(&mut self) {
@@ -188,6 +213,26 @@ impl Tui for PaneTui<'_> {
 
     async fn redraw(&mut self) {
         self.host.redraw(self.live, self.pane).await;
+    }
+
+    fn unfollowed(&self) -> bool {
+        self.live.unfollowed.is_cancelled()
+    }
+
+    async fn give_up(&mut self) -> HostError {
+        let session_id = &self.live.session_id;
+        if self.entered {
+            lost_while_typing(session_id)
+        } else if self.submitted.is_some() {
+            // Pasted, not submitted: nothing would confirm what an Enter sends.
+            let _ = self.host.clear_box(self.pane).await;
+            lost_before_typing(
+                session_id,
+                "the prompt was taken back out of the box, not submitted",
+            )
+        } else {
+            lost_before_typing(session_id, "nothing was typed")
+        }
     }
 }
 

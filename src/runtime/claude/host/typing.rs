@@ -323,6 +323,12 @@ pub(super) trait Tui {
     /// Asks the TUI to draw its whole screen again (best effort, at most one per
     /// [`super::redraw::REDRAW_EVERY`]).
     async fn redraw(&mut self);
+    /// Whether nothing follows the TUI any more (the session's follower panicked): no word of
+    /// Claude's can come, so [`drive`] types nothing more and stops.
+    fn unfollowed(&self) -> bool;
+    /// Stops typing into an unfollowed TUI (a prompt pasted and not submitted taken back out of
+    /// the box): what became of the prompt, as the error.
+    async fn give_up(&mut self) -> HostError;
 }
 
 /// Runs `typing` on `tui` to its end: carries out each step, sleeps what the machine says.
@@ -332,6 +338,9 @@ pub(super) async fn drive(
 ) -> Result<Result<Confirmed, Refusal>, HostError> {
     let mut seen = Seen::Nothing;
     loop {
+        if tui.unfollowed() {
+            return Err(tui.give_up().await);
+        }
         let step = typing.next(seen, Instant::now());
         tracing::debug!(?step, "claude typing");
         seen = match step {

@@ -354,6 +354,8 @@ struct ScriptedTui {
     typed: Vec<(&'static str, Duration)>,
     /// A damaged pane: every capture shows this until the TUI is asked to redraw.
     damaged: Option<Screen>,
+    /// When nothing follows the TUI any more (its follower panicked), if ever.
+    unfollowed_at: Option<Duration>,
 }
 
 impl ScriptedTui {
@@ -365,6 +367,7 @@ impl ScriptedTui {
             confirm_at,
             typed: Vec::new(),
             damaged: None,
+            unfollowed_at: None,
         }
     }
 
@@ -426,6 +429,16 @@ impl Tui for ScriptedTui {
         self.note("redraw");
         self.damaged = None;
     }
+
+    fn unfollowed(&self) -> bool {
+        self.unfollowed_at
+            .is_some_and(|at| self.begin.elapsed() >= at)
+    }
+
+    async fn give_up(&mut self) -> HostError {
+        self.note("give up");
+        HostError::ClosedBecause("unfollowed".into())
+    }
 }
 
 /// Drives a new machine on `tui` in paused time: the outcome and how long it took.
@@ -447,6 +460,40 @@ async fn driven_an_idle_box_is_typed_once_and_confirmed() {
         assert_eq!(
             tui.typed,
             [("paste", Duration::ZERO), ("Enter", PASTE_SETTLE)]
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn driven_an_unfollowed_tui_gets_nothing_more_typed_and_the_machine_stops() {
+    for release in RELEASES {
+        // After the Enter, waiting for a word that cannot come: no second Enter.
+        let mut tui = ScriptedTui::new(&[screen(release, "idle_empty.txt")], None);
+        tui.unfollowed_at = Some(PASTE_SETTLE + Duration::from_millis(1));
+        let outcome = drive(Typing::new(None), &mut tui).await;
+        assert!(
+            matches!(outcome, Err(HostError::ClosedBecause(_))),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            tui.typed,
+            [
+                ("paste", Duration::ZERO),
+                ("Enter", PASTE_SETTLE),
+                ("give up", PASTE_SETTLE + CONFIRM_POLL_IDLE)
+            ]
+        );
+        // Between the paste and the Enter: no Enter at all.
+        let mut tui = ScriptedTui::new(&[screen(release, "idle_empty.txt")], None);
+        tui.unfollowed_at = Some(Duration::from_millis(1));
+        let outcome = drive(Typing::new(None), &mut tui).await;
+        assert!(
+            matches!(outcome, Err(HostError::ClosedBecause(_))),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            tui.typed,
+            [("paste", Duration::ZERO), ("give up", PASTE_SETTLE)]
         );
     }
 }
