@@ -20,7 +20,7 @@ use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
     AgentStatus, EventKind, InstanceRef, Liveness, Runtime, SessionAdopted, SessionBound,
-    SessionClosed, SessionCreated, SessionPane, TurnCompleted, TurnStatus,
+    SessionClosed, SessionCreated, SessionPane, SessionState, TurnCompleted, TurnStatus,
 };
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -550,12 +550,28 @@ pub async fn started_once_stored(
     pane: &str,
     deadline: tokio::time::Instant,
 ) -> Result<InjectOutcome, HostError> {
-    while !core.read(|state| {
-        state.sessions.get(session_id).is_some_and(|s| {
-            s.active_turn.as_deref() == Some(turn_id.as_str())
-                || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id)
-        })
-    }) {
+    loop {
+        let (stored, lost) = core.read(|state| {
+            state.sessions.get(session_id).map_or((false, None), |s| {
+                let stored = s.active_turn.as_deref() == Some(turn_id.as_str())
+                    || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id);
+                let lost = (s.state == SessionState::Lost).then(|| s.state_message.clone());
+                (stored, lost)
+            })
+        });
+        if stored {
+            break;
+        }
+        // Nothing will store it: its follower stopped (or its agent went away).
+        if let Some(why) = lost {
+            let why = why.unwrap_or_else(|| "no reason given".into());
+            return Err(HostError::failed(
+                runtime,
+                format!(
+                    "the prompt was typed in pane {pane}, but session `{session_id}` was lost before its turn was stored: {why}"
+                ),
+            ));
+        }
         if tokio::time::Instant::now() >= deadline {
             return Err(HostError::failed(
                 runtime,
@@ -812,6 +828,45 @@ pub async fn log_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_typed_prompt_stops_waiting_for_its_turn_once_the_session_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (core, _thread) =
+            crate::core::started_for_tests(dir.path(), crate::core::event_log::FsyncPolicy::Never);
+        let created = SessionCreated::plain(Runtime::Pi, "/w".into());
+        core.append(Some("cs_a".into()), EventKind::SessionCreated(created))
+            .await
+            .unwrap();
+        let why = "cohost stopped following this session: its pi adoption follower panicked (x)";
+        super::super::hosted::status(&core, "cs_a", SessionState::Lost, Some(why.into())).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let waited = std::time::Instant::now();
+        let answer = started_once_stored(
+            &core,
+            Runtime::Pi,
+            "cs_a",
+            "t1".into(),
+            None,
+            "%3",
+            deadline,
+        )
+        .await;
+        assert!(
+            waited.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            waited.elapsed()
+        );
+        match answer {
+            Err(HostError::Failed { message, .. }) => assert_eq!(
+                message,
+                format!(
+                    "the prompt was typed in pane %3, but session `cs_a` was lost before its turn was stored: {why}"
+                )
+            ),
+            other => panic!("not failed: {other:?}"),
+        }
+    }
 
     #[test]
     fn a_pending_prompt_closes_only_after_two_captures_without_it() {
