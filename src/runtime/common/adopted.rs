@@ -537,6 +537,27 @@ pub async fn verify_before_typing(
     Ok(())
 }
 
+/// A prompt typed into `pane` whose turn nothing will store any more: the session is `lost`
+/// (its follower stopped). `failed`, saying why, since the agent may have taken the prompt.
+pub fn lost_after_typing(
+    core: &CoreHandle,
+    runtime: Runtime,
+    session_id: &str,
+    pane: &str,
+) -> Option<HostError> {
+    let why = core.read(|state| {
+        let session = state.sessions.get(session_id)?;
+        (session.state == SessionState::Lost).then(|| session.state_message.clone())
+    })?;
+    let why = why.unwrap_or_else(|| "no reason given".into());
+    Some(HostError::failed(
+        runtime,
+        format!(
+            "the prompt was typed in pane {pane}, but session `{session_id}` was lost before its turn was stored: {why}"
+        ),
+    ))
+}
+
 /// The end of a prompt typed into an adopted TUI whose agent recorded it as turn `turn_id`:
 /// waits (until `deadline`) for the follower to have stored that turn in the session, so the
 /// answer never names a turn the stream has not shown, then logs `message.sent` started with
@@ -551,26 +572,17 @@ pub async fn started_once_stored(
     deadline: tokio::time::Instant,
 ) -> Result<InjectOutcome, HostError> {
     loop {
-        let (stored, lost) = core.read(|state| {
-            state.sessions.get(session_id).map_or((false, None), |s| {
-                let stored = s.active_turn.as_deref() == Some(turn_id.as_str())
-                    || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id);
-                let lost = (s.state == SessionState::Lost).then(|| s.state_message.clone());
-                (stored, lost)
+        let stored = core.read(|state| {
+            state.sessions.get(session_id).is_some_and(|s| {
+                s.active_turn.as_deref() == Some(turn_id.as_str())
+                    || s.last_turn.as_ref().is_some_and(|t| t.turn_id == turn_id)
             })
         });
         if stored {
             break;
         }
-        // Nothing will store it: its follower stopped (or its agent went away).
-        if let Some(why) = lost {
-            let why = why.unwrap_or_else(|| "no reason given".into());
-            return Err(HostError::failed(
-                runtime,
-                format!(
-                    "the prompt was typed in pane {pane}, but session `{session_id}` was lost before its turn was stored: {why}"
-                ),
-            ));
+        if let Some(lost) = lost_after_typing(core, runtime, session_id, pane) {
+            return Err(lost);
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(HostError::failed(

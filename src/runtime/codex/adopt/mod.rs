@@ -684,6 +684,12 @@ impl Adoptions {
             {
                 break id;
             }
+            let pane = &adopted.record.pane_id;
+            if let Some(lost) =
+                adopted::lost_after_typing(&self.core, Runtime::Codex, session_id, pane)
+            {
+                return Err(lost);
+            }
             if tokio::time::Instant::now() >= deadline {
                 // Enter was sent: the prompt may still start a turn, so it is not to be typed
                 // again.
