@@ -32,66 +32,66 @@ fn tmux(dir: &std::path::Path) -> Arc<SessionCache> {
     Arc::new(SessionCache::new(Tmux::new(Some(dir.join("no-tmux")))))
 }
 
-/// On a current-thread runtime nothing `restore` spawns has run when it returns: what the
-/// session's state is then, `restore` itself stored.
-async fn state_once_restored(
-    core: &CoreHandle,
-    host: &dyn SessionHost,
-) -> (SessionState, Option<String>) {
+/// A lost session of `runtime` restored by the host `make` builds (on the core, a tmux cache
+/// and a directory): `restarting` when `restore` returns. On a current-thread runtime nothing
+/// `restore` spawns has run by then, so that state is what `restore` itself stored.
+async fn assert_restarting_once_restored(
+    runtime: Runtime,
+    make: impl FnOnce(CoreHandle, Arc<SessionCache>, &std::path::Path) -> Box<dyn SessionHost>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let core = one_lost_session(dir.path(), runtime).await;
+    let host = make(core.clone(), tmux(dir.path()), dir.path());
     host.restore().await;
-    core.read(|state| {
+    let state = core.read(|state| {
         let session = state.sessions.get("cs_a").unwrap();
         (session.state, session.state_message.clone())
-    })
-}
-
-fn resuming() -> (SessionState, Option<String>) {
-    (
-        SessionState::Restarting,
-        Some("cohost restarted: resuming the session".into()),
-    )
+    });
+    let resuming = "cohost restarted: resuming the session".to_string();
+    assert_eq!(
+        state,
+        (SessionState::Restarting, Some(resuming)),
+        "{runtime:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_lost_pi_session_is_restarting_when_the_restore_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let core = one_lost_session(dir.path(), Runtime::Pi).await;
-    let host = super::pi::host::PiHost::new(
-        core.clone(),
-        tmux(dir.path()),
-        dir.path().join("pi"),
-        TaskFailures::default(),
-    );
-    assert_eq!(state_once_restored(&core, &host).await, resuming());
+    assert_restarting_once_restored(Runtime::Pi, |core, tmux, dir| {
+        let root = dir.join("pi");
+        Box::new(super::pi::host::PiHost::new(
+            core,
+            tmux,
+            root,
+            TaskFailures::default(),
+        ))
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_lost_opencode_session_is_restarting_when_the_restore_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let core = one_lost_session(dir.path(), Runtime::Opencode).await;
-    let host = super::opencode::host::OpencodeHost::new(
-        core.clone(),
-        tmux(dir.path()),
-        dir.path().join("opencode"),
-        TaskFailures::default(),
-    );
-    assert_eq!(state_once_restored(&core, &host).await, resuming());
+    assert_restarting_once_restored(Runtime::Opencode, |core, tmux, dir| {
+        let scratch = dir.join("opencode");
+        let failures = TaskFailures::default();
+        Box::new(super::opencode::host::OpencodeHost::new(
+            core, tmux, scratch, failures,
+        ))
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_lost_codex_session_is_restarting_when_the_restore_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let core = one_lost_session(dir.path(), Runtime::Codex).await;
-    let host = super::codex::host::CodexHost::new(
-        core.clone(),
-        tmux(dir.path()),
-        super::codex::host::HostConfig {
-            cohost_home: dir.path().join("home"),
+    assert_restarting_once_restored(Runtime::Codex, |core, tmux, dir| {
+        let config = super::codex::host::HostConfig {
+            cohost_home: dir.join("home"),
             user_codex_home: None,
             backend_idle_ttl: super::codex::host::BACKEND_IDLE_TTL,
             park_timeout: super::codex::host::PARK_TIMEOUT,
             failures: TaskFailures::default(),
-        },
-    );
-    assert_eq!(state_once_restored(&core, &host).await, resuming());
+        };
+        Box::new(super::codex::host::CodexHost::new(core, tmux, config))
+    })
+    .await;
 }

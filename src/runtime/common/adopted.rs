@@ -20,7 +20,7 @@ use crate::core::CoreHandle;
 use crate::process;
 use crate::protocol::{
     AgentStatus, EventKind, InstanceRef, Liveness, Runtime, SessionAdopted, SessionBound,
-    SessionClosed, SessionCreated, SessionPane, SessionState, TurnCompleted, TurnStatus,
+    SessionClosed, SessionCreated, SessionPane, TurnCompleted, TurnStatus,
 };
 use crate::runtime::common::mirror::{self, Placement, Report};
 use crate::runtime::{AdoptRefusal, AdoptRequest, HostError, InjectOutcome};
@@ -545,11 +545,8 @@ pub fn lost_after_typing(
     session_id: &str,
     pane: &str,
 ) -> Option<HostError> {
-    let why = core.read(|state| {
-        let session = state.sessions.get(session_id)?;
-        (session.state == SessionState::Lost).then(|| session.state_message.clone())
-    })?;
-    let why = why.unwrap_or_else(|| "no reason given".into());
+    let why =
+        super::hosted::lost_because(core, session_id)?.unwrap_or_else(|| "no reason given".into());
     Some(HostError::failed(
         runtime,
         format!(
@@ -840,6 +837,7 @@ pub async fn log_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::SessionState;
 
     #[tokio::test]
     async fn a_typed_prompt_stops_waiting_for_its_turn_once_the_session_is_lost() {

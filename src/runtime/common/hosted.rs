@@ -70,20 +70,21 @@ pub fn check_open(core: &CoreHandle, session_id: &str, runtime: Runtime) -> Resu
 /// will not come. A daemon's restore marks the lost sessions it resumes `restarting` first
 /// ([`resuming_lost`]), so a prompt then waits for the session as for any other.
 pub fn check_not_lost(core: &CoreHandle, session_id: &str) -> Result<(), HostError> {
-    let lost = core.read(|state| {
-        state
-            .sessions
-            .get(session_id)
-            .filter(|s| s.state == SessionState::Lost)
-            .map(|s| s.state_message.clone())
-    });
-    match lost {
+    match lost_because(core, session_id) {
         None => Ok(()),
         Some(why) => Err(HostError::ClosedBecause(match why {
             Some(why) => format!("session `{session_id}` is lost: {why}"),
             None => format!("session `{session_id}` is lost"),
         })),
     }
+}
+
+/// Whether the session is `lost`, and its status message (why) if it has one.
+pub fn lost_because(core: &CoreHandle, session_id: &str) -> Option<Option<String>> {
+    core.read(|state| {
+        let session = state.sessions.get(session_id)?;
+        (session.state == SessionState::Lost).then(|| session.state_message.clone())
+    })
 }
 
 /// Before a daemon's restore resumes `session_id`: a session left `lost` is marked
@@ -104,12 +105,7 @@ pub async fn following_again(core: &CoreHandle, session_id: &str) {
 
 /// A `lost` session's status made `state` with `message`; any other session left as it is.
 async fn from_lost(core: &CoreHandle, session_id: &str, state: SessionState, message: &str) {
-    let lost = core.read(|s| {
-        s.sessions
-            .get(session_id)
-            .is_some_and(|s| s.state == SessionState::Lost)
-    });
-    if lost {
+    if lost_because(core, session_id).is_some() {
         status(core, session_id, state, Some(message.to_string())).await;
     }
 }

@@ -207,7 +207,9 @@ impl Inner {
 
     /// Ends the turn the session's state still has open, unless it is `running` (one a backend
     /// runs now): `interrupted` and `lost`, with `error` — its open items and pending approvals
-    /// end with it.
+    /// end with it. Through the session's forwarder, which also keeps a message streamed so
+    /// far; `hosted::end_cut_turn` does the same from the core's state alone, for a session no
+    /// backend took up (a restore that failed).
     pub(super) async fn end_cut_turn(
         self: &Arc<Self>,
         live: &Arc<Live>,

@@ -466,35 +466,34 @@ async fn driven_an_idle_box_is_typed_once_and_confirmed() {
 
 #[tokio::test(start_paused = true)]
 async fn driven_an_unfollowed_tui_gets_nothing_more_typed_and_the_machine_stops() {
-    for release in RELEASES {
+    let one_ms = Duration::from_millis(1);
+    let cases: [(Duration, &[(&str, Duration)]); 2] = [
         // After the Enter, waiting for a word that cannot come: no second Enter.
-        let mut tui = ScriptedTui::new(&[screen(release, "idle_empty.txt")], None);
-        tui.unfollowed_at = Some(PASTE_SETTLE + Duration::from_millis(1));
-        let outcome = drive(Typing::new(None), &mut tui).await;
-        assert!(
-            matches!(outcome, Err(HostError::ClosedBecause(_))),
-            "{outcome:?}"
-        );
-        assert_eq!(
-            tui.typed,
-            [
+        (
+            PASTE_SETTLE + one_ms,
+            &[
                 ("paste", Duration::ZERO),
                 ("Enter", PASTE_SETTLE),
-                ("give up", PASTE_SETTLE + CONFIRM_POLL_IDLE)
-            ]
-        );
+                ("give up", PASTE_SETTLE + CONFIRM_POLL_IDLE),
+            ],
+        ),
         // Between the paste and the Enter: no Enter at all.
-        let mut tui = ScriptedTui::new(&[screen(release, "idle_empty.txt")], None);
-        tui.unfollowed_at = Some(Duration::from_millis(1));
-        let outcome = drive(Typing::new(None), &mut tui).await;
-        assert!(
-            matches!(outcome, Err(HostError::ClosedBecause(_))),
-            "{outcome:?}"
-        );
-        assert_eq!(
-            tui.typed,
-            [("paste", Duration::ZERO), ("give up", PASTE_SETTLE)]
-        );
+        (
+            one_ms,
+            &[("paste", Duration::ZERO), ("give up", PASTE_SETTLE)],
+        ),
+    ];
+    for release in RELEASES {
+        for (unfollowed_at, typed) in cases {
+            let mut tui = ScriptedTui::new(&[screen(release, "idle_empty.txt")], None);
+            tui.unfollowed_at = Some(unfollowed_at);
+            let outcome = drive(Typing::new(None), &mut tui).await;
+            assert!(
+                matches!(outcome, Err(HostError::ClosedBecause(_))),
+                "{outcome:?}"
+            );
+            assert_eq!(tui.typed, typed);
+        }
     }
 }
 
