@@ -276,6 +276,11 @@ fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
         .unwrap()
         .to_string();
     fx.mock.wait_for_requests(1, super::TURN_TIMEOUT);
+    // Busy as cohost knows it: the turn's start stored (OpenCode's stream can reach cohost
+    // after the model's request reaches the mock).
+    fx.wait_event(&id, "the first turn started", |e| {
+        e["type"] == "turn.started" && e["data"]["turnId"] == turn.as_str()
+    });
     let steered = fx.send(&id, "steer prompt");
     assert_eq!(steered["outcome"], "steered", "{steered}");
     assert_eq!(steered["turnId"], turn.as_str(), "{steered}");
