@@ -10,7 +10,9 @@
 //!   The turn's id is the id of the user message (`msg_…`) that opened it, so a backfill from
 //!   OpenCode's history converges with what was forwarded live.
 //! - A user message's text part is a `userMessage` item (of the running turn, or of the turn its
-//!   `busy` opens); an assistant text part is an `agentMessage` item (id `prt_…`), streamed by
+//!   `busy` opens). Where one of cohost's prompts went is known as soon as its part shows
+//!   ([`Placement`]): into the running turn, into the turn of a message still waiting for its
+//!   `busy` (OpenCode runs both in one loop), or into a turn of its own. An assistant text part is an `agentMessage` item (id `prt_…`), streamed by
 //!   `message.part.delta` and completed when the part has `time.end` or its message completes.
 //! - A tool part is a `command` item (`bash`) or a `tool` item (any other tool): started when it
 //!   runs, completed when it is `completed` or `error` (`declined` when a person rejected it).
@@ -22,7 +24,7 @@
 //!   included) resolve it. OpenCode's questions are positional: a question's id in cohost is
 //!   its text (made unique within the request).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -72,13 +74,26 @@ pub enum Effect {
     },
 }
 
+/// Where a prompt's user message went, known when OpenCode shows it: into the turn it opens
+/// (its id is the message's), or into a turn started or about to start before it (OpenCode
+/// folds a prompt queued while its loop runs into that loop's next model call).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    Opens,
+    Joins(String),
+}
+
 /// The per-session tracking (see the module doc).
 #[derive(Debug, Default)]
 pub struct Forwarder {
     /// The turn running now: the user message that opened it.
     pub current: Option<String>,
-    /// Prompts sent by cohost whose turn has not started yet.
-    pub pending_api: usize,
+    /// The message ids of prompts cohost sent whose turn has not started yet (a turn one of
+    /// them opens is an API turn).
+    pub pending_api: HashSet<String>,
+    /// The prompts an inject waits to see placed, by message id: where each went once its user
+    /// message showed. The inject adds its id before it sends and takes it out when it answers.
+    pub placed: HashMap<String, Option<Placement>>,
     /// An interrupt was asked for the running turn.
     pub interrupt_requested: bool,
     /// A co-driving pane is open on the session: a turn cohost did not send is the person's
@@ -382,8 +397,11 @@ impl Forwarder {
         self.current = Some(turn_id.clone());
         self.aborted = false;
         self.error = None;
-        let source = if self.pending_api > 0 {
-            self.pending_api -= 1;
+        let ours = self.pending_api.remove(&turn_id);
+        for (message_id, _, _) in &user_texts {
+            self.pending_api.remove(message_id);
+        }
+        let source = if ours {
             TurnSource::Api
         } else if self.has_terminal {
             TurnSource::Terminal
@@ -497,6 +515,13 @@ impl Forwarder {
         }
     }
 
+    /// Records where a prompt an inject waits on went, the first time its user message shows.
+    fn place(&mut self, message_id: &str, placement: Placement) {
+        if let Some(slot @ None) = self.placed.get_mut(message_id) {
+            *slot = Some(placement);
+        }
+    }
+
     fn complete_text(&mut self, part_id: &str, text: Option<String>, out: &mut Vec<Effect>) {
         let Some((turn_id, _)) = self.open_items.remove(part_id) else {
             return;
@@ -525,11 +550,24 @@ impl Forwarder {
             let text = part.text.clone().unwrap_or_default();
             match self.current.clone() {
                 // A prompt sent while the turn runs: OpenCode folds it into the turn.
-                Some(turn_id) => out.push(Effect::Store(EventKind::ItemCompleted(item_event(
-                    &turn_id,
-                    Item::UserMessage { id: part.id, text },
-                )))),
+                Some(turn_id) => {
+                    self.place(&part.message_id, Placement::Joins(turn_id.clone()));
+                    self.pending_api.remove(&part.message_id);
+                    out.push(Effect::Store(EventKind::ItemCompleted(item_event(
+                        &turn_id,
+                        Item::UserMessage { id: part.id, text },
+                    ))))
+                }
                 None => {
+                    // The next `busy` starts the turn of the first message waiting; the others
+                    // are folded into it.
+                    let placement = match self.waiting_user.first() {
+                        Some((first, _, _)) if *first != part.message_id => {
+                            Placement::Joins(first.clone())
+                        }
+                        _ => Placement::Opens,
+                    };
+                    self.place(&part.message_id, placement);
                     if !self.waiting_user.iter().any(|(_, id, _)| *id == part.id) {
                         self.waiting_user.push((part.message_id, part.id, text));
                     }

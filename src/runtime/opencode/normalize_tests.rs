@@ -82,7 +82,7 @@ fn stored(effects: &[Effect]) -> Vec<EventKind> {
 #[test]
 fn a_bash_turn_becomes_a_turn_with_its_prompt_command_and_reply() {
     let mut forwarder = Forwarder {
-        pending_api: 1,
+        pending_api: ["msg_u1".to_string()].into(),
         ..Forwarder::default()
     };
     let mut lines = user("msg_u1", "prt_u1", "run echo hi");
@@ -177,7 +177,7 @@ fn a_bash_turn_becomes_a_turn_with_its_prompt_command_and_reply() {
         .collect();
     assert_eq!(deltas.len(), 2, "{effects:#?}");
     assert!(forwarder.current.is_none());
-    assert_eq!(forwarder.pending_api, 0);
+    assert!(forwarder.pending_api.is_empty());
 }
 
 #[test]
@@ -500,4 +500,106 @@ fn a_turn_cohost_did_not_send_is_the_panes_when_one_is_open() {
     };
     assert_eq!(source(false), crate::protocol::TurnSource::Other);
     assert_eq!(source(true), crate::protocol::TurnSource::Terminal);
+}
+
+/// A forwarder that waits on where cohost's prompts `ids` go, as the inject does.
+fn awaiting(ids: &[&str]) -> Forwarder {
+    Forwarder {
+        pending_api: ids.iter().map(|id| id.to_string()).collect(),
+        placed: ids.iter().map(|id| (id.to_string(), None)).collect(),
+        ..Forwarder::default()
+    }
+}
+
+#[test]
+fn a_second_prompt_sent_before_the_first_ones_turn_started_joins_that_turn() {
+    // Both prompts' messages show before OpenCode's loop says `busy` (0.9 s after the first, in
+    // §1.4): the loop takes both, in one busy period.
+    let mut forwarder = awaiting(&["msg_u1", "msg_u2"]);
+    let mut lines = user("msg_u1", "prt_u1", "first");
+    lines.extend(user("msg_u2", "prt_u2", "second"));
+    let effects = run(&mut forwarder, &lines);
+    assert!(stored(&effects).is_empty(), "{effects:#?}");
+    assert_eq!(forwarder.placed["msg_u1"], Some(Placement::Opens));
+    assert_eq!(
+        forwarder.placed["msg_u2"],
+        Some(Placement::Joins("msg_u1".into()))
+    );
+    let kinds = stored(&run(&mut forwarder, &[status("busy")]));
+    let Some(EventKind::TurnStarted(started)) = kinds.first() else {
+        panic!("{kinds:#?}")
+    };
+    assert_eq!(started.turn_id, "msg_u1");
+    assert_eq!(started.source, crate::protocol::TurnSource::Api);
+    let prompts = kinds
+        .iter()
+        .filter(|k| matches!(k, EventKind::ItemCompleted(item) if item.turn_id == "msg_u1"))
+        .count();
+    assert_eq!(prompts, 2, "{kinds:#?}");
+    assert!(
+        forwarder.pending_api.is_empty(),
+        "{:?}",
+        forwarder.pending_api
+    );
+}
+
+#[test]
+fn a_prompt_while_a_turn_runs_joins_it_and_one_after_it_ended_opens_its_own() {
+    let mut forwarder = awaiting(&["msg_u1"]);
+    let mut lines = user("msg_u1", "prt_u1", "first");
+    lines.push(status("busy"));
+    run(&mut forwarder, &lines);
+    assert_eq!(
+        forwarder.placed.remove("msg_u1"),
+        Some(Some(Placement::Opens))
+    );
+
+    forwarder.pending_api.insert("msg_u2".into());
+    forwarder.placed.insert("msg_u2".into(), None);
+    run(&mut forwarder, &user("msg_u2", "prt_u2", "meanwhile"));
+    assert_eq!(
+        forwarder.placed.remove("msg_u2"),
+        Some(Some(Placement::Joins("msg_u1".into())))
+    );
+    assert!(
+        forwarder.pending_api.is_empty(),
+        "{:?}",
+        forwarder.pending_api
+    );
+
+    run(&mut forwarder, &[idle()]);
+    forwarder.pending_api.insert("msg_u3".into());
+    forwarder.placed.insert("msg_u3".into(), None);
+    // OpenCode sends a message's parts again as they change: the first placement stands.
+    let mut lines = user("msg_u3", "prt_u3", "after");
+    lines.extend(user("msg_u3", "prt_u3", "after"));
+    run(&mut forwarder, &lines);
+    assert_eq!(forwarder.placed["msg_u3"], Some(Placement::Opens));
+}
+
+#[test]
+fn a_prompt_of_ours_folded_into_a_persons_turn_joins_it_and_the_turn_stays_theirs() {
+    let mut forwarder = Forwarder {
+        has_terminal: true,
+        ..awaiting(&["msg_u2"])
+    };
+    let mut lines = user("msg_u1", "prt_u1", "typed by a person");
+    lines.extend(user("msg_u2", "prt_u2", "sent by cohost"));
+    lines.push(status("busy"));
+    let kinds = stored(&run(&mut forwarder, &lines));
+    assert_eq!(
+        forwarder.placed["msg_u2"],
+        Some(Placement::Joins("msg_u1".into()))
+    );
+    let Some(EventKind::TurnStarted(started)) = kinds.first() else {
+        panic!("{kinds:#?}")
+    };
+    assert_eq!(started.source, crate::protocol::TurnSource::Terminal);
+    // A prompt nobody waits on is not recorded.
+    assert!(!forwarder.placed.contains_key("msg_u1"));
+    assert!(
+        forwarder.pending_api.is_empty(),
+        "{:?}",
+        forwarder.pending_api
+    );
 }

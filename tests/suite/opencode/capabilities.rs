@@ -313,6 +313,49 @@ fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
     hosted_cases::the_queued_task_runs_as_a_turn_of_its_own(&fx, &id, &task, &turn);
 }
 
+/// Two prompts back to back, the second sent before OpenCode's stream has shown the first
+/// one's turn (its `busy` comes most of a second after the prompt): OpenCode runs both in one
+/// busy period, so the second is answered `steered` into the first's turn, never `started`
+/// with a turn that would never show. The first turn is held open by an approval until both
+/// are answered.
+#[test]
+fn a_prompt_sent_before_the_last_ones_turn_showed_joins_that_turn() {
+    let fx = OpencodeFixture::start();
+    let id = fx.create(json!({}));
+    fx.mock
+        .push(Step::tool_use(
+            "bash",
+            json!({"command": "touch held.txt", "description": "Create held.txt"}),
+        ))
+        .set_default(Step::text("Both prompts seen."));
+    let first = fx.send(&id, "first prompt");
+    assert_eq!(first["outcome"], "started", "{first}");
+    let turn = first["turnId"].as_str().unwrap().to_string();
+    let second = fx.send(&id, "second prompt");
+    assert_eq!(second["outcome"], "steered", "{second}\n{}", fx.dump(&id));
+    assert_eq!(second["turnId"], turn.as_str(), "{second}");
+
+    let requested = fx.wait_event(&id, "the approval", |e| e["type"] == "approval.requested");
+    let approval = requested["data"]["approvalId"].as_str().unwrap();
+    fx.decide(&id, approval, "accept").assert_ok();
+    let done = fx.wait_turn(&id, &turn);
+    assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
+    let events = fx.events(&id);
+    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["first prompt", "second prompt"],
+        "{}",
+        fx.dump(&id)
+    );
+    let turns = of_type(&events, "turn.started");
+    assert_eq!(turns.len(), 1, "{}", fx.dump(&id));
+    assert_eq!(turns[0]["data"]["source"], "api", "{}", fx.dump(&id));
+}
+
 /// `opencode attach` on the session's own server: the spec names the server and the
 /// session, keeps the password out of argv, redacts it unless asked, and the password it
 /// gives opens the server (which refuses anyone without it).

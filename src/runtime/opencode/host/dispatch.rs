@@ -82,7 +82,14 @@ async fn follow(
             {
                 continue;
             }
-            let effects = lock(&live.forwarder).apply(event);
+            let (effects, placed) = {
+                let mut forwarder = lock(&live.forwarder);
+                let effects = forwarder.apply(event);
+                (effects, forwarder.placed.values().any(Option::is_some))
+            };
+            if placed {
+                live.placed.send_replace(());
+            }
             for effect in effects {
                 perform(inner, live, binding, effect).await;
             }

@@ -186,6 +186,8 @@ struct Live {
     /// person's answer never cross).
     decide: tokio::sync::Mutex<()>,
     forwarder: Mutex<Forwarder>,
+    /// Changed when the forwarder placed a prompt an inject waits on (`Forwarder::placed`).
+    placed: watch::Sender<()>,
     /// Stops the dispatch task (close, shutdown).
     cancel: CancellationToken,
 }
@@ -566,6 +568,7 @@ impl Inner {
             inject: tokio::sync::Mutex::new(()),
             decide: tokio::sync::Mutex::new(()),
             forwarder: Mutex::new(Forwarder::default()),
+            placed: watch::channel(()).0,
             cancel: CancellationToken::new(),
         })
     }

@@ -21,6 +21,10 @@ use crate::runtime::{
     InjectState, RuntimeDoctor, SessionHost,
 };
 
+/// How long an inject waits for its prompt's user message to show on OpenCode's stream (it
+/// shows within a tenth of a second: `hosting-opencode-pi-observed.md`).
+const PLACEMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// An id OpenCode accepts for a message cohost sends (`msg_` + 12 hex digits of the time in
 /// ms × 4096 + a counter, + 14 base62 characters, like OpenCode's own ascending ids), so the
 /// turn it opens is named before OpenCode answers, and its history sorts as OpenCode sorts it.
@@ -173,32 +177,80 @@ impl SessionHost for OpencodeHost {
         let model = self.inner.current_model(session);
         let message_id = message_id();
         // A prompt while a turn runs: OpenCode queues it and folds it into the running loop's
-        // next model call, and one `session.idle` ends both — it joins the running turn.
-        let running = {
+        // next model call, and one `session.idle` ends both — it joins the running turn. So
+        // does a prompt sent before the turn of an earlier one has started. Which of the two
+        // it is shows with its user message (`Placement`): the answer waits for that.
+        let mut placed = live.placed.subscribe();
+        let mut bound = live.binding.subscribe();
+        {
             let mut forwarder = lock(&live.forwarder);
-            let running = forwarder.current.clone();
-            if running.is_none() {
-                forwarder.pending_api += 1;
-            }
-            running
+            forwarder.pending_api.insert(message_id.clone());
+            forwarder.placed.insert(message_id.clone(), None);
+        }
+        // The prompt's message will not show: its id is not waited on or counted any more.
+        let forget = || {
+            let mut forwarder = lock(&live.forwarder);
+            forwarder.pending_api.remove(&message_id);
+            forwarder.placed.remove(&message_id);
         };
         let path = format!(
             "/session/{}/prompt_async",
             path_segment(&binding.opencode_session)?
         );
-        let mut body = serde_json::to_value(PromptBody::text(text, model))
-            .map_err(|error| HostError::failed(Runtime::Opencode, error.to_string()))?;
-        body["messageID"] = serde_json::Value::String(message_id.clone());
-        if let Err(error) = binding.client().post(&path, &body).await {
-            if running.is_none() {
-                let mut forwarder = lock(&live.forwarder);
-                forwarder.pending_api = forwarder.pending_api.saturating_sub(1);
-            }
-            return Err(error.into());
+        let sent = async {
+            let mut body = serde_json::to_value(PromptBody::text(text, model))
+                .map_err(|error| HostError::failed(Runtime::Opencode, error.to_string()))?;
+            body["messageID"] = serde_json::Value::String(message_id.clone());
+            binding.client().post(&path, &body).await?;
+            Ok::<_, HostError>(())
+        };
+        if let Err(error) = sent.await {
+            forget();
+            return Err(error);
         }
-        let (state, turn_id) = match running {
-            Some(turn_id) => (InjectState::Steered, turn_id),
-            None => (InjectState::Started, message_id),
+        let deadline = tokio::time::Instant::now() + PLACEMENT_WAIT;
+        let placement = loop {
+            {
+                let mut forwarder = lock(&live.forwarder);
+                if let Some(Some(_)) = forwarder.placed.get(&message_id) {
+                    break forwarder.placed.remove(&message_id).flatten();
+                }
+            }
+            let gone = tokio::select! {
+                changed = placed.changed() => changed.is_err().then_some("the session was closed"),
+                _ = bound.wait_for(Option::is_none) => Some("the opencode server went away"),
+                _ = live.cancel.cancelled() => Some("the session was closed"),
+                _ = tokio::time::sleep_until(deadline) => {
+                    forget();
+                    break None;
+                }
+            };
+            if let Some(gone) = gone {
+                forget();
+                // Its turn, if it started, was ended with the server (`went_away`).
+                return Err(HostError::failed(
+                    Runtime::Opencode,
+                    format!("{gone} before the prompt showed in its session"),
+                ));
+            }
+        };
+        let running = lock(&live.forwarder).current.clone();
+        let (state, turn_id) = match placement {
+            Some(normalize::Placement::Opens) => (InjectState::Started, message_id),
+            Some(normalize::Placement::Joins(turn_id)) => (InjectState::Steered, turn_id),
+            None => {
+                // OpenCode took the prompt and its message has not shown: the turn running
+                // now, if any, is the best guess.
+                tracing::warn!(
+                    session,
+                    message = %message_id,
+                    "opencode accepted a prompt whose message did not show within {PLACEMENT_WAIT:?}"
+                );
+                match running {
+                    Some(turn_id) => (InjectState::Steered, turn_id),
+                    None => (InjectState::Started, message_id),
+                }
+            }
         };
         Ok(inject::record(&self.inner.core, session, state, &turn_id, key).await?)
     }
