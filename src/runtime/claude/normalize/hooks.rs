@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::items::{
     DECISIONS, approval_id, input_request, prompt_item_id, tool_item, unwrap_pasted,
 };
-use super::{MAX_PENDING_ENDS, Normalizer, Output, PendingEnd, STOP_GRACE_MS};
+use super::{Normalizer, Output, PendingEnd, STOP_GRACE_MS};
 use crate::formats::claude::{
     BashToolInput, HookEvent, HookLine, HookPayload, PostToolUseFailureHookInput,
     PostToolUseHookInput, ToolResponse,
@@ -252,20 +252,16 @@ impl Normalizer {
                             .and_then(|stop| stop.last_assistant_message.as_deref())
                             .map(|text| text.trim().to_string())
                             .filter(|text| !text.is_empty());
-                        self.pending_ends
-                            .retain(|pending| pending.done.turn_id != done.turn_id);
-                        if self.pending_ends.len() >= MAX_PENDING_ENDS
-                            && let Some(oldest) = self.pending_ends.pop_front()
-                        {
-                            self.end_turn(oldest.done, &mut out);
-                        }
-                        self.pending_ends.push_back(PendingEnd {
-                            done,
-                            deadline: now + STOP_GRACE_MS,
-                            awaited_reply,
-                            ended_before_reply: false,
-                            by_idle: false,
-                        });
+                        self.hold_end(
+                            PendingEnd {
+                                done,
+                                deadline: now + STOP_GRACE_MS,
+                                awaited_reply,
+                                ended_before_reply: false,
+                                by_idle: false,
+                            },
+                            &mut out,
+                        );
                     }
                 }
             }

@@ -127,8 +127,9 @@ struct PendingEnd {
     /// The transcript wrote the turn's `turn_duration` before its reply: the end waits for the
     /// reply line (Claude flushes a batch of lines in no fixed order).
     ended_before_reply: bool,
-    /// No `Stop` ended it: the session file went `idle` (transcript-led). `done` says
-    /// `interrupted` until the transcript's `turn_duration` says it completed.
+    /// No `Stop` ended it: the session file went `idle` (transcript-led), or a prompt opened the
+    /// next turn. `done` says `interrupted` until the transcript's `turn_duration` (or a late
+    /// `Stop`) says it completed.
     by_idle: bool,
 }
 
@@ -275,22 +276,38 @@ impl Normalizer {
                 None => TurnSource::Terminal,
             };
             if from_hooks || self.turn.is_none() || self.transcript_led {
-                // Transcript-led, a new prompt means the turn before it is over: one still open
-                // ended without a word of the transcript (an Escape before its first token).
-                if self.transcript_led
-                    && let Some(open) = self.open_turn().map(str::to_string)
+                // A new prompt means the turn before it is over: Claude runs one at a time (a
+                // prompt queued behind a turn is told apart before this). One still open with
+                // no end on its way ended without a `Stop` and without a word of the transcript
+                // (an Escape before its first token).
+                if let Some(open) = self.open_turn().map(str::to_string)
                     && !self.ends_pending(&open)
                 {
-                    self.end_turn(
-                        TurnCompleted {
-                            turn_id: open,
-                            status: TurnStatus::Interrupted,
-                            error: None,
-                            duration_ms: None,
-                            lost: false,
-                        },
-                        out,
-                    );
+                    let done = TurnCompleted {
+                        turn_id: open,
+                        status: TurnStatus::Interrupted,
+                        error: None,
+                        duration_ms: None,
+                        lost: false,
+                    };
+                    if self.transcript_led {
+                        self.end_turn(done, out);
+                    } else {
+                        // With hooks, its `Stop` may still be on its way (each hook runs as a
+                        // process of its own, and two can land out of order), or its idle
+                        // reading was missed: `interrupted` unless the `Stop` or the
+                        // transcript says otherwise within the grace.
+                        self.hold_end(
+                            PendingEnd {
+                                done,
+                                deadline: self.now + STOP_GRACE_MS,
+                                awaited_reply: None,
+                                ended_before_reply: false,
+                                by_idle: true,
+                            },
+                            out,
+                        );
+                    }
                 }
                 self.turn = Some(turn_id.to_string());
                 self.turn_since = None;
@@ -309,6 +326,19 @@ impl Normalizer {
                 out.push(Output::Status(AgentStatus::Running));
             }
         }
+    }
+
+    /// Holds a turn's end for the transcript (`pending_ends`), replacing one held for the same
+    /// turn; past [`MAX_PENDING_ENDS`] the oldest goes now.
+    fn hold_end(&mut self, pending: PendingEnd, out: &mut Vec<Output>) {
+        self.pending_ends
+            .retain(|held| held.done.turn_id != pending.done.turn_id);
+        if self.pending_ends.len() >= MAX_PENDING_ENDS
+            && let Some(oldest) = self.pending_ends.pop_front()
+        {
+            self.end_turn(oldest.done, out);
+        }
+        self.pending_ends.push_back(pending);
     }
 
     fn end_turn(&mut self, done: TurnCompleted, out: &mut Vec<Output>) {
@@ -330,7 +360,11 @@ impl Normalizer {
             };
             let turn_id = done.turn_id.clone();
             out.push(Output::Store(EventKind::TurnCompleted(done)));
-            out.push(Output::Status(status));
+            // A turn that ended while a later one runs (its end held for the transcript) does
+            // not say what the agent is doing now.
+            if self.open_turn().is_none() {
+                out.push(Output::Status(status));
+            }
             self.release_attention(&turn_id, out);
         }
     }

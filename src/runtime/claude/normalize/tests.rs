@@ -889,3 +889,69 @@ fn a_prompt_delivered_into_a_running_turn_is_reported_by_its_text() {
         }]
     );
 }
+
+/// A prompt that opens a turn while another is open with no end on its way (no `Stop`, not a
+/// word of the transcript: an Escape before the first token whose idle reading was missed)
+/// ends that turn, `interrupted` once the grace is over, without saying the agent is
+/// interrupted while the new turn runs. A `Stop` that lands after the next prompt's hook (each
+/// hook runs as a process of its own), or the transcript's `turn_duration`, says it completed.
+#[test]
+fn a_prompt_that_opens_a_turn_ends_the_open_one_unless_a_late_stop_says_how() {
+    let mut n = Normalizer::new();
+    let out = feed(
+        &mut n,
+        vec![ups("p1", "Stop me at once"), ups("p2", "Next")],
+    );
+    let opened = seen(&out);
+    assert_eq!(
+        opened.started,
+        [
+            ("p1".into(), TurnSource::Terminal),
+            ("p2".into(), TurnSource::Terminal)
+        ]
+    );
+    assert!(opened.completed.is_empty(), "{out:?}");
+    let later = n.tick(STOP_GRACE_MS + 10);
+    assert_eq!(
+        seen(&later).completed,
+        [("p1".into(), TurnStatus::Interrupted)]
+    );
+    assert!(
+        !later.iter().any(|o| matches!(o, Output::Status(_))),
+        "{later:?}"
+    );
+    assert_eq!(n.turn(), Some("p2"));
+
+    // Its `Stop` lands after the next prompt's hook, then its transcript.
+    let mut n = Normalizer::new();
+    let out = feed(
+        &mut n,
+        vec![
+            ups("p1", "Say hello"),
+            ups("p2", "Next"),
+            stop("p1", "Hello"),
+            user_line("p1", "Say hello", "typed"),
+            reply_line("a1", "Hello"),
+            end_line(),
+        ],
+    );
+    let ended = seen(&out);
+    assert_eq!(ended.completed, [("p1".into(), TurnStatus::Completed)]);
+    assert_eq!(ended.replies, [("p1".into(), "Hello".into())]);
+    assert_eq!(n.turn(), Some("p2"));
+
+    // No `Stop` at all, and the transcript says the turn completed.
+    let mut n = Normalizer::new();
+    let out = feed(
+        &mut n,
+        vec![
+            ups("p1", "Say hello"),
+            ups("p2", "Next"),
+            user_line("p1", "Say hello", "typed"),
+            reply_line("a1", "Hello"),
+            end_line(),
+        ],
+    );
+    assert_eq!(seen(&out).completed, [("p1".into(), TurnStatus::Completed)]);
+    assert!(n.tick(STOP_GRACE_MS + 10).is_empty(), "ended once");
+}
