@@ -16,12 +16,19 @@
 //! p50 of a 250-byte append + `fdatasync` on the same file system, measured right after it in
 //! each round; the target is checked on the median of the rounds' ratios.
 //!
+//! Beside them, the bare handler made durable (`durable`): the same handler, each request's line
+//! written by one writer thread in batches, over zeros written ahead, and `fdatasync`ed before
+//! the request answers — the least a route that keeps cohost's promise (on disk before it is
+//! acknowledged, one writer) must do, measured on this machine in the same run. Its rate over
+//! the bare handler's is the ceiling of any such route here; its c=1 p50 the floor.
+//! Order: bare, durable, cohost, cohost, durable, bare, durable, bare, cohost.
+//!
 //! `COHOST_BENCH_BEFORE=/path/to/cohost` adds a second daemon from that binary (say, a copy of
 //! `target/release/cohost` kept from before a change), in its own home beside this build's, and
-//! interleaves it with the other two (bare, before, cohost, cohost, before, bare, before, bare,
-//! cohost), so a change is measured against its before in one sitting; its c=1 p50 is measured
-//! beside this build's too. The bare handler's c=1 p50 is printed as well: the HTTP round trip
-//! alone, the floor under cohost's.
+//! interleaves it with the others (bare, before, durable, cohost, cohost, durable, before, bare,
+//! durable, before, bare, cohost), so a change is measured against its before in one sitting;
+//! its c=1 p50 is measured beside this build's too. The bare handler's c=1 p50 is printed as
+//! well: the HTTP round trip alone, the floor under cohost's.
 //!
 //! Exits non-zero when a request fails; a missed target is reported, not a failure (the figure
 //! and its spread go in docs/benchmarks.md).
@@ -64,40 +71,106 @@ const BEFORE_ENV: &str = "COHOST_BENCH_BEFORE";
 const COHOST: &str = env!("CARGO_BIN_EXE_cohost");
 
 fn main() -> ExitCode {
-    if std::env::var_os(BARE_ENV).is_some() {
-        return bare::serve();
+    if let Some(mode) = std::env::var_os(BARE_ENV) {
+        // "1": the bare handler; a directory: the bare handler made durable, its log there.
+        let durable = (mode != "1").then(|| std::path::PathBuf::from(mode));
+        return bare::serve(durable);
     }
     bench::main("ingest_ratio", "requests failed, see above", run())
 }
 
-/// The bare handler: what any implementation of the route must do, and nothing more.
+/// The bare handler: what any implementation of the route must do, and nothing more. Made
+/// durable (`Target::Durable`), it also does the least any route that keeps cohost's promise
+/// must: each request's line handed to one writer thread, which writes what it has in one
+/// write over zeros written ahead (as cohost's log does), `fdatasync`s it, and only then lets
+/// the requests answer (a group commit; the seq is the writer's). No checksum, no state
+/// derived, no checks.
 mod bare {
     use std::collections::HashMap;
+    use std::path::PathBuf;
     use std::process::ExitCode;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
+    use std::sync::{Arc, Mutex, mpsc};
 
     use axum::extract::State;
+    use axum::http::StatusCode;
     use axum::routing::post;
     use axum::{Json, Router};
     use cohost_protocol::{AgentEventParams, AgentStatus};
-    use tokio::sync::broadcast;
+    use tokio::sync::{broadcast, oneshot};
 
     /// An instance: (tmux session, agent, thread).
     type Instance = (String, String, String);
+
+    /// A line for the writer, and where its seq goes once it is on disk.
+    type Write = (Vec<u8>, oneshot::Sender<u64>);
+
+    /// Zeros written ahead of the lines at a time (cohost's log: `PREALLOCATE`).
+    const AHEAD: u64 = 16 << 20;
 
     #[derive(Clone)]
     struct Bare {
         seq: Arc<AtomicU64>,
         statuses: Arc<Mutex<HashMap<Instance, AgentStatus>>>,
         bus: broadcast::Sender<Arc<AgentEventParams>>,
+        writer: Option<mpsc::Sender<Write>>,
+    }
+
+    /// The writer thread: batches of what is queued, each written and `fdatasync`ed once.
+    fn write_lines(dir: PathBuf, lines: mpsc::Receiver<Write>) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        std::fs::create_dir_all(&dir)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(dir.join("durable.log"))?;
+        let mut len = 0u64;
+        let mut end = 0u64;
+        let mut seq = 0u64;
+        let mut buf = Vec::new();
+        while let Ok(first) = lines.recv() {
+            let mut batch = vec![first];
+            while batch.len() < 1024
+                && let Ok(more) = lines.try_recv()
+            {
+                batch.push(more);
+            }
+            buf.clear();
+            for (line, _) in &batch {
+                buf.extend_from_slice(line);
+                buf.push(b'\n');
+            }
+            while end + buf.len() as u64 > len {
+                file.write_all_at(&vec![0u8; AHEAD as usize], len)?;
+                len += AHEAD;
+            }
+            file.write_all_at(&buf, end)?;
+            end += buf.len() as u64;
+            file.sync_data()?;
+            for (_, reply) in batch {
+                seq += 1;
+                let _ = reply.send(seq);
+            }
+        }
+        Ok(())
     }
 
     async fn agent_event(
         State(bare): State<Bare>,
         Json(params): Json<AgentEventParams>,
-    ) -> Json<serde_json::Value> {
-        let seq = bare.seq.fetch_add(1, Ordering::Relaxed) + 1;
+    ) -> Result<Json<serde_json::Value>, (StatusCode, &'static str)> {
+        let seq = match &bare.writer {
+            Some(writer) => {
+                let (reply, written) = oneshot::channel();
+                let line = serde_json::to_vec(&params).unwrap_or_default();
+                let failed = (StatusCode::INTERNAL_SERVER_ERROR, "the writer failed");
+                writer.send((line, reply)).map_err(|_| failed)?;
+                written.await.map_err(|_| failed)?
+            }
+            None => bare.seq.fetch_add(1, Ordering::Relaxed) + 1,
+        };
         let session = params.tmux_session.clone().unwrap_or_default();
         bare.statuses
             .lock()
@@ -111,10 +184,12 @@ mod bare {
                 params.status,
             );
         let _ = bare.bus.send(Arc::new(params));
-        Json(serde_json::json!({"ok": true, "seq": seq, "session": session}))
+        Ok(Json(
+            serde_json::json!({"ok": true, "seq": seq, "session": session}),
+        ))
     }
 
-    pub fn serve() -> ExitCode {
+    pub fn serve(durable: Option<PathBuf>) -> ExitCode {
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -130,12 +205,23 @@ mod bare {
             // A subscriber, as the daemon has its SSE readers and tracker.
             let mut receiver = bus.subscribe();
             tokio::spawn(async move { while receiver.recv().await.is_ok() {} });
+            let writer = durable.map(|dir| {
+                let (writer, lines) = mpsc::channel();
+                std::thread::spawn(move || {
+                    if let Err(error) = write_lines(dir, lines) {
+                        // Its requests then answer `ok: false`, which fails the bench.
+                        eprintln!("bare handler's writer: {error}");
+                    }
+                });
+                writer
+            });
             let app = Router::new()
                 .route("/api/agent-event", post(agent_event))
                 .with_state(Bare {
                     seq: Arc::default(),
                     statuses: Arc::default(),
                     bus,
+                    writer,
                 });
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             println!("bare listening on {}", listener.local_addr()?);
@@ -159,10 +245,12 @@ struct BareServer {
 }
 
 impl BareServer {
-    fn start() -> anyhow::Result<BareServer> {
+    /// The bare handler; with `durable`, made durable with its log in that directory.
+    fn start(durable: Option<&Path>) -> anyhow::Result<BareServer> {
         use std::io::BufRead as _;
+        let mode = durable.map_or_else(|| "1".into(), |dir| dir.as_os_str().to_owned());
         let mut child = Command::new(std::env::current_exe()?)
-            .env(BARE_ENV, "1")
+            .env(BARE_ENV, mode)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -193,6 +281,7 @@ struct Fixture {
     daemon: Daemon,
     before: Option<Daemon>,
     bare: BareServer,
+    durable: BareServer,
     _tmux: TmuxServer,
     dir: tempfile::TempDir,
 }
@@ -224,11 +313,13 @@ impl Fixture {
             ),
             None => None,
         };
-        let bare = BareServer::start()?;
+        let bare = BareServer::start(None)?;
+        let durable = BareServer::start(Some(&dir.path().join("durable")))?;
         Ok(Fixture {
             daemon,
             before,
             bare,
+            durable,
             _tmux: tmux,
             dir,
         })
@@ -240,6 +331,7 @@ enum Target {
     Bare,
     Cohost,
     Before,
+    Durable,
 }
 
 impl Target {
@@ -248,6 +340,7 @@ impl Target {
             Target::Bare => "bare",
             Target::Cohost => "cohost",
             Target::Before => "before",
+            Target::Durable => "durable",
         }
     }
 }
@@ -450,7 +543,7 @@ fn spread_ms(values: &[f64]) -> String {
 }
 
 async fn run() -> anyhow::Result<bool> {
-    use Target::{Bare, Before, Cohost};
+    use Target::{Bare, Before, Cohost, Durable};
     let cpus = bench::cpus();
     let before_binary = std::env::var_os(BEFORE_ENV).map(std::path::PathBuf::from);
     let mut fixture = Fixture::start(before_binary.as_deref())?;
@@ -475,12 +568,15 @@ async fn run() -> anyhow::Result<bool> {
 
     let order: &[Target] = if fixture.before.is_some() {
         &[
-            Bare, Before, Cohost, Cohost, Before, Bare, Before, Bare, Cohost,
+            Bare, Before, Durable, Cohost, Cohost, Durable, Before, Bare, Durable, Before, Bare,
+            Cohost,
         ]
     } else {
-        &[Bare, Cohost, Cohost, Bare, Bare, Cohost]
+        &[
+            Bare, Durable, Cohost, Cohost, Durable, Bare, Durable, Bare, Cohost,
+        ]
     };
-    let mut rates: [Vec<f64>; 3] = Default::default();
+    let mut rates: [Vec<f64>; 4] = Default::default();
     println!();
     println!(
         "c={CONCURRENCY}, {:.0} s warm-up, {:.0} s measured, {} instances, every request a status change",
@@ -490,13 +586,14 @@ async fn run() -> anyhow::Result<bool> {
     );
     let addr = |target: Target| match target {
         Bare => Some((fixture.bare.addr, fixture.bare.child.id())),
+        Durable => Some((fixture.durable.addr, fixture.durable.child.id())),
         Cohost => Some((fixture.daemon.addr, fixture.daemon.pid())),
         Before => fixture
             .before
             .as_ref()
             .map(|daemon| (daemon.addr, daemon.pid())),
     };
-    let mut costs: [Vec<Cost>; 3] = Default::default();
+    let mut costs: [Vec<Cost>; 4] = Default::default();
     for (n, &target) in order.iter().enumerate() {
         let Some((addr, pid)) = addr(target) else {
             continue;
@@ -525,7 +622,7 @@ async fn run() -> anyhow::Result<bool> {
     if ok {
         println!();
         let bare_median = median(rates[Bare as usize].clone());
-        for target in [Bare, Before, Cohost] {
+        for target in [Bare, Durable, Before, Cohost] {
             let runs = &rates[target as usize];
             if !runs.is_empty() {
                 println!(
@@ -538,7 +635,7 @@ async fn run() -> anyhow::Result<bool> {
         }
         // The server's own CPU per request: steadier than the rates on a busy machine, as it
         // does not count what other processes take.
-        for target in [Bare, Before, Cohost] {
+        for target in [Bare, Durable, Before, Cohost] {
             let runs = &costs[target as usize];
             if !runs.is_empty() {
                 println!(
@@ -550,6 +647,12 @@ async fn run() -> anyhow::Result<bool> {
             }
         }
         let ratio = median(rates[Cohost as usize].clone()) / bare_median;
+        let durable = median(rates[Durable as usize].clone());
+        println!(
+            "  ratio durable/bare {:.2} (the ceiling of a route that fsyncs before it answers, on this machine); cohost/durable {:.2}",
+            durable / bare_median,
+            median(rates[Cohost as usize].clone()) / durable
+        );
         if !rates[Before as usize].is_empty() {
             let before = median(rates[Before as usize].clone());
             println!(
@@ -573,13 +676,13 @@ async fn run() -> anyhow::Result<bool> {
             WARMUP.as_secs_f64(),
             LATENCY_RUN.as_secs_f64()
         );
-        let targets: Vec<Target> = [Bare, Before, Cohost]
+        let targets: Vec<Target> = [Bare, Durable, Before, Cohost]
             .into_iter()
             .filter(|target| addr(*target).is_some())
             .collect();
-        let mut p50s: [Vec<f64>; 3] = Default::default();
+        let mut p50s: [Vec<f64>; 4] = Default::default();
         // Each daemon's p50 in a round over the fdatasync probe measured right after it.
-        let mut ratios: [Vec<f64>; 3] = Default::default();
+        let mut ratios: [Vec<f64>; 4] = Default::default();
         let mut fsyncs = Vec::with_capacity(C1_ROUNDS);
         for round in 1..=C1_ROUNDS {
             let mut line = format!("  round {round}:");
@@ -621,6 +724,15 @@ async fn run() -> anyhow::Result<bool> {
             let round_ratios = &ratios[target as usize];
             let c1_ratio = median(round_ratios.clone());
             let (min, max) = bounds(round_ratios);
+            if target == Durable {
+                // A route that does nothing but the durable write: the floor under cohost's.
+                println!(
+                    "c=1: durable POST p50 median {:.3} ms (rounds {}); per round {min:.2}x–{max:.2}x the fdatasync, median {c1_ratio:.2}x (the floor of a route that fsyncs before it answers)",
+                    median(p50.clone()) * 1000.0,
+                    spread_ms(p50),
+                );
+                continue;
+            }
             println!(
                 "c=1: {} POST p50 median {:.3} ms (rounds {}), fdatasync p50 median {:.3} ms (rounds {}); per round {min:.2}x–{max:.2}x, median {c1_ratio:.2}x (target <= {TARGET_C1_FSYNC}x: {})",
                 target.name(),
