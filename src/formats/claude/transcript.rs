@@ -46,6 +46,12 @@ pub struct RecordHead {
 }
 
 impl RecordHead {
+    /// When the line was written (`timestamp`), in ms since the epoch.
+    pub fn written_at_ms(&self) -> Option<u64> {
+        let at = chrono::DateTime::parse_from_rfc3339(self.timestamp.as_deref()?).ok()?;
+        u64::try_from(at.timestamp_millis()).ok()
+    }
+
     /// The head of one transcript line's text, read without building the rest; `None` for a
     /// line that is not one JSON object.
     pub fn of_line(line: &str) -> Option<RecordHead> {

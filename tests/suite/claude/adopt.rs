@@ -516,3 +516,56 @@ fn a_claude_adopted_mid_turn_follows_that_turn_and_interrupts_it() {
     assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
     assert_no_repeats(&fx.events(&id));
 }
+
+/// A person's own Escape, in the pane of an adopted Claude, before the model's first token: no
+/// hook runs in a Claude started by hand, and the transcript writes nothing more for such a
+/// turn; the session file's `idle`, later than the prompt's line, ends it `interrupted` (even
+/// when the `busy` was read before that line). Claude puts the prompt back in the box: it is the
+/// person's draft now, not typed over; once they clear it, the next prompt completes.
+#[test]
+fn a_persons_escape_before_the_first_token_ends_the_adopted_turn() {
+    let fx = fixture();
+    let hand = ByHand::start(&fx);
+    let watched = wait_instance(&fx, "the watched claude in its pane", |i| {
+        i["source"] == "watcher:claude-code" && i["paneId"] == hand.pane.as_str()
+    });
+    let (status, adopted) = adopt(&fx, watched["key"].as_str().unwrap());
+    assert_eq!(status, 201, "{adopted:#}");
+    let id = adopted["session"]["id"].as_str().unwrap().to_string();
+    fx.mock
+        .push(Step::hang().when_user_contains("Hang until a person stops it"));
+    let (status, sent) = fx.send(&id, "Hang until a person stops it");
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["outcome"], "started", "{sent}");
+    let turn = sent["turnId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + WAIT;
+    while fx.mock.main_requests().is_empty() {
+        if Instant::now() >= deadline {
+            fx.fail("the model was never asked");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    hand.keys(&fx, &["Escape"]);
+    let ended = wait_turn_end(&fx, &id, &turn);
+    assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
+    hand.wait_screen(&fx, "the prompt back in the box", |s| {
+        s.contains("❯\u{a0}Hang until a person stops it")
+    });
+    let (status, refused) = fx.send(&id, "typed over the draft");
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "human_typing", "{refused}");
+    hand.keys(&fx, &["Escape", "Escape"]);
+    hand.wait_screen(&fx, "the cleared box", |s| {
+        !s.contains("Hang until a person stops it")
+    });
+    hand.wait_ready(&fx);
+
+    fx.mock
+        .push(Step::text("After the Escape.").when_user_contains("And now answer"));
+    let (status, sent) = fx.send(&id, "And now answer");
+    assert_eq!(status, 200, "{sent}");
+    let next = sent["turnId"].as_str().unwrap().to_string();
+    let done = wait_turn_end(&fx, &id, &next);
+    assert_eq!(done["data"]["status"], "completed", "{done}");
+    assert_no_repeats(&fx.events(&id));
+}

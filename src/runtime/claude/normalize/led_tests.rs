@@ -205,3 +205,40 @@ fn lines_read_again_after_a_restart_stay_with_the_last_turn_and_never_open_or_en
     let end = n.transcript_line(&turn_duration());
     assert_eq!(ends(&end), [("p2".to_string(), TurnStatus::Completed)]);
 }
+
+/// The readings of a person's Escape before the first token in an adopted 2.1.197 (a live run
+/// of `suite::claude::adopt::a_persons_escape_…`): the prompt line at 21:38:28.122, the session
+/// file `busy` since 708_177 and `idle` since 708_532, no other line. The `busy` was read before
+/// the prompt line, so no reading saw the turn busy: the `idle` after the prompt's line ends it.
+#[test]
+fn an_idle_after_a_typed_prompts_line_ends_its_turn_though_no_reading_saw_it_busy() {
+    let mut n = led();
+    n.tick(1_796_506_708_300);
+    n.session_status_since("busy", Some(1_796_506_708_177));
+    let mut line = prompt("p1", "Hang until a person stops it");
+    line["timestamp"] = json!("2026-12-05T21:38:28.122Z");
+    n.transcript_line(&line);
+    // The idle before the prompt, read again late, ends nothing.
+    assert!(
+        ends(&n.session_status_since("idle", Some(1_796_506_700_000))).is_empty()
+            && n.pending_ends.is_empty()
+    );
+    assert!(ends(&n.session_status_since("idle", Some(1_796_506_708_532))).is_empty());
+    assert_eq!(
+        ends(&n.tick(1_796_506_708_300 + IDLE_GRACE_MS)),
+        [("p1".to_string(), TurnStatus::Interrupted)]
+    );
+
+    // A queued prompt's line says nothing of when its turn began: the idle between the turn
+    // before it and its own (after its line's time) leaves it running.
+    let mut n = led();
+    n.tick(2_000_000_000_000);
+    let mut line = prompt("q2", "Queued behind it");
+    line["promptSource"] = json!("queued");
+    line["timestamp"] = json!("2033-05-18T03:33:19.000Z");
+    n.transcript_line(&line);
+    assert_eq!(n.turn(), Some("q2"));
+    assert!(ends(&n.session_status_since("idle", Some(2_000_000_000_500))).is_empty());
+    assert!(ends(&n.tick(2_000_000_000_000 + 10 * IDLE_GRACE_MS)).is_empty());
+    assert_eq!(n.turn(), Some("q2"));
+}

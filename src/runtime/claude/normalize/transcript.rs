@@ -93,7 +93,7 @@ impl Normalizer {
             return out;
         }
         match record {
-            TranscriptRecord::User(_, user) => self.user_record(user, &mut out),
+            TranscriptRecord::User(head, user) => self.user_record(head, user, &mut out),
             TranscriptRecord::Assistant(head, assistant) => {
                 self.assistant_record(head, assistant, &mut out)
             }
@@ -107,7 +107,7 @@ impl Normalizer {
         out
     }
 
-    fn user_record(&mut self, line: &UserRecord, out: &mut Vec<Output>) {
+    fn user_record(&mut self, head: &RecordHead, line: &UserRecord, out: &mut Vec<Output>) {
         let content = line.content();
         let prompt_text = match content {
             Some(UserContent::Text(text))
@@ -155,6 +155,19 @@ impl Normalizer {
                     && !self.turn_texts.contains(&text.trim().to_string())
                 {
                     self.turn_texts.push(text.trim().to_string());
+                }
+                // Transcript-led, a typed prompt's line says when its turn began, as a
+                // `UserPromptSubmit` does with hooks: the session file going `idle` after it
+                // ends the turn even when no reading saw it busy, or saw it busy before this
+                // line was read (an Escape before the first token writes nothing more here).
+                // Not a queued prompt's: it may be written with an earlier time than the `idle`
+                // between its turn and the one before.
+                if self.transcript_led
+                    && line.prompt_source == Some(PromptSource::Typed)
+                    && self.open_turn() == Some(turn_id.as_str())
+                    && self.turn_since.is_none()
+                {
+                    self.turn_since = head.written_at_ms();
                 }
                 out.push(Output::Store(EventKind::ItemCompleted(ItemEvent {
                     turn_id: turn_id.clone(),
