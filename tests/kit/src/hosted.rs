@@ -203,6 +203,17 @@ impl<B: Binaries> HostedFixture<B> {
             e["type"] == "turn.completed" && e["data"]["turnId"] == turn
         })
     }
+
+    /// Asserts the texts of `turn`'s prompts (its completed `userMessage` items), in order.
+    #[track_caller]
+    pub fn assert_prompts(&self, id: &str, turn: &str, expected: &[&str]) {
+        let events = self.events(id);
+        let prompts: Vec<&str> = items(&events, turn, "userMessage")
+            .iter()
+            .filter_map(|m| m["text"].as_str())
+            .collect();
+        assert_eq!(prompts, expected, "{}", self.dump(id));
+    }
 }
 
 /// The events of type `kind`.

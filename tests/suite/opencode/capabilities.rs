@@ -293,16 +293,7 @@ fn a_prompt_while_busy_joins_the_turn_and_a_queued_task_waits_for_its_end() {
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
     let events = fx.events(&id);
-    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .collect();
-    assert_eq!(
-        prompts,
-        ["first prompt", "steer prompt"],
-        "{}",
-        fx.dump(&id)
-    );
+    fx.assert_prompts(&id, &turn, &["first prompt", "steer prompt"]);
     let replies: Vec<&str> = items(&events, &turn, "agentMessage")
         .iter()
         .filter_map(|m| m["text"].as_str())
@@ -341,16 +332,7 @@ fn a_prompt_sent_before_the_last_ones_turn_showed_joins_that_turn() {
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
     let events = fx.events(&id);
-    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .collect();
-    assert_eq!(
-        prompts,
-        ["first prompt", "second prompt"],
-        "{}",
-        fx.dump(&id)
-    );
+    fx.assert_prompts(&id, &turn, &["first prompt", "second prompt"]);
     let turns = of_type(&events, "turn.started");
     assert_eq!(turns.len(), 1, "{}", fx.dump(&id));
     assert_eq!(turns[0]["data"]["source"], "api", "{}", fx.dump(&id));

@@ -149,16 +149,7 @@ fn a_prompt_while_busy_steers_the_turn_and_a_queued_task_waits_for_its_end() {
     let done = fx.wait_turn(&id, &turn);
     assert_eq!(done["data"]["status"], "completed", "{}", fx.dump(&id));
     let events = fx.events(&id);
-    let prompts: Vec<&str> = items(&events, &turn, "userMessage")
-        .iter()
-        .filter_map(|m| m["text"].as_str())
-        .collect();
-    assert_eq!(
-        prompts,
-        ["first prompt", "steer prompt"],
-        "{}",
-        fx.dump(&id)
-    );
+    fx.assert_prompts(&id, &turn, &["first prompt", "steer prompt"]);
     let replies: Vec<&str> = items(&events, &turn, "agentMessage")
         .iter()
         .filter_map(|m| m["text"].as_str())
