@@ -538,13 +538,9 @@ fn a_persons_escape_before_the_first_token_ends_the_adopted_turn() {
     assert_eq!(status, 200, "{sent}");
     assert_eq!(sent["outcome"], "started", "{sent}");
     let turn = sent["turnId"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + WAIT;
-    while fx.mock.main_requests().is_empty() {
-        if Instant::now() >= deadline {
-            fx.fail("the model was never asked");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    fx.daemon.wait_for("the model to be asked", WAIT, |_| {
+        (!fx.mock.main_requests().is_empty()).then_some(())
+    });
     hand.keys(&fx, &["Escape"]);
     let ended = wait_turn_end(&fx, &id, &turn);
     assert_eq!(ended["data"]["status"], "interrupted", "{ended}");

@@ -897,11 +897,15 @@ fn a_prompt_delivered_into_a_running_turn_is_reported_by_its_text() {
 /// hook runs as a process of its own), or the transcript's `turn_duration`, says it completed.
 #[test]
 fn a_prompt_that_opens_a_turn_ends_the_open_one_unless_a_late_stop_says_how() {
-    let mut n = Normalizer::new();
-    let out = feed(
-        &mut n,
-        vec![ups("p1", "Stop me at once"), ups("p2", "Next")],
-    );
+    // Prompt `p1`, then `p2` opening a turn while `p1`'s is open, then `rest`.
+    let after_next_prompt = |rest: Vec<In>| {
+        let mut n = Normalizer::new();
+        let mut inputs = vec![ups("p1", "Say hello"), ups("p2", "Next")];
+        inputs.extend(rest);
+        let out = feed(&mut n, inputs);
+        (n, out)
+    };
+    let (mut n, out) = after_next_prompt(vec![]);
     let opened = seen(&out);
     assert_eq!(
         opened.started,
@@ -922,36 +926,24 @@ fn a_prompt_that_opens_a_turn_ends_the_open_one_unless_a_late_stop_says_how() {
     );
     assert_eq!(n.turn(), Some("p2"));
 
-    // Its `Stop` lands after the next prompt's hook, then its transcript.
-    let mut n = Normalizer::new();
-    let out = feed(
-        &mut n,
+    let transcript = || {
         vec![
-            ups("p1", "Say hello"),
-            ups("p2", "Next"),
-            stop("p1", "Hello"),
             user_line("p1", "Say hello", "typed"),
             reply_line("a1", "Hello"),
             end_line(),
-        ],
-    );
+        ]
+    };
+    // Its `Stop` lands after the next prompt's hook, then its transcript.
+    let mut late_stop = vec![stop("p1", "Hello")];
+    late_stop.extend(transcript());
+    let (n, out) = after_next_prompt(late_stop);
     let ended = seen(&out);
     assert_eq!(ended.completed, [("p1".into(), TurnStatus::Completed)]);
     assert_eq!(ended.replies, [("p1".into(), "Hello".into())]);
     assert_eq!(n.turn(), Some("p2"));
 
     // No `Stop` at all, and the transcript says the turn completed.
-    let mut n = Normalizer::new();
-    let out = feed(
-        &mut n,
-        vec![
-            ups("p1", "Say hello"),
-            ups("p2", "Next"),
-            user_line("p1", "Say hello", "typed"),
-            reply_line("a1", "Hello"),
-            end_line(),
-        ],
-    );
+    let (mut n, out) = after_next_prompt(transcript());
     assert_eq!(seen(&out).completed, [("p1".into(), TurnStatus::Completed)]);
     assert!(n.tick(STOP_GRACE_MS + 10).is_empty(), "ended once");
 }
