@@ -520,8 +520,8 @@ fn a_claude_adopted_mid_turn_follows_that_turn_and_interrupts_it() {
 /// A person's own Escape, in the pane of an adopted Claude, before the model's first token: no
 /// hook runs in a Claude started by hand, and the transcript writes nothing more for such a
 /// turn; the session file's `idle`, later than the prompt's line, ends it `interrupted` (even
-/// when the `busy` was read before that line). Claude puts the prompt back in the box; once the
-/// person clears it, the next prompt completes.
+/// when the `busy` was read before that line). (What becomes of the prompt Claude then puts
+/// back in the box is the task queue's: a prompt of ours it clears, when it looks.)
 #[test]
 fn a_persons_escape_before_the_first_token_ends_the_adopted_turn() {
     let fx = fixture();
@@ -544,21 +544,5 @@ fn a_persons_escape_before_the_first_token_ends_the_adopted_turn() {
     hand.keys(&fx, &["Escape"]);
     let ended = wait_turn_end(&fx, &id, &turn);
     assert_eq!(ended["data"]["status"], "interrupted", "{ended}");
-    hand.wait_screen(&fx, "the prompt back in the box", |s| {
-        s.contains("❯\u{a0}Hang until a person stops it")
-    });
-    hand.keys(&fx, &["Escape", "Escape"]);
-    hand.wait_screen(&fx, "the cleared box", |s| {
-        !s.contains("Hang until a person stops it")
-    });
-    hand.wait_ready(&fx);
-
-    fx.mock
-        .push(Step::text("After the Escape.").when_user_contains("And now answer"));
-    let (status, sent) = fx.send(&id, "And now answer");
-    assert_eq!(status, 200, "{sent}");
-    let next = sent["turnId"].as_str().unwrap().to_string();
-    let done = wait_turn_end(&fx, &id, &next);
-    assert_eq!(done["data"]["status"], "completed", "{done}");
     assert_no_repeats(&fx.events(&id));
 }
